@@ -1,0 +1,80 @@
+# tachyon — the two commands a user needs are `make serve` (or `make run`) and `make test`.
+# Everything else here is a step those two call.
+
+SHELL       := /bin/bash
+BUILD       ?= build
+JOBS        ?= $(shell nproc)
+VENV        := .venv
+PY          := $(VENV)/bin/python
+MODEL       ?= models/SmolLM2-135M-Instruct.Q4_1.gguf
+PROMPT      ?= Explain in two sentences why the sky is blue.
+CMAKE_FLAGS ?=
+ifeq ($(CI),true)
+CMAKE_FLAGS += -DTACHYON_WERROR=ON
+endif
+
+APT_PKGS := build-essential cmake pkg-config clang libclang-rt-14-dev libevent-dev libjansson-dev \
+            libpcre2-dev libxxhash-dev libcurl4-openssl-dev python3-venv valgrind
+
+.PHONY: all deps apt venv build models run serve test unit pytest fuzz asan clean
+
+all: build
+
+deps: apt venv
+
+apt:
+	@missing=""; for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then echo "installing:$$missing"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; fi
+
+venv: $(VENV)/.stamp
+$(VENV)/.stamp: requirements-test.txt
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -r requirements-test.txt
+	touch $@
+
+build: apt
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null
+	cmake --build $(BUILD) -j $(JOBS)
+
+models: venv
+	scripts/fetch_models.sh
+
+run: build models
+	$(BUILD)/tachyon run -m $(MODEL) --chat -p "$(PROMPT)" -n 128
+
+serve: build models
+	$(BUILD)/tachyon serve -m $(MODEL) --host 127.0.0.1 --port 8080
+
+unit: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+pytest: build models venv
+	TACHYON_BIN=$(abspath $(BUILD))/tachyon $(PY) -m pytest -q tests/ref tests/integration
+
+# Short, fixed-time fuzzing of every untrusted-input parser (clang + libFuzzer).
+FUZZ_SECONDS ?= 30
+fuzz: apt
+	CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Release -DTACHYON_FUZZ=ON >/dev/null
+	cmake --build build-fuzz -j $(JOBS)
+	@set -e; for f in build-fuzz/fuzz_*; do \
+	  n=$$(basename $$f); mkdir -p fuzz-corpus-$$n; \
+	  seeds=tests/fuzz/seeds/$${n#fuzz_}; [ -d $$seeds ] || seeds=; \
+	  echo "== $$n for $(FUZZ_SECONDS)s"; \
+	  $$f -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -rss_limit_mb=2048 fuzz-corpus-$$n $$seeds 2>&1 | tail -n 3; \
+	done
+
+# Unit tests and a real generation under AddressSanitizer + UndefinedBehaviorSanitizer.
+asan: apt
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTACHYON_SANITIZE=ON $(CMAKE_FLAGS) >/dev/null
+	cmake --build build-asan -j $(JOBS)
+	cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS)
+	ASAN_OPTIONS=detect_leaks=1 build-asan/tachyon run -m ../shared/testdata/models/stories260K.gguf -p "Once upon a time" -n 32 >/dev/null
+
+test: deps build models unit pytest fuzz asan
+	@echo "make test: all suites passed"
+
+clean:
+	rm -rf $(BUILD) build-asan build-fuzz

@@ -1,0 +1,39 @@
+// tachyon: dispatch to a subcommand.
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+typedef struct {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *help;
+} cli_cmd;
+
+static int cli_version(int argc, char **argv) {
+    (void)argc, (void)argv;
+    printf("tachyon 0.1.0\n");
+    return 0;
+}
+
+static const cli_cmd cmds[] = {
+    {"version", cli_version, "print the version"},
+};
+
+static void usage(void) {
+    fprintf(stderr, "usage: tachyon COMMAND [options]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+        fprintf(stderr, "  %-12s %s\n", cmds[i].name, cmds[i].help);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+        usage();
+        return argc < 2 ? 2 : 0;
+    }
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+        if (!strcmp(argv[1], cmds[i].name)) return cmds[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "tachyon: unknown command '%s'\n", argv[1]);
+    usage();
+    return 2;
+}

@@ -1,0 +1,61 @@
+// CPU backend building blocks: feature detection, the persistent thread pool, and quantized matmul.
+// Kernels are chosen once at start-up from CPUID (AVX-512/VNNI, AVX2, scalar); TACHYON_ISA=scalar|avx2|avx512
+// in the environment forces a lower level (for tests and for comparing).
+#ifndef TACHYON_CPU_H
+#define TACHYON_CPU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum { CPU_ISA_SCALAR = 0, CPU_ISA_AVX2 = 1, CPU_ISA_AVX512 = 2 } cpu_isa;
+
+typedef struct cpu_features {
+    int avx2, fma, f16c;
+    int avx512f, avx512bw, avx512vl, avx512vnni, avx512bf16;
+} cpu_features;
+
+const cpu_features *cpu_get_features(void); // detected once, cached
+cpu_isa cpu_best_isa(void);                 // highest usable level, honouring TACHYON_ISA
+const char *cpu_isa_name(cpu_isa isa);
+
+// --- thread pool: persistent workers (created once), no per-step thread creation. A job is a function
+// called as fn(arg, ith, nth) on every thread (the caller is thread 0); cpu_pool_run returns when all
+// have finished. Workers spin briefly between jobs (low wake-up latency for back-to-back kernels) and
+// then sleep. Not reentrant: one job at a time, from one caller thread.
+typedef struct cpu_pool cpu_pool;
+typedef void (*cpu_job_fn)(void *arg, int ith, int nth);
+
+cpu_pool *cpu_pool_new(int n_threads); // NULL on failure; free with cpu_pool_free
+void cpu_pool_free(cpu_pool *pool);
+int cpu_pool_size(const cpu_pool *pool);
+void cpu_pool_run(cpu_pool *pool, cpu_job_fn fn, void *arg);
+
+// --- matmul: out (n_rows, d) = x (n_rows, k) @ W^T, where W is (d, k) in any supported tt_type stored
+// row-major (each of the d rows is k elements, tt_row_size(type, k) bytes).
+// x is quantized once to the weight type's vec_dot_type (into scratch), then each weight block is read
+// once for all n_rows rows (GEMM path) — this is what makes batching pay on a memory-bound machine.
+// Work is split over weight rows across the pool's threads. Scratch must hold cpu_matmul_scratch_size bytes;
+// the hot path does not allocate.
+typedef struct cpu_matmul_args {
+    float *out;        // (n_rows, d), row stride ld_out floats
+    int ld_out;        // >= d
+    const float *x;    // (n_rows, k), row stride k
+    int n_rows;        // batch rows
+    int k;             // inner dimension (multiple of the weight type's block size)
+    int d;             // output features = weight rows
+    uint32_t w_type;   // tt_type of W
+    const void *w;     // (d, k) weights
+    void *scratch;     // >= cpu_matmul_scratch_size(w_type, n_rows, k) bytes
+} cpu_matmul_args;
+
+size_t cpu_matmul_scratch_size(uint32_t w_type, int n_rows, int k);
+// Returns 0, or TC_ERR_UNSUPPORTED for a type without a kernel.
+int cpu_matmul(cpu_pool *pool, const cpu_matmul_args *a);
+// Same computation with a fixed ISA level (tests compare levels against CPU_ISA_SCALAR).
+int cpu_matmul_isa(cpu_pool *pool, const cpu_matmul_args *a, cpu_isa isa);
+
+// Measured sequential read bandwidth of main memory, bytes/second (reads a buffer much larger than the
+// last-level cache with all pool threads; takes ~0.5 s; cached after the first call).
+double cpu_mem_bandwidth(cpu_pool *pool);
+
+#endif

@@ -1,0 +1,93 @@
+// The engine: one thread that owns the model, the paged KV cache and the scheduler, and runs one step (one
+// forward pass over a ragged batch) at a time. Other threads talk to it only through this API: submit and
+// cancel go into its inbox; tokens and finishes come out of its outbox, signalled on an fd so an event loop
+// can wait on it. Neither side blocks on the other.
+#ifndef TACHYON_ENGINE_H
+#define TACHYON_ENGINE_H
+
+#include <stdint.h>
+
+#include "common/err.h"
+#include "model/model.h"
+#include "sampling/sampling.h"
+
+typedef struct engine_opts {
+    int max_batch_tokens;   // token budget per step (prefill chunks + decode tokens)
+    int max_seqs;           // running sequences at most
+    int block_size;         // KV block size in tokens (16)
+    size_t kv_mem_bytes;    // KV pool size in bytes; 0 = a default fraction of free RAM
+    int ctx_size;           // per-request limit on prompt + generated tokens (0 = model's ctx_train)
+    int max_queue;          // waiting requests at most; beyond → TC_ERR_FULL (the server answers 503)
+    int max_queued_tokens;  // prompt tokens waiting at most (0 = unlimited)
+    int n_threads;          // compute threads
+    int prefix_cache;       // 1: reuse KV of identical prompt prefixes across requests
+    const int32_t *eog_ids; // tokens that end generation (EOS/EOT …), copied at engine_new
+    int n_eog;
+} engine_opts;
+
+void engine_opts_default(engine_opts *o);
+
+typedef enum {
+    ENGINE_FINISH_NONE = 0,
+    ENGINE_FINISH_STOP,      // an end-of-generation token (or the server's stop string via engine_cancel)
+    ENGINE_FINISH_LENGTH,    // max_tokens or the context limit
+    ENGINE_FINISH_CANCELLED, // engine_cancel (client went away)
+    ENGINE_FINISH_DEADLINE,  // deadline passed
+    ENGINE_FINISH_ERROR,     // internal error (message in the event)
+    ENGINE_FINISH_SHUTDOWN,  // cut by engine_stop
+} engine_finish;
+
+const char *engine_finish_name(engine_finish f); // "stop", "length", "cancelled", …
+
+typedef struct engine_req {
+    int32_t *prompt;  // (n_prompt) token ids; ownership passes to the engine on a successful submit
+    int n_prompt;
+    int max_tokens;   // new tokens at most (>= 1)
+    samp_params sp;
+    double deadline;  // monotonic seconds (tc_now), 0 = none
+    int ignore_eos;
+    void *user;       // opaque to the engine, returned in every event of this request
+} engine_req;
+
+typedef enum { ENGINE_EV_TOKEN = 1, ENGINE_EV_FINISH = 2 } engine_ev_type;
+
+typedef struct engine_event {
+    engine_ev_type type;
+    uint64_t id;
+    void *user;
+    samp_result tok;          // TOKEN: the sampled token and its logprobs
+    engine_finish finish;     // FINISH: why
+    int n_prompt, n_cached, n_generated; // FINISH: usage; n_cached = prompt tokens served from the prefix cache
+    double t_arrival, t_first_sched, t_first_token, t_finish; // monotonic seconds (FINISH)
+    char msg[128];            // FINISH with ERROR: message
+} engine_event;
+
+typedef struct engine_stats {
+    int running, waiting;
+    int kv_blocks_used, kv_blocks_total;
+    int last_batch_seqs, last_batch_tokens;
+    uint64_t steps, preemptions, prefix_hit_tokens, prefix_query_tokens;
+    uint64_t prompt_tokens, generated_tokens;
+} engine_stats;
+
+typedef struct engine engine; // opaque
+
+// Creates the engine over a loaded model (borrowed: must outlive the engine) and starts its thread.
+int engine_new(model *m, const engine_opts *o, engine **out, tc_err *err);
+// Stops accepting, finishes or cuts in-flight requests (cut ones get FINISH with SHUTDOWN) within
+// grace seconds, joins the thread and frees everything.
+void engine_free(engine *e, double grace);
+
+// Validates (prompt fits ctx_size, max_tokens fits, sampling params) → TC_ERR_INVALID with a message;
+// queue full → TC_ERR_FULL. On success *id identifies the request in events.
+int engine_submit(engine *e, engine_req *r, uint64_t *id, tc_err *err);
+// Asks the engine to end a request (acted on within one step); a FINISH event with `reason` follows.
+// Unknown or finished ids are ignored.
+void engine_cancel(engine *e, uint64_t id, engine_finish reason);
+// fd that becomes readable when events are pending (an eventfd; read it to clear).
+int engine_event_fd(engine *e);
+// Non-blocking: moves up to cap pending events into evs; returns how many.
+int engine_poll(engine *e, engine_event *evs, int cap);
+void engine_get_stats(engine *e, engine_stats *s); // a consistent snapshot
+
+#endif

@@ -1,0 +1,77 @@
+// A model: weights (read-only, pointing into the GGUF mapping), hyper-parameters from metadata, and the
+// batched forward pass over a paged KV cache. The forward pass never sees "a sequence": it gets a ragged
+// batch of tokens, each with (sequence slot, position), every sequence's KV block table, and the rows
+// that need logits. Prefill chunks, single decode tokens and speculative positions mix freely.
+#ifndef TACHYON_MODEL_H
+#define TACHYON_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/err.h"
+#include "gguf/gguf.h"
+
+typedef struct model_hparams {
+    char arch[32];     // "llama", "qwen2", "qwen3", …
+    char name[128];    // general.name, may be empty
+    int n_vocab;
+    int dim;           // embedding width
+    int n_layers;
+    int n_heads;
+    int n_kv_heads;
+    int head_dim;
+    int ffn_dim;
+    int ctx_train;     // context length the model was trained for
+    float norm_eps;
+    float rope_base;
+    float rope_scale;  // linear position scale (1 = none)
+    int rope_neox;     // 1: NeoX-style rotation (pairs i, i+d/2); 0: adjacent pairs (GPT-J/llama style)
+    int rope_dim;      // rotated dims per head
+    int tied_embeddings;
+    uint64_t n_params;
+    uint64_t weight_bytes; // bytes of all tensors
+} model_hparams;
+
+typedef struct model model; // opaque
+
+// Loads and validates a GGUF model; unknown architecture → TC_ERR_UNSUPPORTED naming it. Owned by the
+// caller: free with model_free.
+int model_load(const char *path, model **out, tc_err *err);
+void model_free(model *m);
+const model_hparams *model_get_hparams(const model *m);
+const gguf_ctx *model_gguf(const model *m); // borrowed, valid while m lives
+
+// --- paged KV storage (backend memory). Block b holds positions [b*block_size, (b+1)*block_size) of
+// whichever sequence owns it, for every layer. Which sequence owns which block is the kv/ module's job.
+typedef struct model_kv model_kv;
+size_t model_kv_block_bytes(const model *m, int block_size);
+int model_kv_new(const model *m, int n_blocks, int block_size, model_kv **out, tc_err *err);
+void model_kv_free(model_kv *kv);
+int model_kv_n_blocks(const model_kv *kv);
+int model_kv_block_size(const model_kv *kv);
+// (optional) copies every layer's K/V of block src to dst (copy-on-write of a shared partial block).
+void model_kv_copy_block(model_kv *kv, int src, int dst);
+
+typedef struct model_batch {
+    int n_tokens;
+    const int32_t *tokens;  // (n_tokens) token ids
+    const int32_t *pos;     // (n_tokens) position of each token in its sequence
+    const int32_t *seq;     // (n_tokens) sequence slot, index into block_tables
+    int n_seqs;
+    const int32_t *const *block_tables; // (n_seqs) block ids; table s covers positions 0..max pos of seq s
+    int n_logits;
+    const int32_t *logits_rows; // (n_logits) ascending token rows whose logits are wanted
+} model_batch;
+// Contract: within a sequence, the batch's tokens have increasing positions; KV of every earlier position
+// of that sequence is already in the cache (written by a previous forward or earlier in this batch). A
+// token at position p attends to positions 0..p of its own sequence only.
+
+// Per-runner state: scratch sized once for max_batch_tokens rows, and the thread pool. The hot path does
+// not allocate. Owned by caller: free with model_ctx_free.
+typedef struct model_ctx model_ctx;
+int model_ctx_new(model *m, int max_batch_tokens, int n_threads, model_ctx **out, tc_err *err);
+void model_ctx_free(model_ctx *c);
+// Runs the batch, writes KV for every token, and fills logits (n_logits, n_vocab) row-major.
+int model_forward(model_ctx *c, model_kv *kv, const model_batch *b, float *logits, tc_err *err);
+
+#endif

@@ -1,0 +1,53 @@
+// Token sampling: greedy, temperature, top-k, top-p, min-p, repetition/presence/frequency penalties,
+// seeded RNG (same seed + same logits → same tokens), top-logprobs. Order of transforms (as llama.cpp):
+// penalties → top-k → softmax at temperature → top-p → min-p → draw. temperature == 0 means greedy
+// (argmax of the penalized logits; ties → lowest id).
+#ifndef TACHYON_SAMPLING_H
+#define TACHYON_SAMPLING_H
+
+#include <stdint.h>
+
+#include "common/err.h"
+
+#define SAMP_MAX_LOGPROBS 20
+
+typedef struct samp_params {
+    float temperature;        // 0 = greedy
+    int top_k;                // <= 0: off
+    float top_p;              // >= 1: off
+    float min_p;              // <= 0: off
+    float repetition_penalty; // 1: off (llama.cpp semantics: divide positive logits, multiply negative)
+    float presence_penalty;   // 0: off (OpenAI semantics: subtract once if the token occurred)
+    float frequency_penalty;  // 0: off (OpenAI semantics: subtract count times)
+    int penalty_last_n;       // window of history for penalties; -1 = all
+    uint64_t seed;            // RNG seed
+    int n_logprobs;           // 0..SAMP_MAX_LOGPROBS top alternatives to report (logprob of the chosen token is always reported)
+} samp_params;
+
+void samp_params_default(samp_params *p); // greedy, all filters off, penalty_last_n 64, seed 0
+
+typedef struct samp_result {
+    int32_t token;
+    float logprob; // log-softmax of the raw (unpenalized, temperature 1) logits at token, as OpenAI reports
+    int n_top;
+    int32_t top_ids[SAMP_MAX_LOGPROBS];
+    float top_logprobs[SAMP_MAX_LOGPROBS];
+} samp_result;
+
+typedef struct samp_state samp_state; // opaque; owns scratch sized for the vocabulary
+
+// Validates params (TC_ERR_INVALID with a message naming the field on out-of-range values).
+int samp_new(const samp_params *p, int n_vocab, samp_state **out, tc_err *err);
+void samp_free(samp_state *s);
+// Records a token in the penalty history (call for generated tokens; prompt tokens too for
+// repetition_penalty as llama.cpp does — samp_accept_prompt does that without touching OpenAI counts).
+void samp_accept(samp_state *s, int32_t token);
+void samp_accept_prompt(samp_state *s, const int32_t *tokens, int n);
+// Samples from logits (n_vocab floats; not modified). Does not call samp_accept.
+int32_t samp_sample(samp_state *s, const float *logits, samp_result *res);
+// The final distribution samp_sample would draw from (after all transforms), written as probabilities
+// into probs (n_vocab). Used by speculative verification.
+void samp_probs(samp_state *s, const float *logits, float *probs);
+int samp_is_greedy(const samp_state *s);
+
+#endif

@@ -1,0 +1,92 @@
+// Tensor element types: ggml-compatible ids, quant block structs (layout identical to GGUF files), and one
+// traits row per type. A new format is a new row, not a new switch.
+#ifndef TACHYON_TENSOR_TTYPE_H
+#define TACHYON_TENSOR_TTYPE_H
+
+#include <assert.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum {
+    TT_F32 = 0,
+    TT_F16 = 1,
+    TT_Q4_0 = 2,
+    TT_Q4_1 = 3,
+    TT_Q5_0 = 6,
+    TT_Q5_1 = 7,
+    TT_Q8_0 = 8,
+    TT_Q8_1 = 9,
+    TT_Q2_K = 10,
+    TT_Q3_K = 11,
+    TT_Q4_K = 12,
+    TT_Q5_K = 13,
+    TT_Q6_K = 14,
+    TT_Q8_K = 15,
+    TT_BF16 = 30,
+    TT_COUNT = 40
+} tt_type;
+
+typedef uint16_t tt_f16;  // IEEE half, raw bits
+typedef uint16_t tt_bf16; // bfloat16, raw bits
+
+#define QK4_0 32
+#define QK4_1 32
+#define QK5_0 32
+#define QK5_1 32
+#define QK8_0 32
+#define QK8_1 32
+#define QK_K 256
+#define K_SCALE_SIZE 12
+
+typedef struct { tt_f16 d; uint8_t qs[QK4_0 / 2]; } tt_block_q4_0;             // x = (q - 8) * d
+typedef struct { tt_f16 d, m; uint8_t qs[QK4_1 / 2]; } tt_block_q4_1;          // x = q * d + m
+typedef struct { tt_f16 d; uint8_t qh[4]; uint8_t qs[QK5_0 / 2]; } tt_block_q5_0; // x = (q - 16) * d
+typedef struct { tt_f16 d, m; uint8_t qh[4]; uint8_t qs[QK5_1 / 2]; } tt_block_q5_1;
+typedef struct { tt_f16 d; int8_t qs[QK8_0]; } tt_block_q8_0;                  // x = q * d
+typedef struct { float d, s; int8_t qs[QK8_1]; } tt_block_q8_1;                // s = d * sum(qs); activations only
+typedef struct { tt_f16 d, dmin; uint8_t scales[K_SCALE_SIZE]; uint8_t qs[QK_K / 2]; } tt_block_q4_K;
+typedef struct { tt_f16 d, dmin; uint8_t scales[K_SCALE_SIZE]; uint8_t qh[QK_K / 8]; uint8_t qs[QK_K / 2]; } tt_block_q5_K;
+typedef struct { uint8_t ql[QK_K / 2]; uint8_t qh[QK_K / 4]; int8_t scales[QK_K / 16]; tt_f16 d; } tt_block_q6_K;
+typedef struct { float d; int8_t qs[QK_K]; int16_t bsums[QK_K / 16]; } tt_block_q8_K; // activations only
+
+static_assert(sizeof(tt_block_q4_0) == 18, "q4_0 size");
+static_assert(sizeof(tt_block_q4_1) == 20, "q4_1 size");
+static_assert(sizeof(tt_block_q5_0) == 22, "q5_0 size");
+static_assert(sizeof(tt_block_q5_1) == 24, "q5_1 size");
+static_assert(sizeof(tt_block_q8_0) == 34, "q8_0 size");
+static_assert(sizeof(tt_block_q8_1) == 40, "q8_1 size");
+static_assert(sizeof(tt_block_q4_K) == 144, "q4_K size");
+static_assert(sizeof(tt_block_q5_K) == 176, "q5_K size");
+static_assert(sizeof(tt_block_q6_K) == 210, "q6_K size");
+static_assert(sizeof(tt_block_q8_K) == 292, "q8_K size");
+
+// n is always a multiple of the type's block size.
+typedef void (*tt_to_float_fn)(const void *src, float *dst, int64_t n);
+typedef void (*tt_from_float_fn)(const float *src, void *dst, int64_t n);
+// Dot product of one weight row x (type T, n elements) with an activation row y already quantized to
+// traits[T].vec_dot_type; returns the float result.
+typedef float (*tt_vec_dot_fn)(int n, const void *x, const void *y);
+
+typedef struct tt_traits {
+    const char *name;
+    int block_size;   // elements per block
+    size_t type_size; // bytes per block
+    int is_quantized;
+    tt_to_float_fn to_float;     // scalar reference dequantization (NULL for activation-only types)
+    tt_from_float_fn from_float; // scalar reference quantization
+    tt_type vec_dot_type;        // what activations are quantized to for vec_dot
+    tt_vec_dot_fn vec_dot;       // scalar reference dot product
+} tt_traits;
+
+// Row for a type, or NULL if the id is unknown/unsupported.
+const tt_traits *tt_get(uint32_t type);
+const char *tt_name(uint32_t type); // "?" if unknown
+// Bytes for n elements of a type (n a multiple of the block size), 0 if unknown.
+size_t tt_row_size(uint32_t type, int64_t n);
+
+float tt_f16_to_f32(tt_f16 h);
+tt_f16 tt_f32_to_f16(float f); // round to nearest even
+float tt_bf16_to_f32(tt_bf16 h);
+tt_bf16 tt_f32_to_bf16(float f);
+
+#endif

@@ -1,0 +1,38 @@
+// Chat templates: render {role, content} messages for a model's template family. The family is detected
+// from the template text stored in the GGUF (tokenizer.chat_template) or named explicitly.
+#ifndef TACHYON_TOKENIZER_CHAT_H
+#define TACHYON_TOKENIZER_CHAT_H
+
+#include <stddef.h>
+
+#include "common/err.h"
+
+typedef struct chat_msg {
+    const char *role;    // "system", "user", "assistant" (others → error for families that reject them)
+    const char *content; // UTF-8, NUL-terminated
+} chat_msg;
+
+typedef enum {
+    CHAT_UNKNOWN = 0,
+    CHAT_CHATML,     // <|im_start|>role\n…<|im_end|>\n (SmolLM2, Qwen2/2.5, Hermes …)
+    CHAT_LLAMA2,     // [INST] <<SYS>> … (Llama 2, TinyLlama-chat style)
+    CHAT_LLAMA3,     // <|start_header_id|>role<|end_header_id|>\n\n…<|eot_id|>
+    CHAT_MISTRAL,    // [INST] … [/INST] (v1/v3 spacing as detected)
+    CHAT_GEMMA,      // <start_of_turn>user\n…<end_of_turn>\n
+    CHAT_PHI3,       // <|user|>\n…<|end|>\n
+    CHAT_ZEPHYR,     // <|user|>\n…</s>\n
+    CHAT_DEEPSEEK,   // DeepSeek-R1 distill: <｜User｜>…<｜Assistant｜>
+    CHAT_COUNT
+} chat_family;
+
+const char *chat_family_name(chat_family f);
+chat_family chat_family_from_name(const char *name); // CHAT_UNKNOWN if unknown
+// Detects the family from template source text; CHAT_UNKNOWN if not recognized.
+chat_family chat_detect(const char *template_src);
+
+// Renders messages for the family. `template_src` (may be NULL) lets a family pick up details from the
+// template text (e.g. SmolLM2's default system prompt). *out malloc'd, owned by caller.
+int chat_render(chat_family f, const char *template_src, const chat_msg *msgs, int n_msgs,
+                int add_generation_prompt, const char *bos_text, char **out, tc_err *err);
+
+#endif

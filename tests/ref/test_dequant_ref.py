@@ -136,6 +136,7 @@ def random_blocks(rng, qtype, n_blocks) -> np.ndarray:
 
 
 def test_sizes_match_gguf(lib):
+    # Q8_1: gguf-py says 40 bytes (f32 d, s), like our activation block; ggml's C block is 36 (f16 d, s).
     for qtype in SUPPORTED:
         t = traits(lib, qtype)
         assert (t.block_size, t.type_size) == gguf.GGML_QUANT_SIZES[qtype], qtype.name

@@ -4,5 +4,7 @@
 #define TACHYON_CLI_H
 
 // (subcommand declarations go here, one line each)
+int cli_tokenize(int argc, char **argv);
+int cli_detokenize(int argc, char **argv);
 
 #endif

@@ -18,6 +18,8 @@ static int cli_version(int argc, char **argv) {
 
 static const cli_cmd cmds[] = {
     {"version", cli_version, "print the version"},
+    {"tokenize", cli_tokenize, "print the token ids of a text as JSON (-m MODEL [--no-bos] [--special] TEXT)"},
+    {"detokenize", cli_detokenize, "print the text of token ids (-m MODEL [--skip-special] IDS...)"},
 };
 
 static void usage(void) {

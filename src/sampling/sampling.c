@@ -1,20 +1,17 @@
 // Token sampler. One pass builds (logit, id) candidates with penalties applied; greedy takes the argmax;
-// otherwise top-k (selection, then a sort of k), softmax at temperature, top-p (the sorted prefix is grown
-// by repeated selection, so only the head of the distribution is ever sorted), min-p, then one draw from
-// xoshiro256**. Every buffer is allocated in samp_new for the vocabulary; samp_sample does not allocate.
+// otherwise top-k (selection, then a sort of k), softmax at temperature, top-p (a histogram of probability
+// mass over weight buckets finds the cut, so only the head of the distribution is ever sorted), min-p, then
+// one draw from xoshiro256**. Every buffer is allocated in samp_new for the vocabulary; samp_sample does not allocate.
 // Candidate order is total (value desc, id asc), so results never depend on sort stability.
 #include "sampling/sampling.h"
+
+#include "sampling/samp_kernels.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define SAMP_MAX_LAST_N (1 << 24)
-
-typedef struct {
-    float v; // logit, later the unnormalized weight exp((logit - max) / T) in [0, 1]
-    int32_t id;
-} samp_cand;
 
 struct samp_state {
     samp_params p;
@@ -228,27 +225,7 @@ static void sort_desc(samp_cand *c, int lo, int hi) {
     }
 }
 
-// --- exp for x <= 0 and weight buckets
-
-// exp(x) for x <= 0, branch-free (Cephes expf polynomial, Cody-Waite reduction): relative error ~2e-7
-// against expf; x < -87 (and -inf) gives exactly 0. Several times faster than libm expf, which matters at
-// one call per vocabulary entry per token. Checked against the double reference in test_sampling.
-static inline float samp_exp(float x) {
-    float xc = x < -87.0f ? -87.0f : x;
-    float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f; // round(x / ln 2)
-    float r = xc - n * 0.693359375f + n * 2.12194440e-4f;
-    float q = 1.9875691500e-4f;
-    q = q * r + 1.3981999507e-3f;
-    q = q * r + 8.3334519073e-3f;
-    q = q * r + 4.1665795894e-2f;
-    q = q * r + 1.6666665459e-1f;
-    q = q * r + 5.0000001201e-1f;
-    float y = q * r * r + r + 1.0f;
-    uint32_t bits = (uint32_t)((int32_t)n + 127) << 23;
-    float scale;
-    memcpy(&scale, &bits, sizeof scale);
-    return x < -87.0f ? 0.0f : y * scale;
-}
+// --- weight buckets
 
 // Weights in [0, 1] fall into quarter-octave buckets: 0 holds the largest weights, 511 zero. Monotonic, so
 // "bucket <= b" selects a prefix of the sorted order.
@@ -262,18 +239,29 @@ static inline int wbucket(float w) {
 
 // --- the transform pipeline
 
-static void apply_penalties(samp_state *s) {
+// Penalizes the logits in cand (still in id order). Returns the new maximum given the old one.
+static float apply_penalties(samp_state *s, float vmax) {
     const samp_params *p = &s->p;
     float rp = p->repetition_penalty, pp = p->presence_penalty, fp = p->frequency_penalty;
-    if (rp == 1.0f && pp == 0.0f && fp == 0.0f) return;
+    if (rp == 1.0f && pp == 0.0f && fp == 0.0f) return vmax;
+    int lowered_max = 0;
+    float m = -INFINITY;
     for (int i = 0; i < s->n_uniq; i++) {
         int32_t t = s->uniq[i];
         float v = s->cand[t].v;
+        lowered_max |= v == vmax;
         if (rp != 1.0f) v = v > 0.0f ? v / rp : v * rp;
         int g = s->cnt_gen[t];
         if (g) v -= (float)g * fp + pp;
         s->cand[t].v = v;
+        m = v > m ? v : m;
     }
+    if (lowered_max) { // the old maximum may have been penalized: recompute
+        m = -INFINITY;
+        for (int i = 0; i < s->n_vocab; i++) m = s->cand[i].v > m ? s->cand[i].v : m;
+        return m;
+    }
+    return m > vmax ? m : vmax;
 }
 
 // Builds the final distribution into cand[0..n_kept) (weights summing to z_kept).
@@ -286,12 +274,11 @@ static void prepare(samp_state *s, const float *logits) {
         c[i].v = isnan(v) ? -INFINITY : v;
         c[i].id = i;
     }
-    apply_penalties(s);
+    float vmax = apply_penalties(s, samp_max(logits, n));
 
     if (p->temperature == 0.0f) { // greedy: argmax, ties to the lowest id
         int best = 0;
-        for (int i = 1; i < n; i++)
-            if (c[i].v > c[best].v) best = i;
+        while (best < n - 1 && c[best].v != vmax) best++;
         c[0] = (samp_cand){1.0f, best};
         s->n_kept = 1, s->z_kept = 1.0;
         return;
@@ -304,9 +291,7 @@ static void prepare(samp_state *s, const float *logits) {
         sort_desc(c, 0, n);
         sorted = n;
     }
-    float vmax = c[0].v;
-    if (!sorted)
-        for (int i = 1; i < n; i++) vmax = c[i].v > vmax ? c[i].v : vmax;
+    if (sorted) vmax = c[0].v;
     if (vmax == -INFINITY) { // nothing has finite probability: fall back to the lowest id
         int best = 0;
         for (int i = 1; i < n; i++) best = c[i].id < c[best].id ? i : best;
@@ -320,19 +305,16 @@ static void prepare(samp_state *s, const float *logits) {
     if (p->top_p < 1.0f && !sorted) {
         // top-p without top-k: a histogram of weight mass per bucket finds the bucket where the cumulative
         // mass crosses top_p; only tokens at or above it are collected and sorted.
-        double hist[SAMP_NB] = {0};
-        for (int i = 0; i < n; i++) {
-            float w = samp_exp((c[i].v - vmax) * inv_t);
-            c[i].v = w;
-            z += w;
-            hist[wbucket(w)] += w;
-        }
+        z = samp_weights(c, n, vmax, inv_t);
+        float hist[4][SAMP_NB]; // four interleaved histograms break the store-to-load dependency chains
+        memset(hist, 0, sizeof hist);
+        for (int i = 0; i < n; i++) hist[i & 3][wbucket(c[i].v)] += c[i].v;
         double target = (double)p->top_p * z, cum = 0.0;
         int bc = SAMP_NB - 1;
         for (int b = 0; b < SAMP_NB; b++) {
-            cum += hist[b];
+            cum += (double)hist[0][b] + hist[1][b] + hist[2][b] + hist[3][b];
             if (cum >= target) {
-                bc = b;
+                bc = b < SAMP_NB - 1 ? b + 1 : b; // one bucket of margin for float rounding of the masses
                 break;
             }
         }
@@ -349,11 +331,7 @@ static void prepare(samp_state *s, const float *logits) {
             }
         }
     } else {
-        for (int i = 0; i < n; i++) {
-            float w = samp_exp((c[i].v - vmax) * inv_t); // in [0, 1]; the max has weight 1
-            c[i].v = w;
-            z += w;
-        }
+        z = samp_weights(c, n, vmax, inv_t); // weights in [0, 1]; the max has weight 1
         if (p->top_p < 1.0f) { // after top-k: c[0..n) is sorted; min-p cuts the prefix too
             double target = (double)p->top_p * z, cum = 0.0;
             for (int i = 0; i < n; i++) {
@@ -385,13 +363,8 @@ static void prepare(samp_state *s, const float *logits) {
 // log-softmax of the raw logits at `token` and the top-n alternatives.
 static void fill_logprobs(const samp_state *s, const float *logits, int32_t token, samp_result *res) {
     int n = s->n_vocab, nt = s->p.n_logprobs;
-    float vmax = -INFINITY;
-    for (int i = 0; i < n; i++)
-        if (logits[i] > vmax) vmax = logits[i];
-    double sum = 0.0;
-    if (vmax != -INFINITY)
-        for (int i = 0; i < n; i++) sum += isnan(logits[i]) ? 0.0f : samp_exp(logits[i] - vmax);
-    float lse = vmax == -INFINITY ? 0.0f : vmax + (float)log(sum);
+    float vmax = samp_max(logits, n);
+    float lse = vmax == -INFINITY ? 0.0f : vmax + (float)log(samp_sumexp(logits, n, vmax));
     float lt = logits[token];
     res->logprob = isnan(lt) ? -INFINITY : lt - lse;
     // top-n by insertion into a short sorted list (value desc, id asc)

@@ -27,7 +27,7 @@ static void serve_usage(void) {
             "  --chat-template NAME        chatml, llama2, llama3, mistral, gemma, phi3, zephyr, deepseek\n"
             "  --log-level LEVEL           debug, info, warn, error (info)\n"
             "  --max-body BYTES            request body limit; larger → 413 (8 MiB)\n"
-            "  --http-timeout S            idle / slow-request timeout per connection (30)\n"
+            "  --http-timeout S            idle / slow-request timeout per connection (10)\n"
             "  --served-model-name NAME    model id in the API (file name without .gguf)\n"
             "  --no-prefix-cache           do not reuse KV of identical prompt prefixes\n");
 }

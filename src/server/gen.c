@@ -1,7 +1,10 @@
 // Generation requests (/v1/chat/completions, /v1/completions): prompt → engine requests (one per choice),
 // engine events → detokenized text → stop-string holdback → SSE chunks or one JSON response. SSE bytes
 // produced while handling one batch of engine events are flushed together at the end of the batch.
+#include <errno.h>
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <sys/socket.h>
 #include <event2/keyvalq_struct.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,7 +158,7 @@ static const char *finish_api(engine_finish f) {
 }
 
 // Closes a choice's text: flushes the detokenizer, releases the rest, queues the finish chunk.
-static void close_text(gen_choice *c, const char *reason) {
+static void close_text(gen_choice *c, const char *reason, int aborted) {
     gen_req *g = c->g;
     server *s = g->s;
     if (c->text_done) return;
@@ -166,8 +169,10 @@ static void close_text(gen_choice *c, const char *reason) {
         if (n > 0 && n <= (int)sizeof buf && oai_stopbuf_push(&c->sb, buf, (size_t)n) == 1) reason = "stop";
     }
     c->finish_reason = reason;
-    metric *m = !strcmp(reason, "stop") ? s->mt.success_stop : !strcmp(reason, "length") ? s->mt.success_length
-                                                                                          : s->mt.success_abort;
+    metric *m = aborted                   ? s->mt.success_abort
+                : !strcmp(reason, "stop") ? s->mt.success_stop
+                : !strcmp(reason, "length") ? s->mt.success_length
+                                            : s->mt.success_abort;
     metric_inc(m, 1);
     if (g->q.stream && g->req) {
         emit_stream(c, 1);
@@ -215,7 +220,7 @@ static void on_token(gen_choice *c, const engine_event *ev) {
         if (n > (int)sizeof buf && (p = malloc((size_t)n))) n = tok_stream_push(c->ts, t, p, n);
         if (n > 0 && oai_stopbuf_push(&c->sb, p, (size_t)n) == 1) {
             engine_cancel(s->eng, c->id, ENGINE_FINISH_STOP);
-            close_text(c, "stop");
+            close_text(c, "stop", 0);
         }
         if (p != buf) free(p);
     }
@@ -309,7 +314,8 @@ static void on_finish(gen_choice *c, const engine_event *ev) {
     if (ev->finish == ENGINE_FINISH_DEADLINE)
         srv_log(g->s, SRV_LOG_INFO, "request %s choice %d: deadline reached after %d tokens", g->id, c->index,
                 c->n_tokens);
-    close_text(c, finish_api(ev->finish));
+    engine_finish f = ev->finish;
+    close_text(c, finish_api(f), f == ENGINE_FINISH_CANCELLED || f == ENGINE_FINISH_SHUTDOWN || f == ENGINE_FINISH_ERROR);
     if (g->n_live == 0) complete(g);
     else mark_dirty(g);
 }
@@ -348,6 +354,29 @@ static void on_close(struct evhttp_connection *conn, void *arg) {
             if (g->ch[i].live && s->eng) engine_cancel(s->eng, g->ch[i].id, ENGINE_FINISH_CANCELLED);
     }
     g_maybe_free(g);
+}
+
+// libevent notices a closed connection only when a write fails, so a client that leaves during a long
+// prefill or a non-streamed generation would go unnoticed: peek at each waiting socket instead (called
+// from a short periodic timer). A closed peer reads as 0 bytes (or an error); pipelined bytes are left
+// in place.
+void gen_check_disconnects(server *s) {
+    gen_req *next;
+    for (gen_req *g = s->inflight; g; g = next) {
+        next = g->next;
+        if (!g->conn || !g->req) continue;
+        struct bufferevent *bev = evhttp_connection_get_bufferevent(g->conn);
+        evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
+        if (fd < 0) continue;
+        char c;
+        ssize_t n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+            struct evhttp_connection *conn = g->conn;
+            evhttp_connection_set_closecb(conn, NULL, NULL);
+            on_close(conn, g); // cancels; g may be freed here
+            evhttp_connection_free(conn);
+        }
+    }
 }
 
 void gen_cancel_all(server *s, engine_finish why) {

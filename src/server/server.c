@@ -24,7 +24,7 @@ void server_opts_default(server_opts *o) {
     o->port = 8080;
     o->max_body = 8u << 20;
     o->max_headers = 16384;
-    o->http_timeout = 30;
+    o->http_timeout = 10;
     o->request_timeout = 0;
     o->shutdown_grace = 10;
     o->log_level = SRV_LOG_INFO;
@@ -424,6 +424,11 @@ static void drain_cb(evutil_socket_t fd, short what, void *arg) {
     }
 }
 
+static void check_cb(evutil_socket_t fd, short what, void *arg) {
+    (void)fd, (void)what;
+    gen_check_disconnects(arg);
+}
+
 static void signal_cb(evutil_socket_t sig, short what, void *arg) {
     (void)what;
     server *s = arg;
@@ -500,6 +505,9 @@ int server_run(const server_opts *o, tc_err *err) {
     s->ev_sigint = evsignal_new(s->base, SIGINT, signal_cb, s);
     event_add(s->ev_sigterm, NULL);
     event_add(s->ev_sigint, NULL);
+    s->ev_check = event_new(s->base, -1, EV_PERSIST, check_cb, s);
+    struct timeval check_tv = {0, 20000}; // 20 ms
+    event_add(s->ev_check, &check_tv);
     if (pthread_create(&s->loader, NULL, loader_main, s)) {
         rc = tc_err_set(err, TC_ERR, "cannot start the loader thread");
         goto out;
@@ -518,6 +526,7 @@ out:
     if (s->ev_engine) event_free(s->ev_engine);
     if (s->ev_loaded) event_free(s->ev_loaded);
     if (s->ev_drain) event_free(s->ev_drain);
+    if (s->ev_check) event_free(s->ev_check);
     if (s->ev_sigterm) event_free(s->ev_sigterm);
     if (s->ev_sigint) event_free(s->ev_sigint);
     if (s->base) event_base_free(s->base);

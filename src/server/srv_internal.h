@@ -37,7 +37,7 @@ typedef struct server {
     struct event_base *base;
     struct evhttp *http;
     struct evhttp_bound_socket *bound;
-    struct event *ev_engine, *ev_loaded, *ev_sigterm, *ev_sigint, *ev_drain;
+    struct event *ev_engine, *ev_loaded, *ev_sigterm, *ev_sigint, *ev_drain, *ev_check;
     volatile srv_state state; // written by the loader thread before ev_loaded fires; read by the loop
     // loaded model (set by the loader thread, read by the loop after ev_loaded)
     pthread_t loader;
@@ -77,6 +77,7 @@ void srv_access_log(server *s, struct evhttp_request *req, const char *id, int s
 // --- gen.c ------------------------------------------------------------------------------------------
 void gen_handle(server *s, struct evhttp_request *req, oai_kind kind);
 void gen_on_engine_events(server *s); // drains engine_poll and flushes dirty streams
+void gen_check_disconnects(server *s);               // timer: notice clients that left
 void gen_cancel_all(server *s, engine_finish why); // engine_cancel every live request
 void gen_free_all(server *s);                        // after engine_free: drop every request
 

@@ -25,6 +25,7 @@ static const cli_cmd cmds[] = {
     {"chat-template", cli_chat_template, "render chat messages (JSON) with a chat template"},
     {"tokenize", cli_tokenize, "print the token ids of a text as JSON (-m MODEL [--no-bos] [--special] TEXT)"},
     {"detokenize", cli_detokenize, "print the text of token ids (-m MODEL [--skip-special] IDS...)"},
+    {"serve", cli_serve, "OpenAI-compatible HTTP server with a dashboard"},
 };
 
 static void usage(void) {

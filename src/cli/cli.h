@@ -4,5 +4,6 @@
 #define TACHYON_CLI_H
 
 // (subcommand declarations go here, one line each)
+int cli_bench_serve(int argc, char **argv);
 
 #endif

@@ -18,6 +18,7 @@ static int cli_version(int argc, char **argv) {
 
 static const cli_cmd cmds[] = {
     {"version", cli_version, "print the version"},
+    {"bench-serve", cli_bench_serve, "benchmark an OpenAI-compatible server (TTFT, TPOT, ITL, goodput)"},
 };
 
 static void usage(void) {

@@ -386,19 +386,21 @@ int bench_run_exec(bench_run *out, const bench_target *t, const bench_run_cfg *c
         int running = 0;
         curl_multi_perform(rn.multi, &running);
         CURLMsg *m;
-        int left;
+        int left, finished = 0;
         while ((m = curl_multi_info_read(rn.multi, &left))) {
             if (m->msg != CURLMSG_DONE) continue;
             xfer *x = NULL;
             curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&x);
             CURLcode res = m->data.result;
             if ((rc = finish(&rn, x, res, err))) goto done;
+            finished++;
         }
         if (!cfg->quiet && cfg->num_requests > 0 && isatty(2)) {
             int pct = (int)(100 * (out->n - (size_t)rn.inflight) / (size_t)cfg->num_requests);
             if (pct / 10 != last_pct / 10) fprintf(stderr, "\r  %3d%% done", pct), last_pct = pct;
         }
         if (!generating && n_pend == 0 && rn.inflight == 0) break;
+        if (finished && n_pend) continue; // a freed slot or a finished dependency may let a pending one go now
         // Sleep until the next arrival or socket activity.
         double wait = 1.0;
         if (generating) wait = next_arrival - (tc_now() - rn.t0);

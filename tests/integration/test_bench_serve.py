@@ -4,7 +4,7 @@ The script (see the server's docstring): the k-th request's first content chunk 
 after the request arrives, then one chunk every itl_ms, then usage and [DONE] at once. Expected values below are
 computed by hand from that script. Tolerances:
   - against the script: the Python server's sleeps overshoot and it needs time to accept and parse, so measured
-    values may exceed the script by up to 15 ms (TTFT, E2E; median excess <= 6 ms) and single ITL gaps may
+    values may exceed the script by up to 30 ms (TTFT; median excess <= 10 ms; percentiles +20 ms) and single ITL gaps may
     deviate by ±10 ms; means of ITL/TPOT are within ±2 ms;
   - against the server's own log of when it wrote each chunk (same CLOCK_MONOTONIC): median first-chunk lag
     <= 1 ms and p90 ITL distortion <= 1.5 ms — the client's own error (loopback delivery + wake-up) on a shared
@@ -19,7 +19,7 @@ import pytest
 
 from benchutil import BIN, FakeServer, bench, measured
 
-TTFT_MS, STEP_MS, CYCLE, ITL_MS, TOKENS = 100, 10, 10, 20, 10
+TTFT_MS, STEP_MS, CYCLE, ITL_MS, TOKENS = 100, 20, 10, 20, 10
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +29,7 @@ def timed_run(tmp_path_factory):
                     "--tokens", TOKENS) as srv:
         # 20 warmup requests open 20 keep-alive connections (and use server k = 0..19; 20 is a multiple of the
         # cycle, so the measured requests k = 20..39 see the same TTFT multiset).
-        p, doc = bench(tmp, srv.url, "--num-requests", 20, "--warmup", 20, "--slo", "ttft=155", "--model", "fake")
+        p, doc = bench(tmp, srv.url, "--num-requests", 20, "--warmup", 20, "--slo", "ttft=179", "--model", "fake")
         stats = srv.stats()
     return p, doc, stats
 
@@ -39,15 +39,15 @@ def test_ttft_matches_script(timed_run):
     recs = measured(doc)
     assert len(recs) == 20 and all(r["ok"] for r in recs), [r["error"] for r in recs]
     k_of = {e["id"]: e["k"] for e in stats["log"]}
-    # Per request: the script says TTFT = 100 + 10 * (k % 10) ms for the server's k-th request.
+    # Per request: the script says TTFT = 100 + 20 * (k % 10) ms for the server's k-th request.
     diffs = [r["ttft_ms"] - (TTFT_MS + STEP_MS * (k_of[r["id"]] % CYCLE)) for r in recs]
-    assert all(-0.5 <= d <= 15 for d in diffs), diffs
-    assert np.median(diffs) <= 6, diffs
-    # The TTFT multiset is 100, 110, ..., 190 ms, each twice. Hand-computed: mean 145, p50 = (140+150)/2 = 145,
-    # p90 = rank 17.1 -> 180 + 0.1*10 = 181, p99 = rank 18.81 between 190 and 190 = 190.
+    assert all(-0.5 <= d <= 30 for d in diffs), diffs
+    assert np.median(diffs) <= 10, diffs
+    # The TTFT multiset is 100, 120, ..., 280 ms, each twice. Hand-computed: mean 190, p50 = (180+200)/2 = 190,
+    # p90 = rank 17.1 -> 260 + 0.1*20 = 262, p99 = rank 18.81 between 280 and 280 = 280.
     s = doc["summary"]["ttft"]
-    for key, e in (("mean_ms", 145), ("median_ms", 145), ("p90_ms", 181), ("p99_ms", 190)):
-        assert -0.5 <= s[key] - e <= 15, "%s %.2f vs %g" % (key, s[key], e)
+    for key, e in (("mean_ms", 190), ("median_ms", 190), ("p90_ms", 262), ("p99_ms", 280)):
+        assert -0.5 <= s[key] - e <= 20, "%s %.2f vs %g" % (key, s[key], e)
 
 
 def test_itl_tpot_e2e_match_script(timed_run):
@@ -63,8 +63,8 @@ def test_itl_tpot_e2e_match_script(timed_run):
     assert abs(s["itl"]["mean_ms"] - ITL_MS) <= 2 and abs(s["itl"]["median_ms"] - ITL_MS) <= 2
     assert s["itl"]["n"] == 20 * (TOKENS - 1)
     assert abs(s["tpot"]["mean_ms"] - ITL_MS) <= 2
-    # E2E mean = mean TTFT 145 + 9 * 20 = 325 ms
-    assert -0.5 <= s["e2e"]["mean_ms"] - 325 <= 15, s["e2e"]
+    # E2E mean = mean TTFT 190 + 9 * 20 = 370 ms
+    assert -0.5 <= s["e2e"]["mean_ms"] - 370 <= 20, s["e2e"]
 
 
 def test_against_server_log(timed_run):
@@ -105,12 +105,10 @@ def test_summary_math_matches_numpy(timed_run):
 def test_goodput_and_tokens(timed_run):
     p, doc, stats = timed_run
     s = doc["summary"]
-    # SLO ttft <= 155 ms: scripted TTFTs 100..150 (6 values, twice each) pass -> 12 good requests by hand. The
-    # 150 ms ones have 5 ms of margin, which a late Python server can eat: allow one to slip, and check the
-    # definition exactly on the measured values.
-    assert s["good_requests"] == sum(r["ttft_ms"] <= 155 for r in measured(doc))
-    assert 11 <= s["good_requests"] <= 12
-    assert abs(s["goodput"] - 12 / s["duration_s"]) < 1e-6
+    # SLO ttft <= 179 ms: scripted TTFTs 100, 120, 140, 160 (twice each) pass -> 8 good requests by hand. The
+    # 160 ms ones have 19 ms of margin for a late server; 180 ms ones can never pass (nothing arrives early).
+    assert s["good_requests"] == sum(r["ttft_ms"] <= 179 for r in measured(doc)) == 8
+    assert abs(s["goodput"] - 8 / s["duration_s"]) < 1e-6
     assert s["total_output_tokens"] == 20 * TOKENS
     assert s["usage_from_server"] == 20
     # input tokens are the server's usage: the fake counts words of the messages

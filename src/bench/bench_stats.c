@@ -118,7 +118,7 @@ int bench_summarize(bench_summary *out, const bench_record *recs, size_t n, doub
         ttft[nt] = r->ttft;
         e2e[nt++] = r->e2e;
         if (r->output_tokens > 1) tpot[np++] = r->tpot;
-        memcpy(itl + ni, r->itl, r->n_itl * sizeof *itl);
+        if (r->n_itl) memcpy(itl + ni, r->itl, r->n_itl * sizeof *itl);
         ni += r->n_itl;
         if (out->has_slo && bench_slo_met(r, slo)) out->good++;
     }

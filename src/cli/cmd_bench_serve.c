@@ -158,7 +158,7 @@ static int append_run(bench_run *dst, bench_run *src) {
         dst->cap = cap;
     }
     if (dst->n == 0) dst->t0 = src->t0;
-    memcpy(dst->recs + dst->n, src->recs, src->n * sizeof *src->recs);
+    if (src->n) memcpy(dst->recs + dst->n, src->recs, src->n * sizeof *src->recs);
     dst->n += src->n;
     dst->duration += src->duration;
     if (src->max_inflight > dst->max_inflight) dst->max_inflight = src->max_inflight;

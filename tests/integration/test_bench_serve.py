@@ -2,13 +2,16 @@
 
 The script (see the server's docstring): the k-th request's first content chunk is sent ttft_ms + step*(k%cycle)
 after the request arrives, then one chunk every itl_ms, then usage and [DONE] at once. Expected values below are
-computed by hand from that script. Tolerances:
-  - against the script: the Python server's sleeps overshoot and it needs time to accept and parse, so measured
-    values may exceed the script by up to 30 ms (TTFT; median excess <= 10 ms; percentiles +20 ms) and single ITL gaps may
-    deviate by ±10 ms; means of ITL/TPOT are within ±2 ms;
-  - against the server's own log of when it wrote each chunk (same CLOCK_MONOTONIC): median first-chunk lag
-    <= 1 ms and p90 ITL distortion <= 1.5 ms — the client's own error (loopback delivery + wake-up) on a shared
-    2-core machine; test_bench_overhead.py holds the p99 < 1 ms requirement under controlled load;
+computed by hand from that script. The Python server cannot keep its script exactly when the (shared) machine is
+loaded, but it logs when it really sent each chunk (CLOCK_MONOTONIC, as the client); the checks subtract the
+server's logged deviation from the script and then hold the client to tight tolerances:
+  - TTFT: script + server lateness (incl. transit into Python), then median client delay <= 1 ms and every
+    request within [-0.5, +10] ms;
+  - ITL gaps: script (20 ms) + the server's gap deviation, p90 within ±1.5 ms, all within ±10 ms;
+    E2E - TTFT likewise (median ±1.5 ms); TPOT = (E2E - TTFT)/9 exactly;
+  - summary percentiles against the hand-computed ones: [-0.5, +10 ms + the server's worst lateness];
+  - against the server's log directly: median first-chunk lag <= 1 ms, p90 ITL distortion <= 1.5 ms
+    (test_bench_overhead.py holds the p99 < 1 ms requirement);
   - summary statistics against numpy over the per-request records: 1e-6 ms (the same math, independently).
 """
 import os
@@ -34,37 +37,67 @@ def timed_run(tmp_path_factory):
     return p, doc, stats
 
 
+def script_ttft(k):
+    return TTFT_MS + STEP_MS * (k % CYCLE)
+
+
+def server_lateness(doc, stats):
+    """Per measured request: how late (ms) the fake server sent its first chunk relative to its script, and how
+    far each of its send gaps deviated from ITL_MS. On a loaded machine the Python server cannot keep its
+    script exactly; its own log says by how much, and the checks below remove that part."""
+    log = {e["id"]: e for e in stats["log"]}
+    out = {}
+    for r in measured(doc):
+        e = log[r["id"]]
+        transit = (e["t_recv"] - doc["runs"][0]["t0_monotonic_s"] - r["t_send_s"]) * 1e3
+        late = (e["send"][0] - e["t_recv"]) * 1e3 - script_ttft(e["k"]) + transit
+        gap_dev = np.diff(e["send"]) * 1e3 - ITL_MS
+        out[r["id"]] = (e["k"], late, gap_dev)
+    return out
+
+
 def test_ttft_matches_script(timed_run):
     _, doc, stats = timed_run
     recs = measured(doc)
     assert len(recs) == 20 and all(r["ok"] for r in recs), [r["error"] for r in recs]
-    k_of = {e["id"]: e["k"] for e in stats["log"]}
-    # Per request: the script says TTFT = 100 + 20 * (k % 10) ms for the server's k-th request.
-    diffs = [r["ttft_ms"] - (TTFT_MS + STEP_MS * (k_of[r["id"]] % CYCLE)) for r in recs]
-    assert all(-0.5 <= d <= 30 for d in diffs), diffs
-    assert np.median(diffs) <= 10, diffs
+    lat = server_lateness(doc, stats)
+    # Per request: the script says TTFT = 100 + 20 * (k % 10) ms for the server's k-th request. After removing
+    # the server's logged lateness (including the request's transit into Python), what is left is the client's
+    # own delay: median <= 1 ms, every request within [-0.5, +10] ms (scheduling hiccups on a shared machine).
+    d = []
+    for r in recs:
+        k, late, _ = lat[r["id"]]
+        d.append(r["ttft_ms"] - late - script_ttft(k))
+        assert -0.5 <= d[-1] <= 10, "TTFT %.2f ms, script %d ms, server late %.2f ms" % (r["ttft_ms"], script_ttft(k), late)
+    assert np.median(d) <= 1.0, d
     # The TTFT multiset is 100, 120, ..., 280 ms, each twice. Hand-computed: mean 190, p50 = (180+200)/2 = 190,
     # p90 = rank 17.1 -> 260 + 0.1*20 = 262, p99 = rank 18.81 between 280 and 280 = 280.
+    worst = max(max(v[1] for v in lat.values()), 0)
     s = doc["summary"]["ttft"]
     for key, e in (("mean_ms", 190), ("median_ms", 190), ("p90_ms", 262), ("p99_ms", 280)):
-        assert -0.5 <= s[key] - e <= 20, "%s %.2f vs %g" % (key, s[key], e)
+        assert -0.5 <= s[key] - e <= 10 + worst, "%s %.2f vs %g (server late up to %.1f ms)" % (key, s[key], e, worst)
 
 
 def test_itl_tpot_e2e_match_script(timed_run):
-    _, doc, _ = timed_run
-    recs = measured(doc)
-    for r in recs:
+    _, doc, stats = timed_run
+    lat = server_lateness(doc, stats)
+    corr_all, e2e_err = [], []
+    for r in measured(doc):
+        k, late, gap_dev = lat[r["id"]]
         assert len(r["itl_ms"]) == TOKENS - 1
-        assert all(abs(x - ITL_MS) <= 10 for x in r["itl_ms"]), r["itl_ms"]
-        # TPOT = (E2E - TTFT) / (10 - 1) = 9 * 20 / 9 = 20 ms
-        assert abs(r["tpot_ms"] - ITL_MS) <= 2, r["tpot_ms"]
-        assert abs(r["e2e_ms"] - r["ttft_ms"] - (TOKENS - 1) * ITL_MS) <= 10, r
+        # every gap is 20 ms by the script; minus the server's logged deviation, the client's error is left
+        corr_all += list(np.array(r["itl_ms"]) - gap_dev - ITL_MS)
+        # TPOT = (E2E - TTFT) / (10 - 1) = 9 * 20 / 9 = 20 ms; E2E = TTFT + 9 * 20 ms
+        e2e_err.append(r["e2e_ms"] - r["ttft_ms"] - gap_dev.sum() - (TOKENS - 1) * ITL_MS)
+        assert abs(r["tpot_ms"] - (r["e2e_ms"] - r["ttft_ms"]) / (TOKENS - 1)) < 1e-6
+    corr_all, e2e_err = np.abs(corr_all), np.abs(e2e_err)
+    assert np.percentile(corr_all, 90) <= 1.5 and corr_all.max() <= 10, corr_all
+    assert np.median(e2e_err) <= 1.5 and e2e_err.max() <= 10, e2e_err
     s = doc["summary"]
-    assert abs(s["itl"]["mean_ms"] - ITL_MS) <= 2 and abs(s["itl"]["median_ms"] - ITL_MS) <= 2
     assert s["itl"]["n"] == 20 * (TOKENS - 1)
-    assert abs(s["tpot"]["mean_ms"] - ITL_MS) <= 2
-    # E2E mean = mean TTFT 190 + 9 * 20 = 370 ms
-    assert -0.5 <= s["e2e"]["mean_ms"] - 370 <= 20, s["e2e"]
+    # loose checks straight against the script (the server's deviations average out)
+    assert abs(s["itl"]["median_ms"] - ITL_MS) <= 3 and abs(s["tpot"]["mean_ms"] - ITL_MS) <= 3
+    assert -0.5 <= s["e2e"]["mean_ms"] - (190 + 9 * ITL_MS) <= 10 + max(max(v[1] for v in lat.values()), 0) + 5
 
 
 def test_against_server_log(timed_run):
@@ -106,9 +139,12 @@ def test_goodput_and_tokens(timed_run):
     p, doc, stats = timed_run
     s = doc["summary"]
     # SLO ttft <= 179 ms: scripted TTFTs 100, 120, 140, 160 (twice each) pass -> 8 good requests by hand. The
-    # 160 ms ones have 19 ms of margin for a late server; 180 ms ones can never pass (nothing arrives early).
-    assert s["good_requests"] == sum(r["ttft_ms"] <= 179 for r in measured(doc)) == 8
-    assert abs(s["goodput"] - 8 / s["duration_s"]) < 1e-6
+    # 160 ms ones have 19 ms of margin for a late server (180 ms ones can never pass: nothing arrives early).
+    assert s["good_requests"] == sum(r["ttft_ms"] <= 179 for r in measured(doc))
+    late = max(v[1] for v in server_lateness(doc, stats).values())
+    if late < 14:  # the server kept its script well enough for the hand count to apply
+        assert s["good_requests"] == 8, s["good_requests"]
+    assert abs(s["goodput"] - s["good_requests"] / s["duration_s"]) < 1e-6
     assert s["total_output_tokens"] == 20 * TOKENS
     assert s["usage_from_server"] == 20
     # input tokens are the server's usage: the fake counts words of the messages
@@ -171,8 +207,8 @@ def test_request_rate_is_seeded_poisson(tmp_path):
     sends = [np.array([r["t_send_s"] for r in measured(d)]) for d in runs]
     assert np.all(np.diff(sends[0]) >= 0)
     # same seed -> same schedule (to scheduling noise on a shared machine); another seed -> another schedule
-    assert np.median(np.abs(sends[0] - sends[1])) < 0.002, sends[0] - sends[1]
-    assert np.median(np.abs(sends[0] - sends[2])) > 0.01
+    assert np.median(np.abs(sends[0] - sends[1])) < 0.005, sends[0] - sends[1]
+    assert np.median(np.abs(sends[0] - sends[2])) > 0.02
     gaps = np.diff(sends[0])
     assert 0.5 / 50 < gaps.mean() < 2 / 50, gaps.mean()
     assert gaps.std() > 0.3 * gaps.mean()  # exponential, not a fixed period
@@ -235,7 +271,7 @@ def test_datasets_build_the_right_requests(tmp_path):
 
 def test_sweep_report_and_compare(tmp_path):
     with FakeServer("--ttft-ms", 5, "--itl-ms", 2, "--tokens", 4) as a, \
-         FakeServer("--ttft-ms", 10, "--itl-ms", 2, "--tokens", 4) as b:
+         FakeServer("--ttft-ms", 35, "--itl-ms", 2, "--tokens", 4) as b:
         html = tmp_path / "r.html"
         p, doc = bench(tmp_path, a.url, "--sweep", "concurrency=1,4", "--num-requests", 8, "--report", html)
         assert [r["label"] for r in doc["runs"]] == ["concurrency=1", "concurrency=4"]
@@ -249,7 +285,7 @@ def test_sweep_report_and_compare(tmp_path):
     assert [r["server"] for r in doc["runs"]] == ["A", "B"]
     ra, rb = (r["summary"] for r in doc["runs"])
     assert ra["completed"] == rb["completed"] == 12
-    assert rb["ttft"]["median_ms"] > ra["ttft"]["median_ms"] + 3  # B is scripted 5 ms slower
+    assert rb["ttft"]["median_ms"] > ra["ttft"]["median_ms"] + 15  # B is scripted 30 ms slower
     assert "B/A" in p.stdout
 
 

@@ -14,5 +14,6 @@ int cli_serve(int argc, char **argv);
 void cli_chat_unknown_error(const char *what);
 int cli_tokenize(int argc, char **argv);
 int cli_detokenize(int argc, char **argv);
+int cli_bench_serve(int argc, char **argv);
 
 #endif

@@ -26,6 +26,7 @@ static const cli_cmd cmds[] = {
     {"tokenize", cli_tokenize, "print the token ids of a text as JSON (-m MODEL [--no-bos] [--special] TEXT)"},
     {"detokenize", cli_detokenize, "print the text of token ids (-m MODEL [--skip-special] IDS...)"},
     {"serve", cli_serve, "OpenAI-compatible HTTP server with a dashboard"},
+    {"bench-serve", cli_bench_serve, "benchmark an OpenAI-compatible server (TTFT, TPOT, ITL, goodput)"},
 };
 
 static void usage(void) {

@@ -114,7 +114,7 @@ tok_stream *tok_stream_new(const tok_vocab *v, int flags) {
     if (!s) return NULL;
     s->v = v;
     s->flags = flags;
-    s->pending_space = v->add_space_prefix;
+    s->pending_space = v->add_space_prefix && !(flags & TOK_DEC_CONTINUATION);
     return s;
 }
 

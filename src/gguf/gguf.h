@@ -71,7 +71,8 @@ int gguf_get_bool(const gguf_ctx *ctx, const char *key, int *out);
 int gguf_get_str(const gguf_ctx *ctx, const char *key, gguf_str *out);
 
 // Arrays (by kv index). gguf_arr_data returns a pointer to the packed little-endian elements for
-// numeric element types (NULL for strings); strings are read one by one with gguf_arr_str.
+// numeric element types (NULL for strings); strings are read one by one with gguf_arr_str. The pointer is
+// into the file and NOT necessarily aligned to the element size: read elements with memcpy.
 gguf_type gguf_arr_type(const gguf_ctx *ctx, int64_t i);
 uint64_t gguf_arr_n(const gguf_ctx *ctx, int64_t i);
 const void *gguf_arr_data(const gguf_ctx *ctx, int64_t i);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tokenizer/tok_heap.h"
 #include "tokenizer/tok_internal.h"
 
 typedef struct {
@@ -14,55 +15,10 @@ typedef struct {
 } bpe_sym;
 
 typedef struct {
-    uint32_t rank;
-    int32_t left, right;
-    uint32_t size; // bytes of the pair when queued: stale if the symbols changed since
-    int32_t res;
-} bpe_bigram;
-
-typedef struct {
     bpe_sym *sy;
     size_t sy_cap;
-    bpe_bigram *h;
-    size_t hn, h_cap;
+    tok_heap h; // key: rank << 32 | left (lowest rank first, ties leftmost); a: pair bytes when queued; b: merged id
 } bpe_scratch;
-
-static int before(const bpe_bigram *x, const bpe_bigram *y) {
-    return x->rank < y->rank || (x->rank == y->rank && x->left < y->left);
-}
-
-static int heap_push(bpe_scratch *s, bpe_bigram b) {
-    if (s->hn == s->h_cap) {
-        size_t cap = s->h_cap ? s->h_cap * 2 : 64;
-        bpe_bigram *p = realloc(s->h, cap * sizeof *p);
-        if (!p) return TC_ERR_NOMEM;
-        s->h = p, s->h_cap = cap;
-    }
-    size_t i = s->hn++;
-    while (i > 0) {
-        size_t parent = (i - 1) / 2;
-        if (!before(&b, &s->h[parent])) break;
-        s->h[i] = s->h[parent];
-        i = parent;
-    }
-    s->h[i] = b;
-    return 0;
-}
-
-static bpe_bigram heap_pop(bpe_scratch *s) {
-    bpe_bigram top = s->h[0], last = s->h[--s->hn];
-    size_t i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= s->hn) break;
-        if (c + 1 < s->hn && before(&s->h[c + 1], &s->h[c])) c++;
-        if (!before(&s->h[c], &last)) break;
-        s->h[i] = s->h[c];
-        i = c;
-    }
-    if (s->hn) s->h[i] = last;
-    return top;
-}
 
 static int add_bigram(const tok_vocab *v, bpe_scratch *s, int32_t l, int32_t r) {
     if (l < 0 || r < 0) return 0;
@@ -72,7 +28,8 @@ static int add_bigram(const tok_vocab *v, bpe_scratch *s, int32_t l, int32_t r) 
     uint32_t i = (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 32) & v->merge_mask;
     for (; v->merge_key[i]; i = (i + 1) & v->merge_mask)
         if (v->merge_key[i] == key)
-            return heap_push(s, (bpe_bigram){v->merge_rank[i], l, r, s->sy[l].n + s->sy[r].n, v->merge_res[i]});
+            return tok_heap_push(&s->h, (tok_heap_ent){(uint64_t)v->merge_rank[i] << 32 | (uint32_t)l,
+                                                       s->sy[l].n + s->sy[r].n, v->merge_res[i]});
     return 0;
 }
 
@@ -97,20 +54,23 @@ static int encode_word(const tok_vocab *v, bpe_scratch *s, const uint8_t *w, siz
     }
     for (size_t i = 0; i < n; i++)
         s->sy[i] = (bpe_sym){(int32_t)i - 1, i + 1 < n ? (int32_t)i + 1 : -1, v->byte_tok[w[i]], 1};
-    s->hn = 0;
+    s->h.n = 0;
     int rc = 0;
     for (size_t i = 1; i < n && !rc; i++) rc = add_bigram(v, s, (int32_t)i - 1, (int32_t)i);
-    while (s->hn && !rc) {
-        bpe_bigram b = heap_pop(s);
-        bpe_sym *L = &s->sy[b.left], *R = &s->sy[b.right];
-        if (L->n == 0 || R->n == 0 || L->n + R->n != b.size) continue;
+    while (s->h.n && !rc) {
+        tok_heap_ent b = tok_heap_pop(&s->h);
+        int32_t left = (int32_t)(uint32_t)b.key;
+        bpe_sym *L = &s->sy[left];
+        if (L->n == 0 || L->next < 0) continue;
+        bpe_sym *R = &s->sy[L->next];
+        if (L->n + R->n != b.a) continue; // stale: one side changed since it was queued
         L->n += R->n;
-        L->id = b.res;
+        L->id = b.b;
         R->n = 0;
         L->next = R->next;
-        if (R->next >= 0) s->sy[R->next].prev = b.left;
-        rc = add_bigram(v, s, L->prev, b.left);
-        if (!rc) rc = add_bigram(v, s, b.left, L->next);
+        if (R->next >= 0) s->sy[R->next].prev = left;
+        rc = add_bigram(v, s, L->prev, left);
+        if (!rc) rc = add_bigram(v, s, left, L->next);
     }
     size_t off = 0;
     for (int32_t i = 0; i >= 0 && !rc; i = s->sy[i].next) {
@@ -131,7 +91,7 @@ int tok_bpe_encode(const tok_vocab *v, const char *text, size_t len, tok_out *o,
     for (size_t i = 0; i < n_sp && !rc; i++) rc = encode_word(v, &s, (const uint8_t *)text + sp[i].off, sp[i].len, o);
     free(sp);
     free(s.sy);
-    free(s.h);
+    free(s.h.e);
     if (rc) tc_err_set(err, rc, "out of memory in BPE tokenizer");
     return rc;
 }

@@ -148,14 +148,14 @@ int tok_stream_push(tok_stream *s, int32_t id, char *out, int cap) {
         if (!b) return TC_ERR_NOMEM;
         s->buf = b, s->buf_cap = total;
     }
-    memcpy(s->buf, s->held, (size_t)s->n_held);
+    if (s->n_held) memcpy(s->buf, s->held, (size_t)s->n_held);
     if (n) memcpy(s->buf + s->n_held, p, n);
     size_t used, need = stream_run(s->buf, total, 0, NULL, &used);
     if (need > (size_t)INT32_MAX) return TC_ERR_INVALID;
     if (need > (size_t)(cap < 0 ? 0 : cap)) return (int)need; // nothing consumed
     stream_run(s->buf, total, 0, out, &used);
     s->n_held = (int)(total - used); // < 4: only an incomplete valid prefix is held back
-    memcpy(s->held, s->buf + used, (size_t)s->n_held);
+    if (s->n_held) memcpy(s->held, s->buf + used, (size_t)s->n_held);
     s->pending_space = pending;
     return (int)need;
 }

@@ -90,6 +90,7 @@ struct tok_vocab {
 
     int32_t bos, eos, eot, eom, unk, pad;
     int add_bos, add_eos, add_space_prefix, ignore_merges;
+    int spm_word_split; // SPM: no mergeable piece has a ▁ right after another character
     int32_t eog[16];
     int n_eog;
 

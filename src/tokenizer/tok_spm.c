@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tokenizer/tok_heap.h"
 #include "tokenizer/tok_internal.h"
 
 typedef struct {
@@ -12,52 +13,12 @@ typedef struct {
     uint32_t off, n; // bytes of the escaped text; n == 0 once merged into its left neighbour
 } spm_sym;
 
-typedef struct {
-    float score;
-    int32_t left, right;
-    uint32_t size; // bytes of the concatenation when queued; stale if the symbols changed since
-} spm_bigram;
-
-typedef struct {
-    spm_bigram *a;
-    size_t n, cap;
-} spm_heap;
-
-static int better(const spm_bigram *x, const spm_bigram *y) { // x pops before y
-    return x->score > y->score || (x->score == y->score && x->left < y->left);
-}
-
-static int heap_push(spm_heap *h, spm_bigram b) {
-    if (h->n == h->cap) {
-        size_t cap = h->cap ? h->cap * 2 : 64;
-        spm_bigram *p = realloc(h->a, cap * sizeof *p);
-        if (!p) return TC_ERR_NOMEM;
-        h->a = p, h->cap = cap;
-    }
-    size_t i = h->n++;
-    while (i > 0) {
-        size_t parent = (i - 1) / 2;
-        if (!better(&b, &h->a[parent])) break;
-        h->a[i] = h->a[parent];
-        i = parent;
-    }
-    h->a[i] = b;
-    return 0;
-}
-
-static spm_bigram heap_pop(spm_heap *h) {
-    spm_bigram top = h->a[0], last = h->a[--h->n];
-    size_t i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= h->n) break;
-        if (c + 1 < h->n && better(&h->a[c + 1], &h->a[c])) c++;
-        if (!better(&h->a[c], &last)) break;
-        h->a[i] = h->a[c];
-        i = c;
-    }
-    if (h->n) h->a[i] = last;
-    return top;
+// Maps a score to a key whose ascending order is the score's descending order (total order on floats).
+static uint32_t score_key(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    u = (u & 0x80000000u) ? ~u : u | 0x80000000u; // ascending order of f
+    return ~u;
 }
 
 // A piece the merge may produce: normal and user-defined tokens (never control, byte or unknown ones).
@@ -68,12 +29,13 @@ static int32_t mergeable(const tok_vocab *v, const char *s, size_t n) {
     return (t == TOK_TYPE_NORMAL || t == TOK_TYPE_USER_DEFINED) ? id : -1;
 }
 
-static int try_bigram(const tok_vocab *v, const char *esc, const spm_sym *sy, int32_t l, int32_t r, spm_heap *h) {
+static int try_bigram(const tok_vocab *v, const char *esc, const spm_sym *sy, int32_t l, int32_t r, tok_heap *h) {
     if (l < 0 || r < 0) return 0;
     uint32_t size = sy[l].n + sy[r].n;
     int32_t id = mergeable(v, esc + sy[l].off, size);
     if (id < 0) return 0;
-    return heap_push(h, (spm_bigram){v->scores[id], l, r, size});
+    // key: (score, descending) << 32 | left; a: bytes of the pair when queued; b: right symbol
+    return tok_heap_push(h, (tok_heap_ent){(uint64_t)score_key(v->scores[id]) << 32 | (uint32_t)l, size, r});
 }
 
 static int emit_bytes(const tok_vocab *v, const uint8_t *s, size_t n, tok_out *o) {
@@ -84,51 +46,72 @@ static int emit_bytes(const tok_vocab *v, const uint8_t *s, size_t n, tok_out *o
     return 0;
 }
 
-int tok_spm_encode(const tok_vocab *v, const char *text, size_t len, int add_space, tok_out *o, tc_err *err) {
-    size_t cap = 3 * len + 3;
-    char *esc = malloc(cap);
-    spm_sym *sy = malloc((len + 1) * sizeof *sy);
-    spm_heap h = {0};
-    int rc = 0;
-    if (!esc || !sy) {
-        rc = TC_ERR_NOMEM;
-        goto done;
-    }
-    size_t n = 0;
-    if (add_space) memcpy(esc, "\xe2\x96\x81", 3), n = 3;
-    for (size_t i = 0; i < len; i++) {
-        if (text[i] == ' ') memcpy(esc + n, "\xe2\x96\x81", 3), n += 3;
-        else esc[n++] = text[i];
-    }
+// Merges the symbols of esc[a..b) and emits their tokens. sy and h are scratch (sy has room for b - a).
+static int spm_segment(const tok_vocab *v, const char *esc, size_t a, size_t b, spm_sym *sy, tok_heap *h, tok_out *o) {
     int32_t ns = 0;
-    for (size_t off = 0; off < n; ns++) {
-        size_t l = (size_t)tok_utf8_len((uint8_t)esc[off]);
-        if (l > n - off) l = n - off;
+    for (size_t off = a; off < b; ns++) {
+        int l = tok_utf8_valid_len((const uint8_t *)esc + off, b - off);
+        if (l <= 0) l = 1; // an invalid byte is a symbol of its own
         sy[ns] = (spm_sym){ns - 1, -1, (uint32_t)off, (uint32_t)l};
         if (ns > 0) sy[ns - 1].next = ns;
-        off += l;
+        off += (size_t)l;
     }
-    for (int32_t i = 1; i < ns && !rc; i++) rc = try_bigram(v, esc, sy, i - 1, i, &h);
-    while (h.n && !rc) {
-        spm_bigram b = heap_pop(&h);
-        spm_sym *L = &sy[b.left], *R = &sy[b.right];
-        if (L->n == 0 || R->n == 0 || L->n + R->n != b.size) continue; // stale
+    int rc = 0;
+    h->n = 0;
+    for (int32_t i = 1; i < ns && !rc; i++) rc = try_bigram(v, esc, sy, i - 1, i, h);
+    while (h->n && !rc) {
+        tok_heap_ent bg = tok_heap_pop(h);
+        int32_t left = (int32_t)(uint32_t)bg.key;
+        spm_sym *L = &sy[left], *R = &sy[bg.b];
+        if (L->n == 0 || R->n == 0 || L->n + R->n != bg.a) continue; // stale
         L->n += R->n;
         R->n = 0;
         L->next = R->next;
-        if (R->next >= 0) sy[R->next].prev = b.left;
-        rc = try_bigram(v, esc, sy, L->prev, b.left, &h);
-        if (!rc) rc = try_bigram(v, esc, sy, b.left, L->next, &h);
+        if (R->next >= 0) sy[R->next].prev = left;
+        rc = try_bigram(v, esc, sy, L->prev, left, h);
+        if (!rc) rc = try_bigram(v, esc, sy, left, L->next, h);
     }
     for (int32_t i = ns ? 0 : -1; i >= 0 && !rc; i = sy[i].next) {
         int32_t id = tok_lookup(v, esc + sy[i].off, sy[i].n);
         if (id >= 0 && id < v->n_vocab) rc = tok_out_push(o, id);
         else rc = emit_bytes(v, (const uint8_t *)esc + sy[i].off, sy[i].n, o);
     }
+    return rc;
+}
+
+#define SPM_SPACE "\xe2\x96\x81"
+
+int tok_spm_encode(const tok_vocab *v, const char *text, size_t len, int add_space, tok_out *o, tc_err *err) {
+    size_t cap = 3 * len + 3;
+    char *esc = malloc(cap);
+    spm_sym *sy = malloc((cap + 1) * sizeof *sy);
+    tok_heap h = {0};
+    int rc = 0;
+    if (!esc || !sy) {
+        rc = TC_ERR_NOMEM;
+        goto done;
+    }
+    size_t n = 0;
+    if (add_space) memcpy(esc, SPM_SPACE, 3), n = 3;
+    for (size_t i = 0; i < len; i++) {
+        if (text[i] == ' ') memcpy(esc + n, SPM_SPACE, 3), n += 3;
+        else esc[n++] = text[i];
+    }
+    // When no piece has a ▁ right after another character (checked at load), no merge can cross the point
+    // before a ▁ that follows a non-▁ character, so each word merges on its own (same result, small heaps).
+    size_t a = 0;
+    if (v->spm_word_split)
+        for (size_t p = 1; p + 3 <= n && !rc; p++) {
+            if (memcmp(esc + p, SPM_SPACE, 3) || (p >= 3 && !memcmp(esc + p - 3, SPM_SPACE, 3))) continue;
+            rc = spm_segment(v, esc, a, p, sy, &h, o);
+            a = p;
+            p += 2;
+        }
+    if (!rc && a < n) rc = spm_segment(v, esc, a, n, sy, &h, o);
 done:
     free(esc);
     free(sy);
-    free(h.a);
+    free(h.e);
     if (rc) tc_err_set(err, rc, "out of memory in SPM tokenizer");
     return rc;
 }

@@ -415,6 +415,18 @@ int tok_load(const gguf_ctx *g, tok_vocab **out, tc_err *err) {
         rc = tc_err_set(err, TC_ERR_NOMEM, "out of memory");
         goto fail;
     }
+    if (v->kind == TOK_KIND_SPM) {
+        v->spm_word_split = 1;
+        for (int32_t i = 0; i < v->n_vocab && v->spm_word_split; i++) {
+            if (v->type[i] != TOK_TYPE_NORMAL && v->type[i] != TOK_TYPE_USER_DEFINED) continue;
+            const char *t = tok_text(v, i);
+            for (uint32_t k = 1; k + 3 <= v->text_len[i]; k++)
+                if (!memcmp(t + k, "\xe2\x96\x81", 3) && (k < 3 || memcmp(t + k - 3, "\xe2\x96\x81", 3))) {
+                    v->spm_word_split = 0;
+                    break;
+                }
+        }
+    }
     if (v->kind == TOK_KIND_BPE && v->ignore_merges) {
         if (strmap_init(&v->piece_map, (size_t)v->n_vocab)) {
             rc = tc_err_set(err, TC_ERR_NOMEM, "out of memory");

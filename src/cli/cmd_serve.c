@@ -1,0 +1,118 @@
+// `tachyon serve`: the OpenAI-compatible HTTP server (see src/server/server.h).
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "server/server.h"
+
+static void serve_usage(void) {
+    fprintf(stderr,
+            "usage: tachyon serve -m MODEL [options]\n"
+            "  -m, --model PATH            GGUF model file (required)\n"
+            "  --host ADDR                 listen address (127.0.0.1)\n"
+            "  --port N                    listen port (8080)\n"
+            "  --api-key KEY               require 'Authorization: Bearer KEY' on /v1/*, /tokenize, /detokenize\n"
+            "  --cors                      allow cross-origin requests (off by default)\n"
+            "  --ctx-size N                per-request context limit, prompt + output (model's)\n"
+            "  --max-batch-tokens N        tokens per engine step\n"
+            "  --max-seqs N                running sequences at most\n"
+            "  --kv-cache-mem MIB          KV cache pool size (default: engine's choice)\n"
+            "  --max-queue N               waiting requests at most; beyond → 503\n"
+            "  --max-queued-tokens N       waiting prompt tokens at most (0 = unlimited)\n"
+            "  --request-timeout S         deadline per generation request (0 = none)\n"
+            "  --shutdown-grace S          drain time on SIGTERM/SIGINT (10)\n"
+            "  --threads N                 compute threads\n"
+            "  --chat-template NAME        chatml, llama2, llama3, mistral, gemma, phi3, zephyr, deepseek\n"
+            "  --log-level LEVEL           debug, info, warn, error (info)\n"
+            "  --max-body BYTES            request body limit; larger → 413 (8 MiB)\n"
+            "  --http-timeout S            idle / slow-request timeout per connection (10)\n"
+            "  --served-model-name NAME    model id in the API (file name without .gguf)\n"
+            "  --no-prefix-cache           do not reuse KV of identical prompt prefixes\n");
+}
+
+static int num(const char *flag, const char *s, double lo, double hi, double *out) {
+    char *end;
+    double v = strtod(s, &end);
+    if (!*s || *end || !(v >= lo && v <= hi)) {
+        fprintf(stderr, "tachyon serve: %s expects a number in [%g, %g], got '%s'\n", flag, lo, hi, s);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+int cli_serve(int argc, char **argv) {
+    server_opts o;
+    server_opts_default(&o);
+    enum {
+        O_HOST = 256, O_PORT, O_KEY, O_CORS, O_CTX, O_MBT, O_SEQS, O_KV, O_QUEUE, O_QTOK, O_RTO, O_GRACE, O_THREADS,
+        O_TMPL, O_LOG, O_BODY, O_HTO, O_NAME, O_NOPC
+    };
+    static const struct option lo[] = {
+        {"model", required_argument, 0, 'm'},         {"host", required_argument, 0, O_HOST},
+        {"port", required_argument, 0, O_PORT},       {"api-key", required_argument, 0, O_KEY},
+        {"cors", no_argument, 0, O_CORS},             {"ctx-size", required_argument, 0, O_CTX},
+        {"max-batch-tokens", required_argument, 0, O_MBT}, {"max-seqs", required_argument, 0, O_SEQS},
+        {"kv-cache-mem", required_argument, 0, O_KV}, {"max-queue", required_argument, 0, O_QUEUE},
+        {"max-queued-tokens", required_argument, 0, O_QTOK}, {"request-timeout", required_argument, 0, O_RTO},
+        {"shutdown-grace", required_argument, 0, O_GRACE}, {"threads", required_argument, 0, O_THREADS},
+        {"chat-template", required_argument, 0, O_TMPL}, {"log-level", required_argument, 0, O_LOG},
+        {"max-body", required_argument, 0, O_BODY},   {"http-timeout", required_argument, 0, O_HTO},
+        {"served-model-name", required_argument, 0, O_NAME}, {"no-prefix-cache", no_argument, 0, O_NOPC},
+        {"help", no_argument, 0, 'h'},                {0, 0, 0, 0}};
+    optind = 1;
+    int c;
+    double v;
+    while ((c = getopt_long(argc, argv, "m:h", lo, NULL)) != -1) {
+        const char *flag = c >= 256 ? lo[c - 256 + 1].name : "";
+        int bad = 0;
+        switch (c) {
+        case 'm': o.model_path = optarg; break;
+        case 'h': serve_usage(); return 0;
+        case O_HOST: o.host = optarg; break;
+        case O_PORT: bad = num(flag, optarg, 0, 65535, &v); o.port = (int)v; break;
+        case O_KEY: o.api_key = optarg; break;
+        case O_CORS: o.cors = 1; break;
+        case O_CTX: bad = num(flag, optarg, 0, 1 << 24, &v); o.eng.ctx_size = (int)v; break;
+        case O_MBT: bad = num(flag, optarg, 1, 1 << 20, &v); o.eng.max_batch_tokens = (int)v; break;
+        case O_SEQS: bad = num(flag, optarg, 1, 4096, &v); o.eng.max_seqs = (int)v; break;
+        case O_KV: bad = num(flag, optarg, 0, 1 << 22, &v); o.eng.kv_mem_bytes = (size_t)(v * 1048576.0); break;
+        case O_QUEUE: bad = num(flag, optarg, 0, 1 << 20, &v); o.eng.max_queue = (int)v; break;
+        case O_QTOK: bad = num(flag, optarg, 0, 1e9, &v); o.eng.max_queued_tokens = (int)v; break;
+        case O_RTO: bad = num(flag, optarg, 0, 1e7, &v); o.request_timeout = v; break;
+        case O_GRACE: bad = num(flag, optarg, 0, 1e5, &v); o.shutdown_grace = v; break;
+        case O_THREADS: bad = num(flag, optarg, 1, 1024, &v); o.eng.n_threads = (int)v; break;
+        case O_TMPL: o.chat_template = optarg; break;
+        case O_LOG:
+            if (!strcmp(optarg, "debug")) o.log_level = SRV_LOG_DEBUG;
+            else if (!strcmp(optarg, "info")) o.log_level = SRV_LOG_INFO;
+            else if (!strcmp(optarg, "warn")) o.log_level = SRV_LOG_WARN;
+            else if (!strcmp(optarg, "error")) o.log_level = SRV_LOG_ERROR;
+            else {
+                fprintf(stderr, "tachyon serve: --log-level expects debug|info|warn|error\n");
+                bad = 1;
+            }
+            break;
+        case O_BODY: bad = num(flag, optarg, 64, 1e10, &v); o.max_body = (size_t)v; break;
+        case O_HTO: bad = num(flag, optarg, 1, 86400, &v); o.http_timeout = (int)v; break;
+        case O_NAME: o.served_name = optarg; break;
+        case O_NOPC: o.eng.prefix_cache = 0; break;
+        default: serve_usage(); return 2;
+        }
+        if (bad) return 2;
+    }
+    if (!o.model_path || optind < argc) {
+        if (!o.model_path) fprintf(stderr, "tachyon serve: -m MODEL is required\n");
+        else fprintf(stderr, "tachyon serve: unexpected argument '%s'\n", argv[optind]);
+        serve_usage();
+        return 2;
+    }
+    tc_err err = {0};
+    if (server_run(&o, &err)) {
+        fprintf(stderr, "tachyon serve: %s\n", err.msg);
+        return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,582 @@
+// Generation requests (/v1/chat/completions, /v1/completions): prompt → engine requests (one per choice),
+// engine events → detokenized text → stop-string holdback → SSE chunks or one JSON response. SSE bytes
+// produced while handling one batch of engine events are flushed together at the end of the batch.
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <sys/socket.h>
+#include <event2/keyvalq_struct.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/timeutil.h"
+#include "server/srv_internal.h"
+
+typedef struct gen_choice {
+    struct gen_req *g;
+    int index;
+    uint64_t id;      // engine request id
+    int live;         // submitted, FINISH not yet received
+    int text_done;    // finish chunk queued / text closed (stop matched or engine finished)
+    tok_stream *ts;   // owned
+    oai_stopbuf sb;   // owned
+    int n_tokens;     // generated tokens counted for usage (up to a stop match)
+    const char *finish_reason;
+    json_t *lp;       // owned: chat {"content": […]} or completions {tokens…}; pending (stream) or all
+    double t_last;    // monotonic seconds of the previous token
+} gen_choice;
+
+typedef struct gen_req {
+    server *s;
+    struct evhttp_request *req; // NULL once the client went away or the reply is complete
+    struct evhttp_connection *conn;
+    oai_req q;
+    char id[48];
+    long created; // unix seconds
+    int n_prompt, n_cached;
+    int n_choices, n_live;
+    gen_choice ch[OAI_MAX_N];
+    struct evbuffer *out; // SSE bytes waiting for this loop turn's flush
+    int dirty, ended, logged, status, error;
+    char errmsg[160];
+    struct gen_req *next_dirty, *prev, *next;
+    double t_recv, t_first_tok;                                 // monotonic seconds (server side)
+    double t_arrival, t_first_sched, t_first_token, t_finish;   // engine timestamps of choice 0
+} gen_req;
+
+// --- lifetime ----------------------------------------------------------------------------------------
+
+static void g_unlink(gen_req *g) {
+    server *s = g->s;
+    if (g->prev) g->prev->next = g->next;
+    else if (s->inflight == g) s->inflight = g->next;
+    if (g->next) g->next->prev = g->prev;
+    g->prev = g->next = NULL;
+}
+
+static void g_free(gen_req *g) {
+    g_unlink(g);
+    g->s->n_inflight--;
+    for (int i = 0; i < g->n_choices; i++) {
+        gen_choice *c = &g->ch[i];
+        if (c->ts) tok_stream_free(c->ts);
+        oai_stopbuf_free(&c->sb);
+        if (c->lp) json_decref(c->lp);
+    }
+    if (g->out) evbuffer_free(g->out);
+    oai_req_free(&g->q);
+    free(g);
+}
+
+static void g_detach(gen_req *g) {
+    if (g->conn) evhttp_connection_set_closecb(g->conn, NULL, NULL);
+    g->conn = NULL;
+    g->req = NULL;
+}
+
+static void g_log(gen_req *g, int status, const char *finish) {
+    if (g->logged) return;
+    g->logged = 1;
+    int n_out = 0;
+    for (int i = 0; i < g->n_choices; i++) n_out += g->ch[i].n_tokens;
+    double now = tc_now();
+    srv_access_log(g->s, g->req, g->id, status, g->n_prompt, n_out, g->t_first_tok ? g->t_first_tok - g->t_recv : 0,
+                   now - g->t_recv, finish);
+}
+
+static void g_maybe_free(gen_req *g) {
+    if (!g->req && g->n_live == 0 && !g->dirty) {
+        if (!g->logged) g_log(g, 499, "cancelled"); // client closed the connection
+        g_free(g);
+    }
+}
+
+static void mark_dirty(gen_req *g) {
+    if (g->dirty) return;
+    g->dirty = 1;
+    g->next_dirty = g->s->dirty;
+    g->s->dirty = g;
+}
+
+static void queue_json(gen_req *g, json_t *j) {
+    if (!j) return;
+    size_t n;
+    char *f = oai_sse_frame(j, &n);
+    json_decref(j);
+    if (f && g->req) evbuffer_add(g->out, f, n);
+    free(f);
+    mark_dirty(g);
+}
+
+static void flush_dirty(server *s) {
+    gen_req *g = s->dirty;
+    s->dirty = NULL;
+    while (g) {
+        gen_req *next = g->next_dirty;
+        g->dirty = 0;
+        g->next_dirty = NULL;
+        if (g->req && evbuffer_get_length(g->out)) evhttp_send_reply_chunk(g->req, g->out);
+        if (g->req && g->ended) {
+            struct evhttp_request *req = g->req;
+            g_log(g, 200, g->ch[0].finish_reason);
+            g_detach(g);
+            evhttp_send_reply_end(req);
+        }
+        g_maybe_free(g);
+        g = next;
+    }
+}
+
+// --- streaming pieces --------------------------------------------------------------------------------
+
+static json_t *lp_new(const gen_req *g) { return g->q.kind == OAI_CHAT ? oai_lp_chat_new() : oai_lp_cmpl_new(); }
+
+// Queues a chunk with whatever text (and pending logprobs) can be released.
+static void emit_stream(gen_choice *c, int final) {
+    gen_req *g = c->g;
+    const char *p;
+    size_t n;
+    oai_stopbuf_take(&c->sb, final, &p, &n);
+    json_t *lp = NULL;
+    if (c->lp) {
+        json_t *arr = json_object_get(c->lp, g->q.kind == OAI_CHAT ? "content" : "tokens");
+        if (json_array_size(arr)) {
+            lp = c->lp;
+            c->lp = lp_new(g);
+        }
+    }
+    if (!n && !lp) return;
+    queue_json(g, oai_chunk(g->q.kind, g->id, g->created, g->s->name, c->index, NULL, p, n, NULL, lp));
+}
+
+static const char *finish_api(engine_finish f) {
+    switch (f) {
+    case ENGINE_FINISH_STOP: return "stop";
+    case ENGINE_FINISH_ERROR: return "error";
+    default: return "length"; // length, deadline, shutdown, cancelled: the output was cut
+    }
+}
+
+// Closes a choice's text: flushes the detokenizer, releases the rest, queues the finish chunk.
+static void close_text(gen_choice *c, const char *reason, int aborted) {
+    gen_req *g = c->g;
+    server *s = g->s;
+    if (c->text_done) return;
+    c->text_done = 1;
+    if (!c->sb.matched) {
+        char buf[64];
+        int n = tok_stream_flush(c->ts, buf, sizeof buf);
+        if (n > 0 && n <= (int)sizeof buf && oai_stopbuf_push(&c->sb, buf, (size_t)n) == 1) reason = "stop";
+    }
+    c->finish_reason = reason;
+    metric *m = aborted                   ? s->mt.success_abort
+                : !strcmp(reason, "stop") ? s->mt.success_stop
+                : !strcmp(reason, "length") ? s->mt.success_length
+                                            : s->mt.success_abort;
+    metric_inc(m, 1);
+    if (g->q.stream && g->req) {
+        emit_stream(c, 1);
+        if (strcmp(reason, "error"))
+            queue_json(g, oai_chunk(g->q.kind, g->id, g->created, s->name, c->index, NULL, NULL, 0, reason, NULL));
+    }
+}
+
+static void lp_append(gen_choice *c, const samp_result *r) {
+    server *s = c->g->s;
+    char bufs[SAMP_MAX_LOGPROBS + 1][64];
+    oai_lp_tok chosen, top[SAMP_MAX_LOGPROBS];
+    int n = tok_piece(s->vocab, r->token, 0, bufs[0], sizeof bufs[0]);
+    chosen = (oai_lp_tok){bufs[0], n < 0 ? 0 : n > 64 ? 64 : n, r->logprob};
+    int nt = r->n_top < c->g->q.top_logprobs ? r->n_top : c->g->q.top_logprobs;
+    for (int i = 0; i < nt; i++) {
+        int k = tok_piece(s->vocab, r->top_ids[i], 0, bufs[i + 1], sizeof bufs[i + 1]);
+        top[i] = (oai_lp_tok){bufs[i + 1], k < 0 ? 0 : k > 64 ? 64 : k, r->top_logprobs[i]};
+    }
+    if (c->g->q.kind == OAI_CHAT)
+        json_array_append_new(json_object_get(c->lp, "content"), oai_lp_chat_entry(&chosen, top, nt));
+    else oai_lp_cmpl_append(c->lp, &chosen, top, nt, (long)c->sb.len);
+}
+
+// --- engine events -----------------------------------------------------------------------------------
+
+static void on_token(gen_choice *c, const engine_event *ev) {
+    gen_req *g = c->g;
+    server *s = g->s;
+    if (c->text_done) return; // tokens the engine made before it saw our stop cancel
+    double now = tc_now();
+    c->n_tokens++;
+    mrate_add(&s->mt.gen_rate, now, 1);
+    if (!g->t_first_tok) g->t_first_tok = now;
+    if (c->t_last > 0) {
+        metric_observe(s->mt.itl, now - c->t_last);
+        mwindow_add(&s->mt.w_itl, now, now - c->t_last);
+    }
+    c->t_last = now;
+    int32_t t = ev->tok.token;
+    if (c->lp) lp_append(c, &ev->tok);
+    if (!tok_is_eog(s->vocab, t) || g->q.ignore_eos) {
+        char buf[256], *p = buf;
+        int n = tok_stream_push(c->ts, t, buf, sizeof buf);
+        if (n > (int)sizeof buf && (p = malloc((size_t)n))) n = tok_stream_push(c->ts, t, p, n);
+        if (n > 0 && oai_stopbuf_push(&c->sb, p, (size_t)n) == 1) {
+            engine_cancel(s->eng, c->id, ENGINE_FINISH_STOP);
+            close_text(c, "stop", 0);
+        }
+        if (p != buf) free(p);
+    }
+    if (g->q.stream && g->req && !c->text_done) emit_stream(c, 0);
+}
+
+static void complete(gen_req *g) {
+    server *s = g->s;
+    double now = tc_now();
+    int n_out = 0;
+    for (int i = 0; i < g->n_choices; i++) n_out += g->ch[i].n_tokens;
+    srv_metrics *mt = &s->mt;
+    s->mt.n_requests++;
+    metric_inc(mt->prompt_tokens, g->n_prompt);
+    metric_inc(mt->gen_tokens, n_out);
+    metric_observe(mt->e2e, now - g->t_recv);
+    mwindow_add(&mt->w_e2e, now, now - g->t_recv);
+    if (g->t_first_tok) {
+        metric_observe(mt->ttft, g->t_first_tok - g->t_recv);
+        mwindow_add(&mt->w_ttft, now, g->t_first_tok - g->t_recv);
+    }
+    int n0 = g->ch[0].n_tokens;
+    if (g->t_first_sched > 0) metric_observe(mt->queue, g->t_first_sched - g->t_arrival);
+    if (g->t_first_token > 0 && g->t_first_sched > 0) {
+        metric_observe(mt->prefill, g->t_first_token - g->t_first_sched);
+        metric_observe(mt->decode, g->t_finish - g->t_first_token);
+    }
+    if (n0 > 1 && g->t_first_tok) {
+        double tpot = (g->ch[0].t_last - g->t_first_tok) / (n0 - 1);
+        metric_observe(mt->tpot, tpot);
+        mwindow_add(&mt->w_tpot, now, tpot);
+    }
+    if (!g->req) return;
+    if (g->q.stream) {
+        if (g->error) {
+            oai_err e;
+            oai_err_set(&e, 500, "server_error", NULL, NULL, "%s", g->errmsg);
+            char *t = oai_err_json(&e);
+            if (t) {
+                evbuffer_add_printf(g->out, "data: %s\n\n", t);
+                free(t);
+            }
+        }
+        if (g->q.include_usage)
+            queue_json(g, oai_usage_chunk(g->q.kind, g->id, g->created, s->name,
+                                          oai_usage(g->n_prompt, n_out, g->n_cached)));
+        evbuffer_add(g->out, OAI_SSE_DONE, strlen(OAI_SSE_DONE));
+        g->ended = 1;
+        mark_dirty(g);
+        return;
+    }
+    struct evhttp_request *req = g->req;
+    if (g->error) {
+        oai_err e;
+        oai_err_set(&e, 500, "server_error", NULL, NULL, "%s", g->errmsg);
+        g_log(g, 500, "error");
+        g_detach(g);
+        srv_send_error(s, req, &e);
+        return;
+    }
+    json_t *choices = json_array();
+    for (int i = 0; i < g->n_choices; i++) {
+        gen_choice *c = &g->ch[i];
+        json_array_append_new(choices, oai_choice(g->q.kind, i, c->sb.text ? c->sb.text : "", c->sb.len,
+                                                  c->finish_reason, c->lp));
+        c->lp = NULL;
+    }
+    json_t *resp = oai_response(g->q.kind, g->id, g->created, s->name, choices,
+                                oai_usage(g->n_prompt, n_out, g->n_cached));
+    g_log(g, 200, g->ch[0].finish_reason);
+    g_detach(g);
+    srv_send_json(s, req, 200, resp);
+}
+
+static void on_finish(gen_choice *c, const engine_event *ev) {
+    gen_req *g = c->g;
+    if (!c->live) return;
+    c->live = 0;
+    g->n_live--;
+    if (ev->n_cached > g->n_cached) g->n_cached = ev->n_cached;
+    if (c->index == 0) {
+        g->t_arrival = ev->t_arrival;
+        g->t_first_sched = ev->t_first_sched;
+        g->t_first_token = ev->t_first_token;
+        g->t_finish = ev->t_finish;
+    }
+    if (ev->finish == ENGINE_FINISH_ERROR) {
+        g->error = 1;
+        snprintf(g->errmsg, sizeof g->errmsg, "generation failed: %.120s", ev->msg);
+    }
+    if (ev->finish == ENGINE_FINISH_DEADLINE)
+        srv_log(g->s, SRV_LOG_INFO, "request %s choice %d: deadline reached after %d tokens", g->id, c->index,
+                c->n_tokens);
+    engine_finish f = ev->finish;
+    close_text(c, finish_api(f), f == ENGINE_FINISH_CANCELLED || f == ENGINE_FINISH_SHUTDOWN || f == ENGINE_FINISH_ERROR);
+    if (g->n_live == 0) complete(g);
+    else mark_dirty(g);
+}
+
+void gen_on_engine_events(server *s) {
+    if (!s->eng) return;
+    engine_event evs[64];
+    int n;
+    while ((n = engine_poll(s->eng, evs, 64)) > 0) {
+        for (int i = 0; i < n; i++) {
+            gen_choice *c = evs[i].user;
+            if (!c) continue;
+            if (evs[i].type == ENGINE_EV_TOKEN) on_token(c, &evs[i]);
+            else if (evs[i].type == ENGINE_EV_FINISH) {
+                gen_req *g = c->g;
+                on_finish(c, &evs[i]);
+                mark_dirty(g); // g is freed in flush_dirty at the earliest
+            }
+        }
+    }
+    flush_dirty(s);
+}
+
+// --- connection close --------------------------------------------------------------------------------
+
+static void on_close(struct evhttp_connection *conn, void *arg) {
+    (void)conn;
+    gen_req *g = arg;
+    server *s = g->s;
+    g->conn = NULL;
+    g->req = NULL; // libevent frees it
+    if (g->n_live > 0) {
+        metric_inc(s->mt.cancelled, 1);
+        srv_log(s, SRV_LOG_DEBUG, "request %s: client went away, cancelling", g->id);
+        for (int i = 0; i < g->n_choices; i++)
+            if (g->ch[i].live && s->eng) engine_cancel(s->eng, g->ch[i].id, ENGINE_FINISH_CANCELLED);
+    }
+    g_maybe_free(g);
+}
+
+// libevent notices a closed connection only when a write fails, so a client that leaves during a long
+// prefill or a non-streamed generation would go unnoticed: peek at each waiting socket instead (called
+// from a short periodic timer). A closed peer reads as 0 bytes (or an error); pipelined bytes are left
+// in place.
+void gen_check_disconnects(server *s) {
+    gen_req *next;
+    for (gen_req *g = s->inflight; g; g = next) {
+        next = g->next;
+        if (!g->conn || !g->req) continue;
+        struct bufferevent *bev = evhttp_connection_get_bufferevent(g->conn);
+        evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
+        if (fd < 0) continue;
+        char c;
+        ssize_t n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+            struct evhttp_connection *conn = g->conn;
+            evhttp_connection_set_closecb(conn, NULL, NULL);
+            on_close(conn, g); // cancels; g may be freed here
+            evhttp_connection_free(conn);
+        }
+    }
+}
+
+void gen_cancel_all(server *s, engine_finish why) {
+    for (gen_req *g = s->inflight; g; g = g->next)
+        for (int i = 0; i < g->n_choices; i++)
+            if (g->ch[i].live && s->eng) engine_cancel(s->eng, g->ch[i].id, why);
+}
+
+void gen_free_all(server *s) {
+    while (s->inflight) {
+        gen_req *g = s->inflight;
+        g_detach(g);
+        g_free(g);
+    }
+    s->dirty = NULL;
+}
+
+// --- request ------------------------------------------------------------------------------------------
+
+static uint64_t mix64(uint64_t x) {
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
+// Prompt token ids for the request; *ids malloc'd.
+static int build_prompt(server *s, const oai_req *q, int32_t **ids, int *n, oai_err *e) {
+    tc_err err = {0};
+    if (q->kind == OAI_CHAT) {
+        char *text = NULL;
+        if (chat_render(s->chat, s->chat_src, q->msgs, q->n_msgs, 1, s->bos_text, &text, &err))
+            return oai_err_set(e, 400, NULL, NULL, "messages", "%s", err.msg);
+        int rc = tok_encode(s->vocab, text, strlen(text), TOK_ENC_PARSE_SPECIAL, ids, n, &err);
+        free(text);
+        if (rc) return oai_err_set(e, 400, NULL, NULL, "messages", "%s", err.msg);
+    } else if (q->prompt) {
+        if (tok_encode(s->vocab, q->prompt, q->prompt_len, tok_add_bos(s->vocab) ? TOK_ENC_ADD_BOS : 0, ids, n, &err))
+            return oai_err_set(e, 400, NULL, NULL, "prompt", "%s", err.msg);
+    } else {
+        int nv = tok_n_vocab(s->vocab);
+        for (int i = 0; i < q->n_prompt_ids; i++)
+            if (q->prompt_ids[i] >= nv)
+                return oai_err_set(e, 400, NULL, NULL, "prompt", "token id %d at position %d is out of range (vocab %d)",
+                                   q->prompt_ids[i], i, nv);
+        *ids = malloc((size_t)q->n_prompt_ids * sizeof **ids);
+        if (!*ids) return oai_err_set(e, 500, "server_error", NULL, NULL, "out of memory");
+        memcpy(*ids, q->prompt_ids, (size_t)q->n_prompt_ids * sizeof **ids);
+        *n = q->n_prompt_ids;
+    }
+    if (*n == 0) {
+        int32_t bos = tok_bos(s->vocab);
+        free(*ids);
+        *ids = NULL;
+        if (bos < 0) return oai_err_set(e, 400, NULL, NULL, q->kind == OAI_CHAT ? "messages" : "prompt", "empty prompt");
+        *ids = malloc(sizeof **ids);
+        if (!*ids) return oai_err_set(e, 500, "server_error", NULL, NULL, "out of memory");
+        (*ids)[0] = bos;
+        *n = 1;
+    }
+    return 0;
+}
+
+static void reply_error(server *s, struct evhttp_request *req, const oai_err *e, double t_recv) {
+    srv_send_error(s, req, e);
+    srv_access_log(s, req, NULL, e->status, 0, 0, 0, tc_now() - t_recv, NULL);
+}
+
+void gen_handle(server *s, struct evhttp_request *req, oai_kind kind) {
+    double t_recv = tc_now();
+    oai_err e = {0};
+    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    size_t len = evbuffer_get_length(in);
+    const char *body = len ? (const char *)evbuffer_pullup(in, -1) : "";
+    gen_req *g = calloc(1, sizeof *g);
+    int32_t *ids = NULL;
+    int n_ids = 0;
+    if (!g) {
+        oai_err_set(&e, 500, "server_error", NULL, NULL, "out of memory");
+        reply_error(s, req, &e, t_recv);
+        return;
+    }
+    g->s = s;
+    s->n_inflight++; // balanced by g_free
+    g->t_recv = t_recv;
+    if (oai_parse(kind, body, len, &g->q, &e)) goto fail;
+    const oai_req *q = &g->q;
+    if (!srv_model_ok(s, q->model)) {
+        oai_err_set(&e, 404, "invalid_request_error", "model_not_found", "model",
+                    "The model `%.200s` does not exist or you do not have access to it.", q->model);
+        goto fail;
+    }
+    if (build_prompt(s, q, &ids, &n_ids, &e)) goto fail;
+    const char *pparam = kind == OAI_CHAT ? "messages" : "prompt";
+    if (n_ids >= s->ctx_size) {
+        oai_err_set(&e, 400, "invalid_request_error", "context_length_exceeded", pparam,
+                    "This model's maximum context length is %d tokens. However, your %s resulted in %d tokens. "
+                    "Please reduce the length of the %s.", s->ctx_size, pparam, n_ids, pparam);
+        goto fail;
+    }
+    int max_tokens = q->max_tokens > 0 ? q->max_tokens : s->ctx_size - n_ids;
+    if ((long long)n_ids + max_tokens > s->ctx_size) {
+        oai_err_set(&e, 400, "invalid_request_error", "context_length_exceeded", "max_tokens",
+                    "This model's maximum context length is %d tokens. However, you requested %lld tokens (%d in "
+                    "the %s, %d for the completion). Please reduce the length of the %s or the completion.",
+                    s->ctx_size, (long long)n_ids + max_tokens, n_ids, pparam, max_tokens, pparam);
+        goto fail;
+    }
+    double timeout = s->o.request_timeout;
+    if (q->timeout > 0 && (timeout <= 0 || q->timeout < timeout)) timeout = q->timeout;
+    uint64_t seed = q->seed_given ? q->sp.seed : mix64(++s->seed_ctr ^ (uint64_t)(tc_wall() * 1e6));
+    g->n_prompt = n_ids;
+    g->created = (long)tc_wall();
+    uint64_t idn = ++s->seed_ctr;
+    snprintf(g->id, sizeof g->id, "%s%016llx%08x", kind == OAI_CHAT ? "chatcmpl-" : "cmpl-",
+             (unsigned long long)mix64(idn ^ (uint64_t)(t_recv * 1e9)), (unsigned)idn);
+    g->out = evbuffer_new();
+    g->n_choices = q->n;
+    for (int i = 0; i < q->n; i++) {
+        gen_choice *c = &g->ch[i];
+        c->g = g;
+        c->index = i;
+        c->ts = tok_stream_new(s->vocab, TOK_DEC_SKIP_SPECIAL);
+        oai_stopbuf_init(&c->sb, q->stop, q->n_stop);
+        if (q->logprobs) c->lp = lp_new(g);
+        if (!c->ts || !g->out || (q->logprobs && !c->lp)) {
+            oai_err_set(&e, 500, "server_error", NULL, NULL, "out of memory");
+            goto fail;
+        }
+    }
+    // link before submitting: events can only arrive on this thread, after we return
+    g->next = s->inflight;
+    if (s->inflight) s->inflight->prev = g;
+    s->inflight = g;
+    for (int i = 0; i < q->n; i++) {
+        engine_req er = {0};
+        er.prompt = malloc((size_t)n_ids * sizeof *er.prompt);
+        if (!er.prompt) {
+            oai_err_set(&e, 500, "server_error", NULL, NULL, "out of memory");
+            goto fail_submitted;
+        }
+        memcpy(er.prompt, ids, (size_t)n_ids * sizeof *er.prompt);
+        er.n_prompt = n_ids;
+        er.max_tokens = max_tokens;
+        er.sp = q->sp;
+        er.sp.seed = seed + (uint64_t)i;
+        er.deadline = timeout > 0 ? t_recv + timeout : 0;
+        er.ignore_eos = q->ignore_eos;
+        er.user = &g->ch[i];
+        tc_err err = {0};
+        int rc = engine_submit(s->eng, &er, &g->ch[i].id, &err);
+        if (rc) {
+            free(er.prompt);
+            if (rc == TC_ERR_FULL) {
+                metric_inc(s->mt.rejected, 1);
+                oai_err_set(&e, 503, "server_error", "queue_full", NULL,
+                            "The server is overloaded (%s); retry after a moment", err.msg);
+            } else if (rc == TC_ERR_INVALID) {
+                oai_err_set(&e, 400, "invalid_request_error", NULL, NULL, "%s", err.msg);
+            } else {
+                oai_err_set(&e, 500, "server_error", NULL, NULL, "submit failed: %s", err.msg);
+            }
+            goto fail_submitted;
+        }
+        g->ch[i].live = 1;
+        g->n_live++;
+    }
+    free(ids);
+    g->req = req;
+    g->conn = evhttp_request_get_connection(req);
+    evhttp_connection_set_closecb(g->conn, on_close, g);
+    if (q->stream) {
+        struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+        evhttp_add_header(h, "Content-Type", "text/event-stream");
+        evhttp_add_header(h, "Cache-Control", "no-cache");
+        evhttp_add_header(h, "X-Accel-Buffering", "no");
+        srv_add_common_headers(s, req);
+        evhttp_send_reply_start(req, 200, "OK");
+        if (kind == OAI_CHAT)
+            for (int i = 0; i < q->n; i++)
+                queue_json(g, oai_chunk(kind, g->id, g->created, s->name, i, "assistant", "", 0, NULL, NULL));
+        flush_dirty(s);
+    }
+    return;
+
+fail_submitted:
+    // choices already submitted finish through the engine; g lives until their FINISH events arrive
+    for (int i = 0; i < g->n_choices; i++)
+        if (g->ch[i].live) engine_cancel(s->eng, g->ch[i].id, ENGINE_FINISH_CANCELLED);
+    free(ids);
+    reply_error(s, req, &e, t_recv);
+    g->logged = 1;
+    g_maybe_free(g);
+    return;
+fail:
+    free(ids);
+    reply_error(s, req, &e, t_recv);
+    if (g->prev || s->inflight == g) g_unlink(g);
+    g->logged = 1;
+    g->n_live = 0;
+    g->req = NULL;
+    g_free(g);
+}

@@ -1,0 +1,123 @@
+// OpenAI API mapping, free of I/O so it can be unit tested: request parsing and validation
+// (/v1/chat/completions, /v1/completions), error bodies, response and stream-chunk JSON, logprobs in both
+// formats, SSE framing, and the stop-string holdback buffer.
+#ifndef TACHYON_SERVER_OAI_H
+#define TACHYON_SERVER_OAI_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sampling/sampling.h"
+#include "tokenizer/chat.h"
+
+typedef enum { OAI_CHAT = 1, OAI_COMPLETION = 2 } oai_kind;
+
+// An error as OpenAI returns it: HTTP status + {"error": {"message", "type", "param", "code"}}.
+typedef struct oai_err {
+    int status;       // HTTP status
+    const char *type; // "invalid_request_error", "authentication_error", "server_error" … (static string)
+    const char *code; // NULL → null; e.g. "model_not_found", "context_length_exceeded" (static string)
+    char param[64];   // "" → null
+    char msg[480];
+} oai_err;
+
+int oai_err_set(oai_err *e, int status, const char *type, const char *code, const char *param, const char *fmt,
+                ...) __attribute__((format(printf, 6, 7))); // returns -1
+char *oai_err_json(const oai_err *e); // malloc'd compact JSON, owned by the caller; NULL on OOM
+
+#define OAI_MAX_STOP 16   // stop strings per request
+#define OAI_MAX_STOP_LEN 256
+#define OAI_MAX_N 16      // choices per request
+#define OAI_MAX_MSGS 4096 // chat messages per request
+
+typedef struct oai_req {
+    oai_kind kind;
+    json_t *root;      // owned: the parsed body; the const char* below borrow from it
+    const char *model; // NULL if absent
+    // chat
+    chat_msg *msgs;    // (n_msgs) owned array; contents borrowed from root or from owned[]
+    int n_msgs;
+    char **owned;      // (n_owned) strings joined from content parts, owned
+    int n_owned;
+    // completions: either text or token ids
+    const char *prompt;  // NULL when the prompt is token ids
+    size_t prompt_len;   // bytes
+    int32_t *prompt_ids; // (n_prompt_ids) owned, or NULL
+    int n_prompt_ids;
+    int stream, include_usage;
+    int max_tokens; // -1: not given
+    int n;          // choices (1..OAI_MAX_N)
+    samp_params sp;
+    int seed_given;
+    int logprobs;     // 1: report logprobs of the chosen tokens
+    int top_logprobs; // alternatives per token (0..SAMP_MAX_LOGPROBS)
+    const char *stop[OAI_MAX_STOP]; // borrowed, non-empty, valid UTF-8
+    int n_stop;
+    double timeout; // seconds (extension "timeout"); 0 = none
+    int ignore_eos; // extension
+} oai_req;
+
+// Parses and validates a request body (len bytes, need not be NUL-terminated). Defaults follow OpenAI
+// (temperature 1, top_p 1, n 1). On failure returns -1 with *e filled (status 400, param named) and *out
+// cleared; on success *out must be released with oai_req_free.
+int oai_parse(oai_kind kind, const char *body, size_t len, oai_req *out, oai_err *e);
+void oai_req_free(oai_req *r);
+
+// --- responses -------------------------------------------------------------------------------------
+// A JSON string from len bytes of text; invalid UTF-8 sequences become U+FFFD. New reference; NULL on OOM.
+json_t *oai_json_text(const char *s, size_t len);
+// Length of the longest prefix of s[0..len) that does not end inside an incomplete UTF-8 sequence.
+size_t oai_utf8_complete_prefix(const char *s, size_t len);
+
+// Stream chunk for one choice. role/content/finish_reason may be NULL (omitted or null as OpenAI does);
+// logprobs is stolen (may be NULL → null). New reference.
+json_t *oai_chunk(oai_kind kind, const char *id, long created, const char *model, int index, const char *role,
+                  const char *content, size_t content_len, const char *finish_reason, json_t *logprobs);
+// Final usage chunk ("choices": []). New reference.
+json_t *oai_usage_chunk(oai_kind kind, const char *id, long created, const char *model, json_t *usage);
+json_t *oai_usage(int prompt_tokens, int completion_tokens, int cached_tokens); // new reference
+// Complete (non-stream) response. choices is stolen: an array built with oai_choice. New reference.
+json_t *oai_response(oai_kind kind, const char *id, long created, const char *model, json_t *choices,
+                     json_t *usage);
+json_t *oai_choice(oai_kind kind, int index, const char *text, size_t len, const char *finish_reason,
+                   json_t *logprobs); // logprobs stolen (may be NULL)
+
+// Logprobs. A token as reported: its text bytes (any bytes) and log-probability.
+typedef struct oai_lp_tok {
+    const char *text;
+    int len;
+    float logprob;
+} oai_lp_tok;
+// Chat format: one element of logprobs.content: {"token","logprob","bytes","top_logprobs":[…]}.
+json_t *oai_lp_chat_entry(const oai_lp_tok *chosen, const oai_lp_tok *top, int n_top);
+json_t *oai_lp_chat_new(void); // {"content": []}
+// Completions format: {"tokens":[], "token_logprobs":[], "top_logprobs":[], "text_offset":[]}.
+json_t *oai_lp_cmpl_new(void);
+void oai_lp_cmpl_append(json_t *lp, const oai_lp_tok *chosen, const oai_lp_tok *top, int n_top, long text_offset);
+
+// SSE framing: "data: <compact json>\n\n". *out malloc'd, owned by the caller; NULL on OOM.
+char *oai_sse_frame(const json_t *j, size_t *len);
+#define OAI_SSE_DONE "data: [DONE]\n\n"
+
+// --- stop strings ----------------------------------------------------------------------------------
+// Accumulates generated text and releases only what can no longer be the start of a stop string. A
+// matched stop string (and everything after it) is never released.
+typedef struct oai_stopbuf {
+    char *text; // (len) generated text so far, truncated at a match; owned
+    size_t len, cap;
+    size_t emitted; // bytes already released
+    const char *const *stops; // borrowed
+    int n_stops;
+    int matched; // 1 once a stop string matched
+} oai_stopbuf;
+
+void oai_stopbuf_init(oai_stopbuf *b, const char *const *stops, int n_stops);
+void oai_stopbuf_free(oai_stopbuf *b);
+// Appends text; returns 1 if a stop string matched now (ignored once matched), 0 otherwise, -1 on OOM.
+int oai_stopbuf_push(oai_stopbuf *b, const char *s, size_t n);
+// Releases what is safe to send: *p/*n are the new bytes (borrowed until the next push). final=1 releases
+// everything left (generation ended without a match).
+void oai_stopbuf_take(oai_stopbuf *b, int final, const char **p, size_t *n);
+
+#endif

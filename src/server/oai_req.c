@@ -1,0 +1,351 @@
+// OpenAI request parsing and validation.
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/oai.h"
+
+int oai_err_set(oai_err *e, int status, const char *type, const char *code, const char *param, const char *fmt,
+                ...) {
+    e->status = status;
+    e->type = type ? type : "invalid_request_error";
+    e->code = code;
+    snprintf(e->param, sizeof e->param, "%s", param ? param : "");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+char *oai_err_json(const oai_err *e) {
+    json_t *o = json_pack("{s:{s:o,s:s,s:o,s:o}}", "error", "message", oai_json_text(e->msg, strlen(e->msg)),
+                          "type", e->type ? e->type : "invalid_request_error", "param",
+                          e->param[0] ? json_string(e->param) : json_null(), "code",
+                          e->code ? json_string(e->code) : json_null());
+    if (!o) return NULL;
+    char *s = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    return s;
+}
+
+// --- typed field access ----------------------------------------------------------------------------
+
+#define BAD(e, param, ...) oai_err_set(e, 400, "invalid_request_error", NULL, param, __VA_ARGS__)
+
+static const char *jtype(const json_t *v) {
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "an array";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER: return "an integer";
+    case JSON_REAL: return "a number";
+    case JSON_TRUE:
+    case JSON_FALSE: return "a boolean";
+    default: return "null";
+    }
+}
+
+// Field absent or null → 0 (keep default); wrong type → -1.
+static int get_bool(json_t *o, const char *key, int *out, oai_err *e) {
+    json_t *v = json_object_get(o, key);
+    if (!v || json_is_null(v)) return 0;
+    if (!json_is_boolean(v)) return BAD(e, key, "'%s' must be a boolean, got %s", key, jtype(v));
+    *out = json_is_true(v);
+    return 0;
+}
+
+static int get_num(json_t *o, const char *key, double lo, double hi, double *out, oai_err *e) {
+    json_t *v = json_object_get(o, key);
+    if (!v || json_is_null(v)) return 0;
+    if (!json_is_number(v)) return BAD(e, key, "'%s' must be a number, got %s", key, jtype(v));
+    double x = json_number_value(v);
+    if (!isfinite(x) || x < lo || x > hi)
+        return BAD(e, key, "'%s' must be between %g and %g, got %g", key, lo, hi, x);
+    *out = x;
+    return 0;
+}
+
+// Integers; a real with an integral value (e.g. 10.0) is accepted.
+static int get_int(json_t *o, const char *key, long long lo, long long hi, long long *out, oai_err *e) {
+    json_t *v = json_object_get(o, key);
+    if (!v || json_is_null(v)) return 0;
+    long long x;
+    if (json_is_integer(v)) x = json_integer_value(v);
+    else if (json_is_real(v) && json_real_value(v) == floor(json_real_value(v)) && fabs(json_real_value(v)) < 9e18)
+        x = (long long)json_real_value(v);
+    else return BAD(e, key, "'%s' must be an integer, got %s", key, jtype(v));
+    if (x < lo || x > hi) return BAD(e, key, "'%s' must be between %lld and %lld, got %lld", key, lo, hi, x);
+    *out = x;
+    return 0;
+}
+
+static int take_owned(oai_req *r, char *s) {
+    char **p = realloc(r->owned, (size_t)(r->n_owned + 1) * sizeof *p);
+    if (!p) {
+        free(s);
+        return -1;
+    }
+    r->owned = p;
+    r->owned[r->n_owned++] = s;
+    return 0;
+}
+
+// content: string | null | [{"type":"text","text":…}, …]
+static int parse_content(oai_req *r, json_t *c, int i, const char **out, oai_err *e) {
+    char param[64];
+    snprintf(param, sizeof param, "messages[%d].content", i);
+    if (!c || json_is_null(c)) {
+        *out = "";
+        return 0;
+    }
+    if (json_is_string(c)) {
+        if (strlen(json_string_value(c)) != json_string_length(c)) return BAD(e, param, "content contains NUL");
+        *out = json_string_value(c);
+        return 0;
+    }
+    if (!json_is_array(c)) return BAD(e, param, "'%s' must be a string or an array of parts, got %s", param, jtype(c));
+    size_t total = 0, k;
+    json_t *part;
+    json_array_foreach(c, k, part) {
+        json_t *ty = json_object_get(part, "type"), *tx = json_object_get(part, "text");
+        if (!json_is_object(part) || !json_is_string(ty) || strcmp(json_string_value(ty), "text") || !json_is_string(tx))
+            return BAD(e, param, "only parts of type 'text' with a string 'text' are supported (part %zu)", k);
+        total += json_string_length(tx);
+    }
+    char *s = malloc(total + 1);
+    if (!s) return oai_err_set(e, 500, "server_error", NULL, NULL, "out of memory");
+    size_t off = 0;
+    json_array_foreach(c, k, part) {
+        json_t *tx = json_object_get(part, "text");
+        memcpy(s + off, json_string_value(tx), json_string_length(tx));
+        off += json_string_length(tx);
+    }
+    s[off] = 0;
+    if (strlen(s) != off) {
+        free(s);
+        return BAD(e, param, "content contains NUL");
+    }
+    if (take_owned(r, s)) return oai_err_set(e, 500, "server_error", NULL, NULL, "out of memory");
+    *out = s;
+    return 0;
+}
+
+static int parse_messages(oai_req *r, oai_err *e) {
+    json_t *m = json_object_get(r->root, "messages");
+    if (!m || json_is_null(m)) return BAD(e, "messages", "Missing required parameter: 'messages'");
+    if (!json_is_array(m)) return BAD(e, "messages", "'messages' must be an array, got %s", jtype(m));
+    size_t n = json_array_size(m);
+    if (n == 0) return BAD(e, "messages", "'messages' must contain at least one message");
+    if (n > OAI_MAX_MSGS) return BAD(e, "messages", "too many messages (%zu > %d)", n, OAI_MAX_MSGS);
+    r->msgs = calloc(n, sizeof *r->msgs);
+    if (!r->msgs) return oai_err_set(e, 500, "server_error", NULL, NULL, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        json_t *msg = json_array_get(m, i);
+        char param[64];
+        snprintf(param, sizeof param, "messages[%zu]", i);
+        if (!json_is_object(msg)) return BAD(e, param, "'%s' must be an object, got %s", param, jtype(msg));
+        json_t *role = json_object_get(msg, "role");
+        snprintf(param, sizeof param, "messages[%zu].role", i);
+        if (!role) return BAD(e, param, "Missing required parameter: '%s'", param);
+        if (!json_is_string(role)) return BAD(e, param, "'%s' must be a string, got %s", param, jtype(role));
+        const char *rs = json_string_value(role);
+        if (strcmp(rs, "system") && strcmp(rs, "user") && strcmp(rs, "assistant") && strcmp(rs, "developer") &&
+            strcmp(rs, "tool"))
+            return BAD(e, param, "invalid role '%.32s' (expected system, developer, user, assistant or tool)", rs);
+        r->msgs[i].role = strcmp(rs, "developer") ? rs : "system";
+        if (parse_content(r, json_object_get(msg, "content"), (int)i, &r->msgs[i].content, e)) return -1;
+        r->n_msgs = (int)i + 1;
+    }
+    return 0;
+}
+
+static int parse_prompt(oai_req *r, oai_err *e) {
+    json_t *p = json_object_get(r->root, "prompt");
+    if (!p || json_is_null(p)) return BAD(e, "prompt", "Missing required parameter: 'prompt'");
+    if (json_is_array(p) && json_array_size(p) == 1 && json_is_string(json_array_get(p, 0)))
+        p = json_array_get(p, 0); // ["text"] is the same as "text"
+    if (json_is_string(p)) {
+        r->prompt = json_string_value(p);
+        r->prompt_len = json_string_length(p);
+        if (strlen(r->prompt) != r->prompt_len) return BAD(e, "prompt", "'prompt' contains NUL");
+        return 0;
+    }
+    if (!json_is_array(p))
+        return BAD(e, "prompt", "'prompt' must be a string or an array of token ids, got %s", jtype(p));
+    size_t n = json_array_size(p);
+    if (n == 0) return BAD(e, "prompt", "'prompt' must not be empty");
+    if (json_is_string(json_array_get(p, 0)))
+        return BAD(e, "prompt", "several prompts in one request are not supported; send one request per prompt");
+    r->prompt_ids = malloc(n * sizeof(int32_t));
+    if (!r->prompt_ids) return oai_err_set(e, 500, "server_error", NULL, NULL, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        json_t *t = json_array_get(p, i);
+        if (!json_is_integer(t) || json_integer_value(t) < 0 || json_integer_value(t) > INT32_MAX)
+            return BAD(e, "prompt", "'prompt' token ids must be non-negative integers (element %zu)", i);
+        r->prompt_ids[i] = (int32_t)json_integer_value(t);
+    }
+    r->n_prompt_ids = (int)n;
+    return 0;
+}
+
+static int parse_stop(oai_req *r, oai_err *e) {
+    json_t *s = json_object_get(r->root, "stop");
+    if (!s || json_is_null(s)) return 0;
+    json_t *one[1] = {s};
+    size_t n = 1;
+    if (json_is_array(s)) n = json_array_size(s);
+    else if (!json_is_string(s)) return BAD(e, "stop", "'stop' must be a string or an array of strings, got %s", jtype(s));
+    if (n > OAI_MAX_STOP) return BAD(e, "stop", "at most %d stop strings are supported, got %zu", OAI_MAX_STOP, n);
+    for (size_t i = 0; i < n; i++) {
+        json_t *v = json_is_array(s) ? json_array_get(s, i) : one[0];
+        if (!json_is_string(v)) return BAD(e, "stop", "'stop' elements must be strings (element %zu)", i);
+        size_t len = json_string_length(v);
+        if (len > OAI_MAX_STOP_LEN) return BAD(e, "stop", "stop strings are limited to %d bytes", OAI_MAX_STOP_LEN);
+        if (len == 0 || strlen(json_string_value(v)) != len) continue; // "" never matches; NUL cannot be generated
+        r->stop[r->n_stop++] = json_string_value(v);
+    }
+    return 0;
+}
+
+int oai_parse(oai_kind kind, const char *body, size_t len, oai_req *r, oai_err *e) {
+    memset(r, 0, sizeof *r);
+    r->kind = kind;
+    r->max_tokens = -1;
+    r->n = 1;
+    // OpenAI defaults (set field by field: the request must not depend on the sampler's greedy default)
+    r->sp.temperature = 1.0f;
+    r->sp.top_k = 0;
+    r->sp.top_p = 1.0f;
+    r->sp.min_p = 0.0f;
+    r->sp.repetition_penalty = 1.0f;
+    r->sp.presence_penalty = 0.0f;
+    r->sp.frequency_penalty = 0.0f;
+    r->sp.penalty_last_n = -1; // OpenAI penalties count every generated token
+    r->sp.seed = 0;
+    r->sp.n_logprobs = 0;
+    if (len == 0) return BAD(e, NULL, "The request body is empty; expected a JSON object");
+    json_error_t je;
+    r->root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
+    if (!r->root) {
+        return BAD(e, NULL, "We could not parse the JSON body of your request: %s (line %d, column %d)", je.text,
+                   je.line, je.column);
+    }
+    if (!json_is_object(r->root)) {
+        BAD(e, NULL, "The request body must be a JSON object, got %s", jtype(r->root));
+        goto err;
+    }
+    json_t *o = r->root, *v;
+    if ((v = json_object_get(o, "model")) && !json_is_null(v)) {
+        if (!json_is_string(v)) {
+            BAD(e, "model", "'model' must be a string, got %s", jtype(v));
+            goto err;
+        }
+        r->model = json_string_value(v);
+    }
+    if (kind == OAI_CHAT ? parse_messages(r, e) : parse_prompt(r, e)) goto err;
+    if (get_bool(o, "stream", &r->stream, e)) goto err;
+    if ((v = json_object_get(o, "stream_options")) && !json_is_null(v)) {
+        if (!json_is_object(v)) {
+            BAD(e, "stream_options", "'stream_options' must be an object, got %s", jtype(v));
+            goto err;
+        }
+        if (!r->stream) {
+            BAD(e, "stream_options", "'stream_options' is only allowed when 'stream' is true");
+            goto err;
+        }
+        json_t *iu = json_object_get(v, "include_usage");
+        if (iu && !json_is_null(iu) && !json_is_boolean(iu)) {
+            BAD(e, "stream_options.include_usage", "'stream_options.include_usage' must be a boolean, got %s",
+                jtype(iu));
+            goto err;
+        }
+        r->include_usage = json_is_true(iu);
+    }
+    long long x = -1;
+    const char *mt_key = json_object_get(o, "max_completion_tokens") && !json_is_null(json_object_get(o, "max_completion_tokens"))
+                             ? "max_completion_tokens"
+                             : "max_tokens";
+    if (get_int(o, mt_key, 1, INT_MAX, &x, e)) goto err;
+    r->max_tokens = (int)x;
+    x = 1;
+    if (get_int(o, "n", 1, OAI_MAX_N, &x, e)) goto err;
+    r->n = (int)x;
+    double d;
+    d = r->sp.temperature;
+    if (get_num(o, "temperature", 0, 2, &d, e)) goto err;
+    r->sp.temperature = (float)d;
+    d = 1;
+    if (get_num(o, "top_p", 0, 1, &d, e)) goto err;
+    if (d <= 0) {
+        BAD(e, "top_p", "'top_p' must be greater than 0");
+        goto err;
+    }
+    r->sp.top_p = (float)d;
+    d = 0;
+    if (get_num(o, "min_p", 0, 1, &d, e)) goto err;
+    r->sp.min_p = (float)d;
+    x = 0;
+    if (get_int(o, "top_k", -1, INT_MAX, &x, e)) goto err;
+    r->sp.top_k = (int)(x < 0 ? 0 : x);
+    d = 1;
+    if (get_num(o, "repetition_penalty", 0.01, 10, &d, e)) goto err;
+    r->sp.repetition_penalty = (float)d;
+    d = 0;
+    if (get_num(o, "presence_penalty", -2, 2, &d, e)) goto err;
+    r->sp.presence_penalty = (float)d;
+    d = 0;
+    if (get_num(o, "frequency_penalty", -2, 2, &d, e)) goto err;
+    r->sp.frequency_penalty = (float)d;
+    if ((v = json_object_get(o, "seed")) && !json_is_null(v)) {
+        if (!json_is_integer(v)) {
+            BAD(e, "seed", "'seed' must be an integer, got %s", jtype(v));
+            goto err;
+        }
+        r->sp.seed = (uint64_t)json_integer_value(v);
+        r->seed_given = 1;
+    }
+    if (kind == OAI_CHAT) {
+        if (get_bool(o, "logprobs", &r->logprobs, e)) goto err;
+        x = 0;
+        if (get_int(o, "top_logprobs", 0, SAMP_MAX_LOGPROBS, &x, e)) goto err;
+        if (x > 0 && !r->logprobs) {
+            BAD(e, "top_logprobs", "'top_logprobs' requires 'logprobs' to be true");
+            goto err;
+        }
+        r->top_logprobs = (int)x;
+    } else {
+        x = -1;
+        if (get_int(o, "logprobs", 0, SAMP_MAX_LOGPROBS, &x, e)) goto err;
+        r->logprobs = x >= 0;
+        r->top_logprobs = x > 0 ? (int)x : 0;
+        int echo = 0;
+        if (get_bool(o, "echo", &echo, e)) goto err;
+        if (echo) {
+            BAD(e, "echo", "'echo' is not supported");
+            goto err;
+        }
+    }
+    r->sp.n_logprobs = r->top_logprobs;
+    if (parse_stop(r, e)) goto err;
+    d = 0;
+    if (get_num(o, "timeout", 0, 1e7, &d, e)) goto err;
+    r->timeout = d;
+    if (get_bool(o, "ignore_eos", &r->ignore_eos, e)) goto err;
+    return 0;
+err:
+    oai_req_free(r);
+    return -1;
+}
+
+void oai_req_free(oai_req *r) {
+    for (int i = 0; i < r->n_owned; i++) free(r->owned[i]);
+    free(r->owned);
+    free(r->msgs);
+    free(r->prompt_ids);
+    if (r->root) json_decref(r->root);
+    memset(r, 0, sizeof *r);
+}

@@ -1,0 +1,36 @@
+// The OpenAI-compatible HTTP server: one libevent loop thread for the network (HTTP/1.1 keep-alive, SSE),
+// the engine in its own thread, joined through the engine's event fd. The model loads after the socket
+// listens, so /health answers 503 while loading.
+#ifndef TACHYON_SERVER_H
+#define TACHYON_SERVER_H
+
+#include <stddef.h>
+
+#include "common/err.h"
+#include "engine/engine.h"
+
+enum { SRV_LOG_DEBUG = 0, SRV_LOG_INFO, SRV_LOG_WARN, SRV_LOG_ERROR };
+
+typedef struct server_opts {
+    const char *host;          // listen address ("127.0.0.1")
+    int port;                  // 0 = any free port (the chosen one is logged)
+    const char *api_key;       // NULL = no auth; else "Authorization: Bearer KEY" on /v1/*, /tokenize, /detokenize
+    int cors;                  // 1: Access-Control-Allow-Origin: * and OPTIONS preflight
+    size_t max_body;           // bytes; larger bodies → 413
+    size_t max_headers;        // bytes of request line + headers
+    int http_timeout;          // seconds a connection may stay idle or take to send a request
+    double request_timeout;    // seconds per generation request (0 = none)
+    double shutdown_grace;     // seconds to drain on SIGTERM/SIGINT
+    const char *model_path;
+    const char *served_name;   // NULL = model file basename without ".gguf"
+    const char *chat_template; // NULL = detect from the model (fallback chatml)
+    engine_opts eng;           // eog_ids are filled in by the server
+    int log_level;             // SRV_LOG_*
+} server_opts;
+
+void server_opts_default(server_opts *o);
+// Listens, loads the model, serves until SIGTERM/SIGINT, drains and frees everything. Returns 0 on a clean
+// shutdown, or a negative TC_ERR_* (message in err) when listening or loading fails.
+int server_run(const server_opts *o, tc_err *err);
+
+#endif

@@ -1,0 +1,94 @@
+// Server internals shared by server.c (HTTP plumbing, simple endpoints), gen.c (completions) and
+// srv_stats.c (/metrics, /stats). Everything here runs on the event-loop thread unless noted.
+#ifndef TACHYON_SERVER_INTERNAL_H
+#define TACHYON_SERVER_INTERNAL_H
+
+#include <event2/event.h>
+#include <event2/http.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdint.h>
+
+#include "engine/engine.h"
+#include "metrics/metrics.h"
+#include "model/model.h"
+#include "server/oai.h"
+#include "server/server.h"
+#include "tokenizer/chat.h"
+#include "tokenizer/tokenizer.h"
+
+typedef enum { SRV_LOADING = 0, SRV_READY, SRV_DRAINING } srv_state;
+
+typedef struct srv_metrics {
+    metrics *reg; // owned
+    metric *ttft, *tpot, *itl, *e2e, *queue, *prefill, *decode;
+    metric *running, *waiting, *kv_used, *kv_total, *batch_size, *batch_tokens;
+    metric *success_stop, *success_length, *success_abort;
+    metric *prompt_tokens, *gen_tokens, *preemptions, *rejected, *cancelled, *prefix_hit, *prefix_query;
+    mwindow w_ttft, w_tpot, w_itl, w_e2e; // owned
+    mrate gen_rate;                       // generated tokens per second
+    uint64_t n_requests;                  // finished generation requests
+} srv_metrics;
+
+struct gen_req;
+
+typedef struct server {
+    server_opts o;
+    struct event_base *base;
+    struct evhttp *http;
+    struct evhttp_bound_socket *bound;
+    struct event *ev_engine, *ev_loaded, *ev_sigterm, *ev_sigint, *ev_drain, *ev_check;
+    volatile srv_state state; // written by the loader thread before ev_loaded fires; read by the loop
+    // loaded model (set by the loader thread, read by the loop after ev_loaded)
+    pthread_t loader;
+    int loader_started;
+    int load_rc;
+    tc_err load_err;
+    model *m;
+    tok_vocab *vocab;
+    engine *eng;
+    int32_t *eog_ids; // (n_eog)
+    int n_eog;
+    chat_family chat;
+    char *chat_src; // template text from the GGUF, or NULL
+    char bos_text[64];
+    int ctx_size;   // effective per-request context limit
+    char name[256]; // served model name
+    char basename[256];
+    double t_start_drain;
+    int exit_rc;
+    uint64_t seed_ctr;
+    // in-flight generation requests, and those with bytes to flush this turn
+    struct gen_req *inflight, *dirty;
+    int n_inflight;
+    srv_metrics mt;
+} server;
+
+// --- server.c helpers --------------------------------------------------------------------------------
+void srv_log(const server *s, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void srv_add_common_headers(server *s, struct evhttp_request *req);
+void srv_send_json(server *s, struct evhttp_request *req, int status, json_t *j); // steals j
+void srv_send_error(server *s, struct evhttp_request *req, const oai_err *e);
+const char *srv_reason(int status);
+int srv_model_ok(const server *s, const char *name);
+void srv_access_log(server *s, struct evhttp_request *req, const char *id, int status, int n_prompt, int n_out,
+                    double ttft, double e2e, const char *finish);
+
+// --- gen.c ------------------------------------------------------------------------------------------
+void gen_handle(server *s, struct evhttp_request *req, oai_kind kind);
+void gen_on_engine_events(server *s); // drains engine_poll and flushes dirty streams
+void gen_check_disconnects(server *s);               // timer: notice clients that left
+void gen_cancel_all(server *s, engine_finish why); // engine_cancel every live request
+void gen_free_all(server *s);                        // after engine_free: drop every request
+
+// --- srv_stats.c ------------------------------------------------------------------------------------
+int srv_metrics_init(srv_metrics *mt, tc_err *err);
+void srv_metrics_free(srv_metrics *mt);
+void srv_handle_metrics(server *s, struct evhttp_request *req);
+void srv_handle_stats(server *s, struct evhttp_request *req);
+
+// --- dashboard_html.c (generated from dashboard.html by embed_dashboard.py) --------------------------
+extern const char srv_dashboard_html[];
+extern const unsigned long srv_dashboard_html_len;
+
+#endif

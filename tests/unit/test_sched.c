@@ -216,7 +216,7 @@ static void test_decode_every_step(void) {
     h_add(&h, 0, a, 2, 30);
     h_add(&h, 1, c, 2, 30);
     h_step(&h, 1.0);
-    h_add(&h, 2, b, 40, 2);
+    h_add(&h, 2, b, 40, 4);
     for (int k = 0; k < 12; k++) {
         const sched_plan *p = sched_step(h.s, 1.0);
         int got_a = 0, got_c = 0, b_tokens = 0;

@@ -4,5 +4,8 @@
 #define TACHYON_CLI_H
 
 // (subcommand declarations go here, one line each)
+int cli_chat_template(int argc, char **argv);
+// Prints "chat template of WHAT is not recognized; use --chat-template NAME (names…)" to stderr.
+void cli_chat_unknown_error(const char *what);
 
 #endif

@@ -18,6 +18,7 @@ static int cli_version(int argc, char **argv) {
 
 static const cli_cmd cmds[] = {
     {"version", cli_version, "print the version"},
+    {"chat-template", cli_chat_template, "render chat messages (JSON) with a chat template"},
 };
 
 static void usage(void) {

@@ -22,6 +22,14 @@ int tc_err_wrap(tc_err *err, const char *fmt, ...) {
     vsnprintf(prefix, sizeof prefix, fmt, ap);
     va_end(ap);
     memcpy(old, err->msg, sizeof old);
-    snprintf(err->msg, sizeof err->msg, "%s: %s", prefix, old);
+    // Truncation is acceptable here: the message is for humans and the buffer bounds it.
+    size_t n = strlen(prefix);
+    if (n > sizeof err->msg - 3) n = sizeof err->msg - 3;
+    memcpy(err->msg, prefix, n);
+    memcpy(err->msg + n, ": ", 2);
+    size_t rest = sizeof err->msg - n - 3;
+    size_t m = strnlen(old, rest);
+    memcpy(err->msg + n + 2, old, m);
+    err->msg[n + 2 + m] = '\0';
     return err->code ? err->code : TC_ERR;
 }

@@ -72,10 +72,10 @@ typedef struct tt_traits {
     int block_size;   // elements per block
     size_t type_size; // bytes per block
     int is_quantized;
-    tt_to_float_fn to_float;     // scalar reference dequantization (NULL for activation-only types)
+    tt_to_float_fn to_float;     // scalar reference dequantization (every row, activation-only Q8_1/Q8_K too)
     tt_from_float_fn from_float; // scalar reference quantization
     tt_type vec_dot_type;        // what activations are quantized to for vec_dot
-    tt_vec_dot_fn vec_dot;       // scalar reference dot product
+    tt_vec_dot_fn vec_dot;       // scalar reference dot product (NULL for activation-only Q8_1/Q8_K)
 } tt_traits;
 
 // Row for a type, or NULL if the id is unknown/unsupported.

@@ -1,0 +1,133 @@
+// tachyon bench: prefill and decode tokens/s (mean ± std over repetitions) in llama-bench's table shape,
+// plus the memory-bandwidth floor for decode (bytes read per token ÷ measured read bandwidth).
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/gen.h"
+#include "common/timeutil.h"
+#include "cpu/cpu.h"
+
+typedef struct bench_stat {
+    double mean, std;
+} bench_stat;
+
+static bench_stat stat_of(const double *x, int n) {
+    bench_stat s = {0, 0};
+    for (int i = 0; i < n; i++) s.mean += x[i] / n;
+    for (int i = 0; i < n; i++) s.std += (x[i] - s.mean) * (x[i] - s.mean);
+    s.std = n > 1 ? sqrt(s.std / (n - 1)) : 0.0;
+    return s;
+}
+
+// One repetition: tokens/s of prefilling n_prompt tokens, or of decoding n_gen tokens one at a time.
+static int bench_once(gen_session *g, const int32_t *toks, int n_prompt, int n_gen, double *tps, tc_err *err) {
+    double t0 = tc_now();
+    if (n_prompt > 0) {
+        if (gen_eval(g, toks, n_prompt, 0, err)) return -1;
+        *tps = n_prompt / (tc_now() - t0);
+    } else {
+        for (int i = 0; i < n_gen; i++)
+            if (gen_eval(g, &toks[i], 1, i, err)) return -1;
+        *tps = n_gen / (tc_now() - t0);
+    }
+    return 0;
+}
+
+int cli_bench(int argc, char **argv) {
+    static const struct option lo[] = {{"model", 1, 0, 'm'}, {"n-prompt", 1, 0, 'p'}, {"n-gen", 1, 0, 'n'},
+                                       {"threads", 1, 0, 't'}, {"repetitions", 1, 0, 'r'}, {"json", 0, 0, 'j'},
+                                       {"batch", 1, 0, 'b'}, {0, 0, 0, 0}};
+    const char *path = NULL;
+    int n_prompt = 512, n_gen = 128, threads = 2, reps = 5, json = 0, batch = 512, c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "m:p:n:t:r:b:j", lo, NULL)) != -1) {
+        switch (c) {
+        case 'm': path = optarg; break;
+        case 'p': n_prompt = atoi(optarg); break;
+        case 'n': n_gen = atoi(optarg); break;
+        case 't': threads = atoi(optarg); break;
+        case 'r': reps = atoi(optarg); break;
+        case 'b': batch = atoi(optarg); break;
+        case 'j': json = 1; break;
+        default: path = NULL, optind = argc; break;
+        }
+    }
+    if (!path || n_prompt < 0 || n_gen < 0 || threads < 1 || reps < 1 || reps > 1000 || batch < 1) {
+        fprintf(stderr, "usage: tachyon bench -m MODEL [-p 512] [-n 128] [-t THREADS] [-r REPS] [-b BATCH] [--json]\n");
+        return 2;
+    }
+    tc_err err = {0};
+    model *m = NULL;
+    gen_session g = {0};
+    int32_t *toks = NULL;
+    double *samples = malloc(sizeof(double) * (size_t)reps);
+    int status = 1;
+    if (!samples || model_load(path, &m, &err)) goto fail;
+    const model_hparams *hp = model_get_hparams(m);
+    int ctx = (n_prompt > n_gen ? n_prompt : n_gen) + 1;
+    if (gen_open(&g, m, ctx, batch, threads, &err)) goto fail;
+    toks = malloc(sizeof(int32_t) * (size_t)ctx);
+    if (!toks) goto fail;
+    srand(1234);
+    for (int i = 0; i < ctx; i++) toks[i] = rand() % hp->n_vocab;
+
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    if (!json) {
+        printf("| %-34s | %10s | %8s | %-8s | %7s | %8s | %20s |\n", "model", "size", "params", "backend", "threads",
+               "test", "t/s");
+        printf("| %.34s | %.10s | %.8s | %.8s | %.7s | %.8s | %.20s |\n", "----------------------------------",
+               "----------", "--------", "--------", "-------", "--------", "--------------------");
+    }
+    struct { int p, n; } tests[2] = {{n_prompt, 0}, {0, n_gen}};
+    for (int k = 0; k < 2; k++) {
+        if (tests[k].p == 0 && tests[k].n == 0) continue;
+        double warm;
+        if (bench_once(&g, toks, tests[k].p, tests[k].n > 16 ? 16 : tests[k].n, &warm, &err)) goto fail;
+        for (int r = 0; r < reps; r++)
+            if (bench_once(&g, toks, tests[k].p, tests[k].n, &samples[r], &err)) goto fail;
+        bench_stat s = stat_of(samples, reps);
+        char test[16];
+        snprintf(test, sizeof test, "%s%d", tests[k].p ? "pp" : "tg", tests[k].p ? tests[k].p : tests[k].n);
+        if (json)
+            printf("{\"model\": \"%s\", \"size\": %llu, \"params\": %llu, \"backend\": \"CPU-%s\", \"threads\": %d, "
+                   "\"test\": \"%s\", \"avg_ts\": %.3f, \"stddev_ts\": %.3f}\n", base,
+                   (unsigned long long)hp->weight_bytes, (unsigned long long)hp->n_params,
+                   cpu_isa_name(cpu_best_isa()), threads, test, s.mean, s.std);
+        else
+            printf("| %-34.34s | %6.2f MiB | %6.2f M | CPU-%-4s | %7d | %8s | %10.2f ± %7.2f |\n", base,
+                   hp->weight_bytes / 1048576.0, hp->n_params / 1e6, cpu_isa_name(cpu_best_isa()), threads, test,
+                   s.mean, s.std);
+        fflush(stdout);
+    }
+    // Decode floor: every weight byte is read once per token, except the token embedding when the output
+    // projection is separate (one row of it is read).
+    {
+        cpu_pool *pool = cpu_pool_new(threads);
+        double bw = pool ? cpu_mem_bandwidth(pool) : 0;
+        cpu_pool_free(pool);
+        const gguf_tensor *te = gguf_find_tensor(model_gguf(m), "token_embd.weight");
+        double bytes = (double)hp->weight_bytes - (hp->tied_embeddings || !te ? 0.0 : (double)te->size);
+        if (bw > 0) {
+            if (json)
+                printf("{\"mem_bandwidth_gbs\": %.2f, \"bytes_per_token\": %.0f, \"decode_floor_ts\": %.2f}\n",
+                       bw / 1e9, bytes, bw / bytes);
+            else
+                printf("\nmemory read bandwidth %.2f GB/s (%d threads); %.1f MiB read per token -> decode floor %.1f t/s\n",
+                       bw / 1e9, threads, bytes / 1048576.0, bw / bytes);
+        }
+    }
+    status = 0;
+    goto done;
+fail:
+    fprintf(stderr, "bench: %s\n", err.msg[0] ? err.msg : "failed");
+done:
+    gen_close(&g);
+    free(toks);
+    free(samples);
+    model_free(m);
+    return status;
+}

@@ -1,0 +1,56 @@
+// tachyon info: architecture, shapes, tensor types, vocabulary, size.
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "model/model.h"
+#include "tensor/ttype.h"
+#include "tokenizer/tokenizer.h"
+
+int cli_info(int argc, char **argv) {
+    const char *path = NULL;
+    for (int i = 1; i < argc; i++)
+        if ((!strcmp(argv[i], "-m") || !strcmp(argv[i], "--model")) && i + 1 < argc) path = argv[++i];
+    if (!path) {
+        fprintf(stderr, "usage: tachyon info -m MODEL\n");
+        return 2;
+    }
+    tc_err err = {0};
+    model *m = NULL;
+    tok_vocab *v = NULL;
+    if (model_load(path, &m, &err)) {
+        fprintf(stderr, "info: %s\n", err.msg);
+        return 1;
+    }
+    const model_hparams *hp = model_get_hparams(m);
+    const gguf_ctx *g = model_gguf(m);
+    printf("file            %s (GGUF v%u, %.1f MiB)\n", path, gguf_version(g), gguf_file_size(g) / 1048576.0);
+    printf("architecture    %s%s%s\n", hp->arch, hp->name[0] ? "  name: " : "", hp->name);
+    printf("parameters      %.1f M (%.1f MiB of weights, %.2f bits/weight)\n", hp->n_params / 1e6,
+           hp->weight_bytes / 1048576.0, hp->weight_bytes * 8.0 / (double)hp->n_params);
+    printf("dim %d, layers %d, heads %d, kv heads %d, head dim %d, ffn %d, vocab %d, ctx %d\n", hp->dim,
+           hp->n_layers, hp->n_heads, hp->n_kv_heads, hp->head_dim, hp->ffn_dim, hp->n_vocab, hp->ctx_train);
+    printf("rope            %s, dims %d, base %g, scale %g; norm eps %g; %s embeddings\n",
+           hp->rope_neox ? "neox" : "normal", hp->rope_dim, hp->rope_base, hp->rope_scale, hp->norm_eps,
+           hp->tied_embeddings ? "tied" : "separate output");
+    int count[TT_COUNT] = {0};
+    uint64_t bytes[TT_COUNT] = {0};
+    for (int64_t i = 0; i < gguf_n_tensors(g); i++) {
+        const gguf_tensor *t = gguf_tensor_at(g, i);
+        if (t->type < TT_COUNT) count[t->type]++, bytes[t->type] += t->size;
+    }
+    printf("tensor types   ");
+    for (int t = 0; t < TT_COUNT; t++)
+        if (count[t]) printf(" %s x%d (%.1f MiB)", tt_name((uint32_t)t), count[t], bytes[t] / 1048576.0);
+    printf("\n");
+    if (tok_load(g, &v, &err) == 0) {
+        printf("vocabulary      %s, %d tokens, bos %d, eos %d, add_bos %d\n",
+               tok_get_kind(v) == TOK_KIND_SPM ? "SentencePiece (llama)" : "byte-level BPE (gpt2)", tok_n_vocab(v),
+               tok_bos(v), tok_eos(v), tok_add_bos(v));
+        tok_free(v);
+    } else {
+        printf("vocabulary      not loaded: %s\n", err.msg);
+    }
+    model_free(m);
+    return 0;
+}

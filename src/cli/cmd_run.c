@@ -1,0 +1,184 @@
+// tachyon run: generate from a prompt; generated text to stdout as it is produced, timings to stderr.
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/gen.h"
+#include "common/timeutil.h"
+#include "sampling/sampling.h"
+#include "tokenizer/chat.h"
+#include "tokenizer/tokenizer.h"
+
+static void run_usage(void) {
+    fprintf(stderr, "usage: tachyon run -m MODEL -p PROMPT [-n N] [--temp T] [--top-p P] [--top-k K] [--min-p M]\n"
+                    "                   [--repeat-penalty R] [--seed S] [-t THREADS] [-c CTX] [--chat]\n"
+                    "                   [--chat-template NAME] [--ignore-eos]\n");
+}
+
+typedef struct run_opts {
+    const char *model, *prompt, *chat_template;
+    int n_predict, threads, ctx, chat, ignore_eos;
+    samp_params sp;
+} run_opts;
+
+static int parse(int argc, char **argv, run_opts *o) {
+    static const struct option lo[] = {
+        {"model", 1, 0, 'm'}, {"prompt", 1, 0, 'p'}, {"n-predict", 1, 0, 'n'}, {"threads", 1, 0, 't'},
+        {"ctx-size", 1, 0, 'c'}, {"temp", 1, 0, 1}, {"top-p", 1, 0, 2}, {"top-k", 1, 0, 3}, {"min-p", 1, 0, 4},
+        {"seed", 1, 0, 5}, {"chat", 0, 0, 6}, {"chat-template", 1, 0, 7}, {"repeat-penalty", 1, 0, 8},
+        {"ignore-eos", 0, 0, 9}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+    memset(o, 0, sizeof *o);
+    o->n_predict = 128;
+    o->threads = 2;
+    o->ctx = 0;
+    samp_params_default(&o->sp);
+    o->sp.temperature = 0.0f;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "m:p:n:t:c:h", lo, NULL)) != -1) {
+        switch (c) {
+        case 'm': o->model = optarg; break;
+        case 'p': o->prompt = optarg; break;
+        case 'n': o->n_predict = atoi(optarg); break;
+        case 't': o->threads = atoi(optarg); break;
+        case 'c': o->ctx = atoi(optarg); break;
+        case 1: o->sp.temperature = strtof(optarg, NULL); break;
+        case 2: o->sp.top_p = strtof(optarg, NULL); break;
+        case 3: o->sp.top_k = atoi(optarg); break;
+        case 4: o->sp.min_p = strtof(optarg, NULL); break;
+        case 5: o->sp.seed = strtoull(optarg, NULL, 10); break;
+        case 6: o->chat = 1; break;
+        case 7: o->chat_template = optarg, o->chat = 1; break;
+        case 8: o->sp.repetition_penalty = strtof(optarg, NULL); break;
+        case 9: o->ignore_eos = 1; break;
+        default: run_usage(); return -1;
+        }
+    }
+    if (!o->model || !o->prompt) {
+        run_usage();
+        return -1;
+    }
+    if (o->n_predict < 0 || o->threads < 1 || o->threads > 256 || o->ctx < 0) {
+        fprintf(stderr, "run: -n must be >= 0, -t in 1..256, -c >= 0\n");
+        return -1;
+    }
+    return 0;
+}
+
+// Renders the prompt as one user turn with the model's chat template (or the named family).
+static int render_chat(const model *m, const tok_vocab *v, const run_opts *o, char **out, tc_err *err) {
+    gguf_str ts = {0};
+    char *tmpl = NULL;
+    if (gguf_get_str(model_gguf(m), "tokenizer.chat_template", &ts) == 0) {
+        tmpl = strndup(ts.ptr, ts.len);
+        if (!tmpl) return tc_err_set(err, TC_ERR_NOMEM, "out of memory");
+    }
+    chat_family f = o->chat_template ? chat_family_from_name(o->chat_template) : chat_detect(tmpl ? tmpl : "");
+    if (f == CHAT_UNKNOWN) {
+        free(tmpl);
+        return tc_err_set(err, TC_ERR_UNSUPPORTED, "%s; pass --chat-template NAME (chatml, llama2, llama3, mistral, "
+                          "gemma, phi3, zephyr, deepseek)", o->chat_template ? "unknown chat template name"
+                          : tmpl ? "unrecognized chat template in the model" : "the model has no chat template");
+    }
+    char bos[64] = "";
+    int32_t b = tok_bos(v);
+    if (b >= 0) {
+        int n = tok_piece(v, b, 0, bos, sizeof bos - 1);
+        bos[n > 0 && n < (int)sizeof bos ? n : 0] = '\0';
+    }
+    chat_msg msg = {"user", o->prompt};
+    int rc = chat_render(f, tmpl, &msg, 1, 1, bos, out, err);
+    free(tmpl);
+    return rc;
+}
+
+int cli_run(int argc, char **argv) {
+    run_opts o;
+    if (parse(argc, argv, &o)) return 2;
+    tc_err err = {0};
+    model *m = NULL;
+    tok_vocab *v = NULL;
+    samp_state *ss = NULL;
+    tok_stream *ts = NULL;
+    int32_t *ids = NULL;
+    char *text = NULL;
+    gen_session g = {0};
+    int n_ids = 0, status = 1;
+
+    double t0 = tc_now();
+    if (model_load(o.model, &m, &err) || tok_load(model_gguf(m), &v, &err)) goto fail;
+    const model_hparams *hp = model_get_hparams(m);
+    double t_load = tc_now() - t0;
+
+    int flags = 0;
+    const char *prompt = o.prompt;
+    if (o.chat) {
+        if (render_chat(m, v, &o, &text, &err)) goto fail;
+        prompt = text;
+        flags |= TOK_ENC_PARSE_SPECIAL; // the template's own markers are control tokens
+    } else if (tok_add_bos(v)) {
+        flags |= TOK_ENC_ADD_BOS;
+    }
+    if (tok_encode(v, prompt, strlen(prompt), flags, &ids, &n_ids, &err)) goto fail;
+    if (n_ids == 0) { // empty prompt: generate from BOS alone
+        int32_t bos = tok_bos(v);
+        if (bos < 0) {
+            tc_err_set(&err, TC_ERR_INVALID, "empty prompt and the model has no BOS token");
+            goto fail;
+        }
+        free(ids);
+        ids = malloc(sizeof *ids);
+        if (!ids) goto fail;
+        ids[0] = bos, n_ids = 1;
+    }
+    int ctx = o.ctx ? o.ctx : n_ids + o.n_predict;
+    if (ctx > hp->ctx_train) ctx = hp->ctx_train;
+    if (n_ids + o.n_predict > ctx) {
+        tc_err_set(&err, TC_ERR_INVALID, "prompt (%d tokens) + %d new tokens exceed the context of %d", n_ids,
+                   o.n_predict, ctx);
+        goto fail;
+    }
+    if (samp_new(&o.sp, hp->n_vocab, &ss, &err)) goto fail;
+    samp_accept_prompt(ss, ids, n_ids);
+    if (gen_open(&g, m, ctx, n_ids < 512 ? n_ids : 512, o.threads, &err)) goto fail;
+    ts = tok_stream_new(v, 0);
+    if (!ts) goto fail;
+
+    double t_start = tc_now();
+    if (gen_eval(&g, ids, n_ids, 0, &err)) goto fail;
+    double t_prefill = tc_now() - t_start, t_first = 0;
+    int n_gen = 0;
+    char piece[256];
+    for (int pos = n_ids; n_gen < o.n_predict; pos++) {
+        samp_result r;
+        int32_t tok = samp_sample(ss, g.logits, &r);
+        samp_accept(ss, tok);
+        if (n_gen++ == 0) t_first = tc_now() - t_start;
+        if (!o.ignore_eos && tok_is_eog(v, tok)) break;
+        int len = tok_stream_push(ts, tok, piece, sizeof piece);
+        if (len > 0 && len <= (int)sizeof piece) fwrite(piece, 1, (size_t)len, stdout), fflush(stdout);
+        if (n_gen >= o.n_predict) break;
+        if (gen_eval(&g, &tok, 1, pos, &err)) goto fail;
+    }
+    int len = tok_stream_flush(ts, piece, sizeof piece);
+    if (len > 0 && len <= (int)sizeof piece) fwrite(piece, 1, (size_t)len, stdout);
+    printf("\n");
+    double t_total = tc_now() - t_start, t_decode = t_total - t_first;
+    fprintf(stderr, "\nload %.3f s | prompt %d tok, TTFT %.1f ms, prefill %.1f tok/s | generated %d tok, decode %.1f tok/s\n",
+            t_load, n_ids, t_first * 1e3, n_ids / t_prefill, n_gen, n_gen > 1 ? (n_gen - 1) / t_decode : 0.0);
+    status = 0;
+    goto done;
+fail:
+    fprintf(stderr, "run: %s\n", err.msg[0] ? err.msg : "failed");
+done:
+    gen_close(&g);
+    tok_stream_free(ts);
+    samp_free(ss);
+    free(ids);
+    free(text);
+    tok_free(v);
+    model_free(m);
+    return status;
+}

@@ -1,0 +1,39 @@
+// FlashAttention-style attention over the paged f16 KV cache: for one query token and one KV head, the
+// n_rep query heads that share it (GQA) walk the sequence's blocks as tiles with an online softmax
+// (running max and sum), so no score matrix is ever materialized and each K/V tile is read once per group.
+#ifndef TACHYON_CPU_ATTENTION_H
+#define TACHYON_CPU_ATTENTION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cpu/cpu.h"
+
+#define ATTN_MAX_REP 32       // query heads per KV head
+#define ATTN_MAX_HEAD_DIM 256
+
+typedef struct attn_geom {
+    int n_kv_heads;
+    int head_dim;   // <= ATTN_MAX_HEAD_DIM
+    int block_size; // positions per KV block
+    int n_rep;      // query heads per KV head, <= ATTN_MAX_REP
+    float scale;    // softmax scale, usually 1/sqrt(head_dim)
+} attn_geom;
+
+// out (n_rep, head_dim) = softmax(q·Kᵀ·scale) V over positions [0, n_pos) of one sequence, KV head kv_head.
+// q (n_rep, head_dim); k_layer/v_layer: one layer's f16 cache laid out (n_blocks, n_kv_heads, block_size,
+// head_dim); blocks: the sequence's block table (covers n_pos positions).
+typedef void (*attn_fn)(float *out, const float *q, const uint16_t *k_layer, const uint16_t *v_layer,
+                        const int32_t *blocks, int n_pos, int kv_head, const attn_geom *geo);
+
+void attn_tile_scalar(float *out, const float *q, const uint16_t *k_layer, const uint16_t *v_layer,
+                      const int32_t *blocks, int n_pos, int kv_head, const attn_geom *geo);
+void attn_tile_avx2(float *out, const float *q, const uint16_t *k_layer, const uint16_t *v_layer,
+                    const int32_t *blocks, int n_pos, int kv_head, const attn_geom *geo);
+void attn_tile_avx512(float *out, const float *q, const uint16_t *k_layer, const uint16_t *v_layer,
+                      const int32_t *blocks, int n_pos, int kv_head, const attn_geom *geo);
+
+// The best kernel for this ISA level and geometry (vector kernels need head_dim % 16 == 0).
+attn_fn attn_select(cpu_isa isa, const attn_geom *geo);
+
+#endif

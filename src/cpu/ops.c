@@ -1,0 +1,55 @@
+#include "cpu/ops.h"
+
+#include <math.h>
+#include <stddef.h>
+
+void ops_rmsnorm(float *out, const float *x, const float *w, int n, float eps) {
+    double ss = 0.0; // double: the sum of 2k squares is where float loses the last bits
+    for (int i = 0; i < n; i++) ss += (double)x[i] * x[i];
+    float scale = (float)(1.0 / sqrt(ss / n + eps));
+    if (w)
+        for (int i = 0; i < n; i++) out[i] = x[i] * scale * w[i];
+    else
+        for (int i = 0; i < n; i++) out[i] = x[i] * scale;
+}
+
+void ops_rope_inv_freq(float *inv_freq, int rope_dim, float base, const float *ff) {
+    for (int i = 0; i < rope_dim / 2; i++)
+        inv_freq[i] = (float)(pow((double)base, -2.0 * i / rope_dim) / (ff ? ff[i] : 1.0));
+}
+
+void ops_rope_angles(float *cos_out, float *sin_out, int pos, int rope_dim, float scale, const float *inv_freq) {
+    for (int i = 0; i < rope_dim / 2; i++) {
+        double theta = (double)pos * scale * inv_freq[i];
+        cos_out[i] = (float)cos(theta);
+        sin_out[i] = (float)sin(theta);
+    }
+}
+
+void ops_rope(float *x, int n_heads, int head_dim, int rope_dim, const float *cos_t, const float *sin_t, int neox) {
+    int half = rope_dim / 2;
+    for (int h = 0; h < n_heads; h++) {
+        float *v = x + (size_t)h * head_dim;
+        if (neox) {
+            for (int i = 0; i < half; i++) {
+                float a = v[i], b = v[i + half];
+                v[i] = a * cos_t[i] - b * sin_t[i];
+                v[i + half] = a * sin_t[i] + b * cos_t[i];
+            }
+        } else {
+            for (int i = 0; i < half; i++) {
+                float a = v[2 * i], b = v[2 * i + 1];
+                v[2 * i] = a * cos_t[i] - b * sin_t[i];
+                v[2 * i + 1] = a * sin_t[i] + b * cos_t[i];
+            }
+        }
+    }
+}
+
+void ops_swiglu(float *g, const float *u, int n) {
+    for (int i = 0; i < n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+}
+
+void ops_add(float *x, const float *y, int n) {
+    for (int i = 0; i < n; i++) x[i] += y[i];
+}

@@ -1,0 +1,40 @@
+#include "model/arch.h"
+
+#include <string.h>
+
+static const char *const role_suffix[ROLE_COUNT] = {
+    [ROLE_ATTN_NORM] = "attn_norm.weight",   [ROLE_ATTN_Q] = "attn_q.weight",
+    [ROLE_ATTN_K] = "attn_k.weight",         [ROLE_ATTN_V] = "attn_v.weight",
+    [ROLE_ATTN_OUT] = "attn_output.weight",  [ROLE_ATTN_Q_BIAS] = "attn_q.bias",
+    [ROLE_ATTN_K_BIAS] = "attn_k.bias",      [ROLE_ATTN_V_BIAS] = "attn_v.bias",
+    [ROLE_ATTN_Q_NORM] = "attn_q_norm.weight", [ROLE_ATTN_K_NORM] = "attn_k_norm.weight",
+    [ROLE_FFN_NORM] = "ffn_norm.weight",     [ROLE_FFN_GATE] = "ffn_gate.weight",
+    [ROLE_FFN_UP] = "ffn_up.weight",         [ROLE_FFN_DOWN] = "ffn_down.weight",
+};
+
+#define R ARCH_REQUIRED
+#define O ARCH_OPTIONAL
+#define BASE_ROLES                                                                                           \
+    [ROLE_ATTN_NORM] = R, [ROLE_ATTN_Q] = R, [ROLE_ATTN_K] = R, [ROLE_ATTN_V] = R, [ROLE_ATTN_OUT] = R,      \
+    [ROLE_FFN_NORM] = R, [ROLE_FFN_GATE] = R, [ROLE_FFN_UP] = R, [ROLE_FFN_DOWN] = R
+
+static const arch_desc archs[] = {
+    // Llama 2/3, SmolLM2, TinyLlama, Mistral. Some converters add q/k/v biases: accept them.
+    {"llama", {BASE_ROLES, [ROLE_ATTN_Q_BIAS] = O, [ROLE_ATTN_K_BIAS] = O, [ROLE_ATTN_V_BIAS] = O}, 0},
+    // Qwen2 / Qwen2.5: biases on q, k, v; NeoX rotation.
+    {"qwen2", {BASE_ROLES, [ROLE_ATTN_Q_BIAS] = R, [ROLE_ATTN_K_BIAS] = R, [ROLE_ATTN_V_BIAS] = R}, 1},
+    // Qwen3: per-head RMSNorm on q and k before RoPE; NeoX rotation; no biases.
+    {"qwen3", {BASE_ROLES, [ROLE_ATTN_Q_NORM] = R, [ROLE_ATTN_K_NORM] = R}, 1},
+};
+#undef R
+#undef O
+
+const char *arch_role_suffix(arch_role r) { return (unsigned)r < ROLE_COUNT ? role_suffix[r] : "?"; }
+
+const arch_desc *arch_find(const char *name, int len) {
+    for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
+        if ((int)strlen(archs[i].name) == len && !memcmp(archs[i].name, name, (size_t)len)) return &archs[i];
+    return NULL;
+}
+
+const char *arch_supported_list(void) { return "llama, qwen2, qwen3"; }

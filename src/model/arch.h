@@ -1,0 +1,38 @@
+// Architecture table: per-architecture differences live here as data (which tensors a layer has, rope
+// style, norms), not as branches scattered through the forward pass. A new architecture is a new row.
+#ifndef TACHYON_MODEL_ARCH_H
+#define TACHYON_MODEL_ARCH_H
+
+// Tensor roles inside one transformer block; names are "blk.%d.<suffix>".
+typedef enum {
+    ROLE_ATTN_NORM = 0,
+    ROLE_ATTN_Q,
+    ROLE_ATTN_K,
+    ROLE_ATTN_V,
+    ROLE_ATTN_OUT,
+    ROLE_ATTN_Q_BIAS,
+    ROLE_ATTN_K_BIAS,
+    ROLE_ATTN_V_BIAS,
+    ROLE_ATTN_Q_NORM, // per-head RMSNorm of q (qwen3, gemma3)
+    ROLE_ATTN_K_NORM,
+    ROLE_FFN_NORM,
+    ROLE_FFN_GATE,
+    ROLE_FFN_UP,
+    ROLE_FFN_DOWN,
+    ROLE_COUNT
+} arch_role;
+
+enum { ARCH_ABSENT = 0, ARCH_REQUIRED = 1, ARCH_OPTIONAL = 2 };
+
+typedef struct arch_desc {
+    const char *name;             // general.architecture
+    unsigned char role[ROLE_COUNT]; // ARCH_ABSENT / ARCH_REQUIRED / ARCH_OPTIONAL
+    int rope_neox;                // rotate pairs (i, i + rope_dim/2) instead of (2i, 2i+1)
+} arch_desc;
+
+const char *arch_role_suffix(arch_role r); // e.g. "attn_q.weight"
+const arch_desc *arch_find(const char *name, int len); // NULL if unknown
+// Comma-separated list of supported names, for error messages.
+const char *arch_supported_list(void);
+
+#endif

@@ -1,0 +1,227 @@
+// The batched forward pass over a ragged batch and the paged KV cache (see model.h for the contract).
+// Every matmul runs over all rows of the step at once, so each weight block is read once per step.
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu/attention.h"
+#include "cpu/convert.h"
+#include "cpu/cpu.h"
+#include "cpu/ops.h"
+#include "model/model_internal.h"
+#include "tensor/ttype.h"
+
+struct model_ctx {
+    model *m;
+    int max_tokens;
+    cpu_pool *pool; // owned
+    attn_fn attn;
+    cvt_f32_f16_fn to_f16;
+    attn_geom geo;
+    float *x;     // (max_tokens, dim) residual stream
+    float *xb;    // (max_tokens, max(dim, q_dim)) normed input / attention output
+    float *q;     // (max_tokens, max(dim, q_dim)) queries; also the output of the o/down projections
+    float *k;     // (max_tokens, kv_dim)
+    float *v;     // (max_tokens, kv_dim)
+    float *hb;    // (max_tokens, ffn_dim) gate → silu(gate)·up
+    float *hb2;   // (max_tokens, ffn_dim) up
+    float *rcos;  // (max_tokens, rope_dim/2)
+    float *rsin;  // (max_tokens, rope_dim/2)
+    float *inv_freq; // (rope_dim/2)
+    void *mm_scratch;
+};
+
+static size_t weight_scratch(const model_weight *w, int n) { return cpu_matmul_scratch_size(w->type, n, (int)w->cols); }
+
+int model_ctx_new(model *m, int max_batch_tokens, int n_threads, model_ctx **out, tc_err *err) {
+    *out = NULL;
+    const model_hparams *hp = &m->hp;
+    if (max_batch_tokens <= 0 || max_batch_tokens > (1 << 16))
+        return tc_err_set(err, TC_ERR_INVALID, "max batch tokens %d out of range 1..65536", max_batch_tokens);
+    int n_rep = hp->n_heads / hp->n_kv_heads;
+    if (n_rep > ATTN_MAX_REP || hp->head_dim > ATTN_MAX_HEAD_DIM)
+        return tc_err_set(err, TC_ERR_UNSUPPORTED, "attention geometry not supported: %d query heads per KV head "
+                          "(max %d), head dim %d (max %d)", n_rep, ATTN_MAX_REP, hp->head_dim, ATTN_MAX_HEAD_DIM);
+    model_ctx *c = calloc(1, sizeof *c);
+    if (!c) return tc_err_set(err, TC_ERR_NOMEM, "out of memory");
+    c->m = m;
+    c->max_tokens = max_batch_tokens;
+    c->geo = (attn_geom){.n_kv_heads = hp->n_kv_heads, .head_dim = hp->head_dim, .n_rep = n_rep,
+                         .scale = 1.0f / sqrtf((float)hp->head_dim)};
+    cpu_isa isa = cpu_best_isa();
+    c->to_f16 = cvt_select_f32_f16(isa);
+    c->pool = cpu_pool_new(n_threads);
+    size_t n = (size_t)max_batch_tokens, q_dim = (size_t)hp->n_heads * hp->head_dim;
+    size_t kv_dim = (size_t)hp->n_kv_heads * hp->head_dim, half = (size_t)hp->rope_dim / 2;
+    size_t wide = q_dim > (size_t)hp->dim ? q_dim : (size_t)hp->dim;
+    c->x = malloc(n * hp->dim * sizeof(float));
+    c->xb = malloc(n * wide * sizeof(float));
+    c->q = malloc(n * wide * sizeof(float));
+    c->k = malloc(n * kv_dim * sizeof(float));
+    c->v = malloc(n * kv_dim * sizeof(float));
+    c->hb = malloc(n * hp->ffn_dim * sizeof(float));
+    c->hb2 = malloc(n * hp->ffn_dim * sizeof(float));
+    c->rcos = malloc(n * half * sizeof(float));
+    c->rsin = malloc(n * half * sizeof(float));
+    c->inv_freq = malloc(half * sizeof(float));
+    size_t scratch = weight_scratch(&m->output, max_batch_tokens);
+    for (int l = 0; l < hp->n_layers; l++)
+        for (int r = 0; r < ROLE_COUNT; r++) {
+            const model_weight *w = model_layer_w(m, l, (arch_role)r);
+            if (w->data && w->rows > 1) {
+                size_t s = weight_scratch(w, max_batch_tokens);
+                if (s > scratch) scratch = s;
+            }
+        }
+    c->mm_scratch = aligned_alloc(64, (scratch + 63) / 64 * 64 + 64);
+    if (!c->pool || !c->x || !c->xb || !c->q || !c->k || !c->v || !c->hb || !c->hb2 || !c->rcos || !c->rsin ||
+        !c->inv_freq || !c->mm_scratch) {
+        model_ctx_free(c);
+        return tc_err_set(err, TC_ERR_NOMEM, "cannot allocate scratch for %d batch tokens", max_batch_tokens);
+    }
+    ops_rope_inv_freq(c->inv_freq, hp->rope_dim, hp->rope_base, m->rope_freqs);
+    *out = c;
+    return 0;
+}
+
+void model_ctx_free(model_ctx *c) {
+    if (!c) return;
+    cpu_pool_free(c->pool);
+    free(c->x), free(c->xb), free(c->q), free(c->k), free(c->v), free(c->hb), free(c->hb2);
+    free(c->rcos), free(c->rsin), free(c->inv_freq), free(c->mm_scratch);
+    free(c);
+}
+
+// out (n, w->rows) = x (n, w->cols) @ Wᵀ
+static int matmul(model_ctx *c, float *out, const float *x, int n, const model_weight *w, int ld_out) {
+    cpu_matmul_args a = {.out = out, .ld_out = ld_out, .x = x, .n_rows = n, .k = (int)w->cols,
+                         .d = (int)w->rows, .w_type = w->type, .w = w->data, .scratch = c->mm_scratch};
+    return cpu_matmul(c->pool, &a);
+}
+
+// --- attention as a pool job over (token, KV head) pairs
+typedef struct attn_job {
+    model_ctx *c;
+    const model_kv *kv;
+    const model_batch *b;
+    int layer;
+} attn_job;
+
+static void attn_run(void *arg, int ith, int nth) {
+    const attn_job *j = arg;
+    model_ctx *c = j->c;
+    const model_hparams *hp = &c->m->hp;
+    const int n_kv = hp->n_kv_heads, hd = hp->head_dim, q_dim = hp->n_heads * hd, rep = c->geo.n_rep;
+    const uint16_t *kl = j->kv->k + (size_t)j->layer * j->kv->layer_stride;
+    const uint16_t *vl = j->kv->v + (size_t)j->layer * j->kv->layer_stride;
+    int total = j->b->n_tokens * n_kv;
+    for (int i = ith; i < total; i += nth) {
+        int t = i / n_kv, h = i % n_kv;
+        const int32_t *blocks = j->b->block_tables[j->b->seq[t]];
+        size_t off = (size_t)t * q_dim + (size_t)h * rep * hd;
+        c->attn(c->xb + off, c->q + off, kl, vl, blocks, j->b->pos[t] + 1, h, &c->geo);
+    }
+}
+
+static int validate(const model_ctx *c, const model_kv *kv, const model_batch *b, tc_err *err) {
+    const model_hparams *hp = &c->m->hp;
+    if (b->n_tokens <= 0 || b->n_tokens > c->max_tokens)
+        return tc_err_set(err, TC_ERR_INVALID, "batch of %d tokens (max %d)", b->n_tokens, c->max_tokens);
+    if (kv->n_layers != hp->n_layers || kv->n_kv_heads != hp->n_kv_heads || kv->head_dim != hp->head_dim)
+        return tc_err_set(err, TC_ERR_INVALID, "KV cache was made for another model");
+    for (int t = 0; t < b->n_tokens; t++) {
+        if (b->tokens[t] < 0 || b->tokens[t] >= hp->n_vocab)
+            return tc_err_set(err, TC_ERR_INVALID, "token id %d out of range [0, %d)", b->tokens[t], hp->n_vocab);
+        if (b->seq[t] < 0 || b->seq[t] >= b->n_seqs || b->pos[t] < 0)
+            return tc_err_set(err, TC_ERR_INVALID, "row %d: bad sequence %d or position %d", t, b->seq[t], b->pos[t]);
+        int blk = b->block_tables[b->seq[t]][b->pos[t] / kv->block_size];
+        if (blk < 0 || blk >= kv->n_blocks)
+            return tc_err_set(err, TC_ERR_INVALID, "row %d: KV block %d out of range", t, blk);
+    }
+    for (int i = 0; i < b->n_logits; i++)
+        if (b->logits_rows[i] < 0 || b->logits_rows[i] >= b->n_tokens || (i && b->logits_rows[i] <= b->logits_rows[i - 1]))
+            return tc_err_set(err, TC_ERR_INVALID, "logits rows must be ascending rows of the batch");
+    return 0;
+}
+
+static void store_kv(model_ctx *c, model_kv *kv, const model_batch *b, int layer) {
+    const model_hparams *hp = &c->m->hp;
+    const int hd = hp->head_dim, n_kv = hp->n_kv_heads, bs = kv->block_size;
+    for (int t = 0; t < b->n_tokens; t++) {
+        int blk = b->block_tables[b->seq[t]][b->pos[t] / bs], slot = b->pos[t] % bs;
+        for (int h = 0; h < n_kv; h++) {
+            size_t off = model_kv_offset(kv, layer, blk, h, slot);
+            c->to_f16(kv->k + off, c->k + ((size_t)t * n_kv + h) * hd, hd);
+            c->to_f16(kv->v + off, c->v + ((size_t)t * n_kv + h) * hd, hd);
+        }
+    }
+}
+
+static int layer_forward(model_ctx *c, model_kv *kv, const model_batch *b, int l) {
+    const model *m = c->m;
+    const model_hparams *hp = &m->hp;
+    const int n = b->n_tokens, dim = hp->dim, hd = hp->head_dim, half = hp->rope_dim / 2;
+    const int q_dim = hp->n_heads * hd, kv_dim = hp->n_kv_heads * hd, ffn = hp->ffn_dim;
+#define W(role) model_layer_w(m, l, role)
+    int rc = 0;
+    for (int t = 0; t < n; t++)
+        ops_rmsnorm(c->xb + (size_t)t * dim, c->x + (size_t)t * dim, W(ROLE_ATTN_NORM)->data, dim, hp->norm_eps);
+    if ((rc = matmul(c, c->q, c->xb, n, W(ROLE_ATTN_Q), q_dim)) || (rc = matmul(c, c->k, c->xb, n, W(ROLE_ATTN_K), kv_dim)) ||
+        (rc = matmul(c, c->v, c->xb, n, W(ROLE_ATTN_V), kv_dim)))
+        return rc;
+    for (int t = 0; t < n; t++) {
+        float *q = c->q + (size_t)t * q_dim, *k = c->k + (size_t)t * kv_dim, *v = c->v + (size_t)t * kv_dim;
+        if (W(ROLE_ATTN_Q_BIAS)->data) ops_add(q, W(ROLE_ATTN_Q_BIAS)->data, q_dim);
+        if (W(ROLE_ATTN_K_BIAS)->data) ops_add(k, W(ROLE_ATTN_K_BIAS)->data, kv_dim);
+        if (W(ROLE_ATTN_V_BIAS)->data) ops_add(v, W(ROLE_ATTN_V_BIAS)->data, kv_dim);
+        if (W(ROLE_ATTN_Q_NORM)->data)
+            for (int h = 0; h < hp->n_heads; h++) ops_rmsnorm(q + h * hd, q + h * hd, W(ROLE_ATTN_Q_NORM)->data, hd, hp->norm_eps);
+        if (W(ROLE_ATTN_K_NORM)->data)
+            for (int h = 0; h < hp->n_kv_heads; h++) ops_rmsnorm(k + h * hd, k + h * hd, W(ROLE_ATTN_K_NORM)->data, hd, hp->norm_eps);
+        const float *cs = c->rcos + (size_t)t * half, *sn = c->rsin + (size_t)t * half;
+        ops_rope(q, hp->n_heads, hd, hp->rope_dim, cs, sn, hp->rope_neox);
+        ops_rope(k, hp->n_kv_heads, hd, hp->rope_dim, cs, sn, hp->rope_neox);
+    }
+    store_kv(c, kv, b, l);
+    attn_job job = {c, kv, b, l};
+    cpu_pool_run(c->pool, attn_run, &job);
+    // attention output (in xb) → projection into q's buffer, then residual
+    if ((rc = matmul(c, c->q, c->xb, n, W(ROLE_ATTN_OUT), dim))) return rc;
+    ops_add(c->x, c->q, n * dim);
+    for (int t = 0; t < n; t++)
+        ops_rmsnorm(c->xb + (size_t)t * dim, c->x + (size_t)t * dim, W(ROLE_FFN_NORM)->data, dim, hp->norm_eps);
+    if ((rc = matmul(c, c->hb, c->xb, n, W(ROLE_FFN_GATE), ffn)) || (rc = matmul(c, c->hb2, c->xb, n, W(ROLE_FFN_UP), ffn)))
+        return rc;
+    ops_swiglu(c->hb, c->hb2, n * ffn);
+    if ((rc = matmul(c, c->q, c->hb, n, W(ROLE_FFN_DOWN), dim))) return rc;
+    ops_add(c->x, c->q, n * dim);
+#undef W
+    return 0;
+}
+
+int model_forward(model_ctx *c, model_kv *kv, const model_batch *b, float *logits, tc_err *err) {
+    const model *m = c->m;
+    const model_hparams *hp = &m->hp;
+    int rc = validate(c, kv, b, err);
+    if (rc) return rc;
+    c->geo.block_size = kv->block_size;
+    c->attn = attn_select(cpu_best_isa(), &c->geo);
+    const int n = b->n_tokens, dim = hp->dim, half = hp->rope_dim / 2;
+    const tt_traits *et = tt_get(m->tok_embd.type);
+    size_t erow = tt_row_size(m->tok_embd.type, dim);
+    for (int t = 0; t < n; t++) {
+        et->to_float((const char *)m->tok_embd.data + (size_t)b->tokens[t] * erow, c->x + (size_t)t * dim, dim);
+        ops_rope_angles(c->rcos + (size_t)t * half, c->rsin + (size_t)t * half, b->pos[t], hp->rope_dim,
+                        hp->rope_scale, c->inv_freq);
+    }
+    for (int l = 0; l < hp->n_layers; l++)
+        if ((rc = layer_forward(c, kv, b, l))) return tc_err_set(err, rc, "matmul failed in layer %d", l);
+    if (b->n_logits == 0) return 0;
+    // Only the rows that sample: gather, final norm, output projection straight into logits.
+    for (int i = 0; i < b->n_logits; i++)
+        ops_rmsnorm(c->xb + (size_t)i * dim, c->x + (size_t)b->logits_rows[i] * dim, m->output_norm.data, dim,
+                    hp->norm_eps);
+    if ((rc = matmul(c, logits, c->xb, b->n_logits, &m->output, hp->n_vocab)))
+        return tc_err_set(err, rc, "output matmul failed (type %s)", tt_name(m->output.type));
+    return 0;
+}

@@ -1,0 +1,184 @@
+// Loading: hyper-parameters from GGUF metadata, weights as borrowed pointers into the mapping, every
+// shape and type checked against the hyper-parameters so the forward pass can trust them.
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/model_internal.h"
+#include "tensor/ttype.h"
+
+// --- metadata helpers: keys are "<arch>.<suffix>"
+static int get_arch_u32(const gguf_ctx *g, const char *arch, const char *suffix, uint32_t *out) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    return gguf_get_u32(g, key, out);
+}
+
+static int get_arch_f32(const gguf_ctx *g, const char *arch, const char *suffix, float *out) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    return gguf_get_f32(g, key, out);
+}
+
+static int read_hparams(model *m, tc_err *err) {
+    model_hparams *hp = &m->hp;
+    const gguf_ctx *g = m->g;
+    gguf_str s;
+    if (gguf_get_str(g, "general.architecture", &s) != 0)
+        return tc_err_set(err, TC_ERR_FORMAT, "missing general.architecture");
+    m->arch = arch_find(s.ptr, (int)s.len);
+    if (!m->arch)
+        return tc_err_set(err, TC_ERR_UNSUPPORTED, "unsupported architecture '%.*s' (supported: %s)",
+                          (int)(s.len > 64 ? 64 : s.len), s.ptr, arch_supported_list());
+    snprintf(hp->arch, sizeof hp->arch, "%s", m->arch->name);
+    if (gguf_get_str(g, "general.name", &s) == 0)
+        snprintf(hp->name, sizeof hp->name, "%.*s", (int)(s.len > 120 ? 120 : s.len), s.ptr);
+    const char *a = hp->arch;
+    uint32_t u;
+    struct { const char *key; int *dst; } req[] = {
+        {"embedding_length", &hp->dim},    {"block_count", &hp->n_layers},
+        {"attention.head_count", &hp->n_heads}, {"feed_forward_length", &hp->ffn_dim},
+    };
+    for (size_t i = 0; i < sizeof req / sizeof req[0]; i++) {
+        if (get_arch_u32(g, a, req[i].key, &u) != 0 || u == 0 || u > (1u << 20))
+            return tc_err_set(err, TC_ERR_FORMAT, "missing or invalid %s.%s", a, req[i].key);
+        *req[i].dst = (int)u;
+    }
+    hp->n_kv_heads = hp->n_heads;
+    if (get_arch_u32(g, a, "attention.head_count_kv", &u) == 0) hp->n_kv_heads = (int)u;
+    if (hp->n_kv_heads <= 0 || hp->n_heads % hp->n_kv_heads != 0)
+        return tc_err_set(err, TC_ERR_FORMAT, "head_count %d is not a multiple of head_count_kv %d", hp->n_heads,
+                          hp->n_kv_heads);
+    hp->head_dim = hp->dim / hp->n_heads;
+    if (get_arch_u32(g, a, "attention.key_length", &u) == 0) hp->head_dim = (int)u;
+    if (hp->head_dim <= 0 || hp->head_dim > 1024 || hp->head_dim % 2)
+        return tc_err_set(err, TC_ERR_FORMAT, "invalid head dimension %d", hp->head_dim);
+    hp->ctx_train = 2048;
+    if (get_arch_u32(g, a, "context_length", &u) == 0 && u > 0) hp->ctx_train = u > (1u << 24) ? 1 << 24 : (int)u;
+    hp->norm_eps = 1e-5f;
+    get_arch_f32(g, a, "attention.layer_norm_rms_epsilon", &hp->norm_eps);
+    hp->rope_base = 10000.0f;
+    get_arch_f32(g, a, "rope.freq_base", &hp->rope_base);
+    hp->rope_dim = hp->head_dim;
+    if (get_arch_u32(g, a, "rope.dimension_count", &u) == 0) hp->rope_dim = (int)u;
+    if (hp->rope_dim <= 0 || hp->rope_dim > hp->head_dim || hp->rope_dim % 2)
+        return tc_err_set(err, TC_ERR_FORMAT, "invalid rope.dimension_count %d", hp->rope_dim);
+    hp->rope_scale = 1.0f;
+    // Rope scaling: "linear" divides positions by the factor; "llama3" is carried by the rope_freqs tensor
+    // (bound with the weights); anything else would silently give wrong logits, so it is refused.
+    char key[128];
+    snprintf(key, sizeof key, "%s.rope.scaling.type", a);
+    if (gguf_get_str(g, key, &s) == 0) {
+        float f;
+        if (s.len == 6 && !memcmp(s.ptr, "linear", 6)) {
+            if (get_arch_f32(g, a, "rope.scaling.factor", &f) == 0 && f > 0) hp->rope_scale = 1.0f / f;
+        } else if (!(s.len == 4 && !memcmp(s.ptr, "none", 4)) && !(s.len == 6 && !memcmp(s.ptr, "llama3", 6))) {
+            return tc_err_set(err, TC_ERR_UNSUPPORTED, "unsupported rope scaling type '%.*s'",
+                              (int)(s.len > 32 ? 32 : s.len), s.ptr);
+        }
+    }
+    hp->rope_neox = m->arch->rope_neox;
+    return 0;
+}
+
+// Resolves a tensor by name into w, checking type and shape (rows x cols; rows 1 for vectors).
+static int bind(model *m, model_weight *w, const char *name, int64_t rows, int64_t cols, int vector, int required,
+                tc_err *err) {
+    memset(w, 0, sizeof *w);
+    const gguf_tensor *t = gguf_find_tensor(m->g, name);
+    if (!t) return required ? tc_err_set(err, TC_ERR_FORMAT, "missing tensor '%s'", name) : 0;
+    const tt_traits *tr = tt_get(t->type);
+    if (!tr || !tr->to_float)
+        return tc_err_set(err, TC_ERR_UNSUPPORTED, "tensor '%s' has unsupported type %s", name, tt_name(t->type));
+    if (vector && t->type != TT_F32)
+        return tc_err_set(err, TC_ERR_UNSUPPORTED, "tensor '%s' must be F32, is %s", name, tt_name(t->type));
+    int64_t trows = t->n_dims >= 2 ? t->ne[1] : 1;
+    if (t->ne[0] != cols || trows != rows || t->ne[2] != 1 || t->ne[3] != 1)
+        return tc_err_set(err, TC_ERR_FORMAT, "tensor '%s' has shape [%lld, %lld], expected [%lld, %lld]", name,
+                          (long long)t->ne[0], (long long)trows, (long long)cols, (long long)rows);
+    w->type = t->type;
+    w->data = t->data;
+    w->rows = rows;
+    w->cols = cols;
+    return 0;
+}
+
+static int bind_weights(model *m, tc_err *err) {
+    model_hparams *hp = &m->hp;
+    const gguf_tensor *te = gguf_find_tensor(m->g, "token_embd.weight");
+    if (!te || te->n_dims != 2) return tc_err_set(err, TC_ERR_FORMAT, "missing or malformed token_embd.weight");
+    hp->n_vocab = (int)te->ne[1];
+    int rc;
+    if ((rc = bind(m, &m->tok_embd, "token_embd.weight", hp->n_vocab, hp->dim, 0, 1, err))) return rc;
+    if ((rc = bind(m, &m->output_norm, "output_norm.weight", 1, hp->dim, 1, 1, err))) return rc;
+    if ((rc = bind(m, &m->output, "output.weight", hp->n_vocab, hp->dim, 0, 0, err))) return rc;
+    hp->tied_embeddings = m->output.data == NULL;
+    if (hp->tied_embeddings) m->output = m->tok_embd;
+
+    const gguf_tensor *rf = gguf_find_tensor(m->g, "rope_freqs.weight");
+    if (rf) {
+        if (rf->type != TT_F32 || rf->ne[0] != hp->rope_dim / 2 || rf->n_dims != 1)
+            return tc_err_set(err, TC_ERR_FORMAT, "rope_freqs.weight must be F32 [%d]", hp->rope_dim / 2);
+        m->rope_freqs = rf->data;
+    }
+
+    int q_dim = hp->n_heads * hp->head_dim, kv_dim = hp->n_kv_heads * hp->head_dim;
+    struct { int64_t rows, cols; int vector; } shape[ROLE_COUNT] = {
+        [ROLE_ATTN_NORM] = {1, hp->dim, 1},       [ROLE_ATTN_Q] = {q_dim, hp->dim, 0},
+        [ROLE_ATTN_K] = {kv_dim, hp->dim, 0},     [ROLE_ATTN_V] = {kv_dim, hp->dim, 0},
+        [ROLE_ATTN_OUT] = {hp->dim, q_dim, 0},    [ROLE_ATTN_Q_BIAS] = {1, q_dim, 1},
+        [ROLE_ATTN_K_BIAS] = {1, kv_dim, 1},      [ROLE_ATTN_V_BIAS] = {1, kv_dim, 1},
+        [ROLE_ATTN_Q_NORM] = {1, hp->head_dim, 1}, [ROLE_ATTN_K_NORM] = {1, hp->head_dim, 1},
+        [ROLE_FFN_NORM] = {1, hp->dim, 1},        [ROLE_FFN_GATE] = {hp->ffn_dim, hp->dim, 0},
+        [ROLE_FFN_UP] = {hp->ffn_dim, hp->dim, 0}, [ROLE_FFN_DOWN] = {hp->dim, hp->ffn_dim, 0},
+    };
+    m->layers = calloc((size_t)hp->n_layers * ROLE_COUNT, sizeof *m->layers);
+    if (!m->layers) return tc_err_set(err, TC_ERR_NOMEM, "out of memory");
+    for (int l = 0; l < hp->n_layers; l++) {
+        for (int r = 0; r < ROLE_COUNT; r++) {
+            if (m->arch->role[r] == ARCH_ABSENT) continue;
+            char name[96];
+            snprintf(name, sizeof name, "blk.%d.%s", l, arch_role_suffix((arch_role)r));
+            rc = bind(m, &m->layers[(size_t)l * ROLE_COUNT + r], name, shape[r].rows, shape[r].cols,
+                      shape[r].vector, m->arch->role[r] == ARCH_REQUIRED, err);
+            if (rc) return rc;
+        }
+    }
+    uint64_t n_params = 0, bytes = 0;
+    for (int64_t i = 0; i < gguf_n_tensors(m->g); i++) {
+        const gguf_tensor *t = gguf_tensor_at(m->g, i);
+        n_params += (uint64_t)(t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]);
+        bytes += t->size;
+    }
+    hp->n_params = n_params;
+    hp->weight_bytes = bytes;
+    return 0;
+}
+
+int model_load(const char *path, model **out, tc_err *err) {
+    *out = NULL;
+    model *m = calloc(1, sizeof *m);
+    if (!m) return tc_err_set(err, TC_ERR_NOMEM, "out of memory");
+    int rc = gguf_open(path, &m->g, err);
+    if (rc) goto fail;
+    if ((rc = read_hparams(m, err)) || (rc = bind_weights(m, err))) {
+        tc_err_wrap(err, "%s", path);
+        goto fail;
+    }
+    *out = m;
+    return 0;
+fail:
+    model_free(m);
+    return rc;
+}
+
+void model_free(model *m) {
+    if (!m) return;
+    free(m->layers);
+    gguf_close(m->g);
+    free(m);
+}
+
+const model_hparams *model_get_hparams(const model *m) { return &m->hp; }
+const gguf_ctx *model_gguf(const model *m) { return m->g; }

@@ -1,0 +1,44 @@
+// Private to src/model/: the model struct shared by loading and the forward pass.
+#ifndef TACHYON_MODEL_INTERNAL_H
+#define TACHYON_MODEL_INTERNAL_H
+
+#include "model/arch.h"
+#include "model/model.h"
+
+// A weight matrix (rows, cols) row-major in its GGUF type; rows = ne[1], cols = ne[0]. Vectors have rows 1.
+typedef struct model_weight {
+    uint32_t type;    // tt_type
+    const void *data; // borrowed, into the GGUF mapping; NULL when the tensor is absent (optional role)
+    int64_t rows, cols;
+} model_weight;
+
+struct model {
+    gguf_ctx *g; // owned
+    model_hparams hp;
+    const arch_desc *arch;
+    model_weight tok_embd;    // (n_vocab, dim)
+    model_weight output;      // (n_vocab, dim): output.weight, or tok_embd when tied
+    model_weight output_norm; // (dim) F32
+    model_weight *layers;     // (n_layers, ROLE_COUNT)
+    const float *rope_freqs;  // (rope_dim/2) divisors of each rotation frequency (Llama 3.1 rope), or NULL
+};
+
+static inline const model_weight *model_layer_w(const model *m, int l, arch_role r) {
+    return &m->layers[(size_t)l * ROLE_COUNT + r];
+}
+
+struct model_kv {
+    int n_blocks, block_size;
+    int n_layers, n_kv_heads, head_dim;
+    size_t layer_stride; // elements per layer for K (and for V)
+    uint16_t *k;         // f16 (n_layers, n_blocks, n_kv_heads, block_size, head_dim)
+    uint16_t *v;         // f16, same layout
+};
+
+// Element offset of (layer, block, head, slot) in kv->k / kv->v.
+static inline size_t model_kv_offset(const model_kv *kv, int layer, int block, int head, int slot) {
+    return (size_t)layer * kv->layer_stride +
+           (((size_t)block * kv->n_kv_heads + head) * kv->block_size + slot) * kv->head_dim;
+}
+
+#endif

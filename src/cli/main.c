@@ -19,6 +19,7 @@ static int cli_version(int argc, char **argv) {
 static const cli_cmd cmds[] = {
     {"version", cli_version, "print the version"},
     {"chat-template", cli_chat_template, "render chat messages (JSON) with a chat template"},
+    {"synth", cli_synth, "write a synthetic Llama model (random weights) of a given shape and type"},
 };
 
 static void usage(void) {

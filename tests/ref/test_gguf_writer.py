@@ -109,3 +109,22 @@ def test_quantized_weights_match_f16(files, t, tol):
         assert abs(a.std() - 0.02) < 0.002, f"{name}: std {a.std()}"
         rel = np.sqrt(np.mean((a - b) ** 2)) / a.std()
         assert rel < tol, f"{name} ({x.tensor_type.name}): relative RMS error {rel:.4f} >= {tol}"
+
+
+def test_output_independent_of_threads(files, tmp_path):
+    p = str(tmp_path / "one-thread.gguf")
+    r = subprocess.run([BIN, "synth", "-o", p, "--shape", "tiny", "--type", "q4_k_m", "--seed", "7", "--threads", "1"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    with open(p, "rb") as a, open(files["q4_k_m"], "rb") as b:
+        assert a.read() == b.read()
+
+
+def test_bad_arguments(tmp_path):
+    if not os.path.exists(BIN):
+        pytest.skip(f"{BIN} not built")
+    for args in (["--shape", "nope"], ["--type", "q9_9"], []):
+        out = [] if not args else ["-o", str(tmp_path / "x.gguf")]
+        r = subprocess.run([BIN, "synth"] + out + args, capture_output=True, text=True, timeout=10)
+        assert r.returncode == 2 and "usage" in r.stderr
+    assert not os.path.exists(tmp_path / "x.gguf")

@@ -18,6 +18,7 @@ static int cli_version(int argc, char **argv) {
 
 static const cli_cmd cmds[] = {
     {"version", cli_version, "print the version"},
+    {"logits", cli_logits, "-m MODEL --ids 1,2,3 -o OUT.f32: raw logits of every position (for reference tests)"},
     {"chat-template", cli_chat_template, "render chat messages (JSON) with a chat template"},
     {"synth", cli_synth, "write a synthetic Llama model (random weights) of a given shape and type"},
 };

@@ -3,7 +3,8 @@
 //   "cold" (rotating over copies totalling > 512 MiB, so weights come from DRAM); compare with the
 //   measured memory bandwidth printed first.
 //   GEMM (n_rows = 128, 512): GFLOP/s (2 * n_rows * k * d per call).
-// usage: bench_matmul [seconds per case, default 0.3]
+// usage: bench_matmul [seconds per case, default 0.3] [type name]; env BENCH_CPUTIME=1 (1 thread, CPU
+// time: for a busy machine), BENCH_NOBW=1 (skip the bandwidth measurement)
 #include "common/timeutil.h"
 #include "cpu/cpu.h"
 #include "tensor/ttype.h"
@@ -45,6 +46,14 @@ typedef struct bcase {
 } bcase;
 
 static double secs = 0.3;
+static int use_cputime; // BENCH_CPUTIME=1: time with the caller's thread CPU clock (1-thread runs on a busy machine)
+
+static double bnow(void) {
+    if (!use_cputime) return tc_now();
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 // Returns seconds per call (best of batches) cycling over n_copies weight copies.
 static double time_case(cpu_pool *pool, cpu_isa isa, const bcase *c, int n_rows, uint8_t *w, int n_copies,
@@ -53,28 +62,30 @@ static double time_case(cpu_pool *pool, cpu_isa isa, const bcase *c, int n_rows,
     cpu_matmul_args a = {.out = out, .ld_out = c->d, .x = x, .n_rows = n_rows, .k = c->k, .d = c->d,
                          .w_type = c->type, .w = w, .scratch = scratch};
     cpu_matmul_isa(pool, &a, isa); // warm-up
-    double best = 1e30, t_end = tc_now() + secs;
+    double best = 1e30, t_end = bnow() + secs;
     int it = 0;
     do {
         int batch = n_copies > 1 ? n_copies : 8;
-        double t0 = tc_now();
+        double t0 = bnow();
         for (int i = 0; i < batch; i++) {
             a.w = w + (size_t)((it + i) % n_copies) * wbytes;
             cpu_matmul_isa(pool, &a, isa);
         }
-        double t = (tc_now() - t0) / batch;
+        double t = (bnow() - t0) / batch;
         if (t < best) best = t;
         it += batch;
-    } while (tc_now() < t_end);
+    } while (bnow() < t_end);
     return best;
 }
 
 int main(int argc, char **argv) {
     if (argc > 1) secs = atof(argv[1]);
+    const char *only = argc > 2 ? argv[2] : NULL; // optional: only cases of this type name, e.g. q4_K
+    use_cputime = getenv("BENCH_CPUTIME") && atoi(getenv("BENCH_CPUTIME"));
+    int max_threads = use_cputime ? 1 : 2;
     cpu_pool *pool1 = cpu_pool_new(1), *pool2 = cpu_pool_new(2);
     if (!pool1 || !pool2) return 1;
-    double bw1 = 0, bw2 = cpu_mem_bandwidth(pool2);
-    (void)bw1;
+    double bw2 = getenv("BENCH_NOBW") ? 0.0 : cpu_mem_bandwidth(pool2);
     printf("memory read bandwidth (2 threads): %.1f GB/s\n", bw2 * 1e-9);
     const bcase gemv[] = {
         {TT_Q4_K, 2048, 5632}, {TT_Q6_K, 5632, 2048}, {TT_Q4_1, 576, 1536}, {TT_Q8_0, 576, 49152},
@@ -96,12 +107,13 @@ int main(int argc, char **argv) {
            "cold GB/s", "cold us");
     for (size_t ci = 0; ci < sizeof gemv / sizeof gemv[0]; ci++) {
         const bcase *c = &gemv[ci];
+        if (only && strcmp(only, tt_name(c->type))) continue;
         size_t wbytes = tt_row_size(c->type, c->k) * (size_t)c->d;
         int copies = (int)(cold_bytes / wbytes) + 1;
         fill_weights(c->type, w, wbytes);
         for (int i = 1; i < copies; i++) memcpy(w + (size_t)i * wbytes, w, wbytes);
-        for (int isa = CPU_ISA_SCALAR; isa <= (int)hw; isa++) {
-            for (int th = 1; th <= 2; th++) {
+        for (int isa = getenv("BENCH_NOSCALAR") ? CPU_ISA_AVX2 : CPU_ISA_SCALAR; isa <= (int)hw; isa++) {
+            for (int th = 1; th <= max_threads; th++) {
                 cpu_pool *p = th == 1 ? pool1 : pool2;
                 double hot = time_case(p, (cpu_isa)isa, c, 1, w, 1, x, out, scratch);
                 double cold = isa == CPU_ISA_SCALAR ? hot : time_case(p, (cpu_isa)isa, c, 1, w, copies, x, out, scratch);
@@ -115,10 +127,11 @@ int main(int argc, char **argv) {
     printf("%-6s %6s %6s %5s | %-6s %3s %9s %9s\n", "type", "k", "d", "rows", "isa", "thr", "GFLOP/s", "ms");
     for (size_t ci = 0; ci < sizeof gemm / sizeof gemm[0]; ci++) {
         const bcase *c = &gemm[ci];
+        if (only && strcmp(only, tt_name(c->type))) continue;
         fill_weights(c->type, w, tt_row_size(c->type, c->k) * (size_t)c->d);
         for (int rows = 128; rows <= 512; rows *= 4) {
             for (int isa = CPU_ISA_AVX2; isa <= (int)hw; isa++) {
-                for (int th = 1; th <= 2; th++) {
+                for (int th = 1; th <= max_threads; th++) {
                     double t = time_case(th == 1 ? pool1 : pool2, (cpu_isa)isa, c, rows, w, 1, x, out, scratch);
                     printf("%-6s %6d %6d %5d | %-6s %3d %9.1f %9.2f\n", tt_name(c->type), c->k, c->d, rows,
                            cpu_isa_name((cpu_isa)isa), th, 2.0 * rows * c->k * c->d / t * 1e-9, t * 1e3);

@@ -143,7 +143,7 @@ int cli_run(int argc, char **argv) {
     if (samp_new(&o.sp, hp->n_vocab, &ss, &err)) goto fail;
     samp_accept_prompt(ss, ids, n_ids);
     if (gen_open(&g, m, ctx, n_ids < 512 ? n_ids : 512, o.threads, &err)) goto fail;
-    ts = tok_stream_new(v, 0);
+    ts = tok_stream_new(v, TOK_DEC_CONTINUATION);
     if (!ts) goto fail;
 
     double t_start = tc_now();

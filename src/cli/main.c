@@ -18,8 +18,16 @@ static int cli_version(int argc, char **argv) {
 
 static const cli_cmd cmds[] = {
     {"version", cli_version, "print the version"},
+    {"run", cli_run, "-m MODEL -p PROMPT [-n N] [--chat] [--temp T] ...: generate text"},
+    {"info", cli_info, "-m MODEL: architecture, shapes, tensor types, vocabulary, size"},
+    {"bench", cli_bench, "-m MODEL [-p 512] [-n 128] [-t T] [-r R] [--json]: prefill/decode tokens/s"},
+    {"logits", cli_logits, "-m MODEL --ids 1,2,3 -o OUT.f32: raw logits of every position (for reference tests)"},
     {"chat-template", cli_chat_template, "render chat messages (JSON) with a chat template"},
+    {"tokenize", cli_tokenize, "print the token ids of a text as JSON (-m MODEL [--no-bos] [--special] TEXT)"},
+    {"detokenize", cli_detokenize, "print the text of token ids (-m MODEL [--skip-special] IDS...)"},
     {"serve", cli_serve, "OpenAI-compatible HTTP server with a dashboard"},
+    {"bench-serve", cli_bench_serve, "benchmark an OpenAI-compatible server (TTFT, TPOT, ITL, goodput)"},
+    {"synth", cli_synth, "write a synthetic Llama model (random weights) of a given shape and type"},
 };
 
 static void usage(void) {

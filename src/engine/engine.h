@@ -72,11 +72,18 @@ typedef struct engine_stats {
 
 typedef struct engine engine; // opaque
 
+// Events: one TOKEN per generated token, then one FINISH per request (always, whatever the reason). An
+// end-of-generation token is not sent as a TOKEN (it ends the request with STOP) but counts in n_generated.
+// Timestamps are monotonic seconds (tc_now); t_first_sched / t_first_token are 0 if it never got there.
+
 // Creates the engine over a loaded model (borrowed: must outlive the engine) and starts its thread.
 int engine_new(model *m, const engine_opts *o, engine **out, tc_err *err);
 // Stops accepting, finishes or cuts in-flight requests (cut ones get FINISH with SHUTDOWN) within
 // grace seconds, joins the thread and frees everything.
 void engine_free(engine *e, double grace);
+// (added) Non-blocking start of a shutdown: submits fail with TC_ERR_FULL from now on; requests in flight
+// run on for up to grace seconds, then get FINISH with SHUTDOWN. Events stay pollable until engine_free.
+void engine_stop(engine *e, double grace);
 
 // Validates (prompt fits ctx_size, max_tokens fits, sampling params) → TC_ERR_INVALID with a message;
 // queue full → TC_ERR_FULL. On success *id identifies the request in events.

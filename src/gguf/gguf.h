@@ -103,6 +103,14 @@ int gguf_writer_set_arr_str(gguf_writer *w, const char *key, const char *const *
 // streams, pulled by a callback; ne as in gguf_tensor.
 int gguf_writer_add_tensor(gguf_writer *w, const char *name, uint32_t type, uint32_t n_dims, const int64_t *ne,
                            const void *data, uint64_t size);
+// Streaming: a tensor added with data == NULL is produced while the file is written, by
+// fill(user, index, name, dst, size) filling `size` bytes at dst (a buffer reused between tensors), called
+// once per such tensor in the order they were added; it returns 0 or a negative TC_ERR_* (which aborts).
+typedef int (*gguf_writer_fill_fn)(void *user, int64_t index, const char *name, void *dst, uint64_t size);
+void gguf_writer_set_fill(gguf_writer *w, gguf_writer_fill_fn fn, void *user);
+// Writes a v3 file with alignment 32 (keys in the order first set; a key set twice keeps its last value).
+// On failure the partial file is removed. Setters and add_tensor return 0, TC_ERR_NOMEM, or TC_ERR_INVALID
+// (unknown type, bad shape, size != the size of the shape, duplicate tensor name).
 int gguf_writer_write_file(gguf_writer *w, const char *path, tc_err *err);
 
 #endif

@@ -499,7 +499,7 @@ void gen_handle(server *s, struct evhttp_request *req, oai_kind kind) {
         gen_choice *c = &g->ch[i];
         c->g = g;
         c->index = i;
-        c->ts = tok_stream_new(s->vocab, TOK_DEC_SKIP_SPECIAL);
+        c->ts = tok_stream_new(s->vocab, TOK_DEC_SKIP_SPECIAL | TOK_DEC_CONTINUATION);
         oai_stopbuf_init(&c->sb, q->stop, q->n_stop);
         if (q->logprobs) c->lp = lp_new(g);
         if (!c->ts || !g->out || (q->logprobs && !c->lp)) {

@@ -10,6 +10,11 @@
 #include <string.h>
 #include <time.h>
 
+// DeepSeek markers: <｜User｜> <｜Assistant｜> <｜end▁of▁sentence｜> (fullwidth bars, U+2581)
+#define DS_USER "<\xef\xbd\x9cUser\xef\xbd\x9c>"
+#define DS_ASSISTANT "<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>"
+#define DS_EOS "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>"
+
 // --- names
 
 static const char *const fam_names[CHAT_COUNT] = {
@@ -58,8 +63,7 @@ chat_family chat_detect(const char *t) {
     if (has(t, "<start_of_turn>")) return CHAT_GEMMA;
     if (has(t, "<|assistant|>") && has(t, "<|end|>")) return CHAT_PHI3;
     if (has(t, "<|user|>") && has(t, "<|assistant|>")) return CHAT_ZEPHYR;
-    if (has(t, "<\xef\xbd\x9cUser\xef\xbd\x9c>") && has(t, "<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>"))
-        return CHAT_DEEPSEEK; // <｜User｜> <｜Assistant｜> (fullwidth bars)
+    if (has(t, DS_USER) && has(t, DS_ASSISTANT)) return CHAT_DEEPSEEK;
     return CHAT_UNKNOWN;
 }
 
@@ -206,7 +210,7 @@ static void style_from_template(chat_family f, const char *t, chat_style *st) {
     case CHAT_GEMMA:
     case CHAT_DEEPSEEK:
         st->bos = 1;
-        st->eos_after_user = f == CHAT_DEEPSEEK && has(t, "message['content'] + '<\xef\xbd\x9c" "end\xe2\x96\x81of");
+        st->eos_after_user = f == CHAT_DEEPSEEK && has(t, "'" DS_USER "' + message['content'] + '" DS_EOS "'");
         break;
     case CHAT_PHI3:
         st->bos = has(t, "bos_token");
@@ -402,9 +406,6 @@ static void r_zephyr(const rctx *c, sbuf *b) {
     if (c->gen && c->n > 0) sb_add(b, "<|assistant|>\n");
 }
 
-#define DS_USER "<\xef\xbd\x9cUser\xef\xbd\x9c>"
-#define DS_ASSISTANT "<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>"
-#define DS_EOS "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>"
 
 // DeepSeek R1 (distill): the last system message goes first, unmarked; earlier reasoning (<think>…</think>)
 // is dropped from assistant turns.

@@ -41,6 +41,8 @@ int tok_encode(const tok_vocab *v, const char *text, size_t len, int flags, int3
 
 enum {
     TOK_DEC_SKIP_SPECIAL = 1, // control tokens render as nothing
+    TOK_DEC_CONTINUATION = 2, // (streams) the tokens continue earlier text (generated after a prompt): the
+                              // SPM leading-space rule does not apply, so " there" keeps its space
 };
 // Bytes of one token as it appears in detokenized text (SPM leading-space handling is done by
 // tok_decode; this is the raw piece with ▁ → ' ' and <0xNN> → byte). Writes up to cap bytes into buf and

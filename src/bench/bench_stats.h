@@ -1,0 +1,80 @@
+// Serving-benchmark statistics: per-request records, latency distributions (numpy-style linear-interpolated
+// percentiles), throughput and goodput. Pure functions over arrays; no I/O.
+#ifndef TACHYON_BENCH_STATS_H
+#define TACHYON_BENCH_STATS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/err.h"
+
+// One request as the client saw it. Times are seconds on the monotonic clock relative to the run's start (t0).
+typedef struct bench_record {
+    int64_t index;           // request index in the workload (warmup requests are negative: -1, -2, ...)
+    int ok;                  // 1 = completed with a full stream ([DONE] seen, HTTP 2xx)
+    int http_status;         // 0 when no response arrived
+    char *error;             // owned (malloc), NULL when ok
+    char *id;                // owned, the response's "id" field from the first chunk, or NULL
+    double t_send;           // request handed to the transport, seconds since t0
+    double t_first;          // first chunk with non-empty content, seconds since t0; < 0 if none
+    double t_end;            // last byte / failure, seconds since t0
+    double ttft;             // t_first - t_send, seconds (0 if no content arrived)
+    double e2e;              // t_end - t_send, seconds
+    double tpot;             // (e2e - ttft) / (output_tokens - 1), seconds; 0 when output_tokens <= 1
+    double *itl;             // owned, (n_itl,) seconds: gap between consecutive content chunks
+    size_t n_itl, cap_itl;
+    int64_t input_tokens;    // from server usage, else the workload's estimate
+    int64_t output_tokens;   // from server usage, else the number of content chunks
+    int64_t n_chunks;        // content chunks received
+    int usage_from_server;   // 1 when both counts came from the server's usage object
+    char *text;              // owned, concatenated content (only collected when the workload needs it)
+    size_t text_len, text_cap;
+} bench_record;
+
+void bench_record_free(bench_record *r); // frees owned fields, not r itself
+// Appends one ITL sample (seconds). Returns 0 or TC_ERR_NOMEM.
+int bench_record_push_itl(bench_record *r, double gap);
+// Sets ttft/e2e/tpot from the timestamps and token counts.
+void bench_record_finalize(bench_record *r);
+
+// A latency distribution, in milliseconds. n == 0 means no samples (all fields 0).
+typedef struct bench_dist {
+    size_t n;
+    double mean, std, median, p90, p95, p99, min, max; // ms
+} bench_dist;
+
+// Service-level objectives for goodput; a value <= 0 means "not set". Milliseconds.
+typedef struct bench_slo {
+    double ttft_ms, tpot_ms, e2e_ms;
+} bench_slo;
+
+typedef struct bench_summary {
+    size_t completed, failed;
+    double duration;          // seconds, run start to last completion
+    int64_t total_input;      // tokens over completed requests
+    int64_t total_output;     // tokens over completed requests
+    double req_throughput;    // completed / duration, req/s
+    double output_throughput; // total_output / duration, tok/s
+    double total_throughput;  // (total_input + total_output) / duration, tok/s
+    int has_slo;
+    size_t good;              // completed requests meeting every SLO that is set
+    double goodput;           // good / duration, req/s
+    size_t usage_from_server; // completed requests whose token counts came from the server
+    int max_inflight;         // most requests in flight at once (filled by the runner)
+    bench_dist ttft, tpot, itl, e2e;
+} bench_summary;
+
+// Percentile p in [0,100] of sorted (ascending) values, linear interpolation between closest ranks
+// (numpy's default): rank = p/100 * (n-1). n must be > 0.
+double bench_percentile(const double *sorted, size_t n, double p);
+// Fills out from n values given in seconds (copied and sorted internally). Returns 0 or TC_ERR_NOMEM.
+int bench_dist_compute(bench_dist *out, const double *seconds, size_t n);
+// Whether a completed record meets every SLO that is set (TPOT of a 1-token output counts as 0).
+int bench_slo_met(const bench_record *r, const bench_slo *slo);
+// Summarises n records (warmup records, index < 0, are skipped). slo may be NULL.
+int bench_summarize(bench_summary *out, const bench_record *recs, size_t n, double duration,
+                    const bench_slo *slo, tc_err *err);
+// Parses "ttft=MS,tpot=MS,e2e=MS" (any subset). Returns 0 or TC_ERR_INVALID.
+int bench_slo_parse(bench_slo *out, const char *s, tc_err *err);
+
+#endif

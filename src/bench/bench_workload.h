@@ -1,0 +1,53 @@
+// Benchmark workloads: deterministic request bodies for request index i, given a seed. Datasets: random,
+// shared-prefix, multi-turn (each turn includes the previous turns and the server's actual answers),
+// repetitive (code-edit: output repeats the input), and jsonl:FILE.
+#ifndef TACHYON_BENCH_WORKLOAD_H
+#define TACHYON_BENCH_WORKLOAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/err.h"
+
+typedef enum {
+    BENCH_DS_RANDOM,
+    BENCH_DS_SHARED_PREFIX,
+    BENCH_DS_MULTI_TURN,
+    BENCH_DS_REPETITIVE,
+    BENCH_DS_JSONL,
+} bench_ds_kind;
+
+typedef struct bench_wl_cfg {
+    bench_ds_kind kind;
+    const char *path;   // jsonl file (kind == BENCH_DS_JSONL), borrowed
+    int64_t input_len;  // tokens (approximately: one random word ~ one token)
+    int64_t output_len; // tokens, sent as max_tokens (and min_tokens when ignore_eos)
+    double range_ratio; // lengths uniform in [len*(1-r), len*(1+r)], 0 <= r < 1
+    int64_t prefix_len; // shared-prefix: system prompt length, tokens
+    int64_t num_groups; // shared-prefix: number of distinct prefixes; multi-turn: concurrent conversations
+    int64_t turns;      // multi-turn: turns per conversation
+    int ignore_eos;     // send ignore_eos: true and min_tokens = max_tokens
+    int chat;           // 1: /v1/chat/completions bodies (messages); 0: /v1/completions (prompt)
+    const char *model;  // borrowed
+    uint64_t seed;
+} bench_wl_cfg;
+
+typedef struct bench_workload bench_workload;
+
+// cfg's strings must outlive the workload. Returns 0 or TC_ERR_* (bad jsonl file, bad lengths).
+int bench_workload_init(bench_workload **out, const bench_wl_cfg *cfg, tc_err *err);
+void bench_workload_free(bench_workload *w);
+// Forgets multi-turn histories (before running the same workload again, e.g. against another server).
+void bench_workload_reset(bench_workload *w);
+// Request body (JSON text, owned by the caller, free()) for request idx >= 0, and the estimated prompt tokens.
+int bench_workload_body(bench_workload *w, int64_t idx, char **body, int64_t *est_input, tc_err *err);
+// Index of the request that must complete before idx may be sent, or -1.
+int64_t bench_workload_depends_on(const bench_workload *w, int64_t idx);
+// Whether the runner should collect response text and report it with bench_workload_complete.
+int bench_workload_wants_text(const bench_workload *w);
+// Reports request idx finished with the given response text (may be empty when it failed).
+int bench_workload_complete(bench_workload *w, int64_t idx, const char *text, size_t len, tc_err *err);
+// Parses a --dataset value ("random", "shared-prefix", "multi-turn", "repetitive", "jsonl:FILE").
+int bench_ds_parse(const char *s, bench_ds_kind *kind, const char **path, tc_err *err);
+
+#endif

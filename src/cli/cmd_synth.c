@@ -1,0 +1,351 @@
+// tachyon synth: writes a synthetic Llama-architecture GGUF (random weights ~ N(0, 0.02), norms 1.0, a valid
+// SPM-style vocabulary) so benchmarks can use a real model shape without downloading it. Tensors are generated
+// and quantized while the file is written (gguf writer fill callback), split over threads by rows; the random
+// stream of every row is seeded from (seed, tensor, row), so the output does not depend on the thread count.
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/cli.h"
+#include "gguf/gguf.h"
+#include "tensor/ttype.h"
+
+typedef struct {
+    const char *name;
+    int dim, n_layers, n_heads, n_kv_heads, ffn, vocab, ctx;
+    float rope_base, eps;
+    int tied; // no output.weight: the output projection reuses token_embd
+} synth_shape;
+
+static const synth_shape shapes[] = {
+    {"tinyllama", 2048, 22, 32, 4, 5632, 32000, 2048, 10000.0f, 1e-5f, 0},
+    {"smollm2-135m", 576, 30, 9, 3, 1536, 49152, 8192, 100000.0f, 1e-5f, 1},
+    {"tiny", 256, 2, 4, 2, 512, 512, 512, 10000.0f, 1e-5f, 0},
+};
+
+// llama.cpp file types (general.file_type)
+enum { FTYPE_F16 = 1, FTYPE_Q4_0 = 2, FTYPE_Q8_0 = 7, FTYPE_Q4_K_M = 15 };
+
+typedef struct {
+    const char *name;
+    int ftype;
+} synth_qtype;
+
+static const synth_qtype qtypes[] = {
+    {"q8_0", FTYPE_Q8_0}, {"q4_k_m", FTYPE_Q4_K_M}, {"q4_0", FTYPE_Q4_0}, {"f16", FTYPE_F16}};
+
+// --- tensor types (approximating llama.cpp's llama_tensor_get_type)
+
+// llama.cpp's use_more_bits: the first and last eighth of the layers and every third one in between.
+static int more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
+
+// K-quants need rows that are a multiple of 256; llama.cpp then falls back like this.
+static uint32_t k_fallback(uint32_t t, int64_t ne0) {
+    if (ne0 % QK_K == 0) return t;
+    if (t == TT_Q4_K) return TT_Q5_0;
+    if (t == TT_Q6_K) return TT_Q8_0;
+    return t;
+}
+
+typedef enum { ROLE_EMBD, ROLE_OUTPUT, ROLE_NORM, ROLE_ATTN_V, ROLE_FFN_DOWN, ROLE_OTHER } synth_role;
+
+static uint32_t pick_type(int ftype, synth_role role, int layer, int n_layers, int64_t ne0) {
+    if (role == ROLE_NORM) return TT_F32;
+    switch (ftype) {
+    case FTYPE_F16: return TT_F16;
+    case FTYPE_Q8_0: return TT_Q8_0;
+    case FTYPE_Q4_0: return role == ROLE_OUTPUT ? k_fallback(TT_Q6_K, ne0) : TT_Q4_0;
+    default: // Q4_K_M
+        if (role == ROLE_OUTPUT) return k_fallback(TT_Q6_K, ne0);
+        if ((role == ROLE_ATTN_V || role == ROLE_FFN_DOWN) && more_bits(layer, n_layers))
+            return k_fallback(TT_Q6_K, ne0);
+        return k_fallback(TT_Q4_K, ne0);
+    }
+}
+
+// --- random numbers
+
+static uint64_t splitmix(uint64_t *s) {
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+// n values ~ N(0, sd) (Box-Muller), stream seeded by s.
+static void gauss(float *dst, int64_t n, uint64_t s, float sd) {
+    for (int64_t i = 0; i < n; i += 2) {
+        uint64_t r = splitmix(&s);
+        double u1 = ((double)(r >> 40) + 1.0) / 16777217.0, u2 = (double)(r & 0xffffff) / 16777216.0;
+        double m = sqrt(-2.0 * log(u1)) * sd;
+        dst[i] = (float)(m * cos(6.283185307179586 * u2));
+        if (i + 1 < n) dst[i + 1] = (float)(m * sin(6.283185307179586 * u2));
+    }
+}
+
+// --- tensor production (the writer's fill callback)
+
+typedef struct {
+    uint32_t type;
+    int64_t ne0, rows; // row length (elements) and row count
+    int is_norm;
+} synth_tinfo;
+
+typedef struct {
+    const synth_tinfo *ti; // (n_tensors,) in the order the tensors were added
+    uint64_t seed;
+    int n_threads;
+    int64_t n_tensors, done;
+    double t0;
+} synth_ctx;
+
+typedef struct {
+    uint32_t type;
+    int64_t ne0, row0, row1, index;
+    int is_norm;
+    uint64_t seed;
+    size_t row_bytes;
+    uint8_t *dst; // rows [row0, row1) of the tensor
+    int rc;
+} synth_job;
+
+#define SYNTH_CHUNK_ROWS 16
+
+static void *synth_rows(void *arg) {
+    synth_job *j = arg;
+    const tt_traits *tr = tt_get(j->type);
+    float *buf = malloc((size_t)j->ne0 * SYNTH_CHUNK_ROWS * sizeof *buf); // (chunk rows, ne0)
+    if (!buf) {
+        j->rc = TC_ERR_NOMEM;
+        return NULL;
+    }
+    for (int64_t r = j->row0; r < j->row1; r += SYNTH_CHUNK_ROWS) {
+        int64_t nr = j->row1 - r < SYNTH_CHUNK_ROWS ? j->row1 - r : SYNTH_CHUNK_ROWS;
+        for (int64_t k = 0; k < nr; k++) {
+            float *row = buf + k * j->ne0;
+            if (j->is_norm)
+                for (int64_t c = 0; c < j->ne0; c++) row[c] = 1.0f;
+            else gauss(row, j->ne0, j->seed ^ ((uint64_t)j->index << 40) ^ (uint64_t)(r + k) * 0x2545f4914f6cdd1dull,
+                       0.02f);
+        }
+        tr->from_float(buf, j->dst + (size_t)(r - j->row0) * j->row_bytes, nr * j->ne0);
+    }
+    free(buf);
+    j->rc = 0;
+    return NULL;
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int synth_fill(void *user, int64_t index, const char *name, void *dst, uint64_t size) {
+    synth_ctx *sc = user;
+    const synth_tinfo *ti = &sc->ti[index];
+    size_t row_bytes = tt_row_size(ti->type, ti->ne0);
+    if ((uint64_t)row_bytes * (uint64_t)ti->rows != size) return TC_ERR_INVALID;
+    int nt = sc->n_threads;
+    if (ti->rows < nt * SYNTH_CHUNK_ROWS) nt = 1;
+    synth_job jobs[16];
+    pthread_t th[16];
+    int started[16] = {0};
+    for (int t = 0; t < nt; t++) {
+        int64_t r0 = ti->rows * t / nt, r1 = ti->rows * (t + 1) / nt;
+        jobs[t] = (synth_job){ti->type, ti->ne0, r0, r1, index, ti->is_norm, sc->seed, row_bytes,
+                              (uint8_t *)dst + (size_t)r0 * row_bytes, TC_ERR};
+        if (t > 0) started[t] = pthread_create(&th[t], NULL, synth_rows, &jobs[t]) == 0;
+    }
+    synth_rows(&jobs[0]);
+    int rc = jobs[0].rc;
+    for (int t = 1; t < nt; t++) {
+        if (started[t]) pthread_join(th[t], NULL);
+        else synth_rows(&jobs[t]);
+        if (jobs[t].rc) rc = jobs[t].rc;
+    }
+    sc->done++;
+    if (sc->done == sc->n_tensors || sc->done % 20 == 0)
+        fprintf(stderr, "\rsynth: %lld/%lld tensors (%s), %.1f s", (long long)sc->done, (long long)sc->n_tensors,
+                name, now_s() - sc->t0);
+    return rc;
+}
+
+// --- vocabulary: <unk>, <s>, </s>, 256 byte tokens, then unique filler pieces "▁a", "▁b", … "▁aa", …
+
+static char **make_vocab(int n, float *scores, int32_t *types) {
+    char **tok = calloc((size_t)n, sizeof *tok);
+    if (!tok) return NULL;
+    for (int i = 0; i < n; i++) {
+        char s[32];
+        if (i == 0) snprintf(s, sizeof s, "<unk>"), types[i] = 2;
+        else if (i == 1) snprintf(s, sizeof s, "<s>"), types[i] = 3;
+        else if (i == 2) snprintf(s, sizeof s, "</s>"), types[i] = 3;
+        else if (i < 259) snprintf(s, sizeof s, "<0x%02X>", i - 3), types[i] = 6;
+        else {
+            // bijective base-26 numbering of k = i - 259: a..z, aa..zz, aaa…
+            char letters[16];
+            int len = 0;
+            for (long k = i - 259 + 1; k > 0 && len < 15; k = (k - 1) / 26) letters[len++] = (char)('a' + (k - 1) % 26);
+            int o = snprintf(s, sizeof s, "\xe2\x96\x81");
+            for (int c = len - 1; c >= 0; c--) s[o++] = letters[c];
+            s[o] = 0;
+            types[i] = 1;
+        }
+        scores[i] = i < 259 ? 0.0f : -(float)(i - 259);
+        if (!(tok[i] = strdup(s))) {
+            for (int k = 0; k < i; k++) free(tok[k]);
+            free(tok);
+            return NULL;
+        }
+    }
+    return tok;
+}
+
+// --- command
+
+static void usage(void) {
+    fprintf(stderr, "usage: tachyon synth -o OUT.gguf [--shape tinyllama|smollm2-135m|tiny] "
+                    "[--type q8_0|q4_k_m|q4_0|f16] [--seed S] [--threads N]\n");
+}
+
+typedef struct {
+    gguf_writer *w;
+    synth_tinfo *ti;
+    int64_t n;
+    int ftype, n_layers, rc;
+} tensor_list;
+
+static void add(tensor_list *l, const char *name, synth_role role, int layer, int64_t ne0, int64_t ne1) {
+    if (l->rc) return;
+    uint32_t type = pick_type(l->ftype, role, layer, l->n_layers, ne0);
+    int64_t ne[2] = {ne0, ne1};
+    uint32_t n_dims = ne1 > 1 || role != ROLE_NORM ? 2 : 1;
+    l->ti[l->n] = (synth_tinfo){type, ne0, ne1, role == ROLE_NORM};
+    l->rc = gguf_writer_add_tensor(l->w, name, type, n_dims, ne, NULL, tt_row_size(type, ne0) * (uint64_t)ne1);
+    if (l->rc) fprintf(stderr, "synth: cannot add tensor %s (type %s, ne %lld x %lld)\n", name, tt_name(type),
+                       (long long)ne0, (long long)ne1);
+    l->n++;
+}
+
+int cli_synth(int argc, char **argv) {
+    const char *out = NULL, *shape_name = "tinyllama", *type_name = "q8_0";
+    uint64_t seed = 42;
+    int n_threads = 2;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if ((!strcmp(a, "-o") || !strcmp(a, "--output")) && v) out = v, i++;
+        else if (!strcmp(a, "--shape") && v) shape_name = v, i++;
+        else if (!strcmp(a, "--type") && v) type_name = v, i++;
+        else if (!strcmp(a, "--seed") && v) seed = strtoull(v, NULL, 0), i++;
+        else if (!strcmp(a, "--threads") && v) n_threads = atoi(v), i++;
+        else {
+            usage();
+            return !strcmp(a, "-h") || !strcmp(a, "--help") ? 0 : 2;
+        }
+    }
+    const synth_shape *sh = NULL;
+    const synth_qtype *qt = NULL;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        if (!strcmp(shapes[i].name, shape_name)) sh = &shapes[i];
+    for (size_t i = 0; i < sizeof qtypes / sizeof qtypes[0]; i++)
+        if (!strcmp(qtypes[i].name, type_name)) qt = &qtypes[i];
+    if (!out || !sh || !qt || n_threads < 1 || n_threads > 16) {
+        if (out && !sh) fprintf(stderr, "synth: unknown shape '%s'\n", shape_name);
+        if (out && !qt) fprintf(stderr, "synth: unknown type '%s'\n", type_name);
+        usage();
+        return 2;
+    }
+
+    int rc = 1;
+    gguf_writer *w = gguf_writer_new();
+    float *scores = malloc((size_t)sh->vocab * sizeof *scores);
+    int32_t *types = malloc((size_t)sh->vocab * sizeof *types);
+    char **vocab = scores && types ? make_vocab(sh->vocab, scores, types) : NULL;
+    int64_t max_tensors = 3 + 9 * (int64_t)sh->n_layers;
+    tensor_list l = {w, calloc((size_t)max_tensors, sizeof(synth_tinfo)), 0, qt->ftype, sh->n_layers, 0};
+    if (!w || !vocab || !l.ti) {
+        fprintf(stderr, "synth: out of memory\n");
+        goto done;
+    }
+    char name[96];
+    int head_dim = sh->dim / sh->n_heads, kv_dim = head_dim * sh->n_kv_heads;
+    snprintf(name, sizeof name, "synthetic-%s-%s", sh->name, qt->name);
+    int e = 0;
+    e |= gguf_writer_set_str(w, "general.architecture", "llama");
+    e |= gguf_writer_set_str(w, "general.name", name);
+    e |= gguf_writer_set_u32(w, "general.file_type", (uint32_t)qt->ftype);
+    e |= gguf_writer_set_u32(w, "general.quantization_version", 2);
+    e |= gguf_writer_set_u32(w, "llama.context_length", (uint32_t)sh->ctx);
+    e |= gguf_writer_set_u32(w, "llama.embedding_length", (uint32_t)sh->dim);
+    e |= gguf_writer_set_u32(w, "llama.block_count", (uint32_t)sh->n_layers);
+    e |= gguf_writer_set_u32(w, "llama.feed_forward_length", (uint32_t)sh->ffn);
+    e |= gguf_writer_set_u32(w, "llama.rope.dimension_count", (uint32_t)head_dim);
+    e |= gguf_writer_set_u32(w, "llama.attention.head_count", (uint32_t)sh->n_heads);
+    e |= gguf_writer_set_u32(w, "llama.attention.head_count_kv", (uint32_t)sh->n_kv_heads);
+    e |= gguf_writer_set_f32(w, "llama.attention.layer_norm_rms_epsilon", sh->eps);
+    e |= gguf_writer_set_f32(w, "llama.rope.freq_base", sh->rope_base);
+    e |= gguf_writer_set_u32(w, "llama.vocab_size", (uint32_t)sh->vocab);
+    e |= gguf_writer_set_str(w, "tokenizer.ggml.model", "llama");
+    e |= gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)vocab, (uint64_t)sh->vocab);
+    e |= gguf_writer_set_arr(w, "tokenizer.ggml.scores", GGUF_TYPE_FLOAT32, scores, (uint64_t)sh->vocab);
+    e |= gguf_writer_set_arr(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, types, (uint64_t)sh->vocab);
+    e |= gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", 1);
+    e |= gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", 2);
+    e |= gguf_writer_set_u32(w, "tokenizer.ggml.unknown_token_id", 0);
+    e |= gguf_writer_set_bool(w, "tokenizer.ggml.add_bos_token", 1);
+    e |= gguf_writer_set_bool(w, "tokenizer.ggml.add_eos_token", 0);
+    if (e) {
+        fprintf(stderr, "synth: cannot set metadata (out of memory)\n");
+        goto done;
+    }
+
+    add(&l, "token_embd.weight", ROLE_EMBD, 0, sh->dim, sh->vocab);
+    for (int i = 0; i < sh->n_layers; i++) {
+        static const struct {
+            const char *fmt;
+            synth_role role;
+            int rows; // 0 dim, 1 kv_dim, 2 ffn, 3 one (norm), 4 ffn_down (ne0 = ffn, rows = dim)
+        } lt[] = {
+            {"blk.%d.attn_norm.weight", ROLE_NORM, 3},      {"blk.%d.attn_q.weight", ROLE_OTHER, 0},
+            {"blk.%d.attn_k.weight", ROLE_OTHER, 1},        {"blk.%d.attn_v.weight", ROLE_ATTN_V, 1},
+            {"blk.%d.attn_output.weight", ROLE_OTHER, 0},   {"blk.%d.ffn_norm.weight", ROLE_NORM, 3},
+            {"blk.%d.ffn_gate.weight", ROLE_OTHER, 2},      {"blk.%d.ffn_down.weight", ROLE_FFN_DOWN, 4},
+            {"blk.%d.ffn_up.weight", ROLE_OTHER, 2},
+        };
+        for (size_t k = 0; k < sizeof lt / sizeof lt[0]; k++) {
+            snprintf(name, sizeof name, lt[k].fmt, i);
+            int64_t ne0 = lt[k].rows == 4 ? sh->ffn : sh->dim;
+            int64_t ne1 = (int64_t[]){sh->dim, kv_dim, sh->ffn, 1, sh->dim}[lt[k].rows];
+            add(&l, name, lt[k].role, i, ne0, ne1);
+        }
+    }
+    add(&l, "output_norm.weight", ROLE_NORM, 0, sh->dim, 1);
+    if (!sh->tied) add(&l, "output.weight", ROLE_OUTPUT, 0, sh->dim, sh->vocab);
+    if (l.rc) goto done;
+
+    synth_ctx sc = {l.ti, seed, n_threads, l.n, 0, now_s()};
+    gguf_writer_set_fill(w, synth_fill, &sc);
+    tc_err err = {0};
+    if (gguf_writer_write_file(w, out, &err)) {
+        fprintf(stderr, "\nsynth: %s\n", err.msg);
+        goto done;
+    }
+    FILE *f = fopen(out, "rb");
+    long size = -1;
+    if (f) fseek(f, 0, SEEK_END), size = ftell(f), fclose(f);
+    fprintf(stderr, "\nsynth: wrote %s: %s shape, %s, %lld tensors, %.1f MiB in %.1f s\n", out, sh->name, qt->name,
+            (long long)l.n, size / 1048576.0, now_s() - sc.t0);
+    rc = 0;
+done:
+    for (int i = 0; vocab && i < sh->vocab; i++) free(vocab[i]);
+    free(vocab);
+    free(scores);
+    free(types);
+    free(l.ti);
+    gguf_writer_free(w);
+    return rc;
+}

@@ -1,0 +1,42 @@
+// Private to src/cpu/: the kernel table each ISA file exports, and the GEMM work description.
+#ifndef TACHYON_CPU_INTERNAL_H
+#define TACHYON_CPU_INTERNAL_H
+
+#include "cpu/cpu.h"
+#include "tensor/ttype.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+cpu_isa cpu_hw_isa(void); // best level the hardware + OS support, ignoring TACHYON_ISA
+
+// One GEMM work item: out[r, i] = dot(W row i, activation row r) for i in [i0, i1), r in [0, n_rows).
+// Activations are already in the kernel's activation type (Q8_0/Q8_1/Q8_K rows, or f32 for float weights).
+typedef struct cpu_gemm_job {
+    const uint8_t *w; // weight row 0
+    size_t w_stride;  // bytes per weight row
+    const uint8_t *a; // activation row 0
+    size_t a_stride;  // bytes per activation row
+    float *out;       // (n_rows, ld_out)
+    int ld_out;
+    int k;      // elements per row
+    int n_rows; // activation rows
+    int i0, i1; // weight-row range
+} cpu_gemm_job;
+
+typedef void (*cpu_gemm_fn)(const cpu_gemm_job *job);
+typedef void (*cpu_quant_fn)(const float *x, void *y, int64_t k); // one row of k floats
+
+// Kernels of one ISA level, indexed by weight tt_type. act_type[t] is the activation type the kernel
+// expects (must equal the traits' vec_dot_type for quantized weights, TT_F32 for float weights); a NULL
+// gemm means "no kernel at this level" and the dispatcher falls back to the scalar path.
+typedef struct cpu_kernels {
+    cpu_gemm_fn gemm[TT_COUNT];
+    uint32_t act_type[TT_COUNT];
+    cpu_quant_fn quant[TT_COUNT]; // indexed by activation type (TT_Q8_0, TT_Q8_1, TT_Q8_K)
+} cpu_kernels;
+
+const cpu_kernels *cpu_kernels_avx2(void);
+const cpu_kernels *cpu_kernels_avx512(void);
+
+#endif

@@ -1,0 +1,158 @@
+// cpu_matmul: out (n_rows, d) = x (n_rows, k) @ W^T. Dispatch by ISA level and weight type, activation
+// quantization into caller scratch, and the split of the d weight rows over the pool's threads. The
+// scalar level is the reference: it quantizes with the tensor traits' from_float and dots with their
+// vec_dot; float weights (F32/F16/BF16) are dotted with f32 activations at every level.
+#include "common/err.h"
+#include "cpu/cpu.h"
+#include "cpu/cpu_internal.h"
+#include "tensor/ttype.h"
+
+#include <string.h>
+
+#define MM_ALIGN 64
+#define MM_ROW_CHUNK 16 // output columns per thread are a multiple of 16 floats = one cache line
+
+static int mm_is_float(uint32_t t) { return t == TT_F32 || t == TT_F16 || t == TT_BF16; }
+
+// Activation type for weight type t: f32 for float weights, else the traits' vec_dot_type.
+static uint32_t mm_act_type(const tt_traits *tr, uint32_t t) {
+    return mm_is_float(t) ? TT_F32 : (uint32_t)tr->vec_dot_type;
+}
+
+size_t cpu_matmul_scratch_size(uint32_t w_type, int n_rows, int k) {
+    const tt_traits *tr = tt_get(w_type);
+    if (!tr || n_rows <= 0 || k <= 0 || mm_is_float(w_type)) return 0;
+    return MM_ALIGN + (size_t)n_rows * tt_row_size(mm_act_type(tr, w_type), k);
+}
+
+// --- scalar reference level
+static float mm_wfloat(const uint8_t *w, int e, uint32_t t) {
+    if (t == TT_F32) return ((const float *)(const void *)w)[e];
+    uint16_t h;
+    memcpy(&h, w + 2 * (size_t)e, 2);
+    return t == TT_F16 ? tt_f16_to_f32(h) : tt_bf16_to_f32(h);
+}
+
+typedef struct mm_scalar_ctx {
+    cpu_gemm_job job;
+    uint32_t w_type;
+    tt_vec_dot_fn vec_dot;
+} mm_scalar_ctx;
+
+static void mm_gemm_scalar(const mm_scalar_ctx *c, const cpu_gemm_job *j) {
+    for (int r = 0; r < j->n_rows; r++) {
+        const uint8_t *a = j->a + (size_t)r * j->a_stride;
+        float *out = j->out + (size_t)r * j->ld_out;
+        for (int i = j->i0; i < j->i1; i++) {
+            const uint8_t *w = j->w + (size_t)i * j->w_stride;
+            if (c->vec_dot) {
+                out[i] = c->vec_dot(j->k, w, a);
+            } else {
+                const float *af = (const float *)(const void *)a;
+                float s = 0.0f;
+                for (int e = 0; e < j->k; e++) s += mm_wfloat(w, e, c->w_type) * af[e];
+                out[i] = s;
+            }
+        }
+    }
+}
+
+// --- threading
+typedef struct mm_ctx {
+    cpu_gemm_job job; // i0/i1 filled per thread
+    cpu_gemm_fn gemm; // NULL: scalar
+    mm_scalar_ctx scalar;
+    // activation quantization (parallel over rows when the batch is large)
+    const float *x;
+    uint8_t *qa;
+    size_t qa_stride;
+    cpu_quant_fn quant;
+    tt_from_float_fn from_float;
+} mm_ctx;
+
+static void mm_quant_rows(const mm_ctx *c, int r0, int r1) {
+    for (int r = r0; r < r1; r++) {
+        const float *xr = c->x + (size_t)r * c->job.k;
+        void *yr = c->qa + (size_t)r * c->qa_stride;
+        if (c->quant) c->quant(xr, yr, c->job.k);
+        else c->from_float(xr, yr, c->job.k);
+    }
+}
+
+static void mm_quant_job(void *arg, int ith, int nth) {
+    const mm_ctx *c = arg;
+    int n = c->job.n_rows, per = (n + nth - 1) / nth;
+    int r0 = ith * per, r1 = r0 + per < n ? r0 + per : n;
+    if (r0 < r1) mm_quant_rows(c, r0, r1);
+}
+
+static void mm_gemm_job(void *arg, int ith, int nth) {
+    const mm_ctx *c = arg;
+    const int d = c->job.i1;
+    int chunk = (d + nth - 1) / nth;
+    chunk = (chunk + MM_ROW_CHUNK - 1) / MM_ROW_CHUNK * MM_ROW_CHUNK;
+    cpu_gemm_job j = c->job;
+    j.i0 = ith * chunk;
+    j.i1 = j.i0 + chunk < d ? j.i0 + chunk : d;
+    if (j.i0 >= j.i1) return;
+    if (c->gemm) c->gemm(&j);
+    else mm_gemm_scalar(&c->scalar, &j);
+}
+
+static const cpu_kernels *mm_kernels(cpu_isa isa) {
+    if (isa > cpu_hw_isa()) isa = cpu_hw_isa(); // never run what the CPU lacks
+    if (isa == CPU_ISA_AVX512) return cpu_kernels_avx512();
+    if (isa == CPU_ISA_AVX2) return cpu_kernels_avx2();
+    return NULL;
+}
+
+int cpu_matmul_isa(cpu_pool *pool, const cpu_matmul_args *a, cpu_isa isa) {
+    if (!a || !a->out || !a->x || !a->w || a->n_rows <= 0 || a->k <= 0 || a->d <= 0 || a->ld_out < a->d)
+        return TC_ERR_INVALID;
+    const tt_traits *tr = tt_get(a->w_type);
+    if (!tr || a->w_type == TT_Q8_1 || a->w_type == TT_Q8_K) return TC_ERR_UNSUPPORTED;
+    if (a->k % tr->block_size) return TC_ERR_INVALID;
+    const int is_float = mm_is_float(a->w_type);
+    const uint32_t act = mm_act_type(tr, a->w_type);
+    const tt_traits *atr = tt_get(act);
+    if (!is_float && (!tr->vec_dot || !atr || !atr->from_float)) return TC_ERR_UNSUPPORTED;
+    if (!is_float && !a->scratch) return TC_ERR_INVALID;
+
+    mm_ctx c;
+    memset(&c, 0, sizeof c);
+    const cpu_kernels *kt = mm_kernels(isa);
+    if (kt && kt->gemm[a->w_type] && kt->act_type[a->w_type] == act &&
+        (is_float || kt->quant[act])) {
+        c.gemm = kt->gemm[a->w_type];
+        c.quant = is_float ? NULL : kt->quant[act];
+    } else {
+        c.scalar.w_type = a->w_type;
+        c.scalar.vec_dot = is_float ? NULL : tr->vec_dot;
+    }
+    c.job.w = a->w;
+    c.job.w_stride = tt_row_size(a->w_type, a->k);
+    c.job.out = a->out;
+    c.job.ld_out = a->ld_out;
+    c.job.k = a->k;
+    c.job.n_rows = a->n_rows;
+    c.job.i0 = 0;
+    c.job.i1 = a->d;
+    if (is_float) {
+        c.job.a = (const uint8_t *)a->x;
+        c.job.a_stride = (size_t)a->k * sizeof(float);
+    } else {
+        uintptr_t p = ((uintptr_t)a->scratch + MM_ALIGN - 1) & ~(uintptr_t)(MM_ALIGN - 1);
+        c.x = a->x;
+        c.qa = (uint8_t *)p;
+        c.qa_stride = tt_row_size(act, a->k);
+        c.from_float = atr->from_float;
+        if (a->n_rows >= 4 && cpu_pool_size(pool) > 1) cpu_pool_run(pool, mm_quant_job, &c);
+        else mm_quant_rows(&c, 0, a->n_rows);
+        c.job.a = c.qa;
+        c.job.a_stride = c.qa_stride;
+    }
+    cpu_pool_run(pool, mm_gemm_job, &c);
+    return 0;
+}
+
+int cpu_matmul(cpu_pool *pool, const cpu_matmul_args *a) { return cpu_matmul_isa(pool, a, cpu_best_isa()); }

@@ -1,0 +1,334 @@
+// GEMM tiles for the x86 levels. A tile computes NW weight rows x NR activation rows: each weight block is
+// loaded and unpacked once and dotted against all NR activation rows while it sits in registers. Every
+// (weight row, activation row) pair has its own accumulator and sees exactly the same sequence of
+// operations whatever NW and NR are, so a row's result does not depend on the batch it came in (greedy
+// output must not change with batching). NW, NR and T are compile-time constants after inlining.
+// Template: included by quant_avx2.c / quant_avx512.c after defining X86_FN, X86_GEMM_NW, X86_GEMM_NR.
+#ifndef TACHYON_CPU_X86_GEMM_H
+#define TACHYON_CPU_X86_GEMM_H
+
+#include "cpu/x86_common.h"
+
+#define X86_MAXW 4
+#define X86_MAXR 8
+#define X86_UNROLL _Pragma("GCC unroll 8")
+
+XI const uint8_t *x86_wrow(const cpu_gemm_job *j, int i) { return j->w + (size_t)i * j->w_stride; }
+XI const uint8_t *x86_arow(const cpu_gemm_job *j, int r) { return j->a + (size_t)r * j->a_stride; }
+
+// --- 32-element blocks: Q4_0, Q4_1, Q5_0, Q5_1 (x Q8_0 / Q8_1) and Q8_0 (x Q8_0)
+XI size_t x86_bsize32(int T) {
+    return T == TT_Q4_0 ? 18 : T == TT_Q4_1 ? 20 : T == TT_Q5_0 ? 22 : T == TT_Q5_1 ? 24 : 34;
+}
+
+// Weight block -> 32 unsigned bytes (signed for Q8_0 on AVX2; +128 biased for Q8_0 with VNNI).
+XI __m256i x86_unpack32(const uint8_t *p, const int T, float *d, float *m) {
+    if (T == TT_Q4_0) {
+        const tt_block_q4_0 *b = (const void *)p;
+        *d = x86_h2f(b->d);
+        return x86_nibbles(b->qs);
+    } else if (T == TT_Q4_1) {
+        const tt_block_q4_1 *b = (const void *)p;
+        *d = x86_h2f(b->d), *m = x86_h2f(b->m);
+        return x86_nibbles(b->qs);
+    } else if (T == TT_Q5_0 || T == TT_Q5_1) {
+        const uint8_t *qh = T == TT_Q5_0 ? ((const tt_block_q5_0 *)(const void *)p)->qh
+                                         : ((const tt_block_q5_1 *)(const void *)p)->qh;
+        const uint8_t *qs = T == TT_Q5_0 ? ((const tt_block_q5_0 *)(const void *)p)->qs
+                                         : ((const tt_block_q5_1 *)(const void *)p)->qs;
+        if (T == TT_Q5_0) *d = x86_h2f(((const tt_block_q5_0 *)(const void *)p)->d);
+        else {
+            *d = x86_h2f(((const tt_block_q5_1 *)(const void *)p)->d);
+            *m = x86_h2f(((const tt_block_q5_1 *)(const void *)p)->m);
+        }
+        uint32_t h;
+        memcpy(&h, qh, 4);
+        __m256i hb = _mm256_and_si256(x86_bits_to_bytes(h), _mm256_set1_epi8(0x10));
+        return _mm256_or_si256(x86_nibbles(qs), hb);
+    } else {
+        const tt_block_q8_0 *b = (const void *)p;
+        *d = x86_h2f(b->d);
+        __m256i q = _mm256_loadu_si256((const __m256i *)b->qs);
+        return X86_VNNI ? _mm256_xor_si256(q, _mm256_set1_epi8((char)0x80)) : q;
+    }
+}
+
+XI void x86_tile32(const cpu_gemm_job *j, int i, int r, const int NW, const int NR, const int T) {
+    const int nb = j->k / 32;
+    const size_t wsz = x86_bsize32(T);
+    const int act1 = T == TT_Q4_1 || T == TT_Q5_1; // activations Q8_1 (carry s = d * sum(q))
+    const size_t asz = act1 ? sizeof(tt_block_q8_1) : sizeof(tt_block_q8_0);
+    __m256 acc[X86_MAXW][X86_MAXR];
+    float summ[X86_MAXW][X86_MAXR];
+    X86_UNROLL for (int w = 0; w < NW; w++) X86_UNROLL for (int rr = 0; rr < NR; rr++) {
+            acc[w][rr] = _mm256_setzero_ps();
+            summ[w][rr] = 0.0f;
+        }
+    for (int b = 0; b < nb; b++) {
+        __m256i wq[X86_MAXW];
+        float wd[X86_MAXW], wm[X86_MAXW];
+        X86_UNROLL for (int w = 0; w < NW; w++) wq[w] = x86_unpack32(x86_wrow(j, i + w) + b * wsz, T, &wd[w], &wm[w]);
+        X86_UNROLL for (int rr = 0; rr < NR; rr++) {
+            const uint8_t *ab = x86_arow(j, r + rr) + b * asz;
+            float ad, as = 0.0f;
+            __m256i aq;
+            if (act1) {
+                const tt_block_q8_1 *a = (const void *)ab;
+                ad = a->d, as = a->s;
+                aq = _mm256_loadu_si256((const __m256i *)a->qs);
+            } else {
+                const tt_block_q8_0 *a = (const void *)ab;
+                ad = x86_h2f(a->d);
+                aq = _mm256_loadu_si256((const __m256i *)a->qs);
+            }
+            // offset correction, shared by all weight rows: sum((q - off) * a) = sum(q * a) - off * sum(a)
+            __m256i corr = _mm256_setzero_si256();
+            if (T == TT_Q4_0) corr = x86_dot_u8s8(corr, _mm256_set1_epi8(8), aq);
+            if (T == TT_Q5_0) corr = x86_dot_u8s8(corr, _mm256_set1_epi8(16), aq);
+            if (T == TT_Q8_0 && X86_VNNI) corr = x86_dot_u8s8(corr, _mm256_set1_epi8((char)0x80), aq);
+            X86_UNROLL for (int w = 0; w < NW; w++) {
+                __m256i isum;
+                if (T == TT_Q8_0 && !X86_VNNI)
+                    isum = x86_dot_u8s8(_mm256_setzero_si256(), _mm256_sign_epi8(wq[w], wq[w]),
+                                        _mm256_sign_epi8(aq, wq[w]));
+                else isum = _mm256_sub_epi32(x86_dot_u8s8(_mm256_setzero_si256(), wq[w], aq), corr);
+                acc[w][rr] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(wd[w] * ad), acc[w][rr]);
+                if (act1) summ[w][rr] += wm[w] * as;
+            }
+        }
+    }
+    X86_UNROLL for (int w = 0; w < NW; w++) X86_UNROLL for (int rr = 0; rr < NR; rr++)
+        j->out[(size_t)(r + rr) * j->ld_out + i + w] = x86_hsum8(acc[w][rr]) + summ[w][rr];
+}
+
+// --- K-quants (x Q8_K): integer sums per super-block, then one float multiply-add per pair
+XI void x86_k_scales(const uint8_t *s12, uint8_t out[16]) { // -> 8 scales, 8 mins (6 bits each)
+    uint32_t u[4];
+    memcpy(u, s12, 12);
+    const uint32_t m1 = 0x3f3f3f3f, m2 = 0x0f0f0f0f, m3 = 0x03030303;
+    u[3] = ((u[2] >> 4) & m2) | (((u[1] >> 6) & m3) << 4);
+    uint32_t t = u[1] & m1;
+    u[1] = (u[2] & m2) | (((u[0] >> 6) & m3) << 4);
+    u[2] = t;
+    u[0] &= m1;
+    memcpy(out, u, 16);
+}
+
+XI int x86_hsum_i32x8(__m256i v) {
+    return x86_hsum_i32x4(_mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1)));
+}
+
+// Q4_K and Q5_K: x = d * sc * q - dmin * m per sub-block of 32.
+XI void x86_tile_q45k(const cpu_gemm_job *j, int i, int r, const int NW, const int NR, const int T) {
+    const int nb = j->k / QK_K;
+    const size_t wsz = T == TT_Q4_K ? sizeof(tt_block_q4_K) : sizeof(tt_block_q5_K);
+    float acc[X86_MAXW][X86_MAXR];
+    X86_UNROLL for (int w = 0; w < NW; w++) X86_UNROLL for (int rr = 0; rr < NR; rr++) acc[w][rr] = 0.0f;
+    const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1);
+    for (int b = 0; b < nb; b++) {
+        const uint8_t *qs[X86_MAXW], *qh[X86_MAXW];
+        uint8_t sm[X86_MAXW][16];
+        float wd[X86_MAXW], wdm[X86_MAXW];
+        __m128i mins[X86_MAXW];
+        X86_UNROLL for (int w = 0; w < NW; w++) {
+            const uint8_t *p = x86_wrow(j, i + w) + b * wsz;
+            if (T == TT_Q4_K) {
+                const tt_block_q4_K *x = (const void *)p;
+                wd[w] = x86_h2f(x->d), wdm[w] = x86_h2f(x->dmin);
+                x86_k_scales(x->scales, sm[w]);
+                qs[w] = x->qs, qh[w] = NULL;
+            } else {
+                const tt_block_q5_K *x = (const void *)p;
+                wd[w] = x86_h2f(x->d), wdm[w] = x86_h2f(x->dmin);
+                x86_k_scales(x->scales, sm[w]);
+                qs[w] = x->qs, qh[w] = x->qh;
+            }
+            mins[w] = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(sm[w] + 8)));
+        }
+        __m256i sumi[X86_MAXW][X86_MAXR];
+        X86_UNROLL for (int w = 0; w < NW; w++) X86_UNROLL for (int rr = 0; rr < NR; rr++) sumi[w][rr] =
+            _mm256_setzero_si256();
+        for (int jj = 0; jj < 4; jj++) {
+            __m256i qlo[X86_MAXW], qhi[X86_MAXW], slo[X86_MAXW], shi[X86_MAXW];
+            X86_UNROLL for (int w = 0; w < NW; w++) {
+                __m256i q = _mm256_loadu_si256((const __m256i *)(qs[w] + 32 * jj));
+                qlo[w] = _mm256_and_si256(q, m4);
+                qhi[w] = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+                if (T == TT_Q5_K) {
+                    __m256i h = _mm256_loadu_si256((const __m256i *)qh[w]);
+                    __m256i hl = _mm256_and_si256(_mm256_srl_epi16(h, _mm_cvtsi32_si128(2 * jj)), one);
+                    __m256i hh = _mm256_and_si256(_mm256_srl_epi16(h, _mm_cvtsi32_si128(2 * jj + 1)), one);
+                    qlo[w] = _mm256_or_si256(qlo[w], _mm256_slli_epi16(hl, 4));
+                    qhi[w] = _mm256_or_si256(qhi[w], _mm256_slli_epi16(hh, 4));
+                }
+                slo[w] = _mm256_set1_epi16(sm[w][2 * jj]);
+                shi[w] = _mm256_set1_epi16(sm[w][2 * jj + 1]);
+            }
+            X86_UNROLL for (int rr = 0; rr < NR; rr++) {
+                const tt_block_q8_K *a = (const void *)(x86_arow(j, r + rr) + b * sizeof(tt_block_q8_K));
+                __m256i a0 = _mm256_loadu_si256((const __m256i *)(a->qs + 64 * jj));
+                __m256i a1 = _mm256_loadu_si256((const __m256i *)(a->qs + 64 * jj + 32));
+                X86_UNROLL for (int w = 0; w < NW; w++) {
+                    sumi[w][rr] = x86_dot_i16(sumi[w][rr], _mm256_maddubs_epi16(qlo[w], a0), slo[w]);
+                    sumi[w][rr] = x86_dot_i16(sumi[w][rr], _mm256_maddubs_epi16(qhi[w], a1), shi[w]);
+                }
+            }
+        }
+        X86_UNROLL for (int rr = 0; rr < NR; rr++) {
+            const tt_block_q8_K *a = (const void *)(x86_arow(j, r + rr) + b * sizeof(tt_block_q8_K));
+            __m256i bs = _mm256_loadu_si256((const __m256i *)a->bsums);
+            __m128i q8s = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+            X86_UNROLL for (int w = 0; w < NW; w++) {
+                int isum = x86_hsum_i32x8(sumi[w][rr]);
+                int msum = x86_hsum_i32x4(_mm_madd_epi16(mins[w], q8s));
+                acc[w][rr] += (wd[w] * a->d) * (float)isum - (wdm[w] * a->d) * (float)msum;
+            }
+        }
+    }
+    X86_UNROLL for (int w = 0; w < NW; w++) X86_UNROLL for (int rr = 0; rr < NR; rr++)
+        j->out[(size_t)(r + rr) * j->ld_out + i + w] = acc[w][rr];
+}
+
+// Q6_K: x = d * sc * (q - 32), q 6 bits, sc int8 per 16.
+XI void x86_tile_q6k(const cpu_gemm_job *j, int i, int r, const int NW, const int NR) {
+    const int nb = j->k / QK_K;
+    float acc[X86_MAXW][X86_MAXR];
+    X86_UNROLL for (int w = 0; w < NW; w++) X86_UNROLL for (int rr = 0; rr < NR; rr++) acc[w][rr] = 0.0f;
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3);
+    for (int b = 0; b < nb; b++) {
+        const tt_block_q6_K *x[X86_MAXW];
+        X86_UNROLL for (int w = 0; w < NW; w++) x[w] = (const void *)(x86_wrow(j, i + w) + b * sizeof(tt_block_q6_K));
+        __m256i sumi[X86_MAXW][X86_MAXR];
+        X86_UNROLL for (int w = 0; w < NW; w++) X86_UNROLL for (int rr = 0; rr < NR; rr++) sumi[w][rr] =
+            _mm256_setzero_si256();
+        for (int g = 0; g < 8; g++) { // 8 groups of 32: half n = g / 4, group within half gg = g % 4
+            const int n = g >> 2, gg = g & 3;
+            __m256i q[X86_MAXW], sc[X86_MAXW];
+            X86_UNROLL for (int w = 0; w < NW; w++) {
+                __m256i ql = _mm256_loadu_si256((const __m256i *)(x[w]->ql + 64 * n + 32 * (gg & 1)));
+                __m256i h = _mm256_loadu_si256((const __m256i *)(x[w]->qh + 32 * n));
+                __m256i lo = (gg & 2) ? _mm256_and_si256(_mm256_srli_epi16(ql, 4), m4) : _mm256_and_si256(ql, m4);
+                __m256i hi = _mm256_and_si256(_mm256_srl_epi16(h, _mm_cvtsi32_si128(2 * gg)), m3);
+                q[w] = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));
+                const int8_t *s = x[w]->scales + 8 * n + 2 * gg;
+                sc[w] = _mm256_set_m128i(_mm_set1_epi16(s[1]), _mm_set1_epi16(s[0]));
+            }
+            X86_UNROLL for (int rr = 0; rr < NR; rr++) {
+                const tt_block_q8_K *a = (const void *)(x86_arow(j, r + rr) + b * sizeof(tt_block_q8_K));
+                __m256i av = _mm256_loadu_si256((const __m256i *)(a->qs + 32 * g));
+                X86_UNROLL for (int w = 0; w < NW; w++) sumi[w][rr] =
+                    x86_dot_i16(sumi[w][rr], _mm256_maddubs_epi16(q[w], av), sc[w]);
+            }
+        }
+        X86_UNROLL for (int rr = 0; rr < NR; rr++) {
+            const tt_block_q8_K *a = (const void *)(x86_arow(j, r + rr) + b * sizeof(tt_block_q8_K));
+            __m256i bs = _mm256_loadu_si256((const __m256i *)a->bsums);
+            X86_UNROLL for (int w = 0; w < NW; w++) {
+                __m256i s16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x[w]->scales));
+                int corr = x86_hsum_i32x8(_mm256_madd_epi16(s16, bs));
+                int isum = x86_hsum_i32x8(sumi[w][rr]) - 32 * corr;
+                acc[w][rr] += (x86_h2f(x[w]->d) * a->d) * (float)isum;
+            }
+        }
+    }
+    X86_UNROLL for (int w = 0; w < NW; w++) X86_UNROLL for (int rr = 0; rr < NR; rr++)
+        j->out[(size_t)(r + rr) * j->ld_out + i + w] = acc[w][rr];
+}
+
+// --- float weights (F32, F16, BF16) x f32 activations
+XI __m256 x86_loadw8(const uint8_t *p, int e, const int T) {
+    if (T == TT_F32) return _mm256_loadu_ps((const float *)(const void *)p + e);
+    if (T == TT_F16) return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 2 * (size_t)e)));
+    __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(p + 2 * (size_t)e)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+}
+
+XI float x86_loadw1(const uint8_t *p, int e, const int T) {
+    uint16_t h;
+    if (T == TT_F32) return ((const float *)(const void *)p)[e];
+    memcpy(&h, p + 2 * (size_t)e, 2);
+    if (T == TT_F16) return x86_h2f(h);
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+XI void x86_tile_f(const cpu_gemm_job *j, int i, int r, const int NW, const int NR, const int T) {
+    const int k = j->k, k8 = k & ~7;
+    __m256 acc[X86_MAXW][X86_MAXR];
+    X86_UNROLL for (int w = 0; w < NW; w++) X86_UNROLL for (int rr = 0; rr < NR; rr++) acc[w][rr] =
+        _mm256_setzero_ps();
+    for (int e = 0; e < k8; e += 8) {
+        __m256 wv[X86_MAXW];
+        X86_UNROLL for (int w = 0; w < NW; w++) wv[w] = x86_loadw8(x86_wrow(j, i + w), e, T);
+        X86_UNROLL for (int rr = 0; rr < NR; rr++) {
+            __m256 av = _mm256_loadu_ps((const float *)(const void *)x86_arow(j, r + rr) + e);
+            X86_UNROLL for (int w = 0; w < NW; w++) acc[w][rr] = _mm256_fmadd_ps(wv[w], av, acc[w][rr]);
+        }
+    }
+    X86_UNROLL for (int w = 0; w < NW; w++) X86_UNROLL for (int rr = 0; rr < NR; rr++) {
+            float s = x86_hsum8(acc[w][rr]);
+            const float *a = (const float *)(const void *)x86_arow(j, r + rr);
+            for (int e = k8; e < k; e++) s += x86_loadw1(x86_wrow(j, i + w), e, T) * a[e];
+            j->out[(size_t)(r + rr) * j->ld_out + i + w] = s;
+        }
+}
+
+// --- driver: panels of weight rows sized for L2, activation tiles of X86_GEMM_NR rows inside
+XI void x86_tile(const cpu_gemm_job *j, int i, int r, const int NW, const int NR, const int T) {
+    if (T == TT_Q4_K || T == TT_Q5_K) x86_tile_q45k(j, i, r, NW, NR, T);
+    else if (T == TT_Q6_K) x86_tile_q6k(j, i, r, NW, NR);
+    else if (T == TT_F32 || T == TT_F16 || T == TT_BF16) x86_tile_f(j, i, r, NW, NR, T);
+    else x86_tile32(j, i, r, NW, NR, T);
+}
+
+#define X86_TILE_NR(j, i, r, NW, nr, T)                                                                       \
+    do {                                                                                                     \
+        switch (nr) {                                                                                        \
+        case 2: x86_tile(j, i, r, NW, (X86_GEMM_NR >= 2 ? 2 : 1), T); break;                                 \
+        case 3: x86_tile(j, i, r, NW, (X86_GEMM_NR >= 3 ? 3 : 1), T); break;                                 \
+        case 4: x86_tile(j, i, r, NW, (X86_GEMM_NR >= 4 ? 4 : 1), T); break;                                 \
+        case 5: x86_tile(j, i, r, NW, (X86_GEMM_NR >= 5 ? 5 : 1), T); break;                                 \
+        case 6: x86_tile(j, i, r, NW, (X86_GEMM_NR >= 6 ? 6 : 1), T); break;                                 \
+        case 7: x86_tile(j, i, r, NW, (X86_GEMM_NR >= 7 ? 7 : 1), T); break;                                 \
+        default: x86_tile(j, i, r, NW, (X86_GEMM_NR >= 8 ? 8 : 1), T); break;                                \
+        }                                                                                                    \
+    } while (0)
+
+XI void x86_gemm(const cpu_gemm_job *j, const int T) {
+    int panel = (int)((256 * 1024) / (j->w_stride ? j->w_stride : 1));
+    panel = panel < 16 ? 16 : panel & ~15;
+    for (int p0 = j->i0; p0 < j->i1; p0 += panel) {
+        const int p1 = p0 + panel < j->i1 ? p0 + panel : j->i1;
+        for (int r = 0; r < j->n_rows;) {
+            const int nr = j->n_rows - r < X86_GEMM_NR ? j->n_rows - r : X86_GEMM_NR;
+            int i = p0;
+            if (nr == 1) {
+                for (; i + 4 <= p1; i += 4) x86_tile(j, i, r, 4, 1, T);
+                for (; i < p1; i++) x86_tile(j, i, r, 1, 1, T);
+            } else {
+                for (; i + X86_GEMM_NW <= p1; i += X86_GEMM_NW) X86_TILE_NR(j, i, r, X86_GEMM_NW, nr, T);
+                for (; i < p1; i++) X86_TILE_NR(j, i, r, 1, nr, T);
+            }
+            r += nr;
+        }
+    }
+}
+
+#define X86_DEFINE_GEMM(name, T)                                                                             \
+    static void X86_FN(gemm_##name)(const cpu_gemm_job *j) { x86_gemm(j, T); }
+
+X86_DEFINE_GEMM(q4_0, TT_Q4_0)
+X86_DEFINE_GEMM(q4_1, TT_Q4_1)
+X86_DEFINE_GEMM(q5_0, TT_Q5_0)
+X86_DEFINE_GEMM(q5_1, TT_Q5_1)
+X86_DEFINE_GEMM(q8_0, TT_Q8_0)
+X86_DEFINE_GEMM(q4_k, TT_Q4_K)
+X86_DEFINE_GEMM(q5_k, TT_Q5_K)
+X86_DEFINE_GEMM(q6_k, TT_Q6_K)
+X86_DEFINE_GEMM(f32, TT_F32)
+X86_DEFINE_GEMM(f16, TT_F16)
+X86_DEFINE_GEMM(bf16, TT_BF16)
+
+#endif

@@ -1,0 +1,39 @@
+// The kernel table of one x86 level (template, see x86_gemm.h).
+#define X86_TABLE X86_FN(table)
+
+static const cpu_kernels X86_TABLE = {
+    .gemm =
+        {
+            [TT_Q4_0] = X86_FN(gemm_q4_0),
+            [TT_Q4_1] = X86_FN(gemm_q4_1),
+            [TT_Q5_0] = X86_FN(gemm_q5_0),
+            [TT_Q5_1] = X86_FN(gemm_q5_1),
+            [TT_Q8_0] = X86_FN(gemm_q8_0),
+            [TT_Q4_K] = X86_FN(gemm_q4_k),
+            [TT_Q5_K] = X86_FN(gemm_q5_k),
+            [TT_Q6_K] = X86_FN(gemm_q6_k),
+            [TT_F32] = X86_FN(gemm_f32),
+            [TT_F16] = X86_FN(gemm_f16),
+            [TT_BF16] = X86_FN(gemm_bf16),
+        },
+    .act_type =
+        {
+            [TT_Q4_0] = TT_Q8_0,
+            [TT_Q4_1] = TT_Q8_1,
+            [TT_Q5_0] = TT_Q8_0,
+            [TT_Q5_1] = TT_Q8_1,
+            [TT_Q8_0] = TT_Q8_0,
+            [TT_Q4_K] = TT_Q8_K,
+            [TT_Q5_K] = TT_Q8_K,
+            [TT_Q6_K] = TT_Q8_K,
+            [TT_F32] = TT_F32,
+            [TT_F16] = TT_F32,
+            [TT_BF16] = TT_F32,
+        },
+    .quant =
+        {
+            [TT_Q8_0] = X86_FN(quant_q8_0),
+            [TT_Q8_1] = X86_FN(quant_q8_1),
+            [TT_Q8_K] = X86_FN(quant_q8_k),
+        },
+};

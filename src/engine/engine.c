@@ -1,0 +1,318 @@
+// The engine: options, lifetime, the public API (any thread) and the engine thread's loop.
+#include "engine/engine.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/timeutil.h"
+#include "engine/engine_impl.h"
+
+_Static_assert((int)SCHED_END_STOP == (int)ENGINE_FINISH_STOP && (int)SCHED_END_LENGTH == (int)ENGINE_FINISH_LENGTH &&
+                   (int)SCHED_END_CANCELLED == (int)ENGINE_FINISH_CANCELLED &&
+                   (int)SCHED_END_DEADLINE == (int)ENGINE_FINISH_DEADLINE &&
+                   (int)SCHED_END_ERROR == (int)ENGINE_FINISH_ERROR &&
+                   (int)SCHED_END_SHUTDOWN == (int)ENGINE_FINISH_SHUTDOWN,
+               "sched_end and engine_finish must agree");
+
+void engine_opts_default(engine_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->max_batch_tokens = 256;
+    o->max_seqs = 16;
+    o->block_size = 16;
+    o->kv_mem_bytes = 0;
+    o->ctx_size = 0;
+    o->max_queue = 256;
+    o->max_queued_tokens = 0;
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    o->n_threads = n > 0 ? (int)n : 1;
+    o->prefix_cache = 1;
+}
+
+const char *engine_finish_name(engine_finish f) {
+    switch (f) {
+    case ENGINE_FINISH_NONE: return "none";
+    case ENGINE_FINISH_STOP: return "stop";
+    case ENGINE_FINISH_LENGTH: return "length";
+    case ENGINE_FINISH_CANCELLED: return "cancelled";
+    case ENGINE_FINISH_DEADLINE: return "deadline";
+    case ENGINE_FINISH_ERROR: return "error";
+    case ENGINE_FINISH_SHUTDOWN: return "shutdown";
+    }
+    return "unknown";
+}
+
+// --- the engine thread
+static void *engine_main(void *arg) {
+    engine *e = arg;
+    eng_inbox *in = &e->in;
+    for (;;) {
+        pthread_mutex_lock(&in->mu);
+        while (!in->stop && !in->new_head && !in->cancels && !sched_has_work(e->s))
+            pthread_cond_wait(&in->cv, &in->mu); // idle: sleep until submit, cancel or stop
+        sched_req *nw = in->new_head;
+        in->new_head = in->new_tail = NULL;
+        eng_cancel *cc = in->cancels;
+        in->cancels = NULL;
+        int stop = in->stop;
+        double grace_until = in->grace_until;
+        pthread_mutex_unlock(&in->mu);
+
+        while (nw) {
+            sched_req *next = nw->next;
+            sched_add(e->s, nw);
+            nw = next;
+        }
+        while (cc) {
+            eng_cancel *next = cc->next;
+            sched_req *r = sched_find(e->s, cc->id);
+            if (r && r->cancel == SCHED_END_NONE) r->cancel = (sched_end)cc->reason;
+            free(cc);
+            cc = next;
+        }
+        double now = tc_now();
+        if (stop && (now >= grace_until || !sched_has_work(e->s))) {
+            eng_cut_all(e, SCHED_END_SHUTDOWN);
+            eng_flush(e);
+            break;
+        }
+        eng_step(e, now);
+        eng_flush(e);
+        if (e->last_batch_seqs == 0 && sched_has_work(e->s)) {
+            // Work that cannot run (should not happen: a lone request always fits) — do not spin.
+            struct timespec ts = {0, 1000000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    return NULL;
+}
+
+// --- lifetime
+static int size_pool(engine *e, const model_hparams *hp, tc_err *err) {
+    size_t bb = model_kv_block_bytes(e->m, e->o.block_size);
+    int bs = e->o.block_size;
+    long long per_seq = (e->ctx_limit + bs - 1) / bs;
+    long long n;
+    if (e->o.kv_mem_bytes) n = (long long)(e->o.kv_mem_bytes / (bb ? bb : 1));
+    else {
+        long long want = per_seq * e->o.max_seqs;
+        long pages = sysconf(_SC_AVPHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+        long long avail = pages > 0 && psz > 0 ? (long long)pages * psz / 4 : (long long)1 << 30;
+        long long fit = bb ? avail / (long long)bb : want;
+        n = want < fit ? want : fit;
+        if (n < per_seq) n = per_seq;
+    }
+    if (n > (1 << 30) / bs) n = (1 << 30) / bs;
+    if (n < 1) return tc_err_set(err, TC_ERR_INVALID, "engine: KV memory %zu bytes holds no block", e->o.kv_mem_bytes);
+    (void)hp;
+    if (n * bs < e->ctx_limit) e->ctx_limit = (int)(n * bs);
+    return (int)n;
+}
+
+static int alloc_scratch(engine *e, tc_err *err) {
+    size_t nbt = (size_t)e->o.max_batch_tokens, ns = (size_t)e->o.max_seqs;
+    e->b_tokens = malloc(nbt * sizeof(int32_t));
+    e->b_pos = malloc(nbt * sizeof(int32_t));
+    e->b_seq = malloc(nbt * sizeof(int32_t));
+    e->b_tables = malloc(ns * sizeof *e->b_tables);
+    e->b_logit_rows = malloc(ns * sizeof(int32_t));
+    e->logits = malloc(ns * (size_t)e->n_vocab * sizeof(float));
+    e->ev_cap = (int)ns * 2 + 16;
+    e->evs = malloc((size_t)e->ev_cap * sizeof *e->evs);
+    if (!e->b_tokens || !e->b_pos || !e->b_seq || !e->b_tables || !e->b_logit_rows || !e->logits || !e->evs)
+        return tc_err_set(err, TC_ERR_NOMEM, "engine: out of memory for step buffers");
+    return 0;
+}
+
+static void engine_destroy(engine *e) {
+    if (!e) return;
+    if (e->s) { // empty after a joined thread (it cuts everything before it exits)
+        for (sched_req *r = sched_take_all(e->s, SCHED_END_SHUTDOWN), *n; r; r = n) {
+            n = r->next;
+            eng_req_release(r);
+        }
+        sched_free(e->s);
+    }
+    for (sched_req *r = e->in.new_head, *n; r; r = n) {
+        n = r->next;
+        eng_req_release(r);
+    }
+    e->in.new_head = NULL;
+    kv_pool_free(e->pool);
+    model_ctx_free(e->mctx);
+    model_kv_free(e->kv);
+    free(e->b_tokens);
+    free(e->b_pos);
+    free(e->b_seq);
+    free(e->b_tables);
+    free(e->b_logit_rows);
+    free(e->logits);
+    free(e->evs);
+    free(e->eog);
+    free(e);
+}
+
+int engine_new(model *m, const engine_opts *o, engine **out, tc_err *err) {
+    *out = NULL;
+    const model_hparams *hp = model_get_hparams(m);
+    if (o->max_batch_tokens < 1 || o->max_seqs < 1 || o->block_size < 1 || o->max_queue < 1 || o->n_eog < 0 ||
+        o->ctx_size < 0 || (o->n_eog > 0 && !o->eog_ids))
+        return tc_err_set(err, TC_ERR_INVALID,
+                          "engine: bad options (max_batch_tokens %d, max_seqs %d, block_size %d, max_queue %d)",
+                          o->max_batch_tokens, o->max_seqs, o->block_size, o->max_queue);
+    engine *e = calloc(1, sizeof *e);
+    if (!e) return tc_err_set(err, TC_ERR_NOMEM, "engine: out of memory");
+    e->m = m;
+    e->o = *o;
+    e->n_vocab = hp->n_vocab;
+    e->ctx_limit = o->ctx_size > 0 ? o->ctx_size : hp->ctx_train;
+    if (e->ctx_limit < 2) e->ctx_limit = 2;
+    int rc = 0, n_blocks = 0;
+    e->eog = malloc(((size_t)o->n_eog + 1) * sizeof(int32_t));
+    if (!e->eog) {
+        rc = tc_err_set(err, TC_ERR_NOMEM, "engine: out of memory");
+        goto fail;
+    }
+    if (o->n_eog) memcpy(e->eog, o->eog_ids, (size_t)o->n_eog * sizeof(int32_t));
+    e->o.eog_ids = e->eog;
+    if ((rc = alloc_scratch(e, err))) goto fail;
+    if ((n_blocks = size_pool(e, hp, err)) < 0) {
+        rc = n_blocks;
+        goto fail;
+    }
+    if ((rc = model_kv_new(m, n_blocks, o->block_size, &e->kv, err))) goto fail;
+    if ((rc = model_ctx_new(m, o->max_batch_tokens, o->n_threads, &e->mctx, err))) goto fail;
+    if ((rc = kv_pool_new(n_blocks, o->block_size, &e->pool, err))) goto fail;
+    sched_opts so = {o->max_batch_tokens, o->max_seqs, o->prefix_cache};
+    if ((rc = sched_new(&so, e->pool, &e->s, err))) goto fail;
+    if ((rc = pthread_mutex_init(&e->stats_mu, NULL))) {
+        rc = tc_err_set(err, TC_ERR, "engine: mutex init failed");
+        goto fail;
+    }
+    if ((rc = eng_inbox_init(&e->in, err))) goto fail_stats;
+    if ((rc = eng_outbox_init(&e->out, e->ev_cap * 4, err))) goto fail_in;
+    e->stats.kv_blocks_total = n_blocks;
+    if (pthread_create(&e->thread, NULL, engine_main, e)) {
+        rc = tc_err_set(err, TC_ERR, "engine: cannot start the engine thread");
+        goto fail_out;
+    }
+    e->thread_started = 1;
+    *out = e;
+    return 0;
+fail_out:
+    eng_outbox_destroy(&e->out);
+fail_in:
+    eng_inbox_destroy(&e->in);
+fail_stats:
+    pthread_mutex_destroy(&e->stats_mu);
+fail:
+    engine_destroy(e);
+    return rc;
+}
+
+void engine_stop(engine *e, double grace) {
+    pthread_mutex_lock(&e->in.mu);
+    if (!e->in.stop) {
+        e->in.stop = 1;
+        e->in.grace_until = tc_now() + (grace > 0 ? grace : 0);
+    }
+    pthread_cond_signal(&e->in.cv);
+    pthread_mutex_unlock(&e->in.mu);
+}
+
+void engine_free(engine *e, double grace) {
+    if (!e) return;
+    engine_stop(e, grace);
+    if (e->thread_started) pthread_join(e->thread, NULL);
+    eng_outbox_destroy(&e->out);
+    eng_inbox_destroy(&e->in);
+    pthread_mutex_destroy(&e->stats_mu);
+    engine_destroy(e);
+}
+
+// --- API
+int engine_submit(engine *e, engine_req *q, uint64_t *id, tc_err *err) {
+    if (!q->prompt || q->n_prompt < 1) return tc_err_set(err, TC_ERR_INVALID, "empty prompt");
+    if (q->n_prompt + 1 > e->ctx_limit)
+        return tc_err_set(err, TC_ERR_INVALID, "prompt has %d tokens; the context holds %d (prompt + at least 1)",
+                          q->n_prompt, e->ctx_limit);
+    if (q->max_tokens < 1) return tc_err_set(err, TC_ERR_INVALID, "max_tokens must be >= 1 (got %d)", q->max_tokens);
+    for (int i = 0; i < q->n_prompt; i++)
+        if (q->prompt[i] < 0 || q->prompt[i] >= e->n_vocab)
+            return tc_err_set(err, TC_ERR_INVALID, "prompt token %d at %d is outside the vocabulary (%d)",
+                              q->prompt[i], i, e->n_vocab);
+    int max_tokens = q->max_tokens;
+    if (max_tokens > e->ctx_limit - q->n_prompt) max_tokens = e->ctx_limit - q->n_prompt; // → "length" there
+    eng_req *er = calloc(1, sizeof *er);
+    if (!er) return tc_err_set(err, TC_ERR_NOMEM, "engine: out of memory");
+    int rc = samp_new(&q->sp, e->n_vocab, &er->samp, err);
+    if (rc) {
+        free(er);
+        return rc;
+    }
+    samp_accept_prompt(er->samp, q->prompt, q->n_prompt);
+    er->user = q->user;
+    er->ignore_eos = q->ignore_eos;
+    sched_req *r;
+    if ((rc = sched_req_new(q->prompt, q->n_prompt, max_tokens, e->o.block_size, &r, err))) {
+        samp_free(er->samp);
+        free(er);
+        return rc;
+    }
+    r->owner = er;
+    r->deadline = q->deadline;
+    r->t_arrival = tc_now();
+
+    eng_inbox *in = &e->in;
+    pthread_mutex_lock(&in->mu);
+    if (in->stop) rc = tc_err_set(err, TC_ERR_FULL, "engine is shutting down");
+    else if (in->n_queued >= e->o.max_queue)
+        rc = tc_err_set(err, TC_ERR_FULL, "queue full (%d requests waiting)", in->n_queued);
+    else if (e->o.max_queued_tokens > 0 && in->n_queued_tokens + q->n_prompt > e->o.max_queued_tokens)
+        rc = tc_err_set(err, TC_ERR_FULL, "queue full (%lld prompt tokens waiting)", in->n_queued_tokens);
+    uint64_t new_id = 0;
+    if (rc == 0) {
+        r->id = new_id = ++in->next_id;
+        r->next = NULL;
+        if (in->new_tail) in->new_tail->next = r;
+        else in->new_head = r;
+        in->new_tail = r;
+        in->n_queued++;
+        in->n_queued_tokens += q->n_prompt;
+        pthread_cond_signal(&in->cv);
+    }
+    pthread_mutex_unlock(&in->mu);
+    if (rc) {
+        eng_req_release(r);
+        return rc;
+    }
+    if (id) *id = new_id; // not r->id: the engine thread may have finished and freed r already
+    free(q->prompt);
+    q->prompt = NULL;
+    return 0;
+}
+
+void engine_cancel(engine *e, uint64_t id, engine_finish reason) {
+    eng_cancel *c = malloc(sizeof *c);
+    if (!c) return; // out of memory: the request runs to its own end
+    c->id = id;
+    c->reason = reason == ENGINE_FINISH_NONE ? ENGINE_FINISH_CANCELLED : reason;
+    pthread_mutex_lock(&e->in.mu);
+    c->next = e->in.cancels;
+    e->in.cancels = c;
+    pthread_cond_signal(&e->in.cv);
+    pthread_mutex_unlock(&e->in.mu);
+}
+
+int engine_event_fd(engine *e) { return e->out.efd; }
+
+int engine_poll(engine *e, engine_event *evs, int cap) { return cap > 0 ? eng_outbox_pop(&e->out, evs, cap) : 0; }
+
+void engine_get_stats(engine *e, engine_stats *s) {
+    pthread_mutex_lock(&e->stats_mu);
+    *s = e->stats;
+    pthread_mutex_unlock(&e->stats_mu);
+    pthread_mutex_lock(&e->in.mu);
+    for (sched_req *r = e->in.new_head; r; r = r->next) s->waiting++;
+    pthread_mutex_unlock(&e->in.mu);
+}

@@ -1,0 +1,65 @@
+// The engine's internals, shared by engine.c (API, thread, lifetime) and engine_step.c (one step).
+#ifndef TACHYON_ENGINE_IMPL_H
+#define TACHYON_ENGINE_IMPL_H
+
+#include <pthread.h>
+
+#include "engine/engine.h"
+#include "engine/engine_queue.h"
+#include "kv/kv.h"
+#include "sched/sched.h"
+
+// Per-request engine data, reached through sched_req.owner. Owned by the engine from a successful submit
+// to the request's FINISH event.
+typedef struct eng_req {
+    samp_state *samp;
+    void *user;
+    int ignore_eos;
+    int counted; // 1: no longer counted in the inbox's n_queued (scheduled once, or ended)
+} eng_req;
+
+struct engine {
+    model *m;            // borrowed
+    engine_opts o;       // eog_ids points at eog below
+    int32_t *eog;        // (n_eog) owned copy
+    int n_vocab;
+    int ctx_limit;       // prompt + generated tokens at most per request (ctx_size, and what the pool holds)
+
+    model_kv *kv;        // owned
+    model_ctx *mctx;     // owned
+    kv_pool *pool;       // owned
+    sched *s;            // owned
+
+    // step scratch, sized once
+    int32_t *b_tokens, *b_pos, *b_seq;  // (max_batch_tokens)
+    const int32_t **b_tables;           // (max_seqs)
+    int32_t *b_logit_rows;              // (max_seqs)
+    float *logits;                      // (max_seqs, n_vocab)
+    engine_event *evs;                  // (ev_cap) events of the step being run
+    int ev_cap, n_evs;
+    int n_dequeued;                     // requests that left the queue bound this step
+    long long n_dequeued_tokens;
+
+    eng_inbox in;
+    eng_outbox out;
+
+    pthread_mutex_t stats_mu;
+    engine_stats stats; // published once per step
+    uint64_t prompt_tokens, generated_tokens;
+    int last_batch_seqs, last_batch_tokens;
+
+    pthread_t thread;
+    int thread_started;
+};
+
+// engine_step.c
+// Runs one step at time now (monotonic seconds): plan, forward, sample, events.
+void eng_step(engine *e, double now);
+// Ends every request in flight with `end` (shutdown).
+void eng_cut_all(engine *e, sched_end end);
+// Emits the step's events and publishes stats.
+void eng_flush(engine *e);
+// Frees a request that has left the scheduler.
+void eng_req_release(sched_req *r);
+
+#endif

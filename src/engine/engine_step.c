@@ -1,0 +1,203 @@
+// One engine step: the scheduler's plan → a ragged model_batch → model_forward → sample the rows that
+// finish a request's known tokens → TOKEN / FINISH events. Runs on the engine thread without holding the
+// inbox lock; allocates nothing (events go through a fixed buffer flushed to the outbox when full).
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/timeutil.h"
+#include "engine/engine_impl.h"
+
+// --- events
+static engine_event *ev_next(engine *e) {
+    if (e->n_evs == e->ev_cap) {
+        eng_outbox_push(&e->out, e->evs, e->n_evs);
+        e->n_evs = 0;
+    }
+    engine_event *ev = &e->evs[e->n_evs++];
+    memset(ev, 0, sizeof *ev);
+    return ev;
+}
+
+static void publish_stats(engine *e) {
+    sched_counters c;
+    sched_get_counters(e->s, &c);
+    kv_stats ks;
+    kv_pool_stats(e->pool, &ks);
+    pthread_mutex_lock(&e->stats_mu);
+    engine_stats *st = &e->stats;
+    st->running = c.n_running;
+    st->waiting = c.n_waiting;
+    st->kv_blocks_used = ks.n_used;
+    st->kv_blocks_total = ks.n_blocks;
+    st->last_batch_seqs = e->last_batch_seqs;
+    st->last_batch_tokens = e->last_batch_tokens;
+    st->steps = c.steps;
+    st->preemptions = c.preemptions;
+    st->prefix_hit_tokens = c.prefix_hit_tokens;
+    st->prefix_query_tokens = c.prefix_query_tokens;
+    st->prompt_tokens = e->prompt_tokens;
+    st->generated_tokens = e->generated_tokens;
+    pthread_mutex_unlock(&e->stats_mu);
+}
+
+void eng_flush(engine *e) {
+    if (e->n_dequeued) {
+        pthread_mutex_lock(&e->in.mu);
+        e->in.n_queued -= e->n_dequeued;
+        e->in.n_queued_tokens -= e->n_dequeued_tokens;
+        pthread_mutex_unlock(&e->in.mu);
+        e->n_dequeued = 0;
+        e->n_dequeued_tokens = 0;
+    }
+    publish_stats(e); // before the events: whoever sees an event sees stats at least as new
+    if (e->n_evs) {
+        eng_outbox_push(&e->out, e->evs, e->n_evs);
+        e->n_evs = 0;
+        eng_outbox_signal(&e->out);
+    }
+}
+
+// The request no longer counts against the queue bounds (first scheduled, or ended while waiting).
+static void dequeue_count(engine *e, sched_req *r) {
+    eng_req *er = r->owner;
+    if (er->counted) return;
+    er->counted = 1;
+    e->n_dequeued++;
+    e->n_dequeued_tokens += r->n_prompt;
+}
+
+void eng_req_release(sched_req *r) {
+    eng_req *er = r->owner;
+    if (er) samp_free(er->samp);
+    free(er);
+    sched_req_free(r);
+}
+
+// Emits FINISH for a request that has left the scheduler (state DONE) and frees it.
+static void finish_event(engine *e, sched_req *r, const char *msg) {
+    eng_req *er = r->owner;
+    dequeue_count(e, r);
+    engine_event *ev = ev_next(e);
+    ev->type = ENGINE_EV_FINISH;
+    ev->id = r->id;
+    ev->user = er->user;
+    ev->finish = (engine_finish)r->end;
+    ev->n_prompt = r->n_prompt;
+    ev->n_cached = r->n_cached;
+    ev->n_generated = sched_req_n_generated(r);
+    ev->t_arrival = r->t_arrival;
+    ev->t_first_sched = r->t_first_sched;
+    ev->t_first_token = r->t_first_token;
+    ev->t_finish = tc_now();
+    if (msg) snprintf(ev->msg, sizeof ev->msg, "%s", msg);
+    eng_req_release(r);
+}
+
+void eng_cut_all(engine *e, sched_end end) {
+    sched_req *r = sched_take_all(e->s, end);
+    while (r) {
+        sched_req *next = r->next;
+        finish_event(e, r, NULL);
+        r = next;
+    }
+}
+
+static int is_eog(const engine *e, int32_t tok) {
+    for (int i = 0; i < e->o.n_eog; i++)
+        if (e->eog[i] == tok) return 1;
+    return 0;
+}
+
+// Fills the batch arrays from the plan. Returns the model_batch view.
+static model_batch build_batch(engine *e, const sched_plan *p) {
+    int nt = 0, nl = 0;
+    for (int i = 0; i < p->n_items; i++) {
+        const sched_item *it = &p->items[i];
+        const sched_req *r = it->r;
+        e->b_tables[i] = r->kv.blocks;
+        for (int k = 0; k < it->n; k++, nt++) {
+            e->b_tokens[nt] = r->tokens[it->start + k];
+            e->b_pos[nt] = it->start + k;
+            e->b_seq[nt] = i;
+        }
+        if (it->sample) e->b_logit_rows[nl++] = nt - 1;
+    }
+    model_batch b = {
+        .n_tokens = nt,
+        .tokens = e->b_tokens,
+        .pos = e->b_pos,
+        .seq = e->b_seq,
+        .n_seqs = p->n_items,
+        .block_tables = e->b_tables,
+        .n_logits = nl,
+        .logits_rows = e->b_logit_rows,
+    };
+    return b;
+}
+
+// Samples the next token of r from its logits row, appends it, emits TOKEN (not for an end-of-generation
+// token) and, when it ends, FINISH.
+static void take_token(engine *e, sched_req *r, const float *logits, double now) {
+    eng_req *er = r->owner;
+    samp_result res;
+    int32_t tok = samp_sample(er->samp, logits, &res);
+    samp_accept(er->samp, tok);
+    r->tokens[r->n_tokens++] = tok;
+    e->generated_tokens++;
+    if (r->t_first_token == 0) r->t_first_token = now;
+    r->t_last_token = now;
+    sched_end end = SCHED_END_NONE;
+    if (!er->ignore_eos && is_eog(e, tok)) end = SCHED_END_STOP;
+    else {
+        engine_event *ev = ev_next(e);
+        ev->type = ENGINE_EV_TOKEN;
+        ev->id = r->id;
+        ev->user = er->user;
+        ev->tok = res;
+        if (sched_req_n_generated(r) >= r->max_tokens) end = SCHED_END_LENGTH;
+    }
+    if (end != SCHED_END_NONE) {
+        sched_finish(e->s, r, end);
+        finish_event(e, r, NULL);
+    }
+}
+
+void eng_step(engine *e, double now) {
+    const sched_plan *p = sched_step(e->s, now);
+    for (sched_req *r = p->ended, *next; r; r = next) {
+        next = r->next;
+        finish_event(e, r, NULL);
+    }
+    e->last_batch_seqs = p->n_items;
+    e->last_batch_tokens = p->n_tokens;
+    if (p->n_items == 0) return;
+    for (int i = 0; i < p->n_items; i++) {
+        sched_req *r = p->items[i].r;
+        eng_req *er = r->owner;
+        if (!er->counted) e->prompt_tokens += (uint64_t)r->n_prompt;
+        dequeue_count(e, r);
+    }
+
+    model_batch b = build_batch(e, p);
+    tc_err err = {0};
+    int rc = model_forward(e->mctx, e->kv, &b, e->logits, &err);
+    if (rc != 0) { // every request of the batch ends with the error; the others go on
+        while (p->n_items > 0) {
+            sched_req *r = p->items[0].r;
+            sched_finish(e->s, r, SCHED_END_ERROR);
+            finish_event(e, r, err.msg[0] ? err.msg : "model forward failed");
+        }
+        return;
+    }
+    sched_commit(e->s); // the plan stays readable until the next sched_step
+    double t = tc_now();
+    int row = 0;
+    int n_items = p->n_items;
+    for (int i = 0; i < n_items; i++) {
+        const sched_item *it = &p->items[i];
+        if (!it->sample) continue;
+        take_token(e, it->r, e->logits + (size_t)row * e->n_vocab, t);
+        row++;
+    }
+}

@@ -1,0 +1,68 @@
+// The continuous-batching scheduler. One sched_step = one forward pass. Order of work in a step:
+//   1. requests with a pending cancel or a passed deadline leave (KV freed) → plan.ended;
+//   2. running requests that are decoding get one token each (oldest admitted first);
+//   3. running requests still catching up (a prompt spread over steps) get a chunk of what budget is left;
+//   4. waiting requests are admitted in FIFO order (prefix-cache hit first, then a chunk) while the token
+//      budget, max_seqs and the KV pool allow; the first one that does not fit stops admission.
+// When the pool runs out for a running request, the most recently admitted running request is preempted:
+// its blocks are freed and it goes back to the head of the waiting queue with num_computed = 0 (its
+// generated tokens are kept and recomputed as part of its prompt). No admission in a step that preempted.
+// The scheduler knows block counts, never KV layouts. Single-threaded (the engine thread).
+#ifndef TACHYON_SCHED_H
+#define TACHYON_SCHED_H
+
+#include "kv/kv.h"
+#include "sched/request.h"
+
+typedef struct sched_opts {
+    int max_batch_tokens; // token budget per step
+    int max_seqs;         // running requests at most
+    int prefix_cache;     // 1: match and register prefix hashes
+} sched_opts;
+
+typedef struct sched_item {
+    sched_req *r;
+    int start;  // first token index (= its position) to compute
+    int n;      // tokens [start, start+n) of r->tokens are computed this step
+    int sample; // 1: start+n == r->n_tokens, the logits of the last row give the next token
+} sched_item;
+
+typedef struct sched_plan {
+    sched_item *items; // (n_items) in batch order; borrowed from the scheduler, valid until the next step
+    int n_items;
+    int n_tokens;      // sum of items[i].n (<= max_batch_tokens)
+    int n_sample;      // items with sample = 1
+    sched_req *ended;  // requests that left in step 1, linked by ->next; the caller reports and frees them
+    int n_preempted;   // preemptions in this step
+} sched_plan;
+
+typedef struct sched_counters {
+    int n_running, n_waiting;
+    uint64_t steps, preemptions;
+    uint64_t prefix_query_tokens, prefix_hit_tokens; // over admissions
+} sched_counters;
+
+typedef struct sched sched; // opaque
+
+// pool is borrowed (must outlive the scheduler). Owned by the caller: sched_free (requests still inside are
+// not freed: take them out with sched_take_all first).
+int sched_new(const sched_opts *o, kv_pool *pool, sched **out, tc_err *err);
+void sched_free(sched *s);
+
+// Appends a new request to the waiting queue (it must have n_tokens >= 1, state WAITING).
+void sched_add(sched *s, sched_req *r);
+// Builds the next step's plan at time now (monotonic seconds). The plan is borrowed.
+const sched_plan *sched_step(sched *s, double now);
+// After the forward pass: advances num_computed of every planned request and registers its new full
+// blocks in the prefix cache. The caller then appends sampled tokens (r->tokens[r->n_tokens++]).
+void sched_commit(sched *s);
+// A running or waiting request leaves now (finished, error): KV freed, state DONE, end recorded.
+void sched_finish(sched *s, sched_req *r, sched_end end);
+// Removes every request (KV freed, state DONE with `end`); returns them linked by ->next.
+sched_req *sched_take_all(sched *s, sched_end end);
+// Finds a live request by id (linear scan), NULL if none.
+sched_req *sched_find(sched *s, uint64_t id);
+int sched_has_work(const sched *s);
+void sched_get_counters(const sched *s, sched_counters *c);
+
+#endif

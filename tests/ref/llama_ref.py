@@ -1,0 +1,156 @@
+"""Independent numpy reference of the Llama-family forward pass, for checking tachyon's logits.
+
+Weights come from the `gguf` PyPI package (its reader and its own dequantization), the math is plain numpy
+in float64, written from the architecture's definition rather than from tachyon's C code.
+
+`act_quant=True` additionally emulates what every llama.cpp-style CPU engine does on purpose: activations
+entering a quantized matmul are rounded to 8-bit blocks of 32 (Q8_0 with an f16 scale for Q8_0/Q4_0/Q5_0
+weights; Q8_1 with an f32 scale for Q4_1/Q5_1), and K/V are stored as f16. With that on, the reference and
+the engine compute the same real-number function and differ only by float32 rounding, so a tight bound
+holds; with it off, the bound is the (larger) cost of 8-bit activations themselves.
+"""
+import numpy as np
+import gguf
+from gguf import GGMLQuantizationType as Q
+
+Q8_0_ACT = {Q.Q8_0, Q.Q4_0, Q.Q5_0}
+Q8_1_ACT = {Q.Q4_1, Q.Q5_1}
+Q8_K_ACT = {Q.Q4_K, Q.Q5_K, Q.Q6_K, Q.Q2_K, Q.Q3_K}
+
+
+def _round_away(x):
+    return np.sign(x) * np.floor(np.abs(x) + 0.5)
+
+
+def quant_dequant_act(x, qtype):
+    """Rounds activations x (n, k) the way the engine's activation quantizer does for weight type qtype."""
+    if qtype in Q8_0_ACT or qtype in Q8_1_ACT:
+        bs, f16_scale = 32, qtype in Q8_0_ACT
+    elif qtype in Q8_K_ACT:
+        bs, f16_scale = 256, False
+    else:
+        return x
+    n, k = x.shape
+    xb = x.astype(np.float32).reshape(n, k // bs, bs)
+    amax = np.abs(xb).max(axis=2, keepdims=True)
+    d = (amax / 127.0).astype(np.float32)
+    inv = np.where(d > 0, 1.0 / np.where(d > 0, d, 1), 0).astype(np.float32)
+    q = np.clip(_round_away(xb * inv), -127, 127)
+    if f16_scale:
+        d = d.astype(np.float16).astype(np.float32)
+    return (q * d).reshape(n, k).astype(np.float64)
+
+
+class LlamaRef:
+    def __init__(self, path, act_quant=True):
+        self.r = gguf.GGUFReader(path)
+        self.act_quant = act_quant
+        f = self.r.fields
+        arch = bytes(f["general.architecture"].parts[-1]).decode()
+        self.arch = arch
+
+        def val(key, default=None):
+            if key not in f:
+                return default
+            return f[key].contents()
+
+        self.dim = int(val(f"{arch}.embedding_length"))
+        self.n_layers = int(val(f"{arch}.block_count"))
+        self.n_heads = int(val(f"{arch}.attention.head_count"))
+        self.n_kv = int(val(f"{arch}.attention.head_count_kv", self.n_heads))
+        self.head_dim = int(val(f"{arch}.attention.key_length", self.dim // self.n_heads))
+        self.eps = float(val(f"{arch}.attention.layer_norm_rms_epsilon", 1e-5))
+        self.base = float(val(f"{arch}.rope.freq_base", 10000.0))
+        self.rope_dim = int(val(f"{arch}.rope.dimension_count", self.head_dim))
+        self.neox = arch in ("qwen2", "qwen3")
+        self.t = {t.name: t for t in self.r.tensors}
+        self._cache = {}
+
+    def w(self, name):
+        """(weight as float64 (rows, cols), its ggml type)"""
+        if name not in self._cache:
+            t = self.t[name]
+            a = gguf.quants.dequantize(t.data, t.tensor_type).astype(np.float64)
+            rows = int(t.shape[1]) if len(t.shape) > 1 else 1
+            self._cache[name] = (a.reshape(rows, int(t.shape[0])) if rows > 1 else a.reshape(-1), t.tensor_type)
+        return self._cache[name]
+
+    def has(self, name):
+        return name in self.t
+
+    def matmul(self, x, name):
+        w, qt = self.w(name)
+        if self.act_quant:
+            x = quant_dequant_act(x, qt)
+        return x @ w.T
+
+    def rmsnorm(self, x, wname):
+        w = self.w(wname)[0]
+        return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + self.eps) * w
+
+    def rope(self, x, pos):
+        # x (n, heads, head_dim)
+        half = self.rope_dim // 2
+        inv = self.base ** (-2.0 * np.arange(half) / self.rope_dim)
+        ang = pos[:, None] * inv[None, :]
+        c, s = np.cos(ang)[:, None, :], np.sin(ang)[:, None, :]
+        x = x.copy()
+        if self.neox:
+            a, b = x[..., :half].copy(), x[..., half:2 * half].copy()
+            x[..., :half], x[..., half:2 * half] = a * c - b * s, a * s + b * c
+        else:
+            a, b = x[..., 0:2 * half:2].copy(), x[..., 1:2 * half:2].copy()
+            x[..., 0:2 * half:2], x[..., 1:2 * half:2] = a * c - b * s, a * s + b * c
+        return x
+
+    def forward(self, ids):
+        """Logits (n, vocab) for every position of one sequence, float64."""
+        ids = np.asarray(ids)
+        n, hd = len(ids), self.head_dim
+        emb, _ = self.w("token_embd.weight")
+        x = emb[ids].copy()
+        pos = np.arange(n, dtype=np.float64)
+        mask = np.triu(np.full((n, n), -np.inf), k=1)
+        rep = self.n_heads // self.n_kv
+        for l in range(self.n_layers):
+            p = f"blk.{l}."
+            h = self.rmsnorm(x, p + "attn_norm.weight")
+            q, k, v = (self.matmul(h, p + f"attn_{s}.weight") for s in "qkv")
+            for s, arr in (("q", q), ("k", k), ("v", v)):
+                if self.has(p + f"attn_{s}.bias"):
+                    arr += self.w(p + f"attn_{s}.bias")[0]
+            q = q.reshape(n, self.n_heads, hd)
+            k = k.reshape(n, self.n_kv, hd)
+            v = v.reshape(n, self.n_kv, hd)
+            if self.has(p + "attn_q_norm.weight"):
+                q = self.rmsnorm(q, p + "attn_q_norm.weight")
+                k = self.rmsnorm(k, p + "attn_k_norm.weight")
+            q, k = self.rope(q, pos), self.rope(k, pos)
+            if self.act_quant:  # the engine's KV cache is f16
+                k = k.astype(np.float16).astype(np.float64)
+                v = v.astype(np.float16).astype(np.float64)
+            out = np.empty((n, self.n_heads, hd))
+            for hh in range(self.n_heads):
+                kh, vh = k[:, hh // rep], v[:, hh // rep]
+                sc = q[:, hh] @ kh.T / np.sqrt(hd) + mask
+                sc = np.exp(sc - sc.max(axis=1, keepdims=True))
+                out[:, hh] = (sc / sc.sum(axis=1, keepdims=True)) @ vh
+            x = x + self.matmul(out.reshape(n, -1), p + "attn_output.weight")
+            h = self.rmsnorm(x, p + "ffn_norm.weight")
+            g = self.matmul(h, p + "ffn_gate.weight")
+            u = self.matmul(h, p + "ffn_up.weight")
+            x = x + self.matmul(g / (1 + np.exp(-g)) * u, p + "ffn_down.weight")
+        x = self.rmsnorm(x, "output_norm.weight")
+        out_name = "output.weight" if self.has("output.weight") else "token_embd.weight"
+        return self.matmul(x, out_name)
+
+    def greedy(self, ids, n_new, eos=None):
+        ids = list(ids)
+        out = []
+        for _ in range(n_new):
+            t = int(np.argmax(self.forward(ids)[-1]))
+            if eos is not None and t in eos:
+                break
+            out.append(t)
+            ids.append(t)
+        return out

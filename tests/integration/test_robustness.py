@@ -281,14 +281,14 @@ def test_sigterm_drains(make_server):
 
 def test_long_prompt_does_not_stall_streams(make_server):
     model = SMOL if os.path.exists(SMOL) else STORIES
-    srv = make_server(model, "--ctx-size", 2048, "--max-batch-tokens", 64)
+    srv = make_server(model, "--ctx-size", 2048, "--max-batch-tokens", 32)
     gaps = {}
 
     def stream(i):
         import http.client
         c = http.client.HTTPConnection(srv.host, srv.port, timeout=120)
         c.request("POST", "/v1/completions", json.dumps({"prompt": "Story %d: once upon a time" % i,
-                                                          "max_tokens": 60, "ignore_eos": True, "stream": True,
+                                                          "max_tokens": 50, "ignore_eos": True, "stream": True,
                                                           "temperature": 0}),
                   {"Content-Type": "application/json"})
         r = c.getresponse()
@@ -308,7 +308,7 @@ def test_long_prompt_does_not_stall_streams(make_server):
     time.sleep(0.5)
     sent = "The quick brown fox jumps over the lazy dog. "
     n_sent = len(srv.post("/tokenize", {"content": sent})[2]["tokens"])
-    long_prompt = sent * max(1, 900 // n_sent)  # ~900 tokens: many prefill chunks of 64
+    long_prompt = sent * max(1, 400 // n_sent)  # ~400 tokens: a dozen prefill chunks of 32
     st, _, j = srv.post("/v1/completions", {"prompt": long_prompt, "max_tokens": 2, "temperature": 0}, timeout=120)
     assert st == 200, j
     for t in threads:

@@ -14,7 +14,7 @@ CMAKE_FLAGS += -DTACHYON_WERROR=ON
 endif
 
 APT_PKGS := build-essential cmake pkg-config clang libclang-rt-14-dev libevent-dev libjansson-dev \
-            libpcre2-dev libxxhash-dev libcurl4-openssl-dev python3-venv valgrind
+            libpcre2-dev libxxhash-dev libcurl4-openssl-dev python3-venv valgrind chromium
 
 .PHONY: all deps apt venv build models run serve test unit pytest fuzz asan clean
 

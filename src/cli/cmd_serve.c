@@ -18,6 +18,8 @@ static void serve_usage(void) {
             "  --ctx-size N                per-request context limit, prompt + output (model's)\n"
             "  --max-batch-tokens N        tokens per engine step\n"
             "  --max-seqs N                running sequences at most\n"
+            "  --itl-guard R               while streams decode, size prefill chunks so a step takes at most\n"
+            "                              R x a decode-only step (2; 0 = off: chunks of max-batch-tokens)\n"
             "  --kv-cache-mem MIB          KV cache pool size (default: engine's choice)\n"
             "  --max-queue N               waiting requests at most; beyond → 503\n"
             "  --max-queued-tokens N       waiting prompt tokens at most (0 = unlimited)\n"
@@ -48,7 +50,7 @@ int cli_serve(int argc, char **argv) {
     server_opts_default(&o);
     enum {
         O_HOST = 256, O_PORT, O_KEY, O_CORS, O_CTX, O_MBT, O_SEQS, O_KV, O_QUEUE, O_QTOK, O_RTO, O_GRACE, O_THREADS,
-        O_TMPL, O_LOG, O_BODY, O_HTO, O_NAME, O_NOPC
+        O_TMPL, O_LOG, O_BODY, O_HTO, O_NAME, O_NOPC, O_ITL
     };
     static const struct option lo[] = {
         {"model", required_argument, 0, 'm'},         {"host", required_argument, 0, O_HOST},
@@ -59,6 +61,7 @@ int cli_serve(int argc, char **argv) {
         {"max-queued-tokens", required_argument, 0, O_QTOK}, {"request-timeout", required_argument, 0, O_RTO},
         {"shutdown-grace", required_argument, 0, O_GRACE}, {"threads", required_argument, 0, O_THREADS},
         {"chat-template", required_argument, 0, O_TMPL}, {"log-level", required_argument, 0, O_LOG},
+        {"itl-guard", required_argument, 0, O_ITL},
         {"max-body", required_argument, 0, O_BODY},   {"http-timeout", required_argument, 0, O_HTO},
         {"served-model-name", required_argument, 0, O_NAME}, {"no-prefix-cache", no_argument, 0, O_NOPC},
         {"help", no_argument, 0, 'h'},                {0, 0, 0, 0}};
@@ -85,6 +88,7 @@ int cli_serve(int argc, char **argv) {
         case O_GRACE: bad = num(flag, optarg, 0, 1e5, &v); o.shutdown_grace = v; break;
         case O_THREADS: bad = num(flag, optarg, 1, 1024, &v); o.eng.n_threads = (int)v; break;
         case O_TMPL: o.chat_template = optarg; break;
+        case O_ITL: bad = num(flag, optarg, 0, 1000, &v); o.eng.itl_guard = (float)v; break;
         case O_LOG:
             if (!strcmp(optarg, "debug")) o.log_level = SRV_LOG_DEBUG;
             else if (!strcmp(optarg, "info")) o.log_level = SRV_LOG_INFO;

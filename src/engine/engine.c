@@ -27,6 +27,7 @@ void engine_opts_default(engine_opts *o) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     o->n_threads = n > 0 ? (int)n : 1;
     o->prefix_cache = 1;
+    o->itl_guard = 2.0f;
 }
 
 const char *engine_finish_name(engine_finish f) {
@@ -152,6 +153,35 @@ static void engine_destroy(engine *e) {
     free(e);
 }
 
+// Runs a few forward passes before the first request: pages the weights in (the first request's TTFT does
+// not pay for it) and seeds the scheduler's step-cost model with a 1-token and a many-token step. Uses KV
+// blocks no request owns yet; nothing is registered in the prefix cache, so what it writes is never read.
+static int warm_up(engine *e, int n_blocks, tc_err *err) {
+    int n = e->o.max_batch_tokens < 32 ? e->o.max_batch_tokens : 32;
+    int bs = e->o.block_size, need = (n + bs - 1) / bs;
+    if (need > n_blocks) n = n_blocks * bs, need = n_blocks;
+    int32_t *buf = calloc((size_t)(3 * n + need), sizeof(int32_t));
+    if (!buf) return tc_err_set(err, TC_ERR_NOMEM, "engine: out of memory");
+    int32_t *tok = buf, *pos = buf + n, *seq = buf + 2 * n, *table = buf + 3 * n;
+    for (int i = 0; i < n; i++) tok[i] = i % e->n_vocab, pos[i] = i;
+    for (int i = 0; i < need; i++) table[i] = i;
+    const int32_t *tables[1] = {table};
+    int rc = 0;
+    for (int rep = 0; rep < 2 && !rc; rep++) {
+        int sizes[2] = {1, n};
+        for (int k = 0; k < 2 && !rc; k++) {
+            int32_t last = sizes[k] - 1;
+            model_batch b = {.n_tokens = sizes[k], .tokens = tok, .pos = pos, .seq = seq, .n_seqs = 1,
+                             .block_tables = tables, .n_logits = 1, .logits_rows = &last};
+            double t0 = tc_now();
+            rc = model_forward(e->mctx, e->kv, &b, e->logits, err);
+            if (!rc && rep > 0) sched_observe(e->s, sizes[k], tc_now() - t0); // rep 0 pays page faults
+        }
+    }
+    free(buf);
+    return rc;
+}
+
 int engine_new(model *m, const engine_opts *o, engine **out, tc_err *err) {
     *out = NULL;
     const model_hparams *hp = model_get_hparams(m);
@@ -183,8 +213,9 @@ int engine_new(model *m, const engine_opts *o, engine **out, tc_err *err) {
     if ((rc = model_kv_new(m, n_blocks, o->block_size, &e->kv, err))) goto fail;
     if ((rc = model_ctx_new(m, o->max_batch_tokens, o->n_threads, &e->mctx, err))) goto fail;
     if ((rc = kv_pool_new(n_blocks, o->block_size, &e->pool, err))) goto fail;
-    sched_opts so = {o->max_batch_tokens, o->max_seqs, o->prefix_cache};
+    sched_opts so = {o->max_batch_tokens, o->max_seqs, o->prefix_cache, o->itl_guard};
     if ((rc = sched_new(&so, e->pool, &e->s, err))) goto fail;
+    if ((rc = warm_up(e, n_blocks, err))) goto fail;
     if ((rc = pthread_mutex_init(&e->stats_mu, NULL))) {
         rc = tc_err_set(err, TC_ERR, "engine: mutex init failed");
         goto fail;

@@ -21,6 +21,8 @@ typedef struct engine_opts {
     int max_queued_tokens;  // prompt tokens waiting at most (0 = unlimited)
     int n_threads;          // compute threads
     int prefix_cache;       // 1: reuse KV of identical prompt prefixes across requests
+    float itl_guard;        // > 0: while streams decode, cap a step's tokens so it takes at most itl_guard ×
+                            // a decode-only step (chunked prefill sized by measured step cost); 0: off
     const int32_t *eog_ids; // tokens that end generation (EOS/EOT …), copied at engine_new
     int n_eog;
 } engine_opts;

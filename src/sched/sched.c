@@ -16,6 +16,7 @@ struct sched {
     sched_item *items;           // (max_seqs) plan storage
     sched_plan plan;
     int budget;                  // tokens left in the step being built
+    step_cost cost;              // learned step time vs tokens (ITL guard)
     uint64_t steps, preemptions, prefix_query_tokens, prefix_hit_tokens;
 };
 
@@ -184,9 +185,11 @@ const sched_plan *sched_step(sched *s, double now) {
     sched_plan *p = &s->plan;
     p->n_items = p->n_tokens = p->n_sample = p->n_preempted = 0;
     p->ended = NULL;
-    s->budget = s->o.max_batch_tokens;
     reap(s, &s->running, now);
     reap(s, &s->waiting, now);
+    int n_decoding = 0;
+    for (sched_req *r = s->running.head; r; r = r->next) n_decoding += r->n_tokens - r->num_computed == 1;
+    s->budget = sched_guard_budget(s, n_decoding);
 
     // Step 2 (decode) then step 3 (chunks of running requests still catching up). next is read after
     // scheduling r: a preemption may have moved the tail, and if r itself went, it was the tail.
@@ -207,6 +210,17 @@ const sched_plan *sched_step(sched *s, double now) {
     }
     if (p->n_items > 0) s->steps++;
     return p;
+}
+
+void sched_observe(sched *s, int n_tokens, double seconds) { step_cost_observe(&s->cost, n_tokens, seconds); }
+
+int sched_guard_budget(const sched *s, int n_decoding) {
+    int budget = s->o.max_batch_tokens;
+    if (s->o.itl_guard <= 0 || n_decoding == 0 || !step_cost_ready(&s->cost)) return budget;
+    double limit = s->o.itl_guard * step_cost_predict(&s->cost, n_decoding);
+    int cap = step_cost_max_tokens(&s->cost, limit);
+    if (cap < n_decoding + 1) cap = n_decoding + 1; // a prompt being prefilled still moves every step
+    return cap < budget ? cap : budget;
 }
 
 void sched_commit(sched *s) {

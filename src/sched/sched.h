@@ -13,11 +13,15 @@
 
 #include "kv/kv.h"
 #include "sched/request.h"
+#include "sched/step_cost.h"
 
 typedef struct sched_opts {
     int max_batch_tokens; // token budget per step
     int max_seqs;         // running requests at most
     int prefix_cache;     // 1: match and register prefix hashes
+    float itl_guard;      // > 0: while any request is decoding, a step's tokens are capped so its predicted
+                          // time stays within itl_guard × a decode-only step (step cost learned online via
+                          // sched_observe); 0: off, the budget is max_batch_tokens
 } sched_opts;
 
 typedef struct sched_item {
@@ -56,6 +60,10 @@ const sched_plan *sched_step(sched *s, double now);
 // After the forward pass: advances num_computed of every planned request and registers its new full
 // blocks in the prefix cache. The caller then appends sampled tokens (r->tokens[r->n_tokens++]).
 void sched_commit(sched *s);
+// Feeds the step-cost model: a forward pass over n_tokens rows took `seconds`.
+void sched_observe(sched *s, int n_tokens, double seconds);
+// The step token cap the ITL guard would apply with n_decoding streams (max_batch_tokens when off/unready).
+int sched_guard_budget(const sched *s, int n_decoding);
 // A running or waiting request leaves now (finished, error): KV freed, state DONE, end recorded.
 void sched_finish(sched *s, sched_req *r, sched_end end);
 // Removes every request (KV freed, state DONE with `end`); returns them linked by ->next.

@@ -1,0 +1,19 @@
+// Online cost model of one engine step: seconds ≈ a + b·n_tokens, fitted by exponentially weighted least
+// squares over recent forward passes (a = reading the weights once, b = compute per token). The scheduler
+// uses it to keep mixed prefill+decode steps from stretching running streams' inter-token latency.
+#ifndef TACHYON_SCHED_STEP_COST_H
+#define TACHYON_SCHED_STEP_COST_H
+
+typedef struct step_cost {
+    double w, wx, wxx, wy, wxy; // decayed sums of 1, n, n², t, n·t
+    int n_obs;
+} step_cost;
+
+void step_cost_observe(step_cost *c, int n_tokens, double seconds);
+// 1 once the observations span enough different step sizes to give a positive slope.
+int step_cost_ready(const step_cost *c);
+double step_cost_predict(const step_cost *c, int n_tokens); // seconds
+// Largest n >= 1 whose predicted step time is <= seconds (1 if even one token does not fit).
+int step_cost_max_tokens(const step_cost *c, double seconds);
+
+#endif

@@ -345,8 +345,11 @@ static void on_close(struct evhttp_connection *conn, void *arg) {
     (void)conn;
     gen_req *g = arg;
     server *s = g->s;
+    // When libevent drops a connection on a read/write error while a reply is still in progress, it
+    // detaches the request (no connection) and leaves freeing it to us; otherwise it frees it itself.
+    if (g->req && !evhttp_request_get_connection(g->req)) evhttp_request_free(g->req);
     g->conn = NULL;
-    g->req = NULL; // libevent frees it
+    g->req = NULL;
     if (g->n_live > 0) {
         metric_inc(s->mt.cancelled, 1);
         srv_log(s, SRV_LOG_DEBUG, "request %s: client went away, cancelling", g->id);

@@ -164,10 +164,13 @@ def test_non_stream_disconnect_cancels(stories):
     time.sleep(0.05)
     s.close()
     t0 = time.time()
-    while _metric(stories, "tachyon:requests_cancelled_total") <= cancelled and time.time() - t0 < 2:
+    while time.time() - t0 < 3:
+        if (_metric(stories, "tachyon:requests_cancelled_total") > cancelled and
+                _metric(stories, "tachyon:num_requests_running") == 0):
+            break
         time.sleep(0.02)
-    # a short generation may legitimately finish before the close is seen
-    assert _metric(stories, "tachyon:num_requests_running") == 0
+    else:
+        pytest.fail("non-streamed request not cancelled after disconnect: %s" % stories.read_log()[-1500:])
 
 
 def test_deadline(stories):

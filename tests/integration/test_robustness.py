@@ -268,18 +268,25 @@ def test_sigterm_drains(make_server):
     out = {}
 
     def run():
-        out["r"] = srv.stream("/v1/completions", {"prompt": "Once upon a time", "max_tokens": 150,
-                                                  "ignore_eos": True, "stream": True, "temperature": 0})
+        out["r"] = srv.stream("/v1/completions", {"prompt": "Once upon a time", "max_tokens": 1500,
+                                                  "ignore_eos": True, "stream": True, "temperature": 0,
+                                                  "stream_options": {"include_usage": True}})
 
     t = threading.Thread(target=run)
     t.start()
-    time.sleep(0.05)
+    time.sleep(0.1)
     srv.proc.send_signal(signal.SIGTERM)
     t.join(20)
     rc = srv.proc.wait(20)
     assert rc == 0, srv.read_log()
     st, events, _ = out["r"]
     assert st == 200 and events[-1] == "[DONE]"
+    usage = [e for e in events[:-1] if e.get("usage")][0]["usage"]
+    log = srv.read_log()
+    if "draining 1 request" in log:  # the signal came while it was generating: it was allowed to finish
+        assert usage["completion_tokens"] == 1500, log
+    else:
+        assert "draining 0 request" in log, log
 
 
 def test_long_prompt_does_not_stall_streams(make_server):

@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
@@ -55,7 +56,10 @@ static void *pool_worker_main(void *p) {
                 _mm_pause();
                 g = atomic_load_explicit(&pool->gen, memory_order_acquire);
                 if (g != seen) break;
-                if ((i & 63) == 0 && tc_now() - t0 > POOL_SPIN_SECONDS) break;
+                if ((i & 63) == 0) {
+                    if (tc_now() - t0 > POOL_SPIN_SECONDS) break;
+                    if (i >= 1024) sched_yield(); // oversubscribed machine: let the thread we wait for run
+                }
             }
         }
         if (g == seen) {
@@ -107,7 +111,10 @@ static void pool_wait_pending(cpu_pool *pool) {
     for (int i = 1;; i++) {
         _mm_pause();
         if (atomic_load_explicit(&pool->pending, memory_order_acquire) == 0) return;
-        if ((i & 63) == 0 && tc_now() - t0 > POOL_SPIN_SECONDS) break;
+        if ((i & 63) == 0) {
+            if (tc_now() - t0 > POOL_SPIN_SECONDS) break;
+            if (i >= 1024) sched_yield();
+        }
     }
     atomic_store(&pool->caller_sleeping, 1);
     int p;

@@ -275,41 +275,147 @@ XI void x86_tile_f(const cpu_gemm_job *j, int i, int r, const int NW, const int 
         }
 }
 
+
+#if defined(__AVX512F__) && X86_VNNI
+// --- AVX-512 variant for Q4_0, Q4_1, Q8_0: two blocks per 512-bit register, and the per-block scales of
+// 8 blocks gathered and multiplied as one vector (the per-block scalar work dominates the 256-bit loop).
+// Register lanes of a block pair (b0, b1): Q4: [lo(b0) lo(b1) hi(b0) hi(b1)] in 16-byte quarters (the
+// activations are permuted to match); Q8_0: [b0 | b1].
+XI __m512i x86_w2_unpack(const uint8_t *p0, const uint8_t *p1, const int T) {
+    if (T == TT_Q8_0) {
+        __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(p0 + 2))),
+                                       _mm256_loadu_si256((const __m256i *)(p1 + 2)), 1);
+        return _mm512_xor_si512(q, _mm512_set1_epi8((char)0x80));
+    }
+    const size_t off = T == TT_Q4_0 ? 2 : 4;
+    __m256i t = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(p0 + off))),
+                                        _mm_loadu_si128((const __m128i *)(p1 + off)), 1);
+    __m512i v = _mm512_inserti64x4(_mm512_castsi256_si512(t), _mm256_srli_epi16(t, 4), 1);
+    return _mm512_and_si512(v, _mm512_set1_epi8(0x0f));
+}
+
+XI __m512i x86_a2_load(const uint8_t *p0, const uint8_t *p1, const size_t qoff, const int T) {
+    __m512i a = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(p0 + qoff))),
+                                   _mm256_loadu_si256((const __m256i *)(p1 + qoff)), 1);
+    if (T == TT_Q8_0) return a;
+    return _mm512_shuffle_i64x2(a, a, _MM_SHUFFLE(3, 1, 2, 0)); // [a0L a1L a0H a1H]
+}
+
+// fp16 at p + i * stride for i < n (n <= 8), else 0 -> 8 floats. hi: the fp16 2 bytes further.
+XI __m256i x86_gather32(const uint8_t *p, size_t stride, int n) {
+    const __m256i idx = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32((int)stride));
+    __mmask8 m = (__mmask8)((1u << n) - 1);
+    return _mm256_mmask_i32gather_epi32(_mm256_setzero_si256(), m, idx, (const int *)(const void *)p, 1);
+}
+XI __m256 x86_f16lo(__m256i v) { return _mm256_cvtph_ps(_mm256_cvtepi32_epi16(v)); }
+XI __m256 x86_f16hi(__m256i v) { return _mm256_cvtph_ps(_mm256_cvtepi32_epi16(_mm256_srli_epi32(v, 16))); }
+
+XI float x86_hsum16(__m512 v) {
+    return x86_hsum8(_mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)));
+}
+
+XI void x86_tile32w(const cpu_gemm_job *j, int i, int r, const int NW, const int NR, const int T) {
+    const int nb = j->k / 32;
+    const size_t wsz = x86_bsize32(T);
+    const int act1 = T == TT_Q4_1;
+    const size_t asz = act1 ? sizeof(tt_block_q8_1) : sizeof(tt_block_q8_0), aqoff = act1 ? 8 : 2;
+    __m512 acc[X86_MAXW][X86_MAXR];
+    __m256 summ[X86_MAXW][X86_MAXR];
+    X86_UNROLL for (int w = 0; w < NW; w++) X86_UNROLL for (int rr = 0; rr < NR; rr++) {
+            acc[w][rr] = _mm512_setzero_ps();
+            summ[w][rr] = _mm256_setzero_ps();
+        }
+    for (int b0 = 0; b0 < nb; b0 += 8) {
+        const int n = nb - b0 < 8 ? nb - b0 : 8;
+        __m256 wd[X86_MAXW], wm[X86_MAXW], ad[X86_MAXR], as[X86_MAXR];
+        X86_UNROLL for (int w = 0; w < NW; w++) {
+            __m256i g = x86_gather32(x86_wrow(j, i + w) + b0 * wsz, wsz, n);
+            wd[w] = x86_f16lo(g);
+            if (act1) wm[w] = x86_f16hi(g);
+        }
+        X86_UNROLL for (int rr = 0; rr < NR; rr++) {
+            const uint8_t *ab = x86_arow(j, r + rr) + b0 * asz;
+            __m256i g = x86_gather32(ab, asz, n);
+            if (act1) {
+                ad[rr] = _mm256_castsi256_ps(g);
+                as[rr] = _mm256_castsi256_ps(x86_gather32(ab + 4, asz, n));
+            } else ad[rr] = x86_f16lo(g);
+        }
+        if (act1)
+            X86_UNROLL for (int w = 0; w < NW; w++) X86_UNROLL for (int rr = 0; rr < NR; rr++) summ[w][rr] =
+                _mm256_fmadd_ps(wm[w], as[rr], summ[w][rr]);
+        for (int p = 0; p < n; p += 2) {
+            const int b = b0 + p, b1 = p + 1 < n ? b + 1 : b; // odd tail: pair with itself, scale lane 0
+            const __m512i pidx = T == TT_Q8_0
+                ? _mm512_setr_epi32(p, p, p, p, p, p, p, p, p + 1, p + 1, p + 1, p + 1, p + 1, p + 1, p + 1, p + 1)
+                : _mm512_setr_epi32(p, p, p, p, p + 1, p + 1, p + 1, p + 1, p, p, p, p, p + 1, p + 1, p + 1, p + 1);
+            __m512i wq[X86_MAXW];
+            __m512 wds[X86_MAXW];
+            X86_UNROLL for (int w = 0; w < NW; w++) {
+                const uint8_t *row = x86_wrow(j, i + w);
+                wq[w] = x86_w2_unpack(row + b * wsz, row + b1 * wsz, T);
+                wds[w] = _mm512_permutexvar_ps(pidx, _mm512_castps256_ps512(wd[w]));
+            }
+            X86_UNROLL for (int rr = 0; rr < NR; rr++) {
+                const uint8_t *arow = x86_arow(j, r + rr);
+                __m512i aq = x86_a2_load(arow + b * asz, arow + b1 * asz, aqoff, T);
+                __m512 ads = _mm512_permutexvar_ps(pidx, _mm512_castps256_ps512(ad[rr]));
+                __m512i corr = _mm512_setzero_si512();
+                if (T == TT_Q4_0) corr = _mm512_dpbusd_epi32(corr, _mm512_set1_epi8(8), aq);
+                if (T == TT_Q8_0) corr = _mm512_dpbusd_epi32(corr, _mm512_set1_epi8((char)0x80), aq);
+                X86_UNROLL for (int w = 0; w < NW; w++) {
+                    __m512i isum = _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), wq[w], aq), corr);
+                    acc[w][rr] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(wds[w], ads), acc[w][rr]);
+                }
+            }
+        }
+    }
+    X86_UNROLL for (int w = 0; w < NW; w++) X86_UNROLL for (int rr = 0; rr < NR; rr++)
+        j->out[(size_t)(r + rr) * j->ld_out + i + w] = x86_hsum16(acc[w][rr]) + x86_hsum8(summ[w][rr]);
+}
+#define X86_WIDE32(T) ((T) == TT_Q4_0 || (T) == TT_Q4_1 || (T) == TT_Q8_0)
+#else
+#define X86_WIDE32(T) 0
+#define x86_tile32w x86_tile32
+#endif
+
 // --- driver: panels of weight rows sized for L2, activation tiles of X86_GEMM_NR rows inside
 XI void x86_tile(const cpu_gemm_job *j, int i, int r, const int NW, const int NR, const int T) {
     if (T == TT_Q4_K || T == TT_Q5_K) x86_tile_q45k(j, i, r, NW, NR, T);
     else if (T == TT_Q6_K) x86_tile_q6k(j, i, r, NW, NR);
     else if (T == TT_F32 || T == TT_F16 || T == TT_BF16) x86_tile_f(j, i, r, NW, NR, T);
+    else if (X86_WIDE32(T)) x86_tile32w(j, i, r, NW, NR, T);
     else x86_tile32(j, i, r, NW, NR, T);
 }
 
-#define X86_TILE_NR(j, i, r, NW, nr, T)                                                                       \
+#define X86_TILE_NR(j, i, r, NW, nr, T, NRMAX)                                                                       \
     do {                                                                                                     \
         switch (nr) {                                                                                        \
-        case 2: x86_tile(j, i, r, NW, (X86_GEMM_NR >= 2 ? 2 : 1), T); break;                                 \
-        case 3: x86_tile(j, i, r, NW, (X86_GEMM_NR >= 3 ? 3 : 1), T); break;                                 \
-        case 4: x86_tile(j, i, r, NW, (X86_GEMM_NR >= 4 ? 4 : 1), T); break;                                 \
-        case 5: x86_tile(j, i, r, NW, (X86_GEMM_NR >= 5 ? 5 : 1), T); break;                                 \
-        case 6: x86_tile(j, i, r, NW, (X86_GEMM_NR >= 6 ? 6 : 1), T); break;                                 \
-        case 7: x86_tile(j, i, r, NW, (X86_GEMM_NR >= 7 ? 7 : 1), T); break;                                 \
-        default: x86_tile(j, i, r, NW, (X86_GEMM_NR >= 8 ? 8 : 1), T); break;                                \
+        case 2: x86_tile(j, i, r, NW, (NRMAX >= 2 ? 2 : 1), T); break;                                 \
+        case 3: x86_tile(j, i, r, NW, (NRMAX >= 3 ? 3 : 1), T); break;                                 \
+        case 4: x86_tile(j, i, r, NW, (NRMAX >= 4 ? 4 : 1), T); break;                                 \
+        case 5: x86_tile(j, i, r, NW, (NRMAX >= 5 ? 5 : 1), T); break;                                 \
+        case 6: x86_tile(j, i, r, NW, (NRMAX >= 6 ? 6 : 1), T); break;                                 \
+        case 7: x86_tile(j, i, r, NW, (NRMAX >= 7 ? 7 : 1), T); break;                                 \
+        default: x86_tile(j, i, r, NW, (NRMAX >= 8 ? 8 : 1), T); break;                                \
         }                                                                                                    \
     } while (0)
 
 XI void x86_gemm(const cpu_gemm_job *j, const int T) {
+    const int NRMAX = X86_WIDE32(T) ? 4 : X86_GEMM_NR; // the wide tile needs more registers per pair
     int panel = (int)((256 * 1024) / (j->w_stride ? j->w_stride : 1));
     panel = panel < 16 ? 16 : panel & ~15;
     for (int p0 = j->i0; p0 < j->i1; p0 += panel) {
         const int p1 = p0 + panel < j->i1 ? p0 + panel : j->i1;
         for (int r = 0; r < j->n_rows;) {
-            const int nr = j->n_rows - r < X86_GEMM_NR ? j->n_rows - r : X86_GEMM_NR;
+            const int nr = j->n_rows - r < NRMAX ? j->n_rows - r : NRMAX;
             int i = p0;
             if (nr == 1) {
                 for (; i + 4 <= p1; i += 4) x86_tile(j, i, r, 4, 1, T);
                 for (; i < p1; i++) x86_tile(j, i, r, 1, 1, T);
             } else {
-                for (; i + X86_GEMM_NW <= p1; i += X86_GEMM_NW) X86_TILE_NR(j, i, r, X86_GEMM_NW, nr, T);
-                for (; i < p1; i++) X86_TILE_NR(j, i, r, 1, nr, T);
+                for (; i + X86_GEMM_NW <= p1; i += X86_GEMM_NW) X86_TILE_NR(j, i, r, X86_GEMM_NW, nr, T, NRMAX);
+                for (; i < p1; i++) X86_TILE_NR(j, i, r, 1, nr, T, NRMAX);
             }
             r += nr;
         }

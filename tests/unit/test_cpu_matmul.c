@@ -1,0 +1,173 @@
+// cpu_matmul at every ISA level this machine has, against the scalar level (tensor reference vec_dot):
+// every weight type x n_rows in {1,2,3,7,16,33} x odd d. Also: SIMD activation quantizers are bit-exact
+// with the reference from_float; a row's result does not depend on the batch it is in, nor on the thread
+// count (bit-exact); bad arguments are rejected.
+//
+// Error bound: the integer block sums are exact at every level, only the float accumulation order
+// differs, so |simd - scalar| <= 2e-5 * M + 1e-6 where M = sum_e |w_e| |x_e| (dequantized weights, f32
+// activations): about nb * eps * M for nb <= 64 blocks, with margin.
+#include "common/err.h"
+#include "cpu/cpu.h"
+#include "cpu/cpu_internal.h"
+#include "tensor/ttype.h"
+#include "test_util.h"
+
+#include <stdint.h>
+#include <string.h>
+
+static uint64_t rng = 88172645463325252ull;
+static uint32_t rnd(void) {
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    return (uint32_t)(rng >> 16);
+}
+static float rndf(void) { return (float)((rnd() & 0xffffff) / 16777216.0 * 2.0 - 1.0); }
+
+static const uint32_t types[] = {TT_Q4_0, TT_Q4_1, TT_Q5_0, TT_Q5_1, TT_Q8_0, TT_Q4_K,
+                                 TT_Q5_K, TT_Q6_K, TT_F32,  TT_F16,  TT_BF16};
+
+// Weights (d, k): even rows quantized from random floats with the reference, odd rows random bytes with
+// sane fp16 scales (covers every bit pattern of nibbles, high bits, 6-bit scales, int8 -128).
+static void make_weights(uint32_t t, int d, int k, uint8_t *w, float *tmp) {
+    const tt_traits *tr = tt_get(t);
+    size_t rs = tt_row_size(t, k);
+    for (int i = 0; i < d; i++) {
+        uint8_t *row = w + (size_t)i * rs;
+        for (int e = 0; e < k; e++) tmp[e] = rndf() * (1.0f + (float)(e % 7));
+        tr->from_float(tmp, row, k);
+        if (!(i & 1) || !tr->is_quantized) continue;
+        for (size_t b = 0; b < rs; b++) row[b] = (uint8_t)rnd();
+        size_t bs = tr->type_size;
+        for (size_t o = 0; o < rs; o += bs) { // fix the fp16 scales to finite, modest values
+            uint8_t *blk = row + o;
+            tt_f16 s1 = tt_f32_to_f16(0.01f + 0.001f * (float)(rnd() % 50));
+            tt_f16 s2 = tt_f32_to_f16(0.005f * (float)(rnd() % 20));
+            if (t == TT_Q6_K) memcpy(blk + 208, &s1, 2);
+            else {
+                memcpy(blk, &s1, 2);
+                if (t == TT_Q4_1 || t == TT_Q5_1 || t == TT_Q4_K || t == TT_Q5_K) memcpy(blk + 2, &s2, 2);
+            }
+        }
+    }
+}
+
+static void test_quantizers(cpu_isa isa, const cpu_kernels *kt) {
+    const uint32_t acts[] = {TT_Q8_0, TT_Q8_1, TT_Q8_K};
+    const int k = 1024;
+    static float x[1024];
+    static uint8_t ref[2048], got[2048];
+    for (int trial = 0; trial < 20; trial++) {
+        for (int e = 0; e < k; e++) x[e] = rndf() * (trial % 3 == 0 ? 100.0f : 1.0f);
+        if (trial == 1)
+            for (int e = 0; e < 300; e++) x[e] = 0.0f; // all-zero blocks
+        if (trial == 2)
+            for (int e = 0; e < k; e++) x[e] = (float)((int)(rnd() % 255) - 127) * 0.5f; // exact ties
+        for (int a = 0; a < 3; a++) {
+            size_t n = tt_row_size(acts[a], k);
+            memset(ref, 0, n), memset(got, 0, n);
+            tt_get(acts[a])->from_float(x, ref, k);
+            kt->quant[acts[a]](x, got, k);
+            CHECK_MSG(memcmp(ref, got, n) == 0, "%s quantizer %s trial %d differs from reference",
+                      cpu_isa_name(isa), tt_name(acts[a]), trial);
+        }
+    }
+}
+
+// M = sum |w| |x| per (row, output) for the error bound.
+static void magnitude(uint32_t t, const uint8_t *w, const float *x, int n_rows, int d, int k, float *m,
+                      float *wf) {
+    const tt_traits *tr = tt_get(t);
+    size_t rs = tt_row_size(t, k);
+    for (int i = 0; i < d; i++) {
+        tr->to_float(w + (size_t)i * rs, wf, k);
+        for (int r = 0; r < n_rows; r++) {
+            double s = 0;
+            for (int e = 0; e < k; e++) s += fabs((double)wf[e] * x[(size_t)r * k + e]);
+            m[(size_t)r * d + i] = (float)s;
+        }
+    }
+}
+
+static int run(cpu_pool *pool, uint32_t t, const uint8_t *w, const float *x, int n_rows, int d, int k,
+               float *out, int ld, void *scratch, cpu_isa isa) {
+    cpu_matmul_args a = {.out = out, .ld_out = ld, .x = x, .n_rows = n_rows, .k = k, .d = d,
+                         .w_type = t, .w = w, .scratch = scratch};
+    return cpu_matmul_isa(pool, &a, isa);
+}
+
+int main(void) {
+    cpu_isa hw = cpu_hw_isa();
+    printf("hardware level %s, best (env) %s\n", cpu_isa_name(hw), cpu_isa_name(cpu_best_isa()));
+    if (hw >= CPU_ISA_AVX2) test_quantizers(CPU_ISA_AVX2, cpu_kernels_avx2());
+    if (hw >= CPU_ISA_AVX512) test_quantizers(CPU_ISA_AVX512, cpu_kernels_avx512());
+
+    cpu_pool *pool1 = NULL, *pool2 = cpu_pool_new(2), *pool3 = cpu_pool_new(3);
+    CHECK(pool2 && pool3);
+    const int nrs[] = {1, 2, 3, 7, 16, 33};
+    const int ds[] = {37, 101};
+    enum { MAXR = 33, MAXD = 101, MAXK = 512 };
+    static float x[MAXR * MAXK], ref[MAXR * (MAXD + 3)], got[MAXR * (MAXD + 3)], one[MAXD], mag[MAXR * MAXD],
+        wf[MAXK];
+    static uint8_t w[MAXD * MAXK * 4], scratch[1 << 20];
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        uint32_t t = types[ti];
+        const tt_traits *tr = tt_get(t);
+        int k = tr->block_size == QK_K ? 512 : tr->block_size == 32 ? 320 : 45; // F32/F16/BF16: odd k
+        for (int di = 0; di < 2; di++) {
+            int d = ds[di], ld = d + 3;
+            make_weights(t, d, k, w, wf);
+            for (int e = 0; e < MAXR * k; e++) x[e] = rndf() * (e % 13 == 0 ? 8.0f : 1.0f);
+            magnitude(t, w, x, MAXR, d, k, mag, wf);
+            for (size_t ni = 0; ni < sizeof nrs / sizeof nrs[0]; ni++) {
+                int n = nrs[ni];
+                CHECK(cpu_matmul_scratch_size(t, n, k) <= sizeof scratch);
+                CHECK_EQ_INT(run(pool1, t, w, x, n, d, k, ref, ld, scratch, CPU_ISA_SCALAR), 0);
+                for (int isa = CPU_ISA_AVX2; isa <= (int)hw; isa++) {
+                    for (int pi = 0; pi < 3; pi++) {
+                        cpu_pool *p = pi == 0 ? pool1 : pi == 1 ? pool2 : pool3;
+                        for (int e = 0; e < n * ld; e++) got[e] = -12345.0f; // padding must stay untouched
+                        CHECK_EQ_INT(run(p, t, w, x, n, d, k, got, ld, scratch, (cpu_isa)isa), 0);
+                        int bad = 0;
+                        for (int r = 0; r < n; r++) {
+                            for (int i = 0; i < d; i++) {
+                                float g = got[r * ld + i], e = ref[r * ld + i];
+                                float tol = 2e-5f * mag[r * d + i] + 1e-6f;
+                                if (!(fabsf(g - e) <= tol) && bad++ < 3)
+                                    fprintf(stderr, "%s %s n=%d d=%d k=%d threads=%d row %d col %d: %.9g vs scalar %.9g (tol %.3g)\n",
+                                            tt_name(t), cpu_isa_name((cpu_isa)isa), n, d, k, pi + 1, r, i, g, e, tol);
+                            }
+                            for (int i = d; i < ld; i++) bad += got[r * ld + i] != -12345.0f;
+                        }
+                        CHECK_MSG(bad == 0, "%s %s n=%d d=%d threads=%d: %d mismatches", tt_name(t),
+                                  cpu_isa_name((cpu_isa)isa), n, d, pi + 1, bad);
+                        // batch invariance: each row equals the same row computed alone, bit for bit
+                        if (pi == 1) {
+                            int diff = 0;
+                            for (int r = 0; r < n; r++) {
+                                run(pool1, t, w, x + (size_t)r * k, 1, d, k, one, d, scratch, (cpu_isa)isa);
+                                diff += memcmp(one, got + r * ld, (size_t)d * sizeof(float)) != 0;
+                            }
+                            CHECK_MSG(diff == 0, "%s %s n=%d: %d rows differ from the same row alone",
+                                      tt_name(t), cpu_isa_name((cpu_isa)isa), n, diff);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    // levels AVX2 and AVX-512 give identical integers and the same float sequence: bit-identical
+    if (hw >= CPU_ISA_AVX512) {
+        make_weights(TT_Q4_K, 37, 512, w, wf);
+        run(pool2, TT_Q4_K, w, x, 7, 37, 512, ref, 37, scratch, CPU_ISA_AVX2);
+        run(pool2, TT_Q4_K, w, x, 7, 37, 512, got, 37, scratch, CPU_ISA_AVX512);
+        CHECK(memcmp(ref, got, 7 * 37 * sizeof(float)) == 0);
+    }
+    // argument checks
+    CHECK_EQ_INT(run(pool2, TT_Q4_0, w, x, 1, 5, 33, got, 5, scratch, CPU_ISA_AVX2), TC_ERR_INVALID);
+    CHECK_EQ_INT(run(pool2, TT_Q8_K, w, x, 1, 5, 256, got, 5, scratch, CPU_ISA_AVX2), TC_ERR_UNSUPPORTED);
+    CHECK_EQ_INT(run(pool2, 11 /* Q3_K */, w, x, 1, 5, 256, got, 5, scratch, CPU_ISA_AVX2), TC_ERR_UNSUPPORTED);
+    CHECK_EQ_INT(run(pool2, TT_Q4_0, w, x, 1, 5, 32, got, 4, scratch, CPU_ISA_AVX2), TC_ERR_INVALID);
+    CHECK_EQ_INT(run(pool2, TT_Q4_0, w, x, 1, 5, 32, got, 5, NULL, CPU_ISA_AVX2), TC_ERR_INVALID);
+    cpu_pool_free(pool2);
+    cpu_pool_free(pool3);
+    TEST_MAIN_END();
+}

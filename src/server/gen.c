@@ -38,6 +38,7 @@ typedef struct gen_req {
     gen_choice ch[OAI_MAX_N];
     struct evbuffer *out; // SSE bytes waiting for this loop turn's flush
     int dirty, ended, logged, status, error;
+    int writing; // counted in s->n_writing until the reply is handed to libevent or the client is gone
     char errmsg[160];
     struct gen_req *next_dirty, *prev, *next;
     double t_recv, t_first_tok;                                 // monotonic seconds (server side)
@@ -68,7 +69,18 @@ static void g_free(gen_req *g) {
     free(g);
 }
 
+// Called by libevent once a finished reply is fully written: the drain on shutdown waits for this.
+static void on_reply_done(struct evhttp_request *req, void *arg) {
+    (void)req;
+    ((server *)arg)->n_writing--;
+}
+
 static void g_detach(gen_req *g) {
+    if (g->writing) { // the reply is being completed now: on_reply_done takes over the count
+        g->writing = 0;
+        if (g->req) evhttp_request_set_on_complete_cb(g->req, on_reply_done, g->s);
+        else g->s->n_writing--;
+    }
     if (g->conn) evhttp_connection_set_closecb(g->conn, NULL, NULL);
     g->conn = NULL;
     g->req = NULL;
@@ -345,8 +357,15 @@ static void on_close(struct evhttp_connection *conn, void *arg) {
     (void)conn;
     gen_req *g = arg;
     server *s = g->s;
+    // When libevent drops a connection on a read/write error while a reply is still in progress, it
+    // detaches the request (no connection) and leaves freeing it to us; otherwise it frees it itself.
+    if (g->req && !evhttp_request_get_connection(g->req)) evhttp_request_free(g->req);
     g->conn = NULL;
-    g->req = NULL; // libevent frees it
+    g->req = NULL;
+    if (g->writing) {
+        g->writing = 0;
+        s->n_writing--;
+    }
     if (g->n_live > 0) {
         metric_inc(s->mt.cancelled, 1);
         srv_log(s, SRV_LOG_DEBUG, "request %s: client went away, cancelling", g->id);
@@ -546,6 +565,8 @@ void gen_handle(server *s, struct evhttp_request *req, oai_kind kind) {
     }
     free(ids);
     g->req = req;
+    g->writing = 1;
+    s->n_writing++;
     g->conn = evhttp_request_get_connection(req);
     evhttp_connection_set_closecb(g->conn, on_close, g);
     if (q->stream) {

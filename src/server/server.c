@@ -410,7 +410,8 @@ static void drain_cb(evutil_socket_t fd, short what, void *arg) {
     (void)fd, (void)what;
     server *s = arg;
     double waited = tc_now() - s->t_start_drain;
-    if (s->n_inflight == 0 || (!s->eng && s->loader_started == 0)) {
+    if ((s->n_inflight == 0 && (s->n_writing <= 0 || waited > s->o.shutdown_grace)) ||
+        (!s->eng && s->loader_started == 0)) {
         event_base_loopexit(s->base, NULL);
         return;
     }

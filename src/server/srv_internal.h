@@ -61,6 +61,7 @@ typedef struct server {
     // in-flight generation requests, and those with bytes to flush this turn
     struct gen_req *inflight, *dirty;
     int n_inflight;
+    int n_writing; // generation replies whose last bytes are not yet written (drain waits for them)
     srv_metrics mt;
 } server;
 

@@ -164,10 +164,13 @@ def test_non_stream_disconnect_cancels(stories):
     time.sleep(0.05)
     s.close()
     t0 = time.time()
-    while _metric(stories, "tachyon:requests_cancelled_total") <= cancelled and time.time() - t0 < 2:
+    while time.time() - t0 < 3:
+        if (_metric(stories, "tachyon:requests_cancelled_total") > cancelled and
+                _metric(stories, "tachyon:num_requests_running") == 0):
+            break
         time.sleep(0.02)
-    # a short generation may legitimately finish before the close is seen
-    assert _metric(stories, "tachyon:num_requests_running") == 0
+    else:
+        pytest.fail("non-streamed request not cancelled after disconnect: %s" % stories.read_log()[-1500:])
 
 
 def test_deadline(stories):
@@ -265,23 +268,30 @@ def test_sigterm_drains(make_server):
     out = {}
 
     def run():
-        out["r"] = srv.stream("/v1/completions", {"prompt": "Once upon a time", "max_tokens": 150,
-                                                  "ignore_eos": True, "stream": True, "temperature": 0})
+        out["r"] = srv.stream("/v1/completions", {"prompt": "Once upon a time", "max_tokens": 1500,
+                                                  "ignore_eos": True, "stream": True, "temperature": 0,
+                                                  "stream_options": {"include_usage": True}})
 
     t = threading.Thread(target=run)
     t.start()
-    time.sleep(0.05)
+    time.sleep(0.1)
     srv.proc.send_signal(signal.SIGTERM)
     t.join(20)
     rc = srv.proc.wait(20)
     assert rc == 0, srv.read_log()
     st, events, _ = out["r"]
     assert st == 200 and events[-1] == "[DONE]"
+    usage = [e for e in events[:-1] if e.get("usage")][0]["usage"]
+    log = srv.read_log()
+    if "draining 1 request" in log:  # the signal came while it was generating: it was allowed to finish
+        assert usage["completion_tokens"] == 1500, log
+    else:
+        assert "draining 0 request" in log, log
 
 
 def test_long_prompt_does_not_stall_streams(make_server):
     model = SMOL if os.path.exists(SMOL) else STORIES
-    srv = make_server(model, "--ctx-size", 2048, "--max-batch-tokens", 32)
+    srv = make_server(model, "--ctx-size", 2048, "--max-batch-tokens", 8)
     gaps = {}
 
     def stream(i):
@@ -308,7 +318,7 @@ def test_long_prompt_does_not_stall_streams(make_server):
     time.sleep(0.5)
     sent = "The quick brown fox jumps over the lazy dog. "
     n_sent = len(srv.post("/tokenize", {"content": sent})[2]["tokens"])
-    long_prompt = sent * max(1, 400 // n_sent)  # ~400 tokens: a dozen prefill chunks of 32
+    long_prompt = sent * max(1, 300 // n_sent)  # ~300 tokens: ~75 prefill chunks of 4 next to 4 decode tokens
     st, _, j = srv.post("/v1/completions", {"prompt": long_prompt, "max_tokens": 2, "temperature": 0}, timeout=120)
     assert st == 200, j
     for t in threads:
@@ -317,4 +327,5 @@ def test_long_prompt_does_not_stall_streams(make_server):
         g = g[1:-1]  # first/last chunk carry role/finish bookkeeping
         assert len(g) > 20
         med = statistics.median(g)
-        assert max(g) < 3 * med + 0.005, "stream %d: max gap %.4f s vs median %.4f s" % (i, max(g), med)
+        assert max(g) < 3 * med + 0.005, "stream %d: max gap %.4f s (at %d) vs median %.4f s; gaps %s" % (
+            i, max(g), g.index(max(g)), med, " ".join("%.3f" % x for x in g))

@@ -67,11 +67,15 @@ fuzz: apt
 	done
 
 # Unit tests and a real generation under AddressSanitizer + UndefinedBehaviorSanitizer.
-asan: apt
+asan: apt venv models
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTACHYON_SANITIZE=ON $(CMAKE_FLAGS) >/dev/null
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1 build-asan/tachyon run -m ../shared/testdata/models/stories260K.gguf -p "Once upon a time" -n 32 >/dev/null
+	# The server under ASan/UBSan through the API and robustness suites (timing-only benchmarks excluded:
+	# a Debug+ASan binary is too slow for their thresholds); any sanitizer report fails the run.
+	ASAN_OPTIONS=detect_leaks=1 TACHYON_BIN=$(abspath build-asan)/tachyon $(PY) -m pytest -q \
+	  tests/integration/test_api.py tests/integration/test_robustness.py -k "not long_prompt"
 
 test: deps build models unit pytest fuzz asan
 	@echo "make test: all suites passed"

@@ -15,6 +15,25 @@ STORIES = os.path.join(ROOT, "..", "shared", "testdata", "models", "stories260K.
 SMOL = os.path.join(ROOT, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
 
 
+SERVER_LOGS = []  # every server log of this session, checked for sanitizer reports at the end
+SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_sanitizer_reports():
+    """With an ASan/UBSan build (make asan), any report in any server's output fails the run."""
+    yield
+    bad = []
+    for path in SERVER_LOGS:
+        try:
+            text = open(path, errors="replace").read()
+        except OSError:
+            continue
+        if any(m in text for m in SANITIZER_MARKS):
+            bad.append("%s:\n%s" % (path, text[-3000:]))
+    assert not bad, "sanitizer reports in server output:\n" + "\n".join(bad)
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -28,6 +47,7 @@ class Server:
         self.base = "http://%s:%d" % (self.host, self.port)
         self.model = model
         self.log_path = os.path.join(ROOT, "build", "serve-%d.log" % self.port)
+        SERVER_LOGS.append(self.log_path)
         os.makedirs(os.path.dirname(self.log_path), exist_ok=True)
         self.log = open(self.log_path, "w")
         cmd = [BIN, "serve", "-m", model, "--host", self.host, "--port", str(self.port)] + [str(a) for a in args]

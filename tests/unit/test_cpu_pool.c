@@ -5,6 +5,8 @@
 #include "cpu/cpu.h"
 #include "test_util.h"
 
+#include <unistd.h>
+
 #include <stdatomic.h>
 #include <string.h>
 #include <time.h>
@@ -68,7 +70,9 @@ static void test_pool(int n) {
     for (int i = 0; i < reps; i++) cpu_pool_run(pool, job_empty, NULL);
     double per = (tc_now() - t0) / reps;
     printf("pool %d threads: %.2f us per empty job\n", n, per * 1e6);
-    CHECK(per < 1e-3); // loose: a shared 2-core machine can preempt a worker, but not 1 ms on average
+    // Loose: a shared machine can preempt a worker, but not 1 ms on average. Only meaningful when every
+    // worker can have a core: an oversubscribed pool (more threads than CPUs) waits on the OS scheduler.
+    if (n <= (int)sysconf(_SC_NPROCESSORS_ONLN)) CHECK_MSG(per < 1e-3, "%.1f us per empty job", per * 1e6);
     cpu_pool_free(pool);
 }
 

@@ -143,7 +143,9 @@ int cli_run(int argc, char **argv) {
     if (samp_new(&o.sp, hp->n_vocab, &ss, &err)) goto fail;
     samp_accept_prompt(ss, ids, n_ids);
     if (gen_open(&g, m, ctx, n_ids < 512 ? n_ids : 512, o.threads, &err)) goto fail;
-    ts = tok_stream_new(v, TOK_DEC_CONTINUATION);
+    // Generated text continues the prompt's text (keeps its leading space), unless the prompt is BOS alone.
+    int bos_only = n_ids == 1 && ids[0] == tok_bos(v);
+    ts = tok_stream_new(v, bos_only ? 0 : TOK_DEC_CONTINUATION);
     if (!ts) goto fail;
 
     double t_start = tc_now();

@@ -49,8 +49,11 @@ typedef struct cpu_matmul_args {
 } cpu_matmul_args;
 
 size_t cpu_matmul_scratch_size(uint32_t w_type, int n_rows, int k);
-// Returns 0, or TC_ERR_UNSUPPORTED for a type without a kernel.
+// Returns 0, or TC_ERR_UNSUPPORTED for a type without a kernel. With TACHYON_PRECISE=1 in the environment
+// it runs the reference-precision path instead (weights dequantized to f32, activations not rounded; slow:
+// for accuracy checks against full-precision references).
 int cpu_matmul(cpu_pool *pool, const cpu_matmul_args *a);
+int cpu_precise(void); // 1 when TACHYON_PRECISE is set (read once)
 // Same computation with a fixed ISA level (tests compare levels against CPU_ISA_SCALAR).
 int cpu_matmul_isa(cpu_pool *pool, const cpu_matmul_args *a, cpu_isa isa);
 

@@ -7,6 +7,7 @@
 #include "cpu/cpu_internal.h"
 #include "tensor/ttype.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #define MM_ALIGN 64
@@ -155,4 +156,56 @@ int cpu_matmul_isa(cpu_pool *pool, const cpu_matmul_args *a, cpu_isa isa) {
     return 0;
 }
 
-int cpu_matmul(cpu_pool *pool, const cpu_matmul_args *a) { return cpu_matmul_isa(pool, a, cpu_best_isa()); }
+// --- reference precision (TACHYON_PRECISE=1): each weight row is dequantized to f32 (the traits' scalar
+// to_float) and dotted with the unrounded f32 activations in double. Orders of magnitude slower; it exists so
+// the forward pass can be checked against a full-precision reference without 8-bit activation noise.
+typedef struct mm_precise_ctx {
+    const cpu_matmul_args *a;
+    const tt_traits *tr;
+    size_t w_stride;
+    int failed; // a thread could not get its row buffer
+} mm_precise_ctx;
+
+static void mm_precise_job(void *arg, int ith, int nth) {
+    mm_precise_ctx *c = arg;
+    const cpu_matmul_args *a = c->a;
+    int chunk = (a->d + nth - 1) / nth, i0 = ith * chunk, i1 = i0 + chunk < a->d ? i0 + chunk : a->d;
+    if (i0 >= i1) return;
+    float *row = malloc(sizeof(float) * (size_t)a->k); // debug path: allocation is acceptable here
+    if (!row) {
+        c->failed = 1;
+        return;
+    }
+    for (int i = i0; i < i1; i++) {
+        c->tr->to_float((const uint8_t *)a->w + (size_t)i * c->w_stride, row, a->k);
+        for (int r = 0; r < a->n_rows; r++) {
+            const float *x = a->x + (size_t)r * a->k;
+            double s = 0.0;
+            for (int e = 0; e < a->k; e++) s += (double)row[e] * x[e];
+            a->out[(size_t)r * a->ld_out + i] = (float)s;
+        }
+    }
+    free(row);
+}
+
+int cpu_precise(void) {
+    static int v = -1;
+    if (v < 0) {
+        const char *e = getenv("TACHYON_PRECISE");
+        v = e && *e && strcmp(e, "0") != 0;
+    }
+    return v;
+}
+
+int cpu_matmul(cpu_pool *pool, const cpu_matmul_args *a) {
+    if (cpu_precise()) {
+        const tt_traits *tr = a ? tt_get(a->w_type) : NULL;
+        if (!tr || !tr->to_float || !a->out || !a->x || !a->w || a->n_rows <= 0 || a->k <= 0 || a->d <= 0 ||
+            a->ld_out < a->d || a->k % tr->block_size)
+            return TC_ERR_INVALID;
+        mm_precise_ctx c = {a, tr, tt_row_size(a->w_type, a->k), 0};
+        cpu_pool_run(pool, mm_precise_job, &c);
+        return c.failed ? TC_ERR_NOMEM : 0;
+    }
+    return cpu_matmul_isa(pool, a, cpu_best_isa());
+}

@@ -42,9 +42,10 @@ def quant_dequant_act(x, qtype):
 
 
 class LlamaRef:
-    def __init__(self, path, act_quant=True):
+    def __init__(self, path, act_quant=True, kv_f16=None):
         self.r = gguf.GGUFReader(path)
         self.act_quant = act_quant
+        self.kv_f16 = act_quant if kv_f16 is None else kv_f16  # round K/V to f16 like the engine's cache
         f = self.r.fields
         arch = bytes(f["general.architecture"].parts[-1]).decode()
         self.arch = arch
@@ -126,7 +127,7 @@ class LlamaRef:
                 q = self.rmsnorm(q, p + "attn_q_norm.weight")
                 k = self.rmsnorm(k, p + "attn_k_norm.weight")
             q, k = self.rope(q, pos), self.rope(k, pos)
-            if self.act_quant:  # the engine's KV cache is f16
+            if self.kv_f16:  # the engine's KV cache is f16
                 k = k.astype(np.float16).astype(np.float64)
                 v = v.astype(np.float16).astype(np.float64)
             out = np.empty((n, self.n_heads, hd))

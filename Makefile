@@ -63,7 +63,10 @@ fuzz: apt
 	  n=$$(basename $$f); mkdir -p fuzz-corpus-$$n; \
 	  seeds=tests/fuzz/seeds/$${n#fuzz_}; [ -d $$seeds ] || seeds=; \
 	  echo "== $$n for $(FUZZ_SECONDS)s"; \
-	  $$f -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -rss_limit_mb=2048 fuzz-corpus-$$n $$seeds 2>&1 | tail -n 3; \
+	  if ! $$f -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -rss_limit_mb=2048 -artifact_prefix=build-fuzz/ \
+	       fuzz-corpus-$$n $$seeds > build-fuzz/log-$$n.txt 2>&1; then \
+	    tail -n 40 build-fuzz/log-$$n.txt; echo "$$n FAILED"; exit 1; fi; \
+	  tail -n 1 build-fuzz/log-$$n.txt; \
 	done
 
 # Unit tests and a real generation under AddressSanitizer + UndefinedBehaviorSanitizer.

@@ -39,17 +39,17 @@ XI void x86_tile_q45k_w(const cpu_gemm_job *j, int i, int r, const int NW, const
     for (int b = 0; b < nb; b++) {
         __m512i q[X86_MAXW][4], sc[X86_MAXW][4];
         __m256i mn[X86_MAXW];
-        float wd[X86_MAXW], wdm[X86_MAXW];
+        __m512 wd[X86_MAXW], wdm[X86_MAXW]; // d, dmin broadcast
         X86_UNROLL for (int w = 0; w < NW; w++) {
             const uint8_t *p = x86_wrow(j, i + w) + b * wsz;
             const uint8_t *qs, *qh = NULL, *s12;
             if (T == TT_Q4_K) {
                 const tt_block_q4_K *x = (const void *)p;
-                wd[w] = x86_h2f(x->d), wdm[w] = x86_h2f(x->dmin);
+                wd[w] = _mm512_set1_ps(x86_h2f(x->d)), wdm[w] = _mm512_set1_ps(x86_h2f(x->dmin));
                 qs = x->qs, s12 = x->scales;
             } else {
                 const tt_block_q5_K *x = (const void *)p;
-                wd[w] = x86_h2f(x->d), wdm[w] = x86_h2f(x->dmin);
+                wd[w] = _mm512_set1_ps(x86_h2f(x->d)), wdm[w] = _mm512_set1_ps(x86_h2f(x->dmin));
                 qs = x->qs, qh = x->qh, s12 = x->scales;
             }
             uint8_t sm[16];
@@ -80,8 +80,9 @@ XI void x86_tile_q45k_w(const cpu_gemm_job *j, int i, int r, const int NW, const
                 X86_UNROLL for (int jj = 1; jj < 4; jj++) s = _mm512_dpwssd_epi32(
                     s, _mm512_maddubs_epi16(q[w][jj], _mm512_loadu_si512(a->qs + 64 * jj)), sc[w][jj]);
                 const __m512i m = x86_zext512(_mm256_madd_epi16(mn[w], bs));
-                acc[w][rr] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_set1_ps(wd[w] * a->d), acc[w][rr]);
-                acc[w][rr] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(m), _mm512_set1_ps(wdm[w] * a->d), acc[w][rr]);
+                const __m512 ad = _mm512_set1_ps(a->d);
+                acc[w][rr] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(wd[w], ad), acc[w][rr]);
+                acc[w][rr] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(m), _mm512_mul_ps(wdm[w], ad), acc[w][rr]);
             }
         }
     }
@@ -101,10 +102,10 @@ XI void x86_tile_q6k_w(const cpu_gemm_job *j, int i, int r, const int NW, const 
     for (int b = 0; b < nb; b++) {
         __m512i q[X86_MAXW][4], sc[X86_MAXW][4];
         __m256i s16[X86_MAXW];
-        float wd[X86_MAXW];
+        __m512 wd[X86_MAXW]; // d broadcast
         X86_UNROLL for (int w = 0; w < NW; w++) {
             const tt_block_q6_K *x = (const void *)(x86_wrow(j, i + w) + b * sizeof(tt_block_q6_K));
-            wd[w] = x86_h2f(x->d);
+            wd[w] = _mm512_set1_ps(x86_h2f(x->d));
             s16[w] = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
             X86_UNROLL for (int p = 0; p < 4; p++) sc[w][p] =
                 _mm512_permutexvar_epi16(x86_k512_idx4(4 * p), _mm512_castsi256_si512(s16[w]));
@@ -126,7 +127,8 @@ XI void x86_tile_q6k_w(const cpu_gemm_job *j, int i, int r, const int NW, const 
                     s, _mm512_maddubs_epi16(q[w][p], _mm512_loadu_si512(a->qs + 64 * p)), sc[w][p]);
                 const __m512i corr = x86_zext512(_mm256_madd_epi16(s16[w], bs));
                 s = _mm512_sub_epi32(s, _mm512_slli_epi32(corr, 5));
-                acc[w][rr] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_set1_ps(wd[w] * a->d), acc[w][rr]);
+                acc[w][rr] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(wd[w], _mm512_set1_ps(a->d)),
+                                             acc[w][rr]);
             }
         }
     }

@@ -24,6 +24,20 @@ XI __m512i x86_k512_idx4(int a) {
     return _mm512_setr_epi32(v0, v0, v0, v0, v1, v1, v1, v1, v2, v2, v2, v2, v3, v3, v3, v3);
 }
 
+// The 12 packed scale bytes of a Q4_K/Q5_K block -> 8 scales then 8 mins, 6 bits each (as x86_k_scales,
+// in registers: no store and reload). 32-bit words u0 u1 u2 -> [u0 & m1, (u2 & m2) | ((u0 >> 6) & 3) << 4,
+// u1 & m1, ((u2 >> 4) & m2) | ((u1 >> 6) & 3) << 4] per byte.
+XI __m128i x86_k512_scales(const uint8_t *s12) {
+    uint32_t u[3];
+    memcpy(u, s12, 12);
+    const __m128i v = _mm_setr_epi32((int)u[0], (int)u[1], (int)u[2], 0);
+    __m128i lo = _mm_srlv_epi32(_mm_shuffle_epi32(v, _MM_SHUFFLE(2, 1, 2, 0)), _mm_setr_epi32(0, 0, 0, 4));
+    lo = _mm_and_si128(lo, _mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f));
+    __m128i hi = _mm_srli_epi32(_mm_shuffle_epi32(v, _MM_SHUFFLE(1, 1, 0, 0)), 2);
+    hi = _mm_and_si128(hi, _mm_setr_epi32(0, 0x30303030, 0, 0x30303030));
+    return _mm_or_si128(lo, hi);
+}
+
 XI __m512i x86_zext512(__m256i v) { return _mm512_inserti64x4(_mm512_setzero_si512(), v, 0); }
 
 // Q4_K and Q5_K: x = d * sc * q - dmin * m per sub-block of 32. Register jj holds sub-blocks 2jj (low
@@ -52,9 +66,7 @@ XI void x86_tile_q45k_w(const cpu_gemm_job *j, int i, int r, const int NW, const
                 wd[w] = _mm512_set1_ps(x86_h2f(x->d)), wdm[w] = _mm512_set1_ps(x86_h2f(x->dmin));
                 qs = x->qs, qh = x->qh, s12 = x->scales;
             }
-            uint8_t sm[16];
-            x86_k_scales(s12, sm);
-            const __m128i s8 = _mm_loadu_si128((const __m128i *)sm); // 8 scales, 8 mins
+            const __m128i s8 = x86_k512_scales(s12); // 8 scales, 8 mins
             const __m512i s16 = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(s8));
             mn[w] = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(s8, s8)); // m0 m0 m1 m1 .. (per 16 like bsums)
             __m512i h = _mm512_setzero_si512();

@@ -38,6 +38,10 @@ XI __m128i x86_k512_scales(const uint8_t *s12) {
     return _mm_or_si128(lo, hi);
 }
 
+XI __m512 x86_k512_dd(tt_f16 d, tt_f16 dmin) {
+    return _mm512_insertf32x8(_mm512_set1_ps(x86_h2f(d)), _mm256_set1_ps(-x86_h2f(dmin)), 1);
+}
+
 XI __m512i x86_zext512(__m256i v) { return _mm512_inserti64x4(_mm512_setzero_si512(), v, 0); }
 
 // Q4_K and Q5_K: x = d * sc * q - dmin * m per sub-block of 32. Register jj holds sub-blocks 2jj (low
@@ -53,17 +57,17 @@ XI void x86_tile_q45k_w(const cpu_gemm_job *j, int i, int r, const int NW, const
     for (int b = 0; b < nb; b++) {
         __m512i q[X86_MAXW][4], sc[X86_MAXW][4];
         __m256i mn[X86_MAXW];
-        __m512 wd[X86_MAXW], wdm[X86_MAXW]; // d, dmin broadcast
+        __m512 wdd[X86_MAXW]; // [d x8 | -dmin x8]
         X86_UNROLL for (int w = 0; w < NW; w++) {
             const uint8_t *p = x86_wrow(j, i + w) + b * wsz;
             const uint8_t *qs, *qh = NULL, *s12;
             if (T == TT_Q4_K) {
                 const tt_block_q4_K *x = (const void *)p;
-                wd[w] = _mm512_set1_ps(x86_h2f(x->d)), wdm[w] = _mm512_set1_ps(x86_h2f(x->dmin));
+                wdd[w] = x86_k512_dd(x->d, x->dmin);
                 qs = x->qs, s12 = x->scales;
             } else {
                 const tt_block_q5_K *x = (const void *)p;
-                wd[w] = _mm512_set1_ps(x86_h2f(x->d)), wdm[w] = _mm512_set1_ps(x86_h2f(x->dmin));
+                wdd[w] = x86_k512_dd(x->d, x->dmin);
                 qs = x->qs, qh = x->qh, s12 = x->scales;
             }
             const __m128i s8 = x86_k512_scales(s12); // 8 scales, 8 mins
@@ -91,10 +95,11 @@ XI void x86_tile_q45k_w(const cpu_gemm_job *j, int i, int r, const int NW, const
                 __m512i s = _mm512_madd_epi16(_mm512_maddubs_epi16(q[w][0], _mm512_loadu_si512(a->qs)), sc[w][0]);
                 X86_UNROLL for (int jj = 1; jj < 4; jj++) s = _mm512_dpwssd_epi32(
                     s, _mm512_maddubs_epi16(q[w][jj], _mm512_loadu_si512(a->qs + 64 * jj)), sc[w][jj]);
-                const __m512i m = x86_zext512(_mm256_madd_epi16(mn[w], bs));
-                const __m512 ad = _mm512_set1_ps(a->d);
-                acc[w][rr] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(wd[w], ad), acc[w][rr]);
-                acc[w][rr] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(m), _mm512_mul_ps(wdm[w], ad), acc[w][rr]);
+                // [sum of the two sub-block halves (8 lanes) | mins . bsums (8 lanes)] x [d x8 | -dmin x8] * a.d
+                const __m256i t = _mm256_add_epi32(_mm512_castsi512_si256(s), _mm512_extracti64x4_epi64(s, 1));
+                const __m512i z = _mm512_inserti64x4(_mm512_castsi256_si512(t), _mm256_madd_epi16(mn[w], bs), 1);
+                acc[w][rr] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(z), _mm512_mul_ps(wdd[w], _mm512_set1_ps(a->d)),
+                                             acc[w][rr]);
             }
         }
     }

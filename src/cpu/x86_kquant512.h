@@ -5,7 +5,7 @@
 // per-lane int16 vectors) and then dotted against all NR activation rows: vpmaddubsw (unsigned quant x
 // signed int8 activation -> int16 pairs, no saturation: |pair| <= 2 * 63 * 128) then vpdpwssd with the
 // sub-block scales into 16 int32 lanes. The float work per (weight row, activation row, super-block) is one
-// or two vector FMAs into a 16-lane float accumulator, reduced once at the end of the row (no horizontal
+// conversion and one vector FMA into a 16-lane float accumulator, reduced once at the end of the row (no horizontal
 // sum per super-block). Every (weight row, activation row) pair sees exactly the same operations whatever
 // NW and NR are, so results are batch invariant. The integer sums are those of the AVX2 tile; the float
 // summation order differs, so the levels are no longer bit-identical for these types.
@@ -41,8 +41,6 @@ XI __m128i x86_k512_scales(const uint8_t *s12) {
 XI __m512 x86_k512_dd(tt_f16 d, tt_f16 dmin) {
     return _mm512_insertf32x8(_mm512_set1_ps(x86_h2f(d)), _mm256_set1_ps(-x86_h2f(dmin)), 1);
 }
-
-XI __m512i x86_zext512(__m256i v) { return _mm512_inserti64x4(_mm512_setzero_si512(), v, 0); }
 
 // Q4_K and Q5_K: x = d * sc * q - dmin * m per sub-block of 32. Register jj holds sub-blocks 2jj (low
 // nibbles of qs[32jj..32jj+31]) and 2jj+1 (high nibbles): its activations are qs[64jj..64jj+63] as they lie.
@@ -118,14 +116,15 @@ XI void x86_tile_q6k_w(const cpu_gemm_job *j, int i, int r, const int NW, const 
     const __m512i hs0 = _mm512_setr_epi64(0, 0, 0, 0, 2, 2, 2, 2), hs1 = _mm512_setr_epi64(4, 4, 4, 4, 6, 6, 6, 6);
     for (int b = 0; b < nb; b++) {
         __m512i q[X86_MAXW][4], sc[X86_MAXW][4];
-        __m256i s16[X86_MAXW];
+        __m256i s16n[X86_MAXW]; // -32 * scales, for the offset through the bsums
         __m512 wd[X86_MAXW]; // d broadcast
         X86_UNROLL for (int w = 0; w < NW; w++) {
             const tt_block_q6_K *x = (const void *)(x86_wrow(j, i + w) + b * sizeof(tt_block_q6_K));
             wd[w] = _mm512_set1_ps(x86_h2f(x->d));
-            s16[w] = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
+            const __m256i s16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
+            s16n[w] = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(s16, 5)); // -32 sc: |.| <= 4096
             X86_UNROLL for (int p = 0; p < 4; p++) sc[w][p] =
-                _mm512_permutexvar_epi16(x86_k512_idx4(4 * p), _mm512_castsi256_si512(s16[w]));
+                _mm512_permutexvar_epi16(x86_k512_idx4(4 * p), _mm512_castsi256_si512(s16));
             X86_UNROLL for (int n = 0; n < 2; n++) {
                 const __m512i ql = _mm512_loadu_si512(x->ql + 64 * n);
                 const __m512i h = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x->qh + 32 * n)));
@@ -142,8 +141,7 @@ XI void x86_tile_q6k_w(const cpu_gemm_job *j, int i, int r, const int NW, const 
                 __m512i s = _mm512_madd_epi16(_mm512_maddubs_epi16(q[w][0], _mm512_loadu_si512(a->qs)), sc[w][0]);
                 X86_UNROLL for (int p = 1; p < 4; p++) s = _mm512_dpwssd_epi32(
                     s, _mm512_maddubs_epi16(q[w][p], _mm512_loadu_si512(a->qs + 64 * p)), sc[w][p]);
-                const __m512i corr = x86_zext512(_mm256_madd_epi16(s16[w], bs));
-                s = _mm512_sub_epi32(s, _mm512_slli_epi32(corr, 5));
+                s = _mm512_dpwssd_epi32(s, _mm512_zextsi256_si512(s16n[w]), _mm512_zextsi256_si512(bs));
                 acc[w][rr] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(wd[w], _mm512_set1_ps(a->d)),
                                              acc[w][rr]);
             }

@@ -377,17 +377,13 @@ XI void x86_tile32w(const cpu_gemm_job *j, int i, int r, const int NW, const int
 #include "cpu/x86_kquant512.h"
 #define X86_K45 x86_tile_q45k_w
 #define X86_K6 x86_tile_q6k_w
-#ifndef X86_KNW
-#define X86_KNW 2
-#endif
-#define X86_KNR 8 // rows per K-quant tile: decoded weights + 16-lane accumulators fill the 32 registers
+#define X86_KNR 8 // rows per K-quant tile (2 x 8 measured faster than 2 x 4 and 1 x 8, though it spills)
 #else
 #define X86_WIDE32(T) 0
 #define x86_tile32w x86_tile32
 #define X86_K45 x86_tile_q45k
 #define X86_K6 x86_tile_q6k
 #define X86_KNR X86_GEMM_NR
-#define X86_KNW X86_GEMM_NW
 #endif
 
 // --- driver: panels of weight rows sized for L2, activation tiles of X86_GEMM_NR rows inside
@@ -426,8 +422,6 @@ XI void x86_gemm(const cpu_gemm_job *j, const int T) {
                 for (; i + 4 <= p1; i += 4) x86_tile(j, i, r, 4, 1, T);
                 for (; i < p1; i++) x86_tile(j, i, r, 1, 1, T);
             } else {
-                if (X86_KNW != X86_GEMM_NW && (T == TT_Q4_K || T == TT_Q5_K || T == TT_Q6_K))
-                    for (; i + X86_KNW <= p1; i += X86_KNW) X86_TILE_NR(j, i, r, X86_KNW, nr, T, NRMAX);
                 for (; i + X86_GEMM_NW <= p1; i += X86_GEMM_NW) X86_TILE_NR(j, i, r, X86_GEMM_NW, nr, T, NRMAX);
                 for (; i < p1; i++) X86_TILE_NR(j, i, r, 1, nr, T, NRMAX);
             }

@@ -4,9 +4,9 @@
 // Per super-block of 256 and weight row, the block is decoded once (nibbles to bytes, 6-bit scales to
 // per-lane int16 vectors) and then dotted against all NR activation rows: vpmaddubsw (unsigned quant x
 // signed int8 activation -> int16 pairs, no saturation: |pair| <= 2 * 63 * 128) then vpdpwssd with the
-// sub-block scales into 16 int32 lanes. The float work per (weight row, activation row, super-block) is one
-// conversion and one vector FMA into a 16-lane float accumulator, reduced once at the end of the row (no horizontal
-// sum per super-block). Every (weight row, activation row) pair sees exactly the same operations whatever
+// sub-block scales into 16 int32 lanes. The float work per (weight row, activation row, super-block) is
+// one conversion and one vector FMA into a 16-lane float accumulator, reduced once at the end of the row
+// (no horizontal sum per super-block). Every (weight row, activation row) pair sees exactly the same operations whatever
 // NW and NR are, so results are batch invariant. The integer sums are those of the AVX2 tile; the float
 // summation order differs, so the levels are no longer bit-identical for these types.
 #ifndef TACHYON_CPU_X86_KQUANT512_H

@@ -6,9 +6,9 @@
 // signed int8 activation -> int16 pairs, no saturation: |pair| <= 2 * 63 * 128) then vpdpwssd with the
 // sub-block scales into 16 int32 lanes. The float work per (weight row, activation row, super-block) is
 // one conversion and one vector FMA into a 16-lane float accumulator, reduced once at the end of the row
-// (no horizontal sum per super-block). Every (weight row, activation row) pair sees exactly the same operations whatever
-// NW and NR are, so results are batch invariant. The integer sums are those of the AVX2 tile; the float
-// summation order differs, so the levels are no longer bit-identical for these types.
+// (no horizontal sum per super-block). Every (weight row, activation row) pair sees exactly the same
+// operations whatever NW and NR are, so results are batch invariant. The integer sums are those of the AVX2
+// tile; the float summation order differs, so the levels are no longer bit-identical for these types.
 #ifndef TACHYON_CPU_X86_KQUANT512_H
 #define TACHYON_CPU_X86_KQUANT512_H
 

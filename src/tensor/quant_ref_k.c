@@ -256,19 +256,23 @@ static void qk_asym_quantize(const float *x, int nmax, tt_f16 *d_out, tt_f16 *dm
     }
 }
 
+// x = d·sc_j·q − dmin·m_j for each 32-quant sub-block j of one Q4_K/Q5_K super-block (q already unpacked).
+static void qk_asym_dequant(tt_f16 hd, tt_f16 hdmin, const uint8_t *scales, const uint8_t *q, float *dst) {
+    float d = f16(hd), dmin = f16(hdmin);
+    for (int j = 0; j < QK_K / 32; j++) {
+        uint8_t sc, m;
+        tt_k4_scale_min(j, scales, &sc, &m);
+        float d1 = d * sc, m1 = dmin * m;
+        for (int l = 0; l < 32; l++) dst[32 * j + l] = d1 * q[32 * j + l] - m1;
+    }
+}
+
 void tt_q4_K_to_float(const void *src, float *dst, int64_t n) {
     const tt_block_q4_K *b = src;
     uint8_t q[QK_K];
     for (int64_t i = 0; i < n / QK_K; i++, dst += QK_K) {
-        float d = f16(b[i].d), dmin = f16(b[i].dmin);
         q4k_unpack(&b[i], q);
-        for (int j = 0; j < QK_K / 32; j++) {
-            uint8_t sc, m;
-            tt_k4_scale_min(j, b[i].scales, &sc, &m);
-            float d1 = d * sc, m1 = dmin * m;
-            for (int l = 0; l < 32; l++)
-                dst[32 * j + l] = d1 * q[32 * j + l] - m1;
-        }
+        qk_asym_dequant(b[i].d, b[i].dmin, b[i].scales, q, dst);
     }
 }
 
@@ -314,15 +318,8 @@ void tt_q5_K_to_float(const void *src, float *dst, int64_t n) {
     const tt_block_q5_K *b = src;
     uint8_t q[QK_K];
     for (int64_t i = 0; i < n / QK_K; i++, dst += QK_K) {
-        float d = f16(b[i].d), dmin = f16(b[i].dmin);
         q5k_unpack(&b[i], q);
-        for (int j = 0; j < QK_K / 32; j++) {
-            uint8_t sc, m;
-            tt_k4_scale_min(j, b[i].scales, &sc, &m);
-            float d1 = d * sc, m1 = dmin * m;
-            for (int l = 0; l < 32; l++)
-                dst[32 * j + l] = d1 * q[32 * j + l] - m1;
-        }
+        qk_asym_dequant(b[i].d, b[i].dmin, b[i].scales, q, dst);
     }
 }
 

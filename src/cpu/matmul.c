@@ -107,12 +107,21 @@ static const cpu_kernels *mm_kernels(cpu_isa isa) {
     return NULL;
 }
 
-int cpu_matmul_isa(cpu_pool *pool, const cpu_matmul_args *a, cpu_isa isa) {
+// Checks shared by every path: shapes, buffers, and a weight type (activation-only Q8_1/Q8_K are not).
+static int mm_check_args(const cpu_matmul_args *a, const tt_traits **tr_out) {
     if (!a || !a->out || !a->x || !a->w || a->n_rows <= 0 || a->k <= 0 || a->d <= 0 || a->ld_out < a->d)
         return TC_ERR_INVALID;
     const tt_traits *tr = tt_get(a->w_type);
     if (!tr || a->w_type == TT_Q8_1 || a->w_type == TT_Q8_K) return TC_ERR_UNSUPPORTED;
     if (a->k % tr->block_size) return TC_ERR_INVALID;
+    *tr_out = tr;
+    return 0;
+}
+
+int cpu_matmul_isa(cpu_pool *pool, const cpu_matmul_args *a, cpu_isa isa) {
+    const tt_traits *tr;
+    int rc = mm_check_args(a, &tr);
+    if (rc) return rc;
     const int is_float = mm_is_float(a->w_type);
     const uint32_t act = mm_act_type(tr, a->w_type);
     const tt_traits *atr = tt_get(act);
@@ -199,10 +208,9 @@ int cpu_precise(void) {
 
 int cpu_matmul(cpu_pool *pool, const cpu_matmul_args *a) {
     if (cpu_precise()) {
-        const tt_traits *tr = a ? tt_get(a->w_type) : NULL;
-        if (!tr || !tr->to_float || !a->out || !a->x || !a->w || a->n_rows <= 0 || a->k <= 0 || a->d <= 0 ||
-            a->ld_out < a->d || a->k % tr->block_size)
-            return TC_ERR_INVALID;
+        const tt_traits *tr;
+        int rc = mm_check_args(a, &tr);
+        if (rc) return rc;
         mm_precise_ctx c = {a, tr, tt_row_size(a->w_type, a->k), 0};
         cpu_pool_run(pool, mm_precise_job, &c);
         return c.failed ? TC_ERR_NOMEM : 0;

@@ -50,6 +50,7 @@ int model_ctx_new(model *m, int max_batch_tokens, int n_threads, model_ctx **out
                          .scale = 1.0f / sqrtf((float)hp->head_dim)};
     cpu_isa isa = cpu_best_isa();
     c->to_f16 = cvt_select_f32_f16(isa);
+    c->attn = attn_select(isa, &c->geo); // depends on the ISA and head dim only
     c->pool = cpu_pool_new(n_threads);
     size_t n = (size_t)max_batch_tokens, q_dim = (size_t)hp->n_heads * hp->head_dim;
     size_t kv_dim = (size_t)hp->n_kv_heads * hp->head_dim, half = (size_t)hp->rope_dim / 2;
@@ -204,8 +205,7 @@ int model_forward(model_ctx *c, model_kv *kv, const model_batch *b, float *logit
     const model_hparams *hp = &m->hp;
     int rc = validate(c, kv, b, err);
     if (rc) return rc;
-    c->geo.block_size = kv->block_size;
-    c->attn = attn_select(cpu_best_isa(), &c->geo);
+    c->geo.block_size = kv->block_size; // the one geometry field that comes from the cache, not the model
     const int n = b->n_tokens, dim = hp->dim, half = hp->rope_dim / 2;
     const tt_traits *et = tt_get(m->tok_embd.type);
     size_t erow = tt_row_size(m->tok_embd.type, dim);

@@ -3,16 +3,37 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cpu/cpu.h"
 #include "model/model.h"
 #include "tensor/ttype.h"
 #include "tokenizer/tokenizer.h"
 
+// One line tests and benchmark scripts parse: the level in use, and every level this host can run
+// ("cpu isa avx2 (host levels: scalar avx2; not on this host: avx512)").
+static void info_print_isa(void) {
+    cpu_isa hw = cpu_hw_isa();
+    printf("cpu isa         %s (host levels:", cpu_isa_name(cpu_best_isa()));
+    for (int l = CPU_ISA_SCALAR; l <= (int)hw; l++) printf(" %s", cpu_isa_name((cpu_isa)l));
+    if (hw < CPU_ISA_AVX512) {
+        printf("; not on this host:");
+        for (int l = (int)hw + 1; l <= CPU_ISA_AVX512; l++) printf(" %s", cpu_isa_name((cpu_isa)l));
+    }
+    printf(")\n");
+}
+
 int cli_info(int argc, char **argv) {
     const char *path = NULL;
-    for (int i = 1; i < argc; i++)
+    int cpu_only = 0;
+    for (int i = 1; i < argc; i++) {
         if ((!strcmp(argv[i], "-m") || !strcmp(argv[i], "--model")) && i + 1 < argc) path = argv[++i];
+        else if (!strcmp(argv[i], "--cpu")) cpu_only = 1;
+    }
+    if (cpu_only) {
+        info_print_isa();
+        return 0;
+    }
     if (!path) {
-        fprintf(stderr, "usage: tachyon info -m MODEL\n");
+        fprintf(stderr, "usage: tachyon info -m MODEL | tachyon info --cpu\n");
         return 2;
     }
     tc_err err = {0};
@@ -39,6 +60,7 @@ int cli_info(int argc, char **argv) {
         const gguf_tensor *t = gguf_tensor_at(g, i);
         if (t->type < TT_COUNT) count[t->type]++, bytes[t->type] += t->size;
     }
+    info_print_isa();
     printf("tensor types   ");
     for (int t = 0; t < TT_COUNT; t++)
         if (count[t]) printf(" %s x%d (%.1f MiB)", tt_name((uint32_t)t), count[t], bytes[t] / 1048576.0);

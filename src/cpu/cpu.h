@@ -16,6 +16,7 @@ typedef struct cpu_features {
 
 const cpu_features *cpu_get_features(void); // detected once, cached
 cpu_isa cpu_best_isa(void);                 // highest usable level, honouring TACHYON_ISA
+cpu_isa cpu_hw_isa(void);                   // best level the hardware + OS support, ignoring TACHYON_ISA
 const char *cpu_isa_name(cpu_isa isa);
 
 // --- thread pool: persistent workers (created once), no per-step thread creation. A job is a function

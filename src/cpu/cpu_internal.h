@@ -8,8 +8,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-cpu_isa cpu_hw_isa(void); // best level the hardware + OS support, ignoring TACHYON_ISA
-
 // One GEMM work item: out[r, i] = dot(W row i, activation row r) for i in [i0, i1), r in [0, n_rows).
 // Activations are already in the kernel's activation type (Q8_0/Q8_1/Q8_K rows, or f32 for float weights).
 typedef struct cpu_gemm_job {

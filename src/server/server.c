@@ -50,21 +50,14 @@ const char *srv_reason(int status) {
     case 204: return "No Content";
     case 400: return "Bad Request";
     case 401: return "Unauthorized";
+    case 403: return "Forbidden";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
     case 413: return "Payload Too Large";
+    case 415: return "Unsupported Media Type";
     case 500: return "Internal Server Error";
     case 503: return "Service Unavailable";
     default: return "Error";
-    }
-}
-
-void srv_add_common_headers(server *s, struct evhttp_request *req) {
-    struct evkeyvalq *h = evhttp_request_get_output_headers(req);
-    if (s->o.cors) {
-        evhttp_add_header(h, "Access-Control-Allow-Origin", "*");
-        evhttp_add_header(h, "Access-Control-Allow-Headers", "Authorization, Content-Type");
-        evhttp_add_header(h, "Access-Control-Allow-Methods", "GET, POST, OPTIONS");
     }
 }
 
@@ -122,7 +115,9 @@ void srv_access_log(server *s, struct evhttp_request *req, const char *id, int s
 
 int srv_model_ok(const server *s, const char *name) {
     if (!name || !name[0]) return 1;
-    if (!strcmp(name, s->name) || !strcmp(name, s->basename) || !strcmp(name, s->o.model_path)) return 1;
+    // the served name or the file's basename (with or without .gguf); never a path: the model's location
+    // on disk is not the client's business
+    if (!strcmp(name, s->name) || !strcmp(name, s->basename)) return 1;
     size_t n = strlen(s->basename);
     if (n > 5 && !strcmp(s->basename + n - 5, ".gguf") && strlen(name) == n - 5 && !strncmp(name, s->basename, n - 5))
         return 1;
@@ -220,17 +215,6 @@ static int handle_models(server *s, struct evhttp_request *req) {
 
 // --- routing -----------------------------------------------------------------------------------------
 
-static int auth_ok(server *s, struct evhttp_request *req) {
-    if (!s->o.api_key) return 1;
-    const char *h = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
-    if (!h || strncasecmp(h, "Bearer ", 7)) return 0;
-    const char *k = h + 7, *want = s->o.api_key;
-    size_t a = strlen(k), b = strlen(want);
-    unsigned diff = (unsigned)(a != b);
-    for (size_t i = 0; i < a && i < b; i++) diff |= (unsigned)(k[i] ^ want[i]);
-    return diff == 0;
-}
-
 static void set_nodelay(struct evhttp_request *req) {
     struct evhttp_connection *c = evhttp_request_get_connection(req);
     struct bufferevent *bev = c ? evhttp_connection_get_bufferevent(c) : NULL;
@@ -250,23 +234,21 @@ static void route_cb(struct evhttp_request *req, void *arg) {
     oai_err e = {0};
     int status = 0;
 
+    if (srv_access_check(s, req, path, &e)) goto done;
     if (cmd == EVHTTP_REQ_OPTIONS) {
-        if (s->o.cors) {
+        if (srv_cors_origin(s, req)) {
             srv_add_common_headers(s, req);
             evhttp_add_header(evhttp_request_get_output_headers(req), "Access-Control-Max-Age", "86400");
             evhttp_send_reply(req, 204, "No Content", NULL);
             status = 204;
         } else {
-            oai_err_set(&e, 405, NULL, NULL, NULL, "OPTIONS is not allowed (CORS is disabled; start with --cors)");
+            oai_err_set(&e, s->o.cors ? 403 : 405, NULL, NULL, NULL,
+                        s->o.cors ? "This Origin is not allowed (see --cors)"
+                                  : "OPTIONS is not allowed (CORS is disabled; start with --cors ORIGIN)");
         }
         goto done;
     }
-    int is_v1 = !strncmp(path, "/v1/", 4), is_tok = !strcmp(path, "/tokenize") || !strcmp(path, "/detokenize");
-    if ((is_v1 || is_tok) && !auth_ok(s, req)) {
-        oai_err_set(&e, 401, "invalid_request_error", "invalid_api_key", NULL,
-                    "Incorrect or missing API key: send 'Authorization: Bearer <key>'");
-        goto done;
-    }
+    int is_tok = !strcmp(path, "/tokenize") || !strcmp(path, "/detokenize");
     if (!strcmp(path, "/health")) {
         if (!is_get) goto method;
         if (s->state == SRV_READY) {

@@ -67,13 +67,18 @@ typedef struct server {
 
 // --- server.c helpers --------------------------------------------------------------------------------
 void srv_log(const server *s, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-void srv_add_common_headers(server *s, struct evhttp_request *req);
 void srv_send_json(server *s, struct evhttp_request *req, int status, json_t *j); // steals j
 void srv_send_error(server *s, struct evhttp_request *req, const oai_err *e);
 const char *srv_reason(int status);
 int srv_model_ok(const server *s, const char *name);
 void srv_access_log(server *s, struct evhttp_request *req, const char *id, int status, int n_prompt, int n_out,
                     double ttft, double e2e, const char *finish);
+
+// --- srv_access.c: Host, API key, JSON-only POST bodies, CORS -------------------------------------
+// 0 if the request may go on; else -1 with *e filled (403 Host not allowed, 401 key, 415 Content-Type).
+int srv_access_check(server *s, struct evhttp_request *req, const char *path, oai_err *e);
+const char *srv_cors_origin(const server *s, struct evhttp_request *req); // NULL: no CORS for this request
+void srv_add_common_headers(server *s, struct evhttp_request *req);        // CORS headers on a reply
 
 // --- gen.c ------------------------------------------------------------------------------------------
 void gen_handle(server *s, struct evhttp_request *req, oai_kind kind);

@@ -1,0 +1,161 @@
+"""Access control and admission policy of `tachyon serve` against hostile or careless clients: the API key
+guards every route but /health (and the dashboard shell), only served model names are accepted, the Host
+header is checked (DNS rebinding), POST bodies must be JSON (no cross-site "simple requests"), CORS echoes
+listed origins only; --max-queue bounds waiting work only; the real per-request context is reported and
+enforced; shutdown cuts are errors, not `length`; flag errors name their flag; log lines carry ISO 8601
+times. All on loopback with stories260K."""
+import concurrent.futures as cf
+import http.client
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+
+import pytest
+
+from conftest import BIN, ROOT, STORIES
+
+
+def raw(srv, method, path, body=None, headers=None, timeout=30):
+    """One request with exactly the given headers (http.client adds Host unless given, and Content-Length)."""
+    c = http.client.HTTPConnection(srv.host, srv.port, timeout=timeout)
+    try:
+        if body is not None and not isinstance(body, (bytes, str)):
+            body = json.dumps(body)
+        c.request(method, path, body=body, headers=headers or {})
+        r = c.getresponse()
+        return r.status, dict(r.getheaders()), r.read()
+    finally:
+        c.close()
+
+
+def check_error(st, data, status, code=None):
+    j = json.loads(data) if isinstance(data, (bytes, str)) else data
+    assert st == status, (st, j)
+    e = j["error"]
+    assert set(e) == {"message", "type", "param", "code"} and e["message"], e
+    if code is not None:
+        assert e["code"] == code, e
+    return e
+
+
+JSON = {"Content-Type": "application/json"}
+SMALL = {"prompt": "Once upon a time", "max_tokens": 2, "temperature": 0}
+
+
+# --- 5. access control -------------------------------------------------------------------------------
+
+def test_api_key_guards_every_route_but_health(make_server):
+    srv = make_server(STORIES, "--api-key", "sekrit", "--ctx-size", 256)
+    auth = {"Authorization": "Bearer sekrit"}
+    for method, path, body in [("GET", "/stats", None), ("GET", "/metrics", None), ("GET", "/v1/models", None),
+                               ("POST", "/tokenize", {"content": "hi"}), ("POST", "/v1/completions", SMALL)]:
+        st, h, data = raw(srv, method, path, body, JSON)
+        check_error(st, data, 401, "invalid_api_key")
+        assert h.get("WWW-Authenticate") == "Bearer"
+        st, _, data = raw(srv, method, path, body, dict(JSON, **auth))
+        assert st == 200, (path, data[:300])
+    assert raw(srv, "GET", "/health")[0] == 200
+    st, h, page = raw(srv, "GET", "/")  # the dashboard shell (no server data) loads; it asks for the key
+    assert st == 200 and h["Content-Type"].startswith("text/html") and b"apikey" in page
+
+    pub = make_server(STORIES, "--api-key", "sekrit", "--ctx-size", 256, "--public-routes", "/metrics,/stats")
+    assert raw(pub, "GET", "/metrics")[0] == 200
+    assert raw(pub, "GET", "/stats")[0] == 200
+    check_error(*raw(pub, "GET", "/v1/models")[::2], 401)
+
+
+def test_model_path_is_not_a_model_name(stories):
+    st, _, data = raw(stories, "POST", "/v1/completions", dict(SMALL, model=STORIES), JSON)
+    check_error(st, data, 404, "model_not_found")
+    st, _, data = raw(stories, "POST", "/v1/completions", dict(SMALL, model=os.path.abspath(STORIES)), JSON)
+    check_error(st, data, 404, "model_not_found")
+    for name in ["stories260K", "stories260K.gguf"]:  # served name and file basename
+        st, _, data = raw(stories, "POST", "/v1/completions", dict(SMALL, model=name), JSON)
+        assert st == 200, (name, data)
+
+
+def test_host_header_checked(make_server, stories):
+    port = stories.port
+    for host in ["evil.example", "evil.example:%d" % port, "127.0.0.1.evil.example", "localhost.evil.example:80"]:
+        for method, path, body in [("GET", "/v1/models", None), ("POST", "/v1/completions", SMALL),
+                                   ("GET", "/", None)]:
+            st, _, data = raw(stories, method, path, body, dict(JSON, Host=host))
+            check_error(st, data, 403, "host_not_allowed")
+    for host in ["127.0.0.1:%d" % port, "localhost:%d" % port, "LOCALHOST", "[::1]:%d" % port, "localhost."]:
+        st, _, data = raw(stories, "POST", "/v1/completions", SMALL, dict(JSON, Host=host))
+        assert st == 200, (host, data)
+    srv = make_server(STORIES, "--ctx-size", 256, "--allowed-hosts", "tachyon.internal, other.example")
+    assert raw(srv, "GET", "/v1/models", headers={"Host": "tachyon.internal:8080"})[0] == 200
+    assert raw(srv, "GET", "/v1/models", headers={"Host": "other.example"})[0] == 200
+    assert raw(srv, "GET", "/v1/models", headers={"Host": "localhost"})[0] == 200
+    assert raw(srv, "GET", "/v1/models", headers={"Host": "evil.example"})[0] == 403
+    srv = make_server(STORIES, "--ctx-size", 256, "--allowed-hosts", "*")
+    assert raw(srv, "GET", "/v1/models", headers={"Host": "anything.example"})[0] == 200
+
+
+def test_post_needs_json_content_type(stories):
+    body = json.dumps(SMALL)
+    for ct in [None, "text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x",
+               "application/jsonp"]:
+        h = {"Content-Type": ct} if ct else {}
+        for path, b in [("/v1/completions", body), ("/v1/chat/completions", body), ("/tokenize", '{"content":"x"}')]:
+            st, _, data = raw(stories, "POST", path, b, h)
+            check_error(st, data, 415, "unsupported_media_type")
+    for ct in ["application/json", "application/json; charset=utf-8", "Application/JSON"]:
+        st, _, data = raw(stories, "POST", "/v1/completions", body, {"Content-Type": ct})
+        assert st == 200, (ct, data)
+
+
+def test_cors_origin_list(make_server):
+    srv = make_server(STORIES, "--ctx-size", 256, "--cors", "http://a.example,http://b.example:3000")
+    pre = {"Origin": "http://a.example", "Access-Control-Request-Method": "POST",
+           "Access-Control-Request-Headers": "content-type, authorization"}
+    st, h, _ = raw(srv, "OPTIONS", "/v1/chat/completions", headers=pre)
+    assert st == 204 and h.get("Access-Control-Allow-Origin") == "http://a.example", h
+    assert "Origin" in h.get("Vary", ""), h
+    st, h, _ = raw(srv, "GET", "/v1/models", headers={"Origin": "http://b.example:3000"})
+    assert st == 200 and h.get("Access-Control-Allow-Origin") == "http://b.example:3000", h
+    st, h, _ = raw(srv, "POST", "/v1/completions", SMALL, dict(JSON, Origin="http://a.example"))
+    assert st == 200 and h.get("Access-Control-Allow-Origin") == "http://a.example", h
+    for origin in ["http://evil.example", "http://a.example.evil.example", "null"]:
+        st, h, _ = raw(srv, "OPTIONS", "/v1/chat/completions", headers=dict(pre, Origin=origin))
+        assert st == 403 and "Access-Control-Allow-Origin" not in h, (origin, h)
+        st, h, _ = raw(srv, "GET", "/v1/models", headers={"Origin": origin})
+        assert "Access-Control-Allow-Origin" not in h and "Origin" in h.get("Vary", ""), (origin, h)
+    star = make_server(STORIES, "--ctx-size", 256, "--cors", "*")
+    st, h, _ = raw(star, "GET", "/v1/models", headers={"Origin": "http://evil.example"})
+    assert h.get("Access-Control-Allow-Origin") == "*", h
+
+
+def test_dashboard_asks_for_the_key(make_server):
+    sync_api = pytest.importorskip("playwright.sync_api")
+    chromium = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+    if not shutil.which(chromium) and not os.path.exists(chromium):
+        pytest.skip("chromium not installed")
+    srv = make_server(STORIES, "--api-key", "sekrit", "--ctx-size", 256)
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, headless=True, args=["--no-sandbox"])
+        page = browser.new_page()
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(srv.base + "/")
+        page.wait_for_function("() => document.getElementById('state').textContent.includes('API key')",
+                               timeout=15000)
+        page.fill("#apikey", "sekrit")
+        page.dispatch_event("#apikey", "change")
+        page.wait_for_function("() => document.getElementById('state').textContent === 'ready'", timeout=15000)
+        page.fill("#maxtok", "16")
+        page.fill("#temp", "0")
+        page.fill("#prompt", "Tell me a story.")
+        page.click("#send")
+        page.wait_for_selector(".msg[data-done='1']", timeout=30000)
+        assert page.query_selector(".msg.error") is None, page.inner_text("#messages")
+        assert page.inner_text(".msg.assistant").strip()
+        assert not errors, errors
+        browser.close()

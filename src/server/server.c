@@ -352,6 +352,8 @@ static void *loader_main(void *arg) {
         if (s->ctx_size > hp->ctx_train && hp->ctx_train > 0) s->ctx_size = hp->ctx_train;
         eo.ctx_size = s->ctx_size;
         if (!rc) rc = engine_new(s->m, &eo, &s->eng, err);
+        s->ctx_asked = s->ctx_size;
+        if (!rc) s->ctx_size = engine_ctx_limit(s->eng); // a small KV pool lowers it: report and enforce that
     }
     s->load_rc = rc;
     event_active(s->ev_loaded, EV_READ, 0); // thread-safe: evthread_use_pthreads
@@ -383,6 +385,10 @@ static void loaded_cb(evutil_socket_t fd, short what, void *arg) {
             s->name, hp->arch, hp->n_layers, s->ctx_size, chat_family_name(s->chat),
             s->o.chat_template || (s->chat_src && chat_detect(s->chat_src) != CHAT_UNKNOWN) ? "" : " (fallback)",
             s->n_eog);
+    if (s->ctx_size < s->ctx_asked)
+        srv_log(s, SRV_LOG_WARN, "the KV cache (--kv-cache-mem %.2f MiB) holds only %d tokens: the per-request "
+                "context is %d tokens, not %d", s->o.eng.kv_mem_bytes / 1048576.0, s->ctx_size, s->ctx_size,
+                s->ctx_asked);
     if (s->state == SRV_DRAINING) event_active(s->ev_drain, EV_TIMEOUT, 0);
 }
 

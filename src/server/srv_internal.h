@@ -52,7 +52,8 @@ typedef struct server {
     chat_family chat;
     char *chat_src; // template text from the GGUF, or NULL
     char bos_text[64];
-    int ctx_size;   // effective per-request context limit
+    int ctx_size;   // effective per-request context limit (prompt + output tokens), as the engine enforces it
+    int ctx_asked;  // what --ctx-size / the model asked for (ctx_size is lower when the KV pool is small)
     char name[256]; // served model name
     char basename[256];
     double t_start_drain;

@@ -159,3 +159,67 @@ def test_dashboard_asks_for_the_key(make_server):
         assert page.inner_text(".msg.assistant").strip()
         assert not errors, errors
         browser.close()
+
+
+# --- 6. admission and limits -------------------------------------------------------------------------
+
+def test_max_queue_bounds_waiting_work_only(make_server):
+    # 16 running slots and room for 2 waiting: a burst of 18 into an idle server is all admitted (it used to
+    # be refused beyond 2 because requests not yet scheduled counted as "queued" even with free slots).
+    srv = make_server(STORIES, "--max-seqs", 16, "--max-queue", 2, "--ctx-size", 512)
+    body = {"prompt": "Once upon a time", "max_tokens": 250, "ignore_eos": True, "temperature": 0}
+
+    def burst(n):
+        barrier = threading.Barrier(n)
+
+        def go(_):
+            barrier.wait()
+            return srv.post("/v1/completions", body, timeout=120)
+
+        with cf.ThreadPoolExecutor(n) as ex:
+            return list(ex.map(go, range(n)))
+
+    res = burst(18)
+    assert [r[0] for r in res] == [200] * 18, [(r[0], r[2]) for r in res if r[0] != 200]
+    assert all(r[2]["usage"]["completion_tokens"] == 250 for r in res)
+    # beyond 16 running + 2 waiting the queue is full: 503 with Retry-After
+    res = burst(34)
+    codes = [r[0] for r in res]
+    assert codes.count(200) >= 18 and set(codes) <= {200, 503}, codes
+    assert 503 in codes, codes
+    for st, h, j in res:
+        if st == 503:
+            assert h.get("Retry-After") and "queue full" in j["error"]["message"], (h, j)
+
+
+def test_small_kv_cache_context_is_reported_and_enforced(make_server):
+    # 0.05 MiB of KV holds 80 tokens of stories260K: that is the real context, whatever --ctx-size says.
+    srv = make_server(STORIES, "--kv-cache-mem", 0.05, "--ctx-size", 512)
+    st, _, data = raw(srv, "GET", "/v1/models")
+    limit = json.loads(data)["data"][0]["max_model_len"]
+    assert limit < 512, limit
+    st, _, data = raw(srv, "GET", "/stats")
+    assert json.loads(data)["max_model_len"] == limit
+    log = srv.read_log()
+    assert "ctx %d," % limit in log and "holds only %d tokens" % limit in log, log
+    st, _, data = raw(srv, "POST", "/tokenize", {"content": "Once upon a time"}, JSON)
+    n_prompt = len(json.loads(data)["tokens"]) + 1  # + BOS
+    # a prompt over the limit: 400 context_length_exceeded naming both numbers
+    st, _, data = raw(srv, "POST", "/v1/completions", {"prompt": "Once upon a time " * 40, "max_tokens": 1}, JSON)
+    e = check_error(st, data, 400, "context_length_exceeded")
+    assert e["param"] == "prompt" and str(limit) in e["message"], e
+    assert re.search(r"resulted in \d+ tokens", e["message"]), e
+    # prompt + max_tokens over the limit: refused as OpenAI does, never silently cut
+    body = {"prompt": "Once upon a time", "max_tokens": limit - n_prompt + 1, "ignore_eos": True, "temperature": 0}
+    st, _, data = raw(srv, "POST", "/v1/completions", body, JSON)
+    e = check_error(st, data, 400, "context_length_exceeded")
+    assert e["param"] == "max_tokens" and str(limit) in e["message"] and str(limit + 1) in e["message"], e
+    # exactly the limit: all of max_tokens
+    body["max_tokens"] = limit - n_prompt
+    st, _, j = srv.post("/v1/completions", body)
+    assert st == 200 and j["usage"]["completion_tokens"] == limit - n_prompt, j
+    # no max_tokens: generation runs until the context is full and finishes with `length`
+    del body["max_tokens"]
+    st, _, j = srv.post("/v1/completions", body)
+    assert st == 200 and j["choices"][0]["finish_reason"] == "length", j
+    assert j["usage"]["prompt_tokens"] + j["usage"]["completion_tokens"] == limit, j["usage"]

@@ -10,7 +10,7 @@ int cli_num(const char *cmd, const char *flag, const char *s, double lo, double 
     char *end;
     double v = strtod(s, &end);
     if (!*s || *end || !(v >= lo && v <= hi)) {
-        fprintf(stderr, "tachyon %s: %s expects a number in [%g, %g], got '%s'\n", cmd, flag, lo, hi, s);
+        fprintf(stderr, "tachyon %s: %s expects a number in [%.15g, %.15g], got '%s'\n", cmd, flag, lo, hi, s);
         return -1;
     }
     *out = v;

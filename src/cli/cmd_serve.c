@@ -123,7 +123,9 @@ int cli_serve(int argc, char **argv) {
         return 2;
     }
     tc_err err = {0};
-    if (server_run(&o, &err)) {
+    int rc = server_run(&o, &err);
+    if (rc > 0) return rc; // 128 + signal: a second signal cut the drain (logged)
+    if (rc) {
         fprintf(stderr, "tachyon serve: %s\n", err.msg);
         return 1;
     }

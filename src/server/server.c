@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/timeutil.h"
@@ -41,7 +42,21 @@ void srv_log(const server *s, int level, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "[%.3f] %s: %s\n", tc_wall(), names[level & 3], buf);
+    char ts[48];
+    srv_log_time(ts, sizeof ts);
+    fprintf(stderr, "%s %s: %s\n", ts, names[level & 3], buf);
+}
+
+// ISO 8601 local time with milliseconds and the UTC offset: "2026-11-23T10:15:02.123+0100".
+void srv_log_time(char *buf, size_t n) {
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    struct tm tm;
+    localtime_r(&now.tv_sec, &tm);
+    char date[32] = "", zone[8] = "";
+    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S", &tm);
+    strftime(zone, sizeof zone, "%z", &tm);
+    snprintf(buf, n, "%s.%03ld%s", date, now.tv_nsec / 1000000, zone);
 }
 
 const char *srv_reason(int status) {
@@ -422,7 +437,9 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg) {
     (void)what;
     server *s = arg;
     if (s->state == SRV_DRAINING) {
-        srv_log(s, SRV_LOG_WARN, "second signal: exiting now");
+        srv_log(s, SRV_LOG_WARN, "second signal %d during the drain: exiting now, %d in-flight request(s) cut",
+                (int)sig, s->n_inflight);
+        s->exit_sig = (int)sig;
         gen_cancel_all(s, ENGINE_FINISH_SHUTDOWN);
         event_base_loopexit(s->base, NULL);
         return;
@@ -505,6 +522,7 @@ int server_run(const server_opts *o, tc_err *err) {
     event_base_dispatch(s->base);
     rc = s->exit_rc;
     if (rc) tc_err_set(err, rc, "loading %s failed: %s", o->model_path, s->load_err.msg);
+    else if (s->exit_sig) rc = 128 + s->exit_sig; // like a shell reports a process killed by that signal
 
 out:
     if (s->loader_started) pthread_join(s->loader, NULL);

@@ -58,6 +58,7 @@ typedef struct server {
     char basename[256];
     double t_start_drain;
     int exit_rc;
+    int exit_sig; // the second signal that cut the drain short, or 0
     uint64_t seed_ctr;
     // in-flight generation requests, and those with bytes to flush this turn
     struct gen_req *inflight, *dirty;
@@ -68,6 +69,7 @@ typedef struct server {
 
 // --- server.c helpers --------------------------------------------------------------------------------
 void srv_log(const server *s, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void srv_log_time(char *buf, size_t n); // the log's timestamp: ISO 8601 local time with milliseconds
 void srv_send_json(server *s, struct evhttp_request *req, int status, json_t *j); // steals j
 void srv_send_error(server *s, struct evhttp_request *req, const oai_err *e);
 const char *srv_reason(int status);

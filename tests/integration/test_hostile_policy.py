@@ -223,3 +223,155 @@ def test_small_kv_cache_context_is_reported_and_enforced(make_server):
     st, _, j = srv.post("/v1/completions", body)
     assert st == 200 and j["choices"][0]["finish_reason"] == "length", j
     assert j["usage"]["prompt_tokens"] + j["usage"]["completion_tokens"] == limit, j["usage"]
+
+
+# --- 7. shutdown, flags, logs, progress, Makefile ----------------------------------------------------
+
+LONG = {"prompt": "Once upon a time", "max_tokens": 1900, "ignore_eos": True, "temperature": 0}
+
+
+def _open_stream(srv, body):
+    c = http.client.HTTPConnection(srv.host, srv.port, timeout=60)
+    c.request("POST", "/v1/completions", body=json.dumps(dict(body, stream=True)), headers=JSON)
+    r = c.getresponse()
+    assert r.status == 200
+    first = b""
+    while first.count(b"\n\n") < 2:  # two whole events: the stream is generating
+        d = r.read1(4096)
+        assert d, first
+        first += d
+    assert first.startswith(b"data: "), first
+    return c, r, first
+
+
+def _events(raw_text):
+    out = []
+    for block in raw_text.split("\n\n"):
+        if block.strip():
+            assert block.startswith("data: "), block
+            out.append(block[6:] if block[6:] == "[DONE]" else json.loads(block[6:]))
+    return out
+
+
+def test_shutdown_cut_is_an_error_not_length(make_server):
+    srv = make_server(STORIES, "--ctx-size", 2048, "--shutdown-grace", 0)
+    c, r, first = _open_stream(srv, LONG)
+    srv.proc.send_signal(signal.SIGTERM)
+    evs = _events((first + r.read()).decode())
+    c.close()
+    assert srv.proc.wait(30) == 0, srv.read_log()
+    assert evs and "[DONE]" not in evs, evs[-3:]
+    finishes = [ch.get("finish_reason") for e in evs if "choices" in e for ch in e["choices"]]
+    assert "length" not in finishes, evs[-3:]
+    err = evs[-1].get("error")
+    assert err and err["code"] == "shutting_down" and set(err) == {"message", "type", "param", "code"}, evs[-3:]
+
+    # not streamed: 503 in OpenAI's error shape
+    srv = make_server(STORIES, "--ctx-size", 2048, "--shutdown-grace", 0)
+    out = {}
+    t = threading.Thread(target=lambda: out.setdefault("r", raw(srv, "POST", "/v1/completions", LONG, JSON, 60)))
+    t.start()
+    t0 = time.time()
+    while json.loads(raw(srv, "GET", "/stats")[2])["running"] < 1:
+        assert time.time() - t0 < 20, "request never started"
+        time.sleep(0.01)
+    srv.proc.send_signal(signal.SIGTERM)
+    t.join(60)
+    st, h, data = out["r"]
+    check_error(st, data, 503, "shutting_down")
+    assert srv.proc.wait(30) == 0
+
+
+def test_second_signal_exits_nonzero(make_server):
+    srv = make_server(STORIES, "--ctx-size", 2048, "--shutdown-grace", 60)
+    c, r, _ = _open_stream(srv, LONG)
+    srv.proc.send_signal(signal.SIGTERM)
+    t0 = time.time()
+    while "draining 1 request" not in srv.read_log():
+        assert time.time() - t0 < 10, srv.read_log()
+        time.sleep(0.01)
+    srv.proc.send_signal(signal.SIGINT)
+    rc = srv.proc.wait(10)
+    c.close()
+    assert rc == 128 + signal.SIGINT, (rc, srv.read_log())
+    assert re.search(r"second signal .* 1 in-flight request\(s\) cut", srv.read_log()), srv.read_log()
+
+
+SERVE_FLAGS = ["--port", "--ctx-size", "--max-batch-tokens", "--max-seqs", "--kv-cache-mem", "--max-queue",
+               "--max-queued-tokens", "--request-timeout", "--shutdown-grace", "--threads", "--itl-guard",
+               "--max-body", "--http-timeout"]
+RUN_FLAGS = ["-n", "--n-predict", "-t", "--threads", "-c", "--ctx-size", "--temp", "--top-p", "--top-k", "--min-p",
+             "--repeat-penalty", "--seed"]
+BENCH_FLAGS = ["-p", "--n-prompt", "-n", "--n-gen", "-t", "--threads", "-r", "--repetitions", "-b", "--batch"]
+
+
+@pytest.mark.parametrize("cmd,flag", [("serve", f) for f in SERVE_FLAGS] + [("run", f) for f in RUN_FLAGS] +
+                         [("bench", f) for f in BENCH_FLAGS])
+def test_flag_errors_name_the_flag(cmd, flag):
+    if not os.path.exists(BIN):
+        pytest.skip("no binary")
+    extra = {"run": ["-p", "hi"], "serve": [], "bench": []}[cmd]
+    for bad in ["-5", "abc", "1e99"]:
+        if flag in ("--port",) and bad == "-5":
+            continue
+        p = subprocess.run([BIN, cmd, "-m", STORIES] + extra + [flag, bad], capture_output=True, text=True,
+                           timeout=30)
+        assert p.returncode == 2, (flag, bad, p.returncode, p.stderr[-500:])
+        first = p.stderr.splitlines()[0]
+        # the error names this flag (by its short or long form), and no other
+        assert re.search(r"(^|[ /])%s( |/|$)" % re.escape(flag), first), (flag, first)
+        assert "'%s'" % bad in first, first
+
+
+def test_log_timestamps_iso8601(stories):
+    raw(stories, "POST", "/v1/completions", SMALL, JSON)
+    lines = [l for l in open(stories.log_path).read().splitlines() if l.strip()]
+    assert lines
+    iso = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d{4} (debug|info|warn|error): ")
+    bad = [l for l in lines if not iso.match(l)]
+    assert not bad, bad[:3]
+    stamp = lines[-1].split(" ")[0]
+    t = time.mktime(time.strptime(stamp[:19], "%Y-%m-%dT%H:%M:%S"))  # local time
+    assert abs(t - time.time()) < 3600, stamp
+
+
+def test_progress_lines_only_redraw_on_a_tty(tmp_path):
+    if not os.path.exists(BIN):
+        pytest.skip("no binary")
+    out = str(tmp_path / "tiny.gguf")
+    cmd = [BIN, "synth", "-o", out, "--shape", "tiny", "--type", "q8_0"]
+    p = subprocess.run(cmd, capture_output=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert b"\r" not in p.stderr and p.stderr.count(b"\n") >= 2, p.stderr
+    assert all(l.startswith(b"synth: ") for l in p.stderr.splitlines()), p.stderr
+    master, slave = os.openpty()  # a terminal: the progress line is redrawn in place
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=slave, timeout=60)
+        os.close(slave)
+        slave = None
+        got = b""
+        while True:
+            try:
+                d = os.read(master, 4096)
+            except OSError:
+                break
+            if not d:
+                break
+            got += d
+    finally:
+        os.close(master)
+        if slave is not None:
+            os.close(slave)
+    assert p.returncode == 0 and b"\rsynth: " in got, got
+
+
+def test_make_serve_installs_no_test_packages():
+    if not shutil.which("make"):
+        pytest.skip("no make")
+    env = dict(os.environ, CI="")
+    for target in ["serve", "run"]:
+        p = subprocess.run(["make", "-n", target], cwd=ROOT, capture_output=True, text=True, env=env, timeout=30)
+        assert p.returncode == 0, p.stderr
+        assert "libevent-dev" in p.stdout and "chromium" not in p.stdout and "clang" not in p.stdout, target
+    p = subprocess.run(["make", "-n", "test"], cwd=ROOT, capture_output=True, text=True, env=env, timeout=30)
+    assert p.returncode == 0 and "chromium" in p.stdout and "libevent-dev" in p.stdout, p.stdout[-500:]

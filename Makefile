@@ -13,20 +13,29 @@ ifeq ($(CI),true)
 CMAKE_FLAGS += -DTACHYON_WERROR=ON
 endif
 
-APT_PKGS := build-essential cmake pkg-config clang libclang-rt-14-dev libevent-dev libjansson-dev \
-            libpcre2-dev libxxhash-dev libcurl4-openssl-dev python3-venv valgrind chromium
+# What building, `make run` and `make serve` need; the test suites add APT_TEST_PKGS (clang + libFuzzer's
+# runtime for the fuzzers, valgrind, chromium for the dashboard test), installed by `make test` only.
+APT_PKGS := build-essential cmake pkg-config libevent-dev libjansson-dev libpcre2-dev libxxhash-dev \
+            libcurl4-openssl-dev python3-venv
+APT_TEST_PKGS := clang libclang-rt-14-dev valgrind chromium
 
-.PHONY: all deps apt venv build models run serve test unit pytest fuzz asan clean
+.PHONY: all deps apt apt-test venv build models run serve test unit pytest fuzz asan clean
 
 all: build
 
 deps: apt venv
 
-apt:
-	@missing=""; for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+# $(call apt_install,PACKAGES): installs those not installed yet
+apt_install = @missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then echo "installing:$$missing"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; fi
+
+apt:
+	$(call apt_install,$(APT_PKGS))
+
+apt-test:
+	$(call apt_install,$(APT_TEST_PKGS))
 
 venv: $(VENV)/.stamp
 $(VENV)/.stamp: requirements-test.txt
@@ -56,7 +65,7 @@ pytest: build models venv
 
 # Short, fixed-time fuzzing of every untrusted-input parser (clang + libFuzzer).
 FUZZ_SECONDS ?= 30
-fuzz: apt
+fuzz: apt apt-test
 	CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Release -DTACHYON_FUZZ=ON >/dev/null
 	cmake --build build-fuzz -j $(JOBS)
 	@set -e; for f in build-fuzz/fuzz_*; do \
@@ -70,7 +79,7 @@ fuzz: apt
 	done
 
 # Unit tests and a real generation under AddressSanitizer + UndefinedBehaviorSanitizer.
-asan: apt venv models
+asan: apt apt-test venv models
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTACHYON_SANITIZE=ON $(CMAKE_FLAGS) >/dev/null
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS)
@@ -80,7 +89,7 @@ asan: apt venv models
 	ASAN_OPTIONS=detect_leaks=1 TACHYON_BIN=$(abspath build-asan)/tachyon $(PY) -m pytest -q \
 	  tests/integration/test_api.py tests/integration/test_robustness.py -k "not long_prompt"
 
-test: deps build models unit pytest fuzz asan
+test: deps apt-test build models unit pytest fuzz asan
 	@echo "make test: all suites passed"
 
 clean:

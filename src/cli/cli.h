@@ -17,4 +17,11 @@ int cli_tokenize(int argc, char **argv);
 int cli_detokenize(int argc, char **argv);
 int cli_bench_serve(int argc, char **argv);
 
+// cli_args.c. Parses s as a number in [lo, hi] into *out; otherwise prints "tachyon CMD: FLAG expects a
+// number in [lo, hi], got 's'" to stderr and returns -1.
+int cli_num(const char *cmd, const char *flag, const char *s, double lo, double hi, double *out);
+struct option;
+// The long name ("http-timeout") of the getopt_long option whose val is val, "?" if none.
+const char *cli_opt_name(const struct option *lo, int val);
+
 #endif

@@ -42,19 +42,21 @@ int cli_bench(int argc, char **argv) {
                                        {"threads", 1, 0, 't'}, {"repetitions", 1, 0, 'r'}, {"json", 0, 0, 'j'},
                                        {"batch", 1, 0, 'b'}, {0, 0, 0, 0}};
     const char *path = NULL;
-    int n_prompt = 512, n_gen = 128, threads = 2, reps = 5, json = 0, batch = 512, c;
+    int n_prompt = 512, n_gen = 128, threads = 2, reps = 5, json = 0, batch = 512, c, bad = 0;
+    double v = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, "m:p:n:t:r:b:j", lo, NULL)) != -1) {
         switch (c) {
         case 'm': path = optarg; break;
-        case 'p': n_prompt = atoi(optarg); break;
-        case 'n': n_gen = atoi(optarg); break;
-        case 't': threads = atoi(optarg); break;
-        case 'r': reps = atoi(optarg); break;
-        case 'b': batch = atoi(optarg); break;
+        case 'p': bad = cli_num("bench", "-p/--n-prompt", optarg, 0, 1 << 20, &v), n_prompt = (int)v; break;
+        case 'n': bad = cli_num("bench", "-n/--n-gen", optarg, 0, 1 << 20, &v), n_gen = (int)v; break;
+        case 't': bad = cli_num("bench", "-t/--threads", optarg, 1, 256, &v), threads = (int)v; break;
+        case 'r': bad = cli_num("bench", "-r/--repetitions", optarg, 1, 1000, &v), reps = (int)v; break;
+        case 'b': bad = cli_num("bench", "-b/--batch", optarg, 1, 1 << 20, &v), batch = (int)v; break;
         case 'j': json = 1; break;
         default: path = NULL, optind = argc; break;
         }
+        if (bad) return 2;
     }
     if (!path || n_prompt < 0 || n_gen < 0 || threads < 1 || reps < 1 || reps > 1000 || batch < 1) {
         fprintf(stderr, "usage: tachyon bench -m MODEL [-p 512] [-n 128] [-t THREADS] [-r REPS] [-b BATCH] [--json]\n");

@@ -35,33 +35,39 @@ static int parse(int argc, char **argv, run_opts *o) {
     o->ctx = 0;
     samp_params_default(&o->sp);
     o->sp.temperature = 0.0f;
-    int c;
+    int c, bad = 0;
+    double v = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, "m:p:n:t:c:h", lo, NULL)) != -1) {
         switch (c) {
         case 'm': o->model = optarg; break;
         case 'p': o->prompt = optarg; break;
-        case 'n': o->n_predict = atoi(optarg); break;
-        case 't': o->threads = atoi(optarg); break;
-        case 'c': o->ctx = atoi(optarg); break;
-        case 1: o->sp.temperature = strtof(optarg, NULL); break;
-        case 2: o->sp.top_p = strtof(optarg, NULL); break;
-        case 3: o->sp.top_k = atoi(optarg); break;
-        case 4: o->sp.min_p = strtof(optarg, NULL); break;
-        case 5: o->sp.seed = strtoull(optarg, NULL, 10); break;
+        case 'n': bad = cli_num("run", "-n/--n-predict", optarg, 0, 1 << 24, &v), o->n_predict = (int)v; break;
+        case 't': bad = cli_num("run", "-t/--threads", optarg, 1, 256, &v), o->threads = (int)v; break;
+        case 'c': bad = cli_num("run", "-c/--ctx-size", optarg, 0, 1 << 24, &v), o->ctx = (int)v; break;
+        case 1: bad = cli_num("run", "--temp", optarg, 0, 100, &v), o->sp.temperature = (float)v; break;
+        case 2: bad = cli_num("run", "--top-p", optarg, 0, 1, &v), o->sp.top_p = (float)v; break;
+        case 3: bad = cli_num("run", "--top-k", optarg, 0, 1e9, &v), o->sp.top_k = (int)v; break;
+        case 4: bad = cli_num("run", "--min-p", optarg, 0, 1, &v), o->sp.min_p = (float)v; break;
+        case 5: {
+            char *end;
+            o->sp.seed = strtoull(optarg, &end, 10);
+            if (!*optarg || *end || *optarg == '-') {
+                fprintf(stderr, "tachyon run: --seed expects a non-negative integer, got '%s'\n", optarg);
+                bad = 1;
+            }
+            break;
+        }
         case 6: o->chat = 1; break;
         case 7: o->chat_template = optarg, o->chat = 1; break;
-        case 8: o->sp.repetition_penalty = strtof(optarg, NULL); break;
+        case 8: bad = cli_num("run", "--repeat-penalty", optarg, 0.01, 100, &v), o->sp.repetition_penalty = (float)v; break;
         case 9: o->ignore_eos = 1; break;
         default: run_usage(); return -1;
         }
+        if (bad) return -1;
     }
     if (!o->model || !o->prompt) {
         run_usage();
-        return -1;
-    }
-    if (o->n_predict < 0 || o->threads < 1 || o->threads > 256 || o->ctx < 0) {
-        fprintf(stderr, "run: -n must be >= 0, -t in 1..256, -c >= 0\n");
         return -1;
     }
     return 0;

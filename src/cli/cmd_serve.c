@@ -13,16 +13,24 @@ static void serve_usage(void) {
             "  -m, --model PATH            GGUF model file (required)\n"
             "  --host ADDR                 listen address (127.0.0.1)\n"
             "  --port N                    listen port (8080)\n"
-            "  --api-key KEY               require 'Authorization: Bearer KEY' on /v1/*, /tokenize, /detokenize\n"
-            "  --cors                      allow cross-origin requests (off by default)\n"
+            "  --api-key KEY               require 'Authorization: Bearer KEY' on every route except /health and\n"
+            "                              the dashboard page / (which asks for the key)\n"
+            "  --public-routes LIST        comma list of routes open without the key, e.g. /metrics,/stats\n"
+            "  --allowed-hosts LIST        Host header names accepted besides localhost, 127.0.0.1, [::1] and\n"
+            "                              the --host address ('*' = any; bound to 0.0.0.0 or :: any Host is\n"
+            "                              accepted unless this is given)\n"
+            "  --cors ORIGINS              allow cross-origin requests from these origins (comma list, e.g.\n"
+            "                              http://localhost:3000; '*' = any); off by default"
             "  --ctx-size N                per-request context limit, prompt + output (model's)\n"
             "  --max-batch-tokens N        tokens per engine step\n"
             "  --max-seqs N                running sequences at most\n"
             "  --itl-guard R               while streams decode, size prefill chunks so a step takes at most\n"
             "                              R x a decode-only step (2; 0 = off: chunks of max-batch-tokens)\n"
-            "  --kv-cache-mem MIB          KV cache pool size (default: engine's choice)\n"
-            "  --max-queue N               waiting requests at most; beyond → 503\n"
-            "  --max-queued-tokens N       waiting prompt tokens at most (0 = unlimited)\n"
+            "  --kv-cache-mem MIB          KV cache pool size (default: engine's choice); a pool smaller than\n"
+            "                              --ctx-size tokens lowers the context (logged, in /v1/models)\n"
+            "  --max-queue N               requests waiting for a running slot at most (256); beyond → 503\n"
+            "                              (a request that finds one of --max-seqs slots free always starts)\n"
+            "  --max-queued-tokens N       prompt tokens waiting for a slot at most (0 = unlimited)\n"
             "  --request-timeout S         deadline per generation request (0 = none)\n"
             "  --shutdown-grace S          drain time on SIGTERM/SIGINT (10)\n"
             "  --threads N                 compute threads\n"
@@ -35,14 +43,9 @@ static void serve_usage(void) {
 }
 
 static int num(const char *flag, const char *s, double lo, double hi, double *out) {
-    char *end;
-    double v = strtod(s, &end);
-    if (!*s || *end || !(v >= lo && v <= hi)) {
-        fprintf(stderr, "tachyon serve: %s expects a number in [%g, %g], got '%s'\n", flag, lo, hi, s);
-        return -1;
-    }
-    *out = v;
-    return 0;
+    char f[64];
+    snprintf(f, sizeof f, "--%s", flag);
+    return cli_num("serve", f, s, lo, hi, out);
 }
 
 int cli_serve(int argc, char **argv) {
@@ -50,12 +53,12 @@ int cli_serve(int argc, char **argv) {
     server_opts_default(&o);
     enum {
         O_HOST = 256, O_PORT, O_KEY, O_CORS, O_CTX, O_MBT, O_SEQS, O_KV, O_QUEUE, O_QTOK, O_RTO, O_GRACE, O_THREADS,
-        O_TMPL, O_LOG, O_BODY, O_HTO, O_NAME, O_NOPC, O_ITL
+        O_TMPL, O_LOG, O_BODY, O_HTO, O_NAME, O_NOPC, O_ITL, O_PUBLIC, O_HOSTS
     };
     static const struct option lo[] = {
         {"model", required_argument, 0, 'm'},         {"host", required_argument, 0, O_HOST},
         {"port", required_argument, 0, O_PORT},       {"api-key", required_argument, 0, O_KEY},
-        {"cors", no_argument, 0, O_CORS},             {"ctx-size", required_argument, 0, O_CTX},
+        {"cors", required_argument, 0, O_CORS},             {"ctx-size", required_argument, 0, O_CTX},
         {"max-batch-tokens", required_argument, 0, O_MBT}, {"max-seqs", required_argument, 0, O_SEQS},
         {"kv-cache-mem", required_argument, 0, O_KV}, {"max-queue", required_argument, 0, O_QUEUE},
         {"max-queued-tokens", required_argument, 0, O_QTOK}, {"request-timeout", required_argument, 0, O_RTO},
@@ -64,12 +67,13 @@ int cli_serve(int argc, char **argv) {
         {"itl-guard", required_argument, 0, O_ITL},
         {"max-body", required_argument, 0, O_BODY},   {"http-timeout", required_argument, 0, O_HTO},
         {"served-model-name", required_argument, 0, O_NAME}, {"no-prefix-cache", no_argument, 0, O_NOPC},
+        {"public-routes", required_argument, 0, O_PUBLIC}, {"allowed-hosts", required_argument, 0, O_HOSTS},
         {"help", no_argument, 0, 'h'},                {0, 0, 0, 0}};
     optind = 1;
     int c;
     double v;
     while ((c = getopt_long(argc, argv, "m:h", lo, NULL)) != -1) {
-        const char *flag = c >= 256 ? lo[c - 256 + 1].name : "";
+        const char *flag = cli_opt_name(lo, c);
         int bad = 0;
         switch (c) {
         case 'm': o.model_path = optarg; break;
@@ -77,7 +81,9 @@ int cli_serve(int argc, char **argv) {
         case O_HOST: o.host = optarg; break;
         case O_PORT: bad = num(flag, optarg, 0, 65535, &v); o.port = (int)v; break;
         case O_KEY: o.api_key = optarg; break;
-        case O_CORS: o.cors = 1; break;
+        case O_CORS: o.cors = optarg; bad = !*optarg; break;
+        case O_PUBLIC: o.public_routes = optarg; break;
+        case O_HOSTS: o.allowed_hosts = optarg; bad = !*optarg; break;
         case O_CTX: bad = num(flag, optarg, 0, 1 << 24, &v); o.eng.ctx_size = (int)v; break;
         case O_MBT: bad = num(flag, optarg, 1, 1 << 20, &v); o.eng.max_batch_tokens = (int)v; break;
         case O_SEQS: bad = num(flag, optarg, 1, 4096, &v); o.eng.max_seqs = (int)v; break;
@@ -105,7 +111,10 @@ int cli_serve(int argc, char **argv) {
         case O_NOPC: o.eng.prefix_cache = 0; break;
         default: serve_usage(); return 2;
         }
-        if (bad) return 2;
+        if (bad) {
+            if (c == O_CORS || c == O_HOSTS) fprintf(stderr, "tachyon serve: --%s expects a non-empty list\n", flag);
+            return 2;
+        }
     }
     if (!o.model_path || optind < argc) {
         if (!o.model_path) fprintf(stderr, "tachyon serve: -m MODEL is required\n");
@@ -114,7 +123,9 @@ int cli_serve(int argc, char **argv) {
         return 2;
     }
     tc_err err = {0};
-    if (server_run(&o, &err)) {
+    int rc = server_run(&o, &err);
+    if (rc > 0) return rc; // 128 + signal: a second signal cut the drain (logged)
+    if (rc) {
         fprintf(stderr, "tachyon serve: %s\n", err.msg);
         return 1;
     }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "gguf/gguf.h"
@@ -169,8 +170,9 @@ static int synth_fill(void *user, int64_t index, const char *name, void *dst, ui
     }
     sc->done++;
     if (sc->done == sc->n_tensors || sc->done % 20 == 0)
-        fprintf(stderr, "\rsynth: %lld/%lld tensors (%s), %.1f s", (long long)sc->done, (long long)sc->n_tensors,
-                name, now_s() - sc->t0);
+        // a carriage return redraws the line on a terminal; a pipe or log file gets one line per update
+        fprintf(stderr, "%ssynth: %lld/%lld tensors (%s), %.1f s%s", isatty(2) ? "\r" : "", (long long)sc->done,
+                (long long)sc->n_tensors, name, now_s() - sc->t0, isatty(2) ? "" : "\n");
     return rc;
 }
 
@@ -331,13 +333,14 @@ int cli_synth(int argc, char **argv) {
     gguf_writer_set_fill(w, synth_fill, &sc);
     tc_err err = {0};
     if (gguf_writer_write_file(w, out, &err)) {
-        fprintf(stderr, "\nsynth: %s\n", err.msg);
+        fprintf(stderr, "%ssynth: %s\n", isatty(2) ? "\n" : "", err.msg);
         goto done;
     }
     FILE *f = fopen(out, "rb");
     long size = -1;
     if (f) fseek(f, 0, SEEK_END), size = ftell(f), fclose(f);
-    fprintf(stderr, "\nsynth: wrote %s: %s shape, %s, %lld tensors, %.1f MiB in %.1f s\n", out, sh->name, qt->name,
+    fprintf(stderr, "%ssynth: wrote %s: %s shape, %s, %lld tensors, %.1f MiB in %.1f s\n", isatty(2) ? "\n" : "",
+            out, sh->name, qt->name,
             (long long)l.n, size / 1048576.0, now_s() - sc.t0);
     rc = 0;
 done:

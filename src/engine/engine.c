@@ -185,7 +185,7 @@ static int warm_up(engine *e, int n_blocks, tc_err *err) {
 int engine_new(model *m, const engine_opts *o, engine **out, tc_err *err) {
     *out = NULL;
     const model_hparams *hp = model_get_hparams(m);
-    if (o->max_batch_tokens < 1 || o->max_seqs < 1 || o->block_size < 1 || o->max_queue < 1 || o->n_eog < 0 ||
+    if (o->max_batch_tokens < 1 || o->max_seqs < 1 || o->block_size < 1 || o->max_queue < 0 || o->n_eog < 0 ||
         o->ctx_size < 0 || (o->n_eog > 0 && !o->eog_ids))
         return tc_err_set(err, TC_ERR_INVALID,
                           "engine: bad options (max_batch_tokens %d, max_seqs %d, block_size %d, max_queue %d)",
@@ -296,10 +296,15 @@ int engine_submit(engine *e, engine_req *q, uint64_t *id, tc_err *err) {
 
     eng_inbox *in = &e->in;
     pthread_mutex_lock(&in->mu);
+    // The queue bounds count waiting work only: a request that finds one of the max_seqs running slots
+    // free is always admitted (a burst into an idle server must not be refused while slots are free). The
+    // others wait, at most max_queue of them (and max_queued_tokens of not-yet-scheduled prompt tokens).
+    int waiting = in->n_active - e->o.max_seqs; // beyond the running slots, this request not counted
     if (in->stop) rc = tc_err_set(err, TC_ERR_FULL, "engine is shutting down");
-    else if (in->n_queued >= e->o.max_queue)
-        rc = tc_err_set(err, TC_ERR_FULL, "queue full (%d requests waiting)", in->n_queued);
-    else if (e->o.max_queued_tokens > 0 && in->n_queued_tokens + q->n_prompt > e->o.max_queued_tokens)
+    else if (waiting >= e->o.max_queue)
+        rc = tc_err_set(err, TC_ERR_FULL, "queue full (%d requests waiting, %d running)", waiting, e->o.max_seqs);
+    else if (waiting >= 0 && e->o.max_queued_tokens > 0 &&
+             in->n_queued_tokens + q->n_prompt > e->o.max_queued_tokens)
         rc = tc_err_set(err, TC_ERR_FULL, "queue full (%lld prompt tokens waiting)", in->n_queued_tokens);
     uint64_t new_id = 0;
     if (rc == 0) {
@@ -310,6 +315,7 @@ int engine_submit(engine *e, engine_req *q, uint64_t *id, tc_err *err) {
         in->new_tail = r;
         in->n_queued++;
         in->n_queued_tokens += q->n_prompt;
+        in->n_active++;
         pthread_cond_signal(&in->cv);
     }
     pthread_mutex_unlock(&in->mu);
@@ -336,6 +342,8 @@ void engine_cancel(engine *e, uint64_t id, engine_finish reason) {
 }
 
 int engine_event_fd(engine *e) { return e->out.efd; }
+
+int engine_ctx_limit(const engine *e) { return e->ctx_limit; }
 
 int engine_poll(engine *e, engine_event *evs, int cap) { return cap > 0 ? eng_outbox_pop(&e->out, evs, cap) : 0; }
 

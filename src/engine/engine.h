@@ -17,7 +17,8 @@ typedef struct engine_opts {
     int block_size;         // KV block size in tokens (16)
     size_t kv_mem_bytes;    // KV pool size in bytes; 0 = a default fraction of free RAM
     int ctx_size;           // per-request limit on prompt + generated tokens (0 = model's ctx_train)
-    int max_queue;          // waiting requests at most; beyond → TC_ERR_FULL (the server answers 503)
+    int max_queue;          // requests waiting beyond the max_seqs running slots at most; beyond → TC_ERR_FULL
+                            // (the server answers 503). A request that finds a free slot is always admitted.
     int max_queued_tokens;  // prompt tokens waiting at most (0 = unlimited)
     int n_threads;          // compute threads
     int prefix_cache;       // 1: reuse KV of identical prompt prefixes across requests
@@ -93,6 +94,9 @@ int engine_submit(engine *e, engine_req *r, uint64_t *id, tc_err *err);
 // Asks the engine to end a request (acted on within one step); a FINISH event with `reason` follows.
 // Unknown or finished ids are ignored.
 void engine_cancel(engine *e, uint64_t id, engine_finish reason);
+// The real per-request limit on prompt + generated tokens: ctx_size (or the model's), lowered to what the
+// KV pool holds when kv_mem_bytes is small. Fixed after engine_new.
+int engine_ctx_limit(const engine *e);
 // fd that becomes readable when events are pending (an eventfd; read it to clear).
 int engine_event_fd(engine *e);
 // Non-blocking: moves up to cap pending events into evs; returns how many.

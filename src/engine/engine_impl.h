@@ -39,6 +39,7 @@ struct engine {
     int ev_cap, n_evs;
     int n_dequeued;                     // requests that left the queue bound this step
     long long n_dequeued_tokens;
+    int n_finished;                     // requests that got their FINISH this step (inbox n_active)
 
     eng_inbox in;
     eng_outbox out;

@@ -26,6 +26,7 @@ typedef struct eng_inbox {
     double grace_until;             // monotonic seconds: cut everything still in flight after this
     int n_queued;                   // submitted and not yet scheduled (or ended) — bounded by max_queue
     long long n_queued_tokens;      // their prompt tokens — bounded by max_queued_tokens
+    int n_active;                   // submitted and not yet finished (running, preempted or not yet scheduled)
     uint64_t next_id;
 } eng_inbox;
 

@@ -42,13 +42,15 @@ static void publish_stats(engine *e) {
 }
 
 void eng_flush(engine *e) {
-    if (e->n_dequeued) {
+    if (e->n_dequeued || e->n_finished) {
         pthread_mutex_lock(&e->in.mu);
         e->in.n_queued -= e->n_dequeued;
         e->in.n_queued_tokens -= e->n_dequeued_tokens;
+        e->in.n_active -= e->n_finished;
         pthread_mutex_unlock(&e->in.mu);
         e->n_dequeued = 0;
         e->n_dequeued_tokens = 0;
+        e->n_finished = 0;
     }
     publish_stats(e); // before the events: whoever sees an event sees stats at least as new
     if (e->n_evs) {
@@ -78,6 +80,7 @@ void eng_req_release(sched_req *r) {
 static void finish_event(engine *e, sched_req *r, const char *msg) {
     eng_req *er = r->owner;
     dequeue_count(e, r);
+    e->n_finished++;
     engine_event *ev = ev_next(e);
     ev->type = ENGINE_EV_FINISH;
     ev->id = r->id;

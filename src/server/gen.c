@@ -37,7 +37,8 @@ typedef struct gen_req {
     int n_choices, n_live;
     gen_choice ch[OAI_MAX_N];
     struct evbuffer *out; // SSE bytes waiting for this loop turn's flush
-    int dirty, ended, logged, status, error;
+    int dirty, ended, logged, status;
+    int error; // 0, or the HTTP status of a failed generation: 500 engine error, 503 cut by the shutdown
     int writing; // counted in s->n_writing until the reply is handed to libevent or the client is gone
     char errmsg[160];
     struct gen_req *next_dirty, *prev, *next;
@@ -165,7 +166,7 @@ static const char *finish_api(engine_finish f) {
     switch (f) {
     case ENGINE_FINISH_STOP: return "stop";
     case ENGINE_FINISH_ERROR: return "error";
-    default: return "length"; // length, deadline, shutdown, cancelled: the output was cut
+    default: return "length"; // length, deadline, cancelled: the output was cut (shutdown is an error)
     }
 }
 
@@ -266,15 +267,21 @@ static void complete(gen_req *g) {
         mwindow_add(&mt->w_tpot, now, tpot);
     }
     if (!g->req) return;
+    oai_err e;
+    if (g->error == 503) oai_err_set(&e, 503, "server_error", "shutting_down", NULL, "%s", g->errmsg);
+    else if (g->error) oai_err_set(&e, 500, "server_error", NULL, NULL, "%s", g->errmsg);
     if (g->q.stream) {
         if (g->error) {
-            oai_err e;
-            oai_err_set(&e, 500, "server_error", NULL, NULL, "%s", g->errmsg);
             char *t = oai_err_json(&e);
             if (t) {
                 evbuffer_add_printf(g->out, "data: %s\n\n", t);
                 free(t);
             }
+        }
+        if (g->error == 503) { // cut: no usage, no [DONE] (which would read as a normal end); just close
+            g->ended = 1;
+            mark_dirty(g);
+            return;
         }
         if (g->q.include_usage)
             queue_json(g, oai_usage_chunk(g->q.kind, g->id, g->created, s->name,
@@ -286,9 +293,7 @@ static void complete(gen_req *g) {
     }
     struct evhttp_request *req = g->req;
     if (g->error) {
-        oai_err e;
-        oai_err_set(&e, 500, "server_error", NULL, NULL, "%s", g->errmsg);
-        g_log(g, 500, "error");
+        g_log(g, g->error, "error");
         g_detach(g);
         srv_send_error(s, req, &e);
         return;
@@ -320,14 +325,20 @@ static void on_finish(gen_choice *c, const engine_event *ev) {
         g->t_finish = ev->t_finish;
     }
     if (ev->finish == ENGINE_FINISH_ERROR) {
-        g->error = 1;
+        g->error = 500;
         snprintf(g->errmsg, sizeof g->errmsg, "generation failed: %.120s", ev->msg);
+    } else if (ev->finish == ENGINE_FINISH_SHUTDOWN && g->error != 500) {
+        // not a `length` finish: the client must not take a cut answer for a complete one
+        g->error = 503;
+        snprintf(g->errmsg, sizeof g->errmsg, "The server shut down before the generation finished (after %d "
+                 "tokens); retry the request", c->n_tokens);
     }
     if (ev->finish == ENGINE_FINISH_DEADLINE)
         srv_log(g->s, SRV_LOG_INFO, "request %s choice %d: deadline reached after %d tokens", g->id, c->index,
                 c->n_tokens);
     engine_finish f = ev->finish;
-    close_text(c, finish_api(f), f == ENGINE_FINISH_CANCELLED || f == ENGINE_FINISH_SHUTDOWN || f == ENGINE_FINISH_ERROR);
+    close_text(c, f == ENGINE_FINISH_SHUTDOWN ? "error" : finish_api(f),
+               f == ENGINE_FINISH_CANCELLED || f == ENGINE_FINISH_SHUTDOWN || f == ENGINE_FINISH_ERROR);
     if (g->n_live == 0) complete(g);
     else mark_dirty(g);
 }

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/timeutil.h"
@@ -41,7 +42,21 @@ void srv_log(const server *s, int level, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "[%.3f] %s: %s\n", tc_wall(), names[level & 3], buf);
+    char ts[48];
+    srv_log_time(ts, sizeof ts);
+    fprintf(stderr, "%s %s: %s\n", ts, names[level & 3], buf);
+}
+
+// ISO 8601 local time with milliseconds and the UTC offset: "2026-11-23T10:15:02.123+0100".
+void srv_log_time(char *buf, size_t n) {
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    struct tm tm;
+    localtime_r(&now.tv_sec, &tm);
+    char date[32] = "", zone[8] = "";
+    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S", &tm);
+    strftime(zone, sizeof zone, "%z", &tm);
+    snprintf(buf, n, "%s.%03ld%s", date, now.tv_nsec / 1000000, zone);
 }
 
 const char *srv_reason(int status) {
@@ -50,21 +65,14 @@ const char *srv_reason(int status) {
     case 204: return "No Content";
     case 400: return "Bad Request";
     case 401: return "Unauthorized";
+    case 403: return "Forbidden";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
     case 413: return "Payload Too Large";
+    case 415: return "Unsupported Media Type";
     case 500: return "Internal Server Error";
     case 503: return "Service Unavailable";
     default: return "Error";
-    }
-}
-
-void srv_add_common_headers(server *s, struct evhttp_request *req) {
-    struct evkeyvalq *h = evhttp_request_get_output_headers(req);
-    if (s->o.cors) {
-        evhttp_add_header(h, "Access-Control-Allow-Origin", "*");
-        evhttp_add_header(h, "Access-Control-Allow-Headers", "Authorization, Content-Type");
-        evhttp_add_header(h, "Access-Control-Allow-Methods", "GET, POST, OPTIONS");
     }
 }
 
@@ -122,7 +130,9 @@ void srv_access_log(server *s, struct evhttp_request *req, const char *id, int s
 
 int srv_model_ok(const server *s, const char *name) {
     if (!name || !name[0]) return 1;
-    if (!strcmp(name, s->name) || !strcmp(name, s->basename) || !strcmp(name, s->o.model_path)) return 1;
+    // the served name or the file's basename (with or without .gguf); never a path: the model's location
+    // on disk is not the client's business
+    if (!strcmp(name, s->name) || !strcmp(name, s->basename)) return 1;
     size_t n = strlen(s->basename);
     if (n > 5 && !strcmp(s->basename + n - 5, ".gguf") && strlen(name) == n - 5 && !strncmp(name, s->basename, n - 5))
         return 1;
@@ -220,17 +230,6 @@ static int handle_models(server *s, struct evhttp_request *req) {
 
 // --- routing -----------------------------------------------------------------------------------------
 
-static int auth_ok(server *s, struct evhttp_request *req) {
-    if (!s->o.api_key) return 1;
-    const char *h = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
-    if (!h || strncasecmp(h, "Bearer ", 7)) return 0;
-    const char *k = h + 7, *want = s->o.api_key;
-    size_t a = strlen(k), b = strlen(want);
-    unsigned diff = (unsigned)(a != b);
-    for (size_t i = 0; i < a && i < b; i++) diff |= (unsigned)(k[i] ^ want[i]);
-    return diff == 0;
-}
-
 static void set_nodelay(struct evhttp_request *req) {
     struct evhttp_connection *c = evhttp_request_get_connection(req);
     struct bufferevent *bev = c ? evhttp_connection_get_bufferevent(c) : NULL;
@@ -250,23 +249,21 @@ static void route_cb(struct evhttp_request *req, void *arg) {
     oai_err e = {0};
     int status = 0;
 
+    if (srv_access_check(s, req, path, &e)) goto done;
     if (cmd == EVHTTP_REQ_OPTIONS) {
-        if (s->o.cors) {
+        if (srv_cors_origin(s, req)) {
             srv_add_common_headers(s, req);
             evhttp_add_header(evhttp_request_get_output_headers(req), "Access-Control-Max-Age", "86400");
             evhttp_send_reply(req, 204, "No Content", NULL);
             status = 204;
         } else {
-            oai_err_set(&e, 405, NULL, NULL, NULL, "OPTIONS is not allowed (CORS is disabled; start with --cors)");
+            oai_err_set(&e, s->o.cors ? 403 : 405, NULL, NULL, NULL,
+                        s->o.cors ? "This Origin is not allowed (see --cors)"
+                                  : "OPTIONS is not allowed (CORS is disabled; start with --cors ORIGIN)");
         }
         goto done;
     }
-    int is_v1 = !strncmp(path, "/v1/", 4), is_tok = !strcmp(path, "/tokenize") || !strcmp(path, "/detokenize");
-    if ((is_v1 || is_tok) && !auth_ok(s, req)) {
-        oai_err_set(&e, 401, "invalid_request_error", "invalid_api_key", NULL,
-                    "Incorrect or missing API key: send 'Authorization: Bearer <key>'");
-        goto done;
-    }
+    int is_tok = !strcmp(path, "/tokenize") || !strcmp(path, "/detokenize");
     if (!strcmp(path, "/health")) {
         if (!is_get) goto method;
         if (s->state == SRV_READY) {
@@ -370,6 +367,8 @@ static void *loader_main(void *arg) {
         if (s->ctx_size > hp->ctx_train && hp->ctx_train > 0) s->ctx_size = hp->ctx_train;
         eo.ctx_size = s->ctx_size;
         if (!rc) rc = engine_new(s->m, &eo, &s->eng, err);
+        s->ctx_asked = s->ctx_size;
+        if (!rc) s->ctx_size = engine_ctx_limit(s->eng); // a small KV pool lowers it: report and enforce that
     }
     s->load_rc = rc;
     event_active(s->ev_loaded, EV_READ, 0); // thread-safe: evthread_use_pthreads
@@ -401,6 +400,10 @@ static void loaded_cb(evutil_socket_t fd, short what, void *arg) {
             s->name, hp->arch, hp->n_layers, s->ctx_size, chat_family_name(s->chat),
             s->o.chat_template || (s->chat_src && chat_detect(s->chat_src) != CHAT_UNKNOWN) ? "" : " (fallback)",
             s->n_eog);
+    if (s->ctx_size < s->ctx_asked)
+        srv_log(s, SRV_LOG_WARN, "the KV cache (--kv-cache-mem %.2f MiB) holds only %d tokens: the per-request "
+                "context is %d tokens, not %d", s->o.eng.kv_mem_bytes / 1048576.0, s->ctx_size, s->ctx_size,
+                s->ctx_asked);
     if (s->state == SRV_DRAINING) event_active(s->ev_drain, EV_TIMEOUT, 0);
 }
 
@@ -434,7 +437,9 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg) {
     (void)what;
     server *s = arg;
     if (s->state == SRV_DRAINING) {
-        srv_log(s, SRV_LOG_WARN, "second signal: exiting now");
+        srv_log(s, SRV_LOG_WARN, "second signal %d during the drain: exiting now, %d in-flight request(s) cut",
+                (int)sig, s->n_inflight);
+        s->exit_sig = (int)sig;
         gen_cancel_all(s, ENGINE_FINISH_SHUTDOWN);
         event_base_loopexit(s->base, NULL);
         return;
@@ -517,6 +522,7 @@ int server_run(const server_opts *o, tc_err *err) {
     event_base_dispatch(s->base);
     rc = s->exit_rc;
     if (rc) tc_err_set(err, rc, "loading %s failed: %s", o->model_path, s->load_err.msg);
+    else if (s->exit_sig) rc = 128 + s->exit_sig; // like a shell reports a process killed by that signal
 
 out:
     if (s->loader_started) pthread_join(s->loader, NULL);

@@ -14,8 +14,12 @@ enum { SRV_LOG_DEBUG = 0, SRV_LOG_INFO, SRV_LOG_WARN, SRV_LOG_ERROR };
 typedef struct server_opts {
     const char *host;          // listen address ("127.0.0.1")
     int port;                  // 0 = any free port (the chosen one is logged)
-    const char *api_key;       // NULL = no auth; else "Authorization: Bearer KEY" on /v1/*, /tokenize, /detokenize
-    int cors;                  // 1: Access-Control-Allow-Origin: * and OPTIONS preflight
+    const char *api_key;       // NULL = no auth; else "Authorization: Bearer KEY" on every route except /health,
+                               // the dashboard shell (/) and public_routes
+    const char *public_routes; // comma list of paths served without the key (e.g. "/metrics,/stats"), or NULL
+    const char *allowed_hosts; // comma list of Host names accepted besides loopback names and the bind address;
+                               // "*" = any; NULL = those only (any Host when bound to 0.0.0.0 or ::)
+    const char *cors;          // NULL = off; "*" or a comma list of origins echoed in Access-Control-Allow-Origin
     size_t max_body;           // bytes; larger bodies → 413
     size_t max_headers;        // bytes of request line + headers
     int http_timeout;          // seconds a connection may stay idle or take to send a request
@@ -30,7 +34,8 @@ typedef struct server_opts {
 
 void server_opts_default(server_opts *o);
 // Listens, loads the model, serves until SIGTERM/SIGINT, drains and frees everything. Returns 0 on a clean
-// shutdown, or a negative TC_ERR_* (message in err) when listening or loading fails.
+// shutdown, 128 + the signal number when a second signal cut the drain short (streams were cut), or a
+// negative TC_ERR_* (message in err) when listening or loading fails.
 int server_run(const server_opts *o, tc_err *err);
 
 #endif

@@ -52,11 +52,13 @@ typedef struct server {
     chat_family chat;
     char *chat_src; // template text from the GGUF, or NULL
     char bos_text[64];
-    int ctx_size;   // effective per-request context limit
+    int ctx_size;   // effective per-request context limit (prompt + output tokens), as the engine enforces it
+    int ctx_asked;  // what --ctx-size / the model asked for (ctx_size is lower when the KV pool is small)
     char name[256]; // served model name
     char basename[256];
     double t_start_drain;
     int exit_rc;
+    int exit_sig; // the second signal that cut the drain short, or 0
     uint64_t seed_ctr;
     // in-flight generation requests, and those with bytes to flush this turn
     struct gen_req *inflight, *dirty;
@@ -67,13 +69,19 @@ typedef struct server {
 
 // --- server.c helpers --------------------------------------------------------------------------------
 void srv_log(const server *s, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-void srv_add_common_headers(server *s, struct evhttp_request *req);
+void srv_log_time(char *buf, size_t n); // the log's timestamp: ISO 8601 local time with milliseconds
 void srv_send_json(server *s, struct evhttp_request *req, int status, json_t *j); // steals j
 void srv_send_error(server *s, struct evhttp_request *req, const oai_err *e);
 const char *srv_reason(int status);
 int srv_model_ok(const server *s, const char *name);
 void srv_access_log(server *s, struct evhttp_request *req, const char *id, int status, int n_prompt, int n_out,
                     double ttft, double e2e, const char *finish);
+
+// --- srv_access.c: Host, API key, JSON-only POST bodies, CORS -------------------------------------
+// 0 if the request may go on; else -1 with *e filled (403 Host not allowed, 401 key, 415 Content-Type).
+int srv_access_check(server *s, struct evhttp_request *req, const char *path, oai_err *e);
+const char *srv_cors_origin(const server *s, struct evhttp_request *req); // NULL: no CORS for this request
+void srv_add_common_headers(server *s, struct evhttp_request *req);        // CORS headers on a reply
 
 // --- gen.c ------------------------------------------------------------------------------------------
 void gen_handle(server *s, struct evhttp_request *req, oai_kind kind);

@@ -141,5 +141,6 @@ void srv_handle_stats(server *s, struct evhttp_request *req) {
                           "prefix_cache_query_tokens", (json_int_t)st.prefix_query_tokens, "preemptions",
                           (json_int_t)st.preemptions, "requests_finished", (json_int_t)mt->n_requests, "steps",
                           (json_int_t)st.steps, "batch_size", st.last_batch_seqs, "batch_tokens", st.last_batch_tokens);
+    if (j) json_object_set_new(j, "max_model_len", json_integer(s->ctx_size));
     srv_send_json(s, req, 200, j);
 }

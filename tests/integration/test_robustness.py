@@ -133,7 +133,7 @@ def test_disconnect_frees_kv(stories):
     cancelled = _metric(stories, "tachyon:requests_cancelled_total")
     s = socket.create_connection((stories.host, stories.port))
     body = json.dumps({"prompt": "Once upon a time", "max_tokens": 400, "ignore_eos": True, "stream": True})
-    s.sendall(("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    s.sendall(("POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                "Content-Length: %d\r\n\r\n%s" % (len(body), body)).encode())
     got = b""
     s.settimeout(20)
@@ -160,7 +160,8 @@ def test_non_stream_disconnect_cancels(stories):
     cancelled = _metric(stories, "tachyon:requests_cancelled_total")
     s = socket.create_connection((stories.host, stories.port))
     body = json.dumps({"prompt": "Once upon a time", "max_tokens": 400, "ignore_eos": True})
-    s.sendall(("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)).encode())
+    s.sendall(("POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+               "Content-Length: %d\r\n\r\n%s" % (len(body), body)).encode())
     time.sleep(0.05)
     s.close()
     t0 = time.time()
@@ -256,7 +257,7 @@ def test_auth(make_server):
 
 
 def test_cors(make_server):
-    srv = make_server(STORIES, "--cors")
+    srv = make_server(STORIES, "--cors", "*")
     st, h, _ = srv.request("OPTIONS", "/v1/chat/completions", headers={"Origin": "http://example.com"})
     assert st == 204 and h.get("Access-Control-Allow-Origin") == "*"
     st, h, _ = srv.request("GET", "/v1/models")

@@ -397,6 +397,28 @@ static void test_idle_sleeps(void) {
     engine_free(e, 1.0);
 }
 
+// --max-queue bounds the requests waiting beyond the running slots: with 4 slots and room for 1 waiting, 5
+// requests submitted back to back are all admitted (none has been scheduled yet), the 6th is refused.
+static void test_queue_counts_waiting_only(void) {
+    engine_opts o;
+    engine_opts_default(&o);
+    o.max_seqs = 4;
+    o.max_queue = 1;
+    o.ctx_size = 2048;
+    o.n_threads = 1;
+    engine *e;
+    tc_err err;
+    CHECK_EQ_INT(engine_new(g_model, &o, &e, &err), 0);
+    int32_t p[8];
+    make_prompt(p, 8, 5);
+    uint64_t id;
+    int rcs[6];
+    for (int i = 0; i < 6; i++) submit(e, p, 8, 2000, &id, &rcs[i]);
+    for (int i = 0; i < 5; i++) CHECK_MSG(rcs[i] == 0, "request %d of 5 refused (rc %d) with 4 free slots", i, rcs[i]);
+    CHECK_EQ_INT(rcs[5], TC_ERR_FULL);
+    engine_free(e, 0.0);
+}
+
 static void test_queue_and_shutdown(void) {
     engine_opts o;
     engine_opts_default(&o);
@@ -449,9 +471,11 @@ int main(void) {
         return 1;
     }
     void (*tests[])(void) = {make_reference, test_batch_invariance, test_prefix_cache, test_preemption,
-                             test_cancel_deadline, test_validation, test_eog_stop, test_graceful_stop, test_idle_sleeps, test_queue_and_shutdown};
+                             test_cancel_deadline, test_validation, test_eog_stop, test_graceful_stop, test_idle_sleeps, test_queue_and_shutdown,
+                             test_queue_counts_waiting_only};
     const char *names[] = {"reference", "batch_invariance", "prefix_cache", "preemption",
-                           "cancel_deadline", "validation", "eog_stop", "graceful_stop", "idle_sleeps", "queue_and_shutdown"};
+                           "cancel_deadline", "validation", "eog_stop", "graceful_stop", "idle_sleeps", "queue_and_shutdown",
+                           "queue_waiting_only"};
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
         double t0 = tc_now();
         tests[i]();

@@ -1,0 +1,24 @@
+// Option-parsing helpers shared by the subcommands: numeric flags checked against a range, with errors that
+// name the flag as the user typed it.
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cli/cli.h"
+
+int cli_num(const char *cmd, const char *flag, const char *s, double lo, double hi, double *out) {
+    char *end;
+    double v = strtod(s, &end);
+    if (!*s || *end || !(v >= lo && v <= hi)) {
+        fprintf(stderr, "tachyon %s: %s expects a number in [%.15g, %.15g], got '%s'\n", cmd, flag, lo, hi, s);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+const char *cli_opt_name(const struct option *lo, int val) {
+    for (; lo->name; lo++)
+        if (lo->val == val) return lo->name;
+    return "?";
+}

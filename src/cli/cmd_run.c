@@ -73,8 +73,10 @@ static int parse(int argc, char **argv, run_opts *o) {
     return 0;
 }
 
-// Renders the prompt as one user turn with the model's chat template (or the named family).
-static int render_chat(const model *m, const tok_vocab *v, const run_opts *o, char **out, tc_err *err) {
+// Token ids of the prompt as one user turn with the model's chat template (or the named family); the
+// prompt's text stays plain text (see chat_encode). *ids malloc'd.
+static int encode_chat(const model *m, const tok_vocab *v, const run_opts *o, int32_t **ids, int *n_ids,
+                       tc_err *err) {
     gguf_str ts = {0};
     char *tmpl = NULL;
     if (gguf_get_str(model_gguf(m), "tokenizer.chat_template", &ts) == 0) {
@@ -95,7 +97,7 @@ static int render_chat(const model *m, const tok_vocab *v, const run_opts *o, ch
         bos[n > 0 && n < (int)sizeof bos ? n : 0] = '\0';
     }
     chat_msg msg = {"user", o->prompt};
-    int rc = chat_render(f, tmpl, &msg, 1, 1, bos, out, err);
+    int rc = chat_encode(v, f, tmpl, &msg, 1, 1, bos, ids, n_ids, err);
     free(tmpl);
     return rc;
 }
@@ -109,7 +111,6 @@ int cli_run(int argc, char **argv) {
     samp_state *ss = NULL;
     tok_stream *ts = NULL;
     int32_t *ids = NULL;
-    char *text = NULL;
     gen_session g = {0};
     int n_ids = 0, status = 1;
 
@@ -118,16 +119,9 @@ int cli_run(int argc, char **argv) {
     const model_hparams *hp = model_get_hparams(m);
     double t_load = tc_now() - t0;
 
-    int flags = 0;
-    const char *prompt = o.prompt;
-    if (o.chat) {
-        if (render_chat(m, v, &o, &text, &err)) goto fail;
-        prompt = text;
-        flags |= TOK_ENC_PARSE_SPECIAL; // the template's own markers are control tokens
-    } else if (tok_add_bos(v)) {
-        flags |= TOK_ENC_ADD_BOS;
-    }
-    if (tok_encode(v, prompt, strlen(prompt), flags, &ids, &n_ids, &err)) goto fail;
+    if (o.chat ? encode_chat(m, v, &o, &ids, &n_ids, &err)
+               : tok_encode(v, o.prompt, strlen(o.prompt), tok_add_bos(v) ? TOK_ENC_ADD_BOS : 0, &ids, &n_ids, &err))
+        goto fail;
     if (n_ids == 0) { // empty prompt: generate from BOS alone
         int32_t bos = tok_bos(v);
         if (bos < 0) {
@@ -185,7 +179,6 @@ done:
     tok_stream_free(ts);
     samp_free(ss);
     free(ids);
-    free(text);
     tok_free(v);
     model_free(m);
     return status;

@@ -433,16 +433,12 @@ static uint64_t mix64(uint64_t x) {
     return x ^ (x >> 31);
 }
 
-// Prompt token ids for the request; *ids malloc'd.
-static int build_prompt(server *s, const oai_req *q, int32_t **ids, int *n, oai_err *e) {
+int gen_prompt_ids(server *s, const oai_req *q, int32_t **ids, int *n, oai_err *e) {
     tc_err err = {0};
     if (q->kind == OAI_CHAT) {
-        char *text = NULL;
-        if (chat_render(s->chat, s->chat_src, q->msgs, q->n_msgs, 1, s->bos_text, &text, &err))
+        // message text is plain text: only the template's own markers become control tokens
+        if (chat_encode(s->vocab, s->chat, s->chat_src, q->msgs, q->n_msgs, 1, s->bos_text, ids, n, &err))
             return oai_err_set(e, 400, NULL, NULL, "messages", "%s", err.msg);
-        int rc = tok_encode(s->vocab, text, strlen(text), TOK_ENC_PARSE_SPECIAL, ids, n, &err);
-        free(text);
-        if (rc) return oai_err_set(e, 400, NULL, NULL, "messages", "%s", err.msg);
     } else if (q->prompt) {
         if (tok_encode(s->vocab, q->prompt, q->prompt_len, tok_add_bos(s->vocab) ? TOK_ENC_ADD_BOS : 0, ids, n, &err))
             return oai_err_set(e, 400, NULL, NULL, "prompt", "%s", err.msg);
@@ -499,7 +495,7 @@ void gen_handle(server *s, struct evhttp_request *req, oai_kind kind) {
                     "The model `%.200s` does not exist or you do not have access to it.", q->model);
         goto fail;
     }
-    if (build_prompt(s, q, &ids, &n_ids, &e)) goto fail;
+    if (gen_prompt_ids(s, q, &ids, &n_ids, &e)) goto fail;
     const char *pparam = kind == OAI_CHAT ? "messages" : "prompt";
     if (n_ids >= s->ctx_size) {
         oai_err_set(&e, 400, "invalid_request_error", "context_length_exceeded", pparam,

@@ -156,9 +156,35 @@ static int body_json(struct evhttp_request *req, json_t **out, oai_err *e) {
     return 0;
 }
 
+static void send_ids(server *s, struct evhttp_request *req, int32_t *ids, int n) {
+    json_t *a = json_array();
+    for (int i = 0; i < n; i++) json_array_append_new(a, json_integer(ids[i]));
+    srv_send_json(s, req, 200, json_pack("{s:o}", "tokens", a));
+}
+
+// /tokenize {"messages": [...]}: the prompt ids a chat completion with these messages would use.
+static int tokenize_chat(server *s, struct evhttp_request *req, oai_err *e) {
+    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    size_t len = evbuffer_get_length(in);
+    oai_req q;
+    if (oai_parse(OAI_CHAT, len ? (const char *)evbuffer_pullup(in, -1) : "", len, &q, e)) return -1;
+    int32_t *ids = NULL;
+    int n = 0;
+    int rc = gen_prompt_ids(s, &q, &ids, &n, e);
+    oai_req_free(&q);
+    if (rc) return -1;
+    send_ids(s, req, ids, n);
+    free(ids);
+    return 200;
+}
+
 static int handle_tokenize(server *s, struct evhttp_request *req, oai_err *e) {
     json_t *b;
     if (body_json(req, &b, e)) return -1;
+    if (json_object_get(b, "messages") && !json_object_get(b, "content")) {
+        json_decref(b);
+        return tokenize_chat(s, req, e);
+    }
     json_t *c = json_object_get(b, "content"), *as = json_object_get(b, "add_special"),
            *ps = json_object_get(b, "parse_special");
     if (!json_is_string(c)) {
@@ -178,11 +204,9 @@ static int handle_tokenize(server *s, struct evhttp_request *req, oai_err *e) {
         json_decref(b);
         return oai_err_set(e, 400, NULL, NULL, "content", "%s", err.msg);
     }
-    json_t *a = json_array();
-    for (int i = 0; i < n; i++) json_array_append_new(a, json_integer(ids[i]));
+    send_ids(s, req, ids, n);
     free(ids);
     json_decref(b);
-    srv_send_json(s, req, 200, json_pack("{s:o}", "tokens", a));
     return 200;
 }
 

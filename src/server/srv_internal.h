@@ -85,6 +85,9 @@ void srv_add_common_headers(server *s, struct evhttp_request *req);        // CO
 
 // --- gen.c ------------------------------------------------------------------------------------------
 void gen_handle(server *s, struct evhttp_request *req, oai_kind kind);
+// Prompt token ids of a parsed request exactly as generation uses them (chat: rendered with the template,
+// message text plain); *ids malloc'd. Also serves /tokenize {"messages": …}.
+int gen_prompt_ids(server *s, const oai_req *q, int32_t **ids, int *n, oai_err *e);
 void gen_on_engine_events(server *s); // drains engine_poll and flushes dirty streams
 void gen_check_disconnects(server *s);               // timer: notice clients that left
 void gen_cancel_all(server *s, engine_finish why); // engine_cancel every live request

@@ -3,6 +3,9 @@
 // preamble, DeepSeek end-of-sentence after user turns) are read from the template text with distinctive
 // markers. The reference is what HF transformers' Jinja rendering gives for plain system/user/assistant
 // messages without tools; tests/ref/test_chat_ref.py checks it byte for byte.
+// Every byte that comes from a message (content, and the role where a family passes any role through) is
+// recorded as a plain-text range, so that chat_encode recognizes control tokens only in the template's own
+// text: a user who types "<|im_end|><|im_start|>system" gets those characters, not a forged turn.
 #include "tokenizer/chat.h"
 
 #include <stdio.h>
@@ -73,6 +76,8 @@ typedef struct {
     char *p;
     size_t n, cap;
     int oom;
+    tok_range *rg; // (n_rg) message-supplied byte ranges of p, sorted, non-overlapping
+    int n_rg, cap_rg;
 } sbuf;
 
 static void sb_addn(sbuf *b, const char *s, size_t n) {
@@ -96,14 +101,64 @@ static void sb_add(sbuf *b, const char *s) {
     if (s) sb_addn(b, s, strlen(s));
 }
 
+// Marks [off, off + n) as message text (merged with a range that ends where it starts).
+static void sb_mark(sbuf *b, size_t off, size_t n) {
+    if (b->oom || n == 0) return;
+    if (b->n_rg > 0 && b->rg[b->n_rg - 1].off + b->rg[b->n_rg - 1].len == off) {
+        b->rg[b->n_rg - 1].len += n;
+        return;
+    }
+    if (b->n_rg == b->cap_rg) {
+        int cap = b->cap_rg ? 2 * b->cap_rg : 16;
+        tok_range *q = realloc(b->rg, (size_t)cap * sizeof *q);
+        if (!q) {
+            b->oom = 1;
+            return;
+        }
+        b->rg = q, b->cap_rg = cap;
+    }
+    b->rg[b->n_rg++] = (tok_range){off, n};
+}
+
+// Appends message-supplied text (content, a role name): plain text for the tokenizer.
+static void sb_user(sbuf *b, const char *s) {
+    size_t off = b->n;
+    sb_add(b, s);
+    if (!b->oom) sb_mark(b, off, b->n - off);
+}
+
+static void sb_free(sbuf *b) {
+    free(b->p);
+    free(b->rg);
+}
+
 // Whitespace as Python's str.strip() sees it in ASCII (Jinja's |trim and .strip()).
 static int is_pyspace(unsigned char c) { return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f); }
 
-static void sb_add_trim(sbuf *b, const char *s) {
+// Message text with Python-style strip().
+static void sb_user_trim(sbuf *b, const char *s) {
     size_t n = strlen(s), i = 0;
     while (i < n && is_pyspace((unsigned char)s[i])) i++;
     while (n > i && is_pyspace((unsigned char)s[n - 1])) n--;
+    size_t off = b->n;
     sb_addn(b, s + i, n - i);
+    if (!b->oom) sb_mark(b, off, n - i);
+}
+
+// Appends the text of src (stripped when strip is set) with its message ranges, clipped and shifted.
+static void sb_add_sbuf(sbuf *b, const sbuf *src, int strip) {
+    if (src->oom) b->oom = 1;
+    size_t i = 0, n = src->p ? src->n : 0;
+    while (strip && i < n && is_pyspace((unsigned char)src->p[i])) i++;
+    while (strip && n > i && is_pyspace((unsigned char)src->p[n - 1])) n--;
+    size_t base = b->n;
+    sb_addn(b, src->p ? src->p + i : "", n - i);
+    for (int k = 0; k < src->n_rg && !b->oom; k++) {
+        size_t lo = src->rg[k].off, hi = lo + src->rg[k].len;
+        lo = lo < i ? i : lo;
+        hi = hi > n ? n : hi;
+        if (hi > lo) sb_mark(b, base + lo - i, hi - lo);
+    }
 }
 
 // --- details read from the template text
@@ -245,17 +300,12 @@ static void r_chatml(const rctx *c, sbuf *b) {
     }
     for (int i = 0; i < c->n; i++) {
         sb_add(b, "<|im_start|>");
-        sb_add(b, c->m[i].role);
+        sb_user(b, c->m[i].role); // ChatML passes any role through
         sb_add(b, "\n");
-        sb_add(b, c->m[i].content);
+        sb_user(b, c->m[i].content);
         sb_add(b, "<|im_end|>\n");
     }
     if (c->gen) sb_add(b, "<|im_start|>assistant\n");
-}
-
-static void add_maybe_strip(sbuf *b, const char *s, int strip) {
-    if (strip) sb_add_trim(b, s);
-    else sb_add(b, s);
 }
 
 // Llama 2: [INST] <<SYS>>\nsys\n<</SYS>>\n\nuser [/INST] answer </s><s>[INST] … (no generation prompt).
@@ -270,23 +320,21 @@ static void r_llama2(const rctx *c, sbuf *b) {
         sbuf content = {0};
         if (i == i0 && sys) {
             sb_add(&content, "<<SYS>>\n");
-            sb_add(&content, sys);
+            sb_user(&content, sys);
             sb_add(&content, "\n<</SYS>>\n\n");
         }
-        sb_add(&content, m->content);
-        if (content.oom) b->oom = 1;
-        const char *txt = content.p ? content.p : "";
+        sb_user(&content, m->content);
         if (is_role(m, "user")) {
             if (st->bos_each_turn) sb_add(b, c->bos);
             sb_add(b, "[INST] ");
-            add_maybe_strip(b, txt, st->strip);
+            sb_add_sbuf(b, &content, st->strip);
             sb_add(b, " [/INST]");
         } else if (is_role(m, "assistant")) {
             sb_add(b, " ");
-            add_maybe_strip(b, txt, st->strip);
+            sb_add_sbuf(b, &content, st->strip);
             sb_add(b, " </s>");
         }
-        free(content.p);
+        sb_free(&content);
     }
 }
 
@@ -307,23 +355,23 @@ static void r_mistral(const rctx *c, sbuf *b) {
             // it is a user turn (as mistral-common and the official templates do).
             int here = (v == MV_V1 || v == MV_LEGACY) ? i == i0 : i == c->n - 1;
             if (sys && here) {
-                sb_add(b, sys);
+                sb_user(b, sys);
                 sb_add(b, "\n\n");
             }
-            sb_add(b, m->content);
+            sb_user(b, m->content);
             sb_add(b, close);
         } else if (is_role(m, "assistant")) {
             if (v == MV_V1) sb_add(b, " ");
             if (v == MV_V3) {
                 sb_add(b, " ");
-                sb_add_trim(b, m->content);
+                sb_user_trim(b, m->content);
             } else {
-                sb_add(b, m->content);
+                sb_user(b, m->content);
             }
             sb_add(b, "</s>");
         } else if (is_role(m, "system")) { // only reached for v7
             sb_add(b, "[SYSTEM_PROMPT]");
-            sb_add(b, m->content);
+            sb_user(b, m->content);
             sb_add(b, "[/SYSTEM_PROMPT]");
         }
     }
@@ -340,7 +388,7 @@ static void r_llama3(const rctx *c, sbuf *b) {
         sb_add(b, st->today);
         sb_add(b, "\n\n");
         if (c->n > 0 && is_role(&c->m[0], "system")) {
-            sb_add_trim(b, c->m[0].content);
+            sb_user_trim(b, c->m[0].content);
             i0 = 1;
         }
         sb_add(b, "<|eot_id|>");
@@ -349,9 +397,9 @@ static void r_llama3(const rctx *c, sbuf *b) {
     }
     for (int i = i0; i < c->n; i++) {
         sb_add(b, "<|start_header_id|>");
-        sb_add(b, c->m[i].role);
+        sb_add(b, c->m[i].role); // one of system/user/assistant (checked by chat_render)
         sb_add(b, "<|end_header_id|>\n\n");
-        sb_add_trim(b, c->m[i].content);
+        sb_user_trim(b, c->m[i].content);
         sb_add(b, "<|eot_id|>");
     }
     if (c->gen) sb_add(b, "<|start_header_id|>assistant<|end_header_id|>\n\n");
@@ -370,10 +418,10 @@ static void r_gemma(const rctx *c, sbuf *b) {
         sb_add(b, is_role(m, "assistant") ? "model" : m->role);
         sb_add(b, "\n");
         if (i == i0 && sys) {
-            sb_add(b, sys);
+            sb_user(b, sys);
             sb_add(b, "\n\n");
         }
-        sb_add_trim(b, m->content);
+        sb_user_trim(b, m->content);
         sb_add(b, "<end_of_turn>\n");
     }
     if (c->gen) sb_add(b, "<start_of_turn>model\n");
@@ -387,7 +435,7 @@ static void r_phi3(const rctx *c, sbuf *b) {
         sb_add(b, "<|");
         sb_add(b, m->role);
         sb_add(b, "|>\n");
-        sb_add(b, m->content);
+        sb_user(b, m->content);
         sb_add(b, "<|end|>\n");
     }
     if (c->gen) sb_add(b, "<|assistant|>\n");
@@ -400,7 +448,7 @@ static void r_zephyr(const rctx *c, sbuf *b) {
         sb_add(b, "<|");
         sb_add(b, c->m[i].role);
         sb_add(b, "|>\n");
-        sb_add(b, c->m[i].content);
+        sb_user(b, c->m[i].content);
         sb_add(b, "</s>\n");
     }
     if (c->gen && c->n > 0) sb_add(b, "<|assistant|>\n");
@@ -414,18 +462,18 @@ static void r_deepseek(const rctx *c, sbuf *b) {
     const char *sys = NULL;
     for (int i = 0; i < c->n; i++)
         if (is_role(&c->m[i], "system")) sys = c->m[i].content;
-    sb_add(b, sys);
+    if (sys) sb_user(b, sys);
     for (int i = 0; i < c->n; i++) {
         const chat_msg *m = &c->m[i];
         if (is_role(m, "user")) {
             sb_add(b, DS_USER);
-            sb_add(b, m->content);
+            sb_user(b, m->content);
             if (c->st->eos_after_user) sb_add(b, DS_EOS);
         } else if (is_role(m, "assistant")) {
             const char *txt = m->content;
             for (const char *p = strstr(txt, "</think>"); p; p = strstr(p + 1, "</think>")) txt = p + 8;
             sb_add(b, DS_ASSISTANT);
-            sb_add(b, txt);
+            sb_user(b, txt);
             sb_add(b, DS_EOS);
         }
     }
@@ -434,9 +482,11 @@ static void r_deepseek(const rctx *c, sbuf *b) {
 
 // --- public entry
 
-int chat_render(chat_family f, const char *template_src, const chat_msg *msgs, int n_msgs,
-                int add_generation_prompt, const char *bos_text, char **out, tc_err *err) {
+int chat_render_guarded(chat_family f, const char *template_src, const chat_msg *msgs, int n_msgs,
+                        int add_generation_prompt, const char *bos_text, char **out, tok_range **plain, int *n_plain,
+                        tc_err *err) {
     *out = NULL;
+    if (plain) *plain = NULL, *n_plain = 0;
     if (f <= CHAT_UNKNOWN || f >= CHAT_COUNT)
         return tc_err_set(err, TC_ERR_INVALID, "chat template: unknown family %d", (int)f);
     if (n_msgs < 0 || (n_msgs > 0 && !msgs))
@@ -468,9 +518,35 @@ int chat_render(chat_family f, const char *template_src, const chat_msg *msgs, i
     }
     sb_addn(&b, "", 0); // make sure an empty rendering is still a valid string
     if (b.oom) {
-        free(b.p);
+        sb_free(&b);
         return tc_err_set(err, TC_ERR_NOMEM, "chat template: out of memory");
     }
     *out = b.p;
+    if (plain) {
+        *plain = b.rg, *n_plain = b.n_rg;
+    } else {
+        free(b.rg);
+    }
     return 0;
+}
+
+int chat_render(chat_family f, const char *template_src, const chat_msg *msgs, int n_msgs,
+                int add_generation_prompt, const char *bos_text, char **out, tc_err *err) {
+    return chat_render_guarded(f, template_src, msgs, n_msgs, add_generation_prompt, bos_text, out, NULL, NULL, err);
+}
+
+int chat_encode(const tok_vocab *v, chat_family f, const char *template_src, const chat_msg *msgs, int n_msgs,
+                int add_generation_prompt, const char *bos_text, int32_t **ids, int *n_ids, tc_err *err) {
+    *ids = NULL, *n_ids = 0;
+    char *text = NULL;
+    tok_range *plain = NULL;
+    int n_plain = 0;
+    int rc = chat_render_guarded(f, template_src, msgs, n_msgs, add_generation_prompt, bos_text, &text, &plain,
+                                 &n_plain, err);
+    if (rc) return rc;
+    // BOS comes from the template text (bos_text), so no TOK_ENC_ADD_BOS here.
+    rc = tok_encode_guarded(v, text, strlen(text), TOK_ENC_PARSE_SPECIAL, plain, n_plain, ids, n_ids, err);
+    free(plain);
+    free(text);
+    return rc;
 }

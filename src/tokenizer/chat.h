@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "common/err.h"
+#include "tokenizer/tokenizer.h"
 
 typedef struct chat_msg {
     const char *role;    // "system", "user", "assistant" (others → error for families that reject them)
@@ -34,5 +35,17 @@ chat_family chat_detect(const char *template_src);
 // template text (e.g. SmolLM2's default system prompt). *out malloc'd, owned by caller.
 int chat_render(chat_family f, const char *template_src, const chat_msg *msgs, int n_msgs,
                 int add_generation_prompt, const char *bos_text, char **out, tc_err *err);
+// chat_render, plus the byte ranges of *out that came from the messages (contents, and roles where the
+// family passes any role through) rather than from the template: *plain malloc'd (caller frees; NULL when
+// there are none), sorted and non-overlapping, for tok_encode_guarded.
+int chat_render_guarded(chat_family f, const char *template_src, const chat_msg *msgs, int n_msgs,
+                        int add_generation_prompt, const char *bos_text, char **out, tok_range **plain, int *n_plain,
+                        tc_err *err);
+
+// Renders and tokenizes a conversation the way an OpenAI-style chat API must: the template's markers (and
+// bos_text, which the template places) are control tokens, message text is always plain text, so a message
+// cannot forge a turn by typing "<|im_end|>". *ids malloc'd, owned by the caller (free()).
+int chat_encode(const tok_vocab *v, chat_family f, const char *template_src, const chat_msg *msgs, int n_msgs,
+                int add_generation_prompt, const char *bos_text, int32_t **ids, int *n_ids, tc_err *err);
 
 #endif

@@ -1,19 +1,21 @@
 // tok_encode: BOS, then the text split on special-token matches (leftmost, longest first), each raw-text
 // fragment handed to the SPM or BPE encoder. Control and unknown tokens are matched only with
-// TOK_ENC_PARSE_SPECIAL; user-defined tokens are always matched (as llama.cpp and HF tokenizers do).
+// TOK_ENC_PARSE_SPECIAL and never across a guarded (plain-text) range; user-defined tokens are always
+// matched (as llama.cpp and HF tokenizers do).
 #include <stdlib.h>
 #include <string.h>
 
 #include "tokenizer/tok_internal.h"
 
-// Special token starting at text[i], or -1.
-static int32_t match_special(const tok_vocab *v, const char *text, size_t len, size_t i, int parse_special) {
+// Special token starting at text[i], or -1. A control or unknown token must end by ctl_end (the start of
+// the next guarded range; i itself is outside guarded ranges when ctl_end > i).
+static int32_t match_special(const tok_vocab *v, const char *text, size_t len, size_t i, size_t ctl_end) {
     uint8_t b = (uint8_t)text[i];
     for (uint32_t k = v->special_start[b]; k < v->special_start[b + 1]; k++) {
         int32_t id = v->special_ids[k];
         uint8_t t = v->type[id];
-        if (!parse_special && (t == TOK_TYPE_CONTROL || t == TOK_TYPE_UNKNOWN)) continue;
         uint32_t n = v->text_len[id];
+        if ((t == TOK_TYPE_CONTROL || t == TOK_TYPE_UNKNOWN) && (ctl_end <= i || n > ctl_end - i)) continue;
         if (n <= len - i && !memcmp(text + i, tok_text(v, id), n)) return id;
     }
     return -1;
@@ -24,14 +26,21 @@ static int encode_raw(const tok_vocab *v, const char *text, size_t len, int afte
     return tok_bpe_encode(v, text, len, o, err);
 }
 
-int tok_encode(const tok_vocab *v, const char *text, size_t len, int flags, int32_t **ids, int *n_ids, tc_err *err) {
+int tok_encode_guarded(const tok_vocab *v, const char *text, size_t len, int flags, const tok_range *plain,
+                       int n_plain, int32_t **ids, int *n_ids, tc_err *err) {
     *ids = NULL, *n_ids = 0;
     if (!text && len) return tc_err_set(err, TC_ERR_INVALID, "NULL text");
+    if (n_plain < 0 || (n_plain > 0 && !plain)) return tc_err_set(err, TC_ERR_INVALID, "bad plain-text ranges");
+    for (int r = 0; r < n_plain; r++)
+        if (plain[r].off > len || plain[r].len > len - plain[r].off ||
+            (r > 0 && plain[r].off < plain[r - 1].off + plain[r - 1].len))
+            return tc_err_set(err, TC_ERR_INVALID, "plain-text range %d out of order or out of bounds", r);
     if (len > (size_t)INT32_MAX / 4) return tc_err_set(err, TC_ERR_INVALID, "text too long (%zu bytes)", len);
     tok_out o = {0};
     int rc = 0;
     if ((flags & TOK_ENC_ADD_BOS) && v->bos >= 0) rc = tok_out_push(&o, v->bos);
     int parse = (flags & TOK_ENC_PARSE_SPECIAL) != 0;
+    int r = 0; // the first guarded range that does not end at or before i
     int after_special = 1; // SPM: a fragment at the start or after a special token gets the space prefix
     size_t start = 0, i = 0;
     while (i < len && !rc) {
@@ -39,7 +48,10 @@ int tok_encode(const tok_vocab *v, const char *text, size_t len, int flags, int3
             i++;
             continue;
         }
-        int32_t id = match_special(v, text, len, i, parse);
+        while (r < n_plain && plain[r].off + plain[r].len <= i) r++;
+        // control tokens may end where the next guarded range starts (none inside one, none at all unparsed)
+        size_t ctl_end = !parse ? 0 : r == n_plain ? len : plain[r].off <= i ? 0 : plain[r].off;
+        int32_t id = match_special(v, text, len, i, ctl_end);
         if (id < 0) {
             i++;
             continue;
@@ -65,4 +77,8 @@ int tok_encode(const tok_vocab *v, const char *text, size_t len, int flags, int3
     *ids = o.ids;
     *n_ids = (int)o.n;
     return 0;
+}
+
+int tok_encode(const tok_vocab *v, const char *text, size_t len, int flags, int32_t **ids, int *n_ids, tc_err *err) {
+    return tok_encode_guarded(v, text, len, flags, NULL, 0, ids, n_ids, err);
 }

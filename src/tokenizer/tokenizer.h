@@ -39,6 +39,18 @@ enum {
 int tok_encode(const tok_vocab *v, const char *text, size_t len, int flags, int32_t **ids, int *n_ids,
                tc_err *err);
 
+// A byte range [off, off + len) of a text.
+typedef struct tok_range {
+    size_t off, len;
+} tok_range;
+// tok_encode, except that no control token is recognized where its text would overlap one of the `plain`
+// ranges (sorted by offset, non-overlapping; n_plain may be 0): those bytes are plain text wherever
+// TOK_ENC_PARSE_SPECIAL applies elsewhere. Chat prompts use it so that the template's markers become
+// control tokens while message content (user-controlled) never does, e.g. a "<|im_end|>" typed by a user.
+// Splitting happens only at control tokens, so without such text in the ranges the ids equal tok_encode's.
+int tok_encode_guarded(const tok_vocab *v, const char *text, size_t len, int flags, const tok_range *plain,
+                       int n_plain, int32_t **ids, int *n_ids, tc_err *err);
+
 enum {
     TOK_DEC_SKIP_SPECIAL = 1, // control tokens render as nothing
     TOK_DEC_CONTINUATION = 2, // (streams) the tokens continue earlier text (generated after a prompt): the

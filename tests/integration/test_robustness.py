@@ -312,6 +312,7 @@ def test_sigterm_drains(make_server):
         assert "draining 0 request" in log, log
 
 
+@pytest.mark.bench  # a ratio of inter-token gaps: timing, run by make bench
 def test_long_prompt_does_not_stall_streams(make_server):
     # Default step budget (256 tokens): the engine's ITL guard sizes the prefill chunks from the measured
     # step cost so that mixed steps stay within 2x a decode-only step.

@@ -196,6 +196,11 @@ int engine_new(model *m, const engine_opts *o, engine **out, tc_err *err) {
     e->o = *o;
     e->n_vocab = hp->n_vocab;
     e->ctx_limit = o->ctx_size > 0 ? o->ctx_size : hp->ctx_train;
+    // Test-only fault injection, read once: the integration tests need a way to make the forward pass fail
+    // mid-generation to check that engine errors reach clients as HTTP 500 / an SSE error event.
+    const char *fault = getenv("TACHYON_FAULT");
+    e->fault_pos = -1;
+    if (fault && !strncmp(fault, "forward_pos:", 12)) e->fault_pos = atoi(fault + 12);
     if (e->ctx_limit < 2) e->ctx_limit = 2;
     int rc = 0, n_blocks = 0;
     e->eog = malloc(((size_t)o->n_eog + 1) * sizeof(int32_t));

@@ -48,6 +48,7 @@ struct engine {
     engine_stats stats; // published once per step
     uint64_t prompt_tokens, generated_tokens;
     int last_batch_seqs, last_batch_tokens;
+    int fault_pos; // test-only (TACHYON_FAULT=forward_pos:N): a step with a position >= N fails; -1 = off
 
     pthread_t thread;
     int thread_started;

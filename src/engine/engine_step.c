@@ -185,7 +185,10 @@ void eng_step(engine *e, double now) {
     model_batch b = build_batch(e, p);
     tc_err err = {0};
     double t_fwd = tc_now();
-    int rc = model_forward(e->mctx, e->kv, &b, e->logits, &err);
+    int rc = 0;
+    for (int i = 0; e->fault_pos >= 0 && i < b.n_tokens && !rc; i++)
+        if (b.pos[i] >= e->fault_pos) rc = tc_err_set(&err, TC_ERR, "injected fault (TACHYON_FAULT) at position %d", b.pos[i]);
+    if (!rc) rc = model_forward(e->mctx, e->kv, &b, e->logits, &err);
     if (rc == 0) sched_observe(e->s, b.n_tokens, tc_now() - t_fwd);
     if (rc != 0) { // every request of the batch ends with the error; the others go on
         while (p->n_items > 0) {

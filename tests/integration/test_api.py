@@ -3,9 +3,11 @@ strings, n, logprobs, tokenize/detokenize, models, metrics/stats, concurrency ==
 import concurrent.futures as cf
 import json
 
+import numpy as np
 import pytest
 
-from conftest import chat_body, stream_text
+import refprobs
+from conftest import STORIES, chat_body, stream_text
 
 PROMPTS = ["Once upon a time", "The little dog", "Lily and Ben went", "One day, a big", "The sun was",
            "Tom had a red ball", "In the park", "The cat said", "A girl named Sue", "Max was sad because",
@@ -68,9 +70,6 @@ def test_usage(stories):
     assert len(usage) == 1 and usage[0]["choices"] == []
     assert usage[0]["usage"]["prompt_tokens"] == u["prompt_tokens"]
     assert usage[0]["usage"]["completion_tokens"] == 16
-    # second identical request may hit the prefix cache; cached never exceeds the prompt
-    j2 = complete(stories, "Once upon a time", 4)
-    assert 0 <= j2["usage"]["prompt_tokens_details"]["cached_tokens"] <= j2["usage"]["prompt_tokens"]
 
 
 def test_openai_client(stories):
@@ -132,21 +131,70 @@ def test_n_choices(stories):
         assert stream_text(events, i) == one["choices"][0]["message"]["content"]
 
 
-def test_logprobs(stories):
+LONG_PREFIX = " ".join(["Once upon a time there was a little dog named Max who liked to run in the park."] * 6)
+
+
+def _cached(srv, prompt):
+    j = complete(srv, prompt, 2)
+    return j["usage"]["prompt_tokens_details"]["cached_tokens"], j["usage"]["prompt_tokens"]
+
+
+def test_prefix_cache_reports_cached_tokens(stories):
+    # Two prompts sharing a ~100-token prefix: the second reuses the first one's full KV blocks.
+    shared = len(stories.post("/tokenize", {"content": LONG_PREFIX, "add_special": True})[2]["tokens"])
+    assert shared >= 64, shared
+    hits0 = stories.metrics()["tachyon:prefix_cache_hit_tokens_total"]
+    _cached(stories, LONG_PREFIX + " The end.")
+    cached, n_prompt = _cached(stories, LONG_PREFIX + " Then the sun came out.")
+    assert 0 < cached <= min(shared, n_prompt - 1), (cached, shared, n_prompt)
+    assert cached >= shared - 32, "only %d of %d shared prompt tokens came from the cache" % (cached, shared)
+    assert stories.metrics()["tachyon:prefix_cache_hit_tokens_total"] - hits0 >= cached
+
+
+def test_prefix_cache_off_reports_zero(make_server):
+    srv = make_server(None, "--ctx-size", 512, "--no-prefix-cache")
+    _cached(srv, LONG_PREFIX + " The end.")
+    cached, _ = _cached(srv, LONG_PREFIX + " Then the sun came out.")
+    assert cached == 0
+    assert srv.metrics()["tachyon:prefix_cache_hit_tokens_total"] == 0
+
+
+def _greedy_reference(model, prompt_ids, n):
+    """Per generated position: (chosen id, log-softmax row of the raw logits), greedy, from `tachyon logits`."""
+    ids, out = list(prompt_ids), []
+    for _ in range(n):
+        ls = refprobs.log_softmax(refprobs.logits(model, ids)[-1])
+        t = int(np.argmax(ls))
+        out.append((t, ls))
+        ids.append(t)
+    return out
+
+
+def test_logprobs_equal_log_softmax_of_logits(stories):
+    prompt = [1, 378, 31]  # a spread-out next-token distribution: the top-k alternatives are far from 0
+    k, n = 5, 4
+    j = complete(stories, prompt, n, logprobs=k, ignore_eos=True)
+    lp = j["choices"][0]["logprobs"]
+    assert len(lp["tokens"]) == len(lp["token_logprobs"]) == len(lp["top_logprobs"]) == len(lp["text_offset"]) == n
+    ref = _greedy_reference(STORIES, prompt, n)
+    st, _, d = stories.post("/detokenize", {"tokens": [t for t, _ in ref]})
+    text = j["choices"][0]["text"]
+    assert st == 200 and text.lstrip() == d["content"] and "".join(lp["tokens"]) == text, (text, d, lp["tokens"])
+    for pos, (t, ls) in enumerate(ref):
+        assert abs(lp["token_logprobs"][pos] - ls[t]) < 1e-3, (pos, lp["token_logprobs"][pos], ls[t])
+        want = np.sort(ls)[::-1][:k]
+        got = sorted(lp["top_logprobs"][pos].values(), reverse=True)
+        assert len(got) == k, lp["top_logprobs"][pos]  # k distinct pieces here
+        assert np.abs(np.array(got) - want).max() < 1e-3, (pos, got, want)
+        assert lp["top_logprobs"][pos][lp["tokens"][pos]] == lp["token_logprobs"][pos]
+    # chat: the chosen token's logprob is the first of the top list (greedy), each entry's bytes are its token
     st, _, j = stories.post("/v1/chat/completions", chat_body("Hi", 6, logprobs=True, top_logprobs=3))
     assert st == 200, j
     content = j["choices"][0]["logprobs"]["content"]
     assert len(content) == j["usage"]["completion_tokens"]
     for e in content:
-        assert e["logprob"] <= 0 and isinstance(e["bytes"], list)
-        assert len(e["top_logprobs"]) == 3
-        lps = [t["logprob"] for t in e["top_logprobs"]]
-        assert lps == sorted(lps, reverse=True)
-        assert abs(e["logprob"] - lps[0]) < 1e-4  # greedy picks the most likely token
-    j = complete(stories, "Once upon a time", 5, logprobs=2)
-    lp = j["choices"][0]["logprobs"]
-    assert len(lp["tokens"]) == len(lp["token_logprobs"]) == len(lp["top_logprobs"]) == len(lp["text_offset"])
-    assert all(len(d) <= 2 for d in lp["top_logprobs"])
+        assert len(e["top_logprobs"]) == 3 and bytes(e["bytes"]) == e["token"].encode()
+        assert abs(e["logprob"] - e["top_logprobs"][0]["logprob"]) < 1e-6
 
 
 def test_tokenize_roundtrip(stories):

@@ -12,8 +12,11 @@ import os
 import resource
 
 import numpy as np
+import pytest
 
 from benchutil import FakeServer, bench, measured
+
+pytestmark = pytest.mark.bench  # timing thresholds: `make bench`, not `make test`
 
 MIN_TOKENS_PER_CPU_S = 2000
 MAX_ITL_DISTORTION_P99_MS = 1.0

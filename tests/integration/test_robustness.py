@@ -174,24 +174,46 @@ def test_non_stream_disconnect_cancels(stories):
         pytest.fail("non-streamed request not cancelled after disconnect: %s" % stories.read_log()[-1500:])
 
 
-def test_deadline(stories):
+def _deadline_log_tokens(srv, rid):
+    """Tokens the server says it had made when rid's deadline cut it (its info log), or None."""
+    import re
+    m = re.search(r"request %s choice 0: deadline reached after (\d+) tokens" % re.escape(rid), srv.read_log())
+    return int(m.group(1)) if m else None
+
+
+def test_deadline(make_server):
+    # ignore_eos and 1900 tokens: without the deadline this runs for seconds even on a fast machine.
+    srv = make_server(STORIES, "--ctx-size", 2048)
+    body = {"prompt": "Once upon a time", "max_tokens": 1900, "ignore_eos": True, "timeout": 0.2}
     t0 = time.time()
-    st, _, j = stories.post("/v1/completions", {"prompt": "Once upon a time", "max_tokens": 400, "ignore_eos": True,
-                                                "timeout": 0.05})
+    st, _, j = srv.post("/v1/completions", body)
     dt = time.time() - t0
     assert st == 200, j
-    # it ended early: either the deadline cut it, or (on a very fast machine) it was already done
-    assert j["choices"][0]["finish_reason"] == "length"
-    assert dt < 5
-    if j["usage"]["completion_tokens"] < 400:
-        assert dt < 2
+    n = j["usage"]["completion_tokens"]
+    assert j["choices"][0]["finish_reason"] == "length"  # OpenAI has no "timeout" reason: a cut output
+    assert 0 < n < 1900 // 2, "deadline of 0.2 s ignored? %d of 1900 tokens in %.2f s" % (n, dt)
+    assert _deadline_log_tokens(srv, j["id"]) == n, srv.read_log()[-1500:]
+    assert dt < 10  # generous: a deadline acts within one engine step
+    # streamed: the cut stream still ends properly, with a finish chunk and [DONE]
+    st, events, _ = srv.stream("/v1/completions", dict(body, stream=True))
+    assert st == 200 and events[-1] == "[DONE]"
+    fins = [c["finish_reason"] for e in events[:-1] for c in e["choices"] if c["finish_reason"]]
+    assert fins == ["length"]
+    n_stream = sum(1 for e in events[:-1] for c in e["choices"] if c.get("text"))
+    assert 0 < n_stream < 1900 // 2
+    assert _deadline_log_tokens(srv, events[0]["id"]) is not None
 
 
 def test_request_timeout_flag(make_server):
-    srv = make_server(STORIES, "--ctx-size", 2048, "--request-timeout", 0.1)
-    st, _, j = srv.post("/v1/completions", {"prompt": "Once upon a time", "max_tokens": 1500, "ignore_eos": True})
+    srv = make_server(STORIES, "--ctx-size", 2048, "--request-timeout", 0.2)
+    st, _, j = srv.post("/v1/completions", {"prompt": "Once upon a time", "max_tokens": 1900, "ignore_eos": True})
     assert st == 200 and j["choices"][0]["finish_reason"] == "length"
-    assert j["usage"]["completion_tokens"] < 1500
+    assert 0 < j["usage"]["completion_tokens"] < 1900 // 2
+    assert _deadline_log_tokens(srv, j["id"]) == j["usage"]["completion_tokens"], srv.read_log()[-1500:]
+    # a request's own shorter timeout wins over the server's; a longer one does not extend it
+    st, _, j2 = srv.post("/v1/completions", {"prompt": "Once upon a time", "max_tokens": 1900, "ignore_eos": True,
+                                             "timeout": 100})
+    assert st == 200 and j2["usage"]["completion_tokens"] < 1900 // 2
 
 
 def test_queue_full(make_server, stories):
@@ -291,6 +313,7 @@ def test_sigterm_drains(make_server):
         assert "draining 0 request" in log, log
 
 
+@pytest.mark.bench  # a ratio of inter-token gaps: timing, run by make bench
 def test_long_prompt_does_not_stall_streams(make_server):
     # Default step budget (256 tokens): the engine's ITL guard sizes the prefill chunks from the measured
     # step cost so that mixed steps stay within 2x a decode-only step.

@@ -66,6 +66,15 @@ class LlamaRef:
         self.neox = arch in ("qwen2", "qwen3")
         self.t = {t.name: t for t in self.r.tensors}
         self._cache = {}
+        # RoPE scaling as GGUF carries it: "linear" divides positions by the factor; llama3-style scaling comes
+        # as a rope_freqs tensor of per-dimension divisors of the frequencies. Others are not modelled here.
+        kind = val(f"{arch}.rope.scaling.type", "none")
+        self.rope_pos_scale = 1.0
+        if kind == "linear":
+            self.rope_pos_scale = 1.0 / float(val(f"{arch}.rope.scaling.factor", 1.0))
+        elif kind != "none":
+            raise NotImplementedError("rope scaling %r" % kind)
+        self.rope_freqs = self.w("rope_freqs.weight")[0] if self.has("rope_freqs.weight") else None
 
     def w(self, name):
         """(weight as float64 (rows, cols), its ggml type)"""
@@ -93,7 +102,9 @@ class LlamaRef:
         # x (n, heads, head_dim)
         half = self.rope_dim // 2
         inv = self.base ** (-2.0 * np.arange(half) / self.rope_dim)
-        ang = pos[:, None] * inv[None, :]
+        if self.rope_freqs is not None:
+            inv = inv / self.rope_freqs
+        ang = (pos * self.rope_pos_scale)[:, None] * inv[None, :]
         c, s = np.cos(ang)[:, None, :], np.sin(ang)[:, None, :]
         x = x.copy()
         if self.neox:

@@ -20,7 +20,7 @@ BIN = os.environ.get("TACHYON_BIN", os.path.join(ROOT, "build", "tachyon"))
 DIM, LAYERS, HEADS, KV_HEADS, FFN, VOCAB = 64, 2, 4, 2, 96, 300
 
 
-def write_model(path, arch, head_dim, seed):
+def write_model(path, arch, head_dim, seed, extra=None):
     rng = np.random.default_rng(seed)
     w = gguf.GGUFWriter(path, arch)
     w.add_block_count(LAYERS)
@@ -61,6 +61,8 @@ def write_model(path, arch, head_dim, seed):
         if arch == "qwen3":
             t(p + "attn_q_norm.weight", head_dim, scale=0.1, base=1.0)
             t(p + "attn_k_norm.weight", head_dim, scale=0.1, base=1.0)
+    if extra:
+        extra(w)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
@@ -95,3 +97,71 @@ def test_unknown_architecture_is_named(tmp_path):
     p = subprocess.run([BIN, "info", "-m", path], capture_output=True, text=True)
     assert p.returncode != 0
     assert "unsupported architecture 'mamba'" in p.stderr, p.stderr
+
+
+# --- RoPE scaling ---------------------------------------------------------------------------------------
+
+def llama3_freq_factors(head_dim, base, factor=8.0, low=1.0, high=4.0, orig_ctx=64):
+    """The rope_freqs tensor a llama3 GGUF carries (convert_hf_to_gguf's formula): per-dimension divisors of
+    the RoPE frequencies. A tiny orig_ctx puts most dimensions in the scaled and smoothed bands."""
+    out = []
+    for i in range(head_dim // 2):
+        freq = base ** (-2.0 * i / head_dim)
+        wavelen = 2 * np.pi / freq
+        if wavelen < orig_ctx / high:
+            out.append(1.0)
+        elif wavelen > orig_ctx / low:
+            out.append(factor)
+        else:
+            smooth = (orig_ctx / wavelen - low) / (high - low)
+            out.append(1.0 / ((1 - smooth) / factor + smooth))
+    return np.array(out, np.float32)
+
+
+def _logits(path, ids, tmp_path):
+    out = tmp_path / "logits.f32"
+    p = subprocess.run([BIN, "logits", "-m", path, "--ids", ",".join(map(str, ids)), "-o", str(out)],
+                       capture_output=True, text=True)
+    return p, (np.fromfile(out, dtype=np.float32).reshape(len(ids), VOCAB) if p.returncode == 0 else None)
+
+
+SCALINGS = [
+    ("linear", "llama", lambda w: (w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR),
+                                   w.add_rope_scaling_factor(4.0))),
+    ("linear", "qwen2", lambda w: (w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR),
+                                   w.add_rope_scaling_factor(4.0))),
+    ("llama3", "llama", lambda w: w.add_tensor("rope_freqs.weight", llama3_freq_factors(16, 10000.0))),
+]
+
+
+@pytest.mark.parametrize("kind,arch,extra", SCALINGS, ids=["%s-%s" % (k, a) for k, a, _ in SCALINGS])
+def test_rope_scaling_matches_reference(tmp_path, kind, arch, extra):
+    path = str(tmp_path / f"{arch}-{kind}.gguf")
+    write_model(path, arch, 16, seed=7, extra=extra)
+    plain = str(tmp_path / f"{arch}-plain.gguf")
+    write_model(plain, arch, 16, seed=7)  # the same weights without scaling
+    ids = [int(x) for x in np.random.default_rng(2).integers(0, VOCAB, 48)]
+    p, ours = _logits(path, ids, tmp_path)
+    assert p.returncode == 0, p.stderr
+    ref = LlamaRef(path, act_quant=True).forward(ids)
+    unscaled = LlamaRef(plain, act_quant=True).forward(ids)
+    err = np.abs(ours - ref).max()
+    assert err < 2e-3, f"{kind} {arch}: max diff {err}"
+    # the check has teeth: ignoring the scaling would be off by far more than the tolerance
+    assert np.abs(ours - unscaled).max() > 50 * max(err, 2e-3), np.abs(ours - unscaled).max()
+
+
+@pytest.mark.parametrize("kind", ["yarn", "longrope"])
+def test_unsupported_rope_scaling_is_refused(tmp_path, kind):
+    # yarn also rescales attention: running it as plain RoPE would silently give wrong logits
+    path = str(tmp_path / f"{kind}.gguf")
+
+    def extra(w):
+        w.add_rope_scaling_type(gguf.RopeScalingType(kind))
+        w.add_rope_scaling_factor(4.0)
+        w.add_rope_scaling_orig_ctx_len(64)
+
+    write_model(path, "llama", 16, seed=3, extra=extra)
+    p, _ = _logits(path, [1, 2, 3], tmp_path)
+    assert p.returncode != 0
+    assert f"unsupported rope scaling type '{kind}'" in p.stderr, p.stderr

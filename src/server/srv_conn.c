@@ -176,6 +176,11 @@ static void conn_send_now(srv_conn *c, int status) {
     if (p && c->fd >= 0) {
         ssize_t w = send(c->fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
         (void)w;
+        // Closing with unread bytes makes the kernel send a reset, and a client may lose the reply with it:
+        // discard what has arrived (bounded; what comes later may still reset).
+        char junk[16384];
+        for (int i = 0; i < 8 && recv(c->fd, junk, sizeof junk, MSG_DONTWAIT) > 0; i++) {
+        }
     }
     evbuffer_free(b);
 }

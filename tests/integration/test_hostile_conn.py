@@ -208,19 +208,34 @@ def test_partial_body_gets_408(make_server):
     ok_request(srv)
 
 
-@pytest.fixture
-def low_nofile(tmp_path, monkeypatch):
-    """Servers started in this test run with a descriptor limit of 64 (soft and hard)."""
-    wrapper = tmp_path / "tachyon-nofile64"
-    wrapper.write_text('#!/bin/sh\nulimit -n 64 || exit 99\nexec "%s" "$@"\n' % conftest.BIN)
+def limit_wrapper(tmp_path, monkeypatch, ulimits):
+    """Servers started after this run under the shell's `ulimit` commands `ulimits`."""
+    wrapper = tmp_path / "tachyon-limited"
+    wrapper.write_text('#!/bin/sh\n%s || exit 99\nexec "%s" "$@"\n' % (ulimits, conftest.BIN))
     wrapper.chmod(0o755)
     monkeypatch.setattr(conftest, "BIN", str(wrapper))
 
 
+def nofile_soft(pid):
+    with open("/proc/%d/limits" % pid) as f:
+        return [int(l.split()[3]) for l in f if l.startswith("Max open files")][0]
+
+
+@pytest.fixture
+def low_nofile(tmp_path, monkeypatch):
+    """Servers started in this test run with a descriptor limit of 64 (soft and hard)."""
+    limit_wrapper(tmp_path, monkeypatch, "ulimit -n 64")
+
+
+def test_nofile_raised_to_hard_limit(tmp_path, monkeypatch, make_server):
+    limit_wrapper(tmp_path, monkeypatch, "ulimit -S -n 64 && ulimit -H -n 4096")
+    srv = make_server(STORIES, "--ctx-size", 512)
+    assert nofile_soft(srv.proc.pid) == 4096
+
+
 def test_descriptor_exhaustion_no_spin(low_nofile, make_server):
     srv = make_server(STORIES, "--ctx-size", 512, "--max-connections", 1000, "--http-timeout", 60)
-    with open("/proc/%d/limits" % srv.proc.pid) as f:
-        assert any(l.startswith("Max open files") and l.split()[3] == "64" for l in f), "limit not applied"
+    assert nofile_soft(srv.proc.pid) == 64, "limit not applied"
     lines0 = len(log_lines(srv))
     socks = []
     for _ in range(120):  # more than the server has descriptors: the rest wait in the listen backlog

@@ -68,7 +68,6 @@ struct srv_conns {
     size_t buffered; // bytes in the input buffers of all connections
     struct evconnlistener *lev;
     struct event *ev_attach, *ev_sweep, *ev_resume;
-    int paused; // listener disabled after an accept error
     srv_rl rl[SRV_RL_N];
 };
 
@@ -271,6 +270,9 @@ static void conn_close_cb(struct evhttp_connection *evcon, void *arg) {
     void (*cb)(struct evhttp_connection *, void *) = c->closecb;
     void *cb_arg = c->closecb_arg;
     conn_buffered_set(c, 0);
+    // bufferevent_free (after this) runs no evbuffer callbacks; unhook anyway so none can see a freed record
+    evbuffer_remove_cb(bufferevent_get_input(c->bev), conn_input_cb, c);
+    evbuffer_remove_cb(bufferevent_get_output(c->bev), conn_output_cb, c);
     conn_unlink(c);
     if (c->fd >= 0 && c->fd < cs->n_by_fd && cs->by_fd[c->fd] == c) cs->by_fd[c->fd] = NULL;
     cs->n_conns--;
@@ -404,7 +406,6 @@ static void conn_sweep_cb(evutil_socket_t fd, short what, void *arg) {
 static void conn_resume_cb(evutil_socket_t fd, short what, void *arg) {
     (void)fd, (void)what;
     struct srv_conns *cs = arg;
-    cs->paused = 0;
     if (cs->lev && cs->s->bound) evconnlistener_enable(cs->lev); // s->bound is NULL once draining
 }
 
@@ -417,7 +418,6 @@ static void conn_accept_error_cb(struct evconnlistener *lev, void *arg) {
     if (!s || !s->conns) return;
     struct srv_conns *cs = s->conns;
     evconnlistener_disable(lev);
-    cs->paused = 1;
     struct timeval tv = {0, 100000}; // 100 ms
     event_add(cs->ev_resume, &tv);
     srv_log_limited(s, SRV_RL_ACCEPT, SRV_LOG_WARN, "accept failed: %s (%d open connections); pausing 100 ms",

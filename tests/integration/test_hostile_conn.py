@@ -361,7 +361,7 @@ def test_large_prompt_tokenized_off_loop(make_server):
     for st, _, data in results:
         assert st == 400 and b"context_length_exceeded" in data, (st, data[:300])
     assert len(gaps) >= 3, "the stream ended before the big prompts were tokenized"
-    assert max(gaps) < 0.4, "the stream stalled %.2f s while a big prompt was tokenized" % max(gaps)
+    assert max(gaps) < 0.5, "the stream stalled %.2f s while a big prompt was tokenized" % max(gaps)
 
 
 # --- 4. HEAD and errors from the HTTP layer --------------------------------------------------------------------------

@@ -241,8 +241,9 @@ static void conn_input_cb(struct evbuffer *buf, const struct evbuffer_cb_info *i
     size_t cap = cs->s->o.max_body_buffer;
     if (cap > 0 && cs->buffered > cap) {
         srv_log_limited(cs->s, SRV_RL_BUFFER, SRV_LOG_WARN,
-                        "request bytes buffered across connections over --max-body-buffer (%zu > %zu): refusing",
-                        cs->buffered, cap);
+                        "request bytes buffered across %d connections over --max-body-buffer (%zu > %zu): refusing "
+                        "one holding %zu",
+                        cs->n_conns, cs->buffered, cap, c->inbuf);
         conn_condemn(c, c->state == CONN_BUSY ? KILL_CLOSE : 503);
     }
 }

@@ -525,6 +525,9 @@ int srv_conn_init(server *s, tc_err *err) {
     event_add(cs->ev_sweep, &tv);
     evhttp_set_bevcb(s->http, conn_new_bev, cs);
     srv_log(s, SRV_LOG_DEBUG, "descriptors: %ld; connections at most %d", nofile, cs->max_conns);
+    if (s->o.max_body_buffer > 0 && s->o.max_body_buffer < s->o.max_body)
+        srv_log(s, SRV_LOG_WARN, "--max-body-buffer (%zu) is below --max-body (%zu): the largest bodies are refused",
+                s->o.max_body_buffer, s->o.max_body);
     return 0;
 }
 

@@ -156,11 +156,12 @@ static int bind_weights(model *m, tc_err *err) {
     return 0;
 }
 
-int model_load(const char *path, model **out, tc_err *err) {
+// path names the file in messages; data/size: a GGUF image in memory instead of the file (data != NULL).
+static int load(const char *path, const void *data, size_t size, model **out, tc_err *err) {
     *out = NULL;
     model *m = calloc(1, sizeof *m);
     if (!m) return tc_err_set(err, TC_ERR_NOMEM, "out of memory");
-    int rc = gguf_open(path, &m->g, err);
+    int rc = data ? gguf_open_memory(data, size, &m->g, err) : gguf_open(path, &m->g, err);
     if (rc) goto fail;
     if ((rc = read_hparams(m, err)) || (rc = bind_weights(m, err))) {
         tc_err_wrap(err, "%s", path);
@@ -171,6 +172,13 @@ int model_load(const char *path, model **out, tc_err *err) {
 fail:
     model_free(m);
     return rc;
+}
+
+int model_load(const char *path, model **out, tc_err *err) { return load(path, NULL, 0, out, err); }
+
+int model_load_memory(const void *data, size_t size, model **out, tc_err *err) {
+    if (!data) return tc_err_set(err, TC_ERR_INVALID, "model: NULL buffer");
+    return load("(memory)", data, size, out, err);
 }
 
 void model_free(model *m) {

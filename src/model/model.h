@@ -37,6 +37,8 @@ typedef struct model model; // opaque
 // Loads and validates a GGUF model; unknown architecture → TC_ERR_UNSUPPORTED naming it. Owned by the
 // caller: free with model_free.
 int model_load(const char *path, model **out, tc_err *err);
+// Same over a caller-owned GGUF image (fuzzing, tests): no copy is made, data must outlive the model.
+int model_load_memory(const void *data, size_t size, model **out, tc_err *err);
 void model_free(model *m);
 const model_hparams *model_get_hparams(const model *m);
 const gguf_ctx *model_gguf(const model *m); // borrowed, valid while m lives

@@ -88,7 +88,9 @@ int main(void) {
                     // online softmax in float vs exact double: outputs are convex combinations of |v| <= 1
                     CHECK_MSG(worst < 2e-5, "scalar vs naive: rep %d hd %d bs %d pos %d: %g", reps[a], hds[b],
                               bss[s], poss[p], worst);
+                    tu_isa_ran(CPU_ISA_SCALAR);
                     for (int isa = CPU_ISA_AVX2; isa <= (int)hw; isa++) {
+                        tu_isa_ran((cpu_isa)isa);
                         attn_fn f = attn_select((cpu_isa)isa, &c.g);
                         CHECK(f != attn_tile_scalar); // head dims here are multiples of 16
                         f(got, c.q, c.k, c.v, c.table, c.n_pos, kv_head, &c.g);
@@ -103,5 +105,6 @@ int main(void) {
     // head dims that are not a multiple of 16 (stories260K has 8) always take the scalar kernel
     attn_geom g8 = {.n_kv_heads = 1, .head_dim = 8, .block_size = 16, .n_rep = 2, .scale = 1};
     CHECK(attn_select(hw, &g8) == attn_tile_scalar);
+    tu_isa_report("test_attention");
     TEST_MAIN_END();
 }

@@ -79,6 +79,21 @@ static int read_hparams(model *m, tc_err *err) {
         }
     }
     hp->rope_neox = m->arch->rope_neox;
+    hp->ffn_gelu = m->arch->ffn_gelu;
+    hp->embd_scale = m->arch->embd_scale ? sqrtf((float)hp->dim) : 1.0f;
+    // Gemma's query_pre_attn_scalar equals key_length for the released sizes but 27B; GGUF does not carry
+    // it, and llama.cpp uses 1/sqrt(key_length) too, so only the 27B (dim/heads = 168) would differ.
+    hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim);
+    if (get_arch_u32(g, a, "attention.sliding_window", &u) == 0 && m->arch->swa_pattern > 0) {
+        if (u == 0 || u > (1u << 24)) return tc_err_set(err, TC_ERR_FORMAT, "invalid %s.attention.sliding_window", a);
+        hp->swa_window = (int)u;
+        hp->swa_pattern = m->arch->swa_pattern;
+        if (get_arch_u32(g, a, "attention.sliding_window_pattern", &u) == 0) {
+            if (u > (1u << 16)) return tc_err_set(err, TC_ERR_FORMAT, "invalid sliding_window_pattern");
+            hp->swa_pattern = (int)u;
+        }
+        hp->rope_base_swa = m->arch->rope_base_swa > 0 ? m->arch->rope_base_swa : hp->rope_base;
+    }
     return 0;
 }
 
@@ -132,6 +147,7 @@ static int bind_weights(model *m, tc_err *err) {
         [ROLE_ATTN_Q_NORM] = {1, hp->head_dim, 1}, [ROLE_ATTN_K_NORM] = {1, hp->head_dim, 1},
         [ROLE_FFN_NORM] = {1, hp->dim, 1},        [ROLE_FFN_GATE] = {hp->ffn_dim, hp->dim, 0},
         [ROLE_FFN_UP] = {hp->ffn_dim, hp->dim, 0}, [ROLE_FFN_DOWN] = {hp->dim, hp->ffn_dim, 0},
+        [ROLE_ATTN_POST_NORM] = {1, hp->dim, 1},  [ROLE_FFN_POST_NORM] = {1, hp->dim, 1},
     };
     m->layers = calloc((size_t)hp->n_layers * ROLE_COUNT, sizeof *m->layers);
     if (!m->layers) return tc_err_set(err, TC_ERR_NOMEM, "out of memory");

@@ -389,6 +389,7 @@ static void *loader_main(void *arg) {
                                      : chat_detect(s->chat_src ? s->chat_src : "");
         if (!rc && s->chat == CHAT_UNKNOWN) {
             if (s->o.chat_template) rc = tc_err_set(err, TC_ERR_INVALID, "unknown chat template '%s'", s->o.chat_template);
+            else if (!s->chat_src && chat_family_for_arch(hp->arch) != CHAT_UNKNOWN) s->chat = chat_family_for_arch(hp->arch);
             else s->chat = CHAT_CHATML; // no or unrecognized template: ChatML (logged when ready)
         }
         int32_t b = tok_bos(s->vocab);

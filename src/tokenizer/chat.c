@@ -49,6 +49,10 @@ chat_family chat_family_from_name(const char *name) {
 
 static int has(const char *s, const char *needle) { return strstr(s, needle) != NULL; }
 
+chat_family chat_family_for_arch(const char *arch) {
+    return arch && !strncmp(arch, "gemma", 5) ? CHAT_GEMMA : CHAT_UNKNOWN;
+}
+
 chat_family chat_detect(const char *t) {
     if (!t || !*t) return CHAT_UNKNOWN;
     // Tool-calling formats whose plain-chat rendering is their own (not one of ours): Command-R, functionary,

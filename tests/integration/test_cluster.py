@@ -63,7 +63,7 @@ def req(port, method, path, body=None, headers=None, timeout=120):
         h.update(headers or {})
         c.request(method, path, body=json.dumps(body) if body is not None else None, headers=h)
         r = c.getresponse()
-        return r.status, dict(r.getheaders()), r.read()
+        return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
     finally:
         c.close()
 
@@ -222,12 +222,15 @@ def test_session_header_pins_replica(cluster_factory):
 
 # --- failures -------------------------------------------------------------------------------------------
 
-def start_stream(port, prompt, max_tokens):
+def start_stream(port, prompt, max_tokens, session=None):
     """Opens a streaming chat request through `port` and waits for its first data event. Returns the response."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    hdr = {"Content-Type": "application/json"}
+    if session:
+        hdr["x-session-id"] = session
     body = {"model": "tachyon", "messages": [{"role": "user", "content": prompt}], "max_tokens": max_tokens,
             "ignore_eos": True, "temperature": 0, "stream": True}
-    conn.request("POST", "/v1/chat/completions", body=json.dumps(body), headers={"Content-Type": "application/json"})
+    conn.request("POST", "/v1/chat/completions", body=json.dumps(body), headers=hdr)
     r = conn.getresponse()
     assert r.status == 200
     while True:
@@ -253,61 +256,78 @@ def finish_stream(r, limit=60):
         return "cut", time.time() - t0
 
 
-def busy_replica(c):
-    """Index of the one replica with a running request (waits up to 10 s)."""
+def session_ids(c):
+    """For each replica, an x-session-id value HAProxy's hash sends to it (found by probing)."""
+    ids = {}
+    for k in range(200):
+        st, h, _ = req(c.front, "POST", "/v1/completions", {"model": "tachyon", "prompt": "hi", "max_tokens": 1},
+                       headers={"x-session-id": "session-%d" % k})
+        assert st == 200
+        ids.setdefault(int(h["x-tachyon-replica"][1:]), "session-%d" % k)
+        if len(ids) == c.n:
+            return ids
+    raise AssertionError("the hash never reached some replica: %s" % ids)
+
+
+def wait_running(port, n, timeout=30):
     t0 = time.time()
-    while time.time() - t0 < 10:
-        running = [metrics(p)["tachyon:num_requests_running"] for p in c.replicas]
-        busy = [i for i, n in enumerate(running) if n >= 1]
-        if len(busy) == 1:
-            return busy[0]
-        time.sleep(0.05)
-    raise AssertionError("no single busy replica: %s" % running)
+    while time.time() - t0 < timeout:
+        if metrics(port)["tachyon:num_requests_running"] >= n:
+            return
+        time.sleep(0.02)
+    raise AssertionError("replica on %d never had %d running requests" % (port, n))
 
 
-def load(port, n, workers, max_tokens, tag):
-    """n non-streaming completions with distinct prompts (so they hash to every replica), `workers` at a time.
-    Returns a list of (status, completion tokens or error body)."""
+def load(port, sessions, n, workers, max_tokens):
+    """n non-streaming completions, `workers` at a time, request i pinned by x-session-id to sessions[i % len].
+    Returns a list of (status, completion tokens or error body, replica that answered)."""
     def one(i):
-        st, j = post_json(port, "/v1/completions",
-                          {"model": "tachyon", "prompt": "%s request %d: the quick brown fox %d" % (tag, i, i * 7919),
-                           "max_tokens": max_tokens, "ignore_eos": True, "temperature": 0}, timeout=120)
-        return st, j["usage"]["completion_tokens"] if st == 200 else j
+        st, h, data = req(port, "POST", "/v1/completions",
+                          {"model": "tachyon", "prompt": "Request %d: the quick brown fox" % i, "max_tokens": max_tokens,
+                           "ignore_eos": True, "temperature": 0},
+                          headers={"x-session-id": sessions[i % len(sessions)]}, timeout=120)
+        j = json.loads(data) if data.startswith(b"{") else data
+        return st, j["usage"]["completion_tokens"] if st == 200 else j, h.get("x-tachyon-replica")
     with cf.ThreadPoolExecutor(workers) as ex:
         return list(ex.map(one, range(n)))
+
+
+def retried_requests(log):
+    """HAProxy httplog lines whose retries counter (last of the five connection counters) is non-zero."""
+    return re.findall(r" \d+/\d+/\d+/\d+/\+?[1-9]\d* \d+/\d+ \"", log)
 
 
 def test_kill9_replica_loses_no_request(cluster_factory):
     if not os.path.exists(SMOL):
         pytest.skip("no SmolLM2 model at %s (make models)" % SMOL)
     c = cluster_factory(3, SMOL, "--ctx-size", 1024)
-    # A long stream first: the only running request, so the replica serving it is the one to kill.
-    conn, stream = start_stream(c.front, "Write a long story about a lighthouse keeper.", 400)
-    victim = busy_replica(c)
+    ids = session_ids(c)
+    victim = 0
+    conn, stream = start_stream(c.front, "Write a long story about a lighthouse keeper.", 400, ids[victim])
     box = {}
-    th = threading.Thread(target=lambda: box.setdefault("r", load(c.front, 24, 4, 16, "kill")))
+    th = threading.Thread(target=lambda: box.setdefault("r", load(c.front, [ids[0], ids[1], ids[2]], 24, 4, 16)))
     th.start()
-    time.sleep(1.0)  # some of the load is in flight on every replica, the victim included
+    wait_running(c.replicas[victim], 2)  # the stream and at least one non-streaming request
     os.kill(c.pid(victim), signal.SIGKILL)
     how, took = finish_stream(stream)
     conn.close()
     th.join(180)
     assert not th.is_alive(), "the load did not finish"
     results = box["r"]
-    assert all(st == 200 and n == 16 for st, n in results), results
+    assert all(st == 200 and n == 16 for st, n, _ in results), results
     assert how == "cut" and took < 30, (how, took)
-    # The HAProxy log shows requests that were retried elsewhere (retries field "+N" / N>0 after the
-    # connection counters): the kill really hit requests, and they were not lost.
-    retried = re.findall(r" \d+/\d+/\d+/\d+/\+?([1-9]\d*) ", c.log("haproxy.log"))
-    assert retried, "no retried request in the HAProxy log:\n" + c.log("haproxy.log")[-3000:]
+    # The requests caught on the killed replica, and those sent to it before the health check noticed, were
+    # retried elsewhere: the HAProxy log shows them.
+    assert retried_requests(c.log("haproxy.log")), c.log("haproxy.log")[-3000:]
 
 
 def test_sigterm_replica_drains(cluster_factory):
     if not os.path.exists(SMOL):
         pytest.skip("no SmolLM2 model at %s (make models)" % SMOL)
     c = cluster_factory(3, SMOL, "--ctx-size", 1024, "--shutdown-grace", 60)
-    conn, stream = start_stream(c.front, "Write a long story about a lighthouse keeper.", 120)
-    victim = busy_replica(c)
+    ids = session_ids(c)
+    victim = 0
+    conn, stream = start_stream(c.front, "Write a long story about a lighthouse keeper.", 120, ids[victim])
     # A keep-alive connection to the victim, opened before the signal, to watch its /health during the drain.
     watch = http.client.HTTPConnection("127.0.0.1", c.replicas[victim], timeout=10)
     watch.request("GET", "/health")
@@ -315,9 +335,9 @@ def test_sigterm_replica_drains(cluster_factory):
     r.read()
     assert r.status == 200
     box = {}
-    th = threading.Thread(target=lambda: box.setdefault("r", load(c.front, 24, 4, 16, "term")))
+    th = threading.Thread(target=lambda: box.setdefault("r", load(c.front, [ids[0], ids[1], ids[2]], 24, 4, 16)))
     th.start()
-    time.sleep(0.5)
+    wait_running(c.replicas[victim], 2)
     os.kill(c.pid(victim), signal.SIGTERM)
     t0 = time.time()
     while True:  # the signal reaches the replica's event loop asynchronously
@@ -332,10 +352,14 @@ def test_sigterm_replica_drains(cluster_factory):
     how, _ = finish_stream(stream)
     conn.close()
     assert how == "done", "the stream on the draining replica did not finish"
-    assert c.exit_status(victim, 30) == 0, c.log("r%d.log" % victim)[-3000:]
+    assert c.exit_status(victim, 60) == 0, c.log("r%d.log" % victim)[-3000:]
     th.join(180)
     assert not th.is_alive()
-    assert all(st == 200 and n == 16 for st, n in box["r"]), box["r"]
+    results = box["r"]
+    assert all(st == 200 and n == 16 for st, n, _ in results), results
+    # Requests pinned to the victim: some finished there (in flight at the signal), later ones were sent elsewhere.
+    pinned = [rep for i, (_, _, rep) in enumerate(results) if i % 3 == 0]
+    assert "r0" in pinned and set(pinned) - {"r0"}, pinned
 
 
 # --- Prometheus, Grafana, nginx -------------------------------------------------------------------------

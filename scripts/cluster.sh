@@ -23,7 +23,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${TACHYON_BIN:-$ROOT/build/tachyon}
 RUN=${TACHYON_CLUSTER_DIR:-$ROOT/build/cluster}
 MODEL=$ROOT/models/SmolLM2-135M-Instruct.Q4_1.gguf
-BALANCE=hash
+BALANCE="hash"
 PROM=0
 PORT=8000
 THREADS=1
@@ -88,11 +88,12 @@ stop_pid() {
 }
 
 start() {
-    [ -n "$N" ] && [ "$N" -ge 1 ] || die "start needs the number of replicas"
+    if [ -z "$N" ] || [ "$N" -lt 1 ]; then die "start needs the number of replicas"; fi
     [ -x "$BIN" ] || die "no tachyon binary at $BIN (make build, or set TACHYON_BIN)"
     [ -f "$MODEL" ] || die "no model at $MODEL"
     command -v haproxy >/dev/null || die "haproxy is not installed (apt-get install haproxy)"
-    [ "$PROM" = 0 ] || command -v prometheus >/dev/null || die "prometheus is not installed (apt-get install prometheus)"
+    [ "$PROM" = 0 ] || command -v prometheus >/dev/null ||
+        die "prometheus is not installed (apt-get install prometheus)"
     case "$BALANCE" in
     hash) BALANCE_LINES=$'    balance hash var(txn.lb_key)\n    hash-type consistent' ;;
     roundrobin) BALANCE_LINES='    balance roundrobin' ;;
@@ -109,7 +110,7 @@ start() {
         # The subshell stays to record the exit status (rN.rc); signals go to the replica's own pid.
         ( "$BIN" serve -m "$MODEL" --host 127.0.0.1 --port "$p" --threads "$THREADS" --served-model-name tachyon \
               "${EXTRA[@]}" </dev/null >"$RUN/r$i.log" 2>&1 &
-          echo $! >"$RUN/r$i.pid"; wait $! && rc=0 || rc=$?; echo $rc >"$RUN/r$i.rc" ) </dev/null >/dev/null 2>&1 &
+          echo $! >"$RUN/r$i.pid"; wait $! && rc=0 || rc=$?; echo "$rc" >"$RUN/r$i.rc" ) </dev/null >/dev/null 2>&1 &
         servers+="    server r$i 127.0.0.1:$p"$'\n'
         targets+="${targets:+, }'127.0.0.1:$p'"
         ports+="${ports:+ }$p"
@@ -169,10 +170,12 @@ status() {
         local name
         name=$(basename "$f" .pid)
         if alive "$f"; then echo "$name: running (pid $(cat "$f"))"
-        else echo "$name: exited${RUN:+ (status $(cat "$RUN/$name.rc" 2>/dev/null || echo '?'))}"; fi
+        else echo "$name: exited (status $(cat "$RUN/$name.rc" 2>/dev/null || echo '?'))"; fi
     done
     [ "$any" = 1 ] || { echo "no cluster in $RUN"; return 1; }
-    [ -f "$RUN/cluster.env" ] && . "$RUN/cluster.env" || return 0
+    [ -f "$RUN/cluster.env" ] || return 0
+    # shellcheck source=/dev/null
+    . "$RUN/cluster.env"
     for p in $REPLICA_PORTS; do
         echo "127.0.0.1:$p /health: $(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:$p/health")"
     done

@@ -18,6 +18,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import urllib.parse
 import urllib.request
 
 import pytest
@@ -283,8 +284,8 @@ def load(port, sessions, n, workers, max_tokens):
     Returns a list of (status, completion tokens or error body, replica that answered)."""
     def one(i):
         st, h, data = req(port, "POST", "/v1/completions",
-                          {"model": "tachyon", "prompt": "Request %d: the quick brown fox" % i, "max_tokens": max_tokens,
-                           "ignore_eos": True, "temperature": 0},
+                          {"model": "tachyon", "prompt": "Request %d: the quick brown fox" % i,
+                           "max_tokens": max_tokens, "ignore_eos": True, "temperature": 0},
                           headers={"x-session-id": sessions[i % len(sessions)]}, timeout=120)
         j = json.loads(data) if data.startswith(b"{") else data
         return st, j["usage"]["completion_tokens"] if st == 200 else j, h.get("x-tachyon-replica")

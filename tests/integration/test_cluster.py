@@ -134,6 +134,7 @@ class Cluster:
     def stop(self):
         r = subprocess.run([CLUSTER, "stop", "--run-dir", self.run_dir], capture_output=True, text=True, timeout=90)
         assert r.returncode == 0, r.stderr
+        shutil.rmtree(os.path.join(self.run_dir, "prometheus-data"), ignore_errors=True)  # logs stay, the TSDB goes
 
 
 @pytest.fixture

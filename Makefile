@@ -14,10 +14,11 @@ CMAKE_FLAGS += -DTACHYON_WERROR=ON
 endif
 
 # What building, `make run` and `make serve` need; the test suites add APT_TEST_PKGS (clang + libFuzzer's
-# runtime for the fuzzers, valgrind, chromium for the dashboard test), installed by `make test` only.
+# runtime for the fuzzers, valgrind, chromium for the dashboard test, haproxy + nginx + prometheus for the
+# scale-out tests: tests/integration/test_cluster.py), installed by `make test` only.
 APT_PKGS := build-essential cmake pkg-config libevent-dev libjansson-dev libpcre2-dev libxxhash-dev \
             libcurl4-openssl-dev python3-venv
-APT_TEST_PKGS := clang libclang-rt-14-dev valgrind chromium
+APT_TEST_PKGS := clang libclang-rt-14-dev valgrind chromium haproxy nginx prometheus
 
 .PHONY: all deps apt apt-test venv build models run serve test unit pytest bench fuzz asan clean
 

@@ -66,6 +66,32 @@ int main(int argc, char **argv) {
         if (ok != allowed) printf("  MISMATCH: per-token checks allow %d\n", ok);
         gram_matcher_free(m);
     }
+    // Replay of a whole document token by token, as a generation would see it: the fast path (check the sampled
+    // token, advance) per token, and the worst case where every token is first rejected (mask, from the cache
+    // when the state repeats, then advance).
+    const char *doc = "{\"name\": \"Bob Smith\", \"age\": 42, \"tags\": [\"engineer\", \"runner\", \"father of "
+                      "two\", \"likes long walks on the beach\"]}";
+    int32_t *ids;
+    int n_ids;
+    if (tok_encode(v, doc, strlen(doc), 0, &ids, &n_ids, &err)) return 1;
+    for (int worst = 0; worst < 2; worst++) {
+        gram *g;
+        gram_matcher *m;
+        if (gram_parse(gbnf, strlen(gbnf), NULL, &g, &err) || gram_matcher_new(g, gv, &m, &err)) return 1;
+        t0 = tc_now();
+        int ok = 1;
+        for (int i = 0; i < n_ids && ok; i++) {
+            if (worst) ok = gram_matcher_mask(m) != NULL;
+            else ok = gram_matcher_token_ok(m, ids[i]);
+            ok = ok && gram_matcher_accept_token(m, ids[i]) == 0;
+        }
+        double dt = tc_now() - t0;
+        printf("replay of a %d-token document, %s: %.3f ms/token%s%s\n", n_ids,
+               worst ? "a mask at every step (worst case)" : "check + advance (fast path)", dt * 1e3 / n_ids,
+               ok ? "" : " (REJECTED)", gram_matcher_done(m) ? ", complete" : "");
+        gram_matcher_free(m);
+    }
+    free(ids);
     free(gbnf);
     json_decref(schema);
     gram_vocab_free(gv);

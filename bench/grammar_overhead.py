@@ -29,8 +29,15 @@ SCHEMA = {
 }
 
 
-def stream_timing(base, body):
-    """(completion tokens, seconds from first to last token) of a streamed request."""
+def cpu_seconds(pid):
+    """User + system CPU time of a process (all its threads), seconds."""
+    f = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def stream_timing(base, body, pid):
+    """(completion tokens, seconds from first to last token, server CPU seconds) of a streamed request."""
+    c0 = cpu_seconds(pid)
     body = dict(body, stream=True, stream_options={"include_usage": True})
     req = urllib.request.Request(base + "/v1/chat/completions", data=json.dumps(body).encode(),
                                  headers={"Content-Type": "application/json"})
@@ -48,7 +55,7 @@ def stream_timing(base, body):
                 t = time.perf_counter()
                 t_first = t_first or t
                 t_last = t
-    return n, t_last - t_first
+    return n, t_last - t_first, cpu_seconds(pid) - c0
 
 
 def main():
@@ -59,22 +66,29 @@ def main():
     srv = Server(a.model)
     try:
         msgs = [{"role": "user", "content": "List six people with their ages as JSON."}]
-        con, unc = [], []
+        con, unc, ccon, cunc = [], [], [], []
+        pid = srv.proc.pid
         for i in range(a.pairs + 1):
-            n, dt = stream_timing(srv.base, {"messages": msgs, "temperature": 0, "max_tokens": 600,
-                                             "response_format": {"type": "json_schema",
-                                                                 "json_schema": {"name": "x", "schema": SCHEMA}}})
+            n, dt, cpu = stream_timing(srv.base, {"messages": msgs, "temperature": 0, "max_tokens": 600,
+                                                  "response_format": {"type": "json_schema",
+                                                                      "json_schema": {"name": "x", "schema": SCHEMA}}}, pid)
             # the constrained stream holds no text back, so its first chunk is its first token
-            n2, dt2 = stream_timing(srv.base, {"messages": msgs, "temperature": 0, "max_tokens": n, "ignore_eos": True})
+            n2, dt2, cpu2 = stream_timing(srv.base, {"messages": msgs, "temperature": 0, "max_tokens": n,
+                                                     "ignore_eos": True}, pid)
             if i == 0:
                 continue  # warm-up pair
             con.append(dt / (n - 1))
             unc.append(dt2 / (n2 - 1))
-            print("pair %d: %d tokens: constrained %.2f ms/token, unconstrained %.2f ms/token" %
-                  (i, n, con[-1] * 1e3, unc[-1] * 1e3))
+            ccon.append(cpu / n)
+            cunc.append(cpu2 / n2)
+            print("pair %d: %d tokens: constrained %.2f ms/token (CPU %.2f), unconstrained %.2f ms/token (CPU %.2f)" %
+                  (i, n, con[-1] * 1e3, ccon[-1] * 1e3, unc[-1] * 1e3, cunc[-1] * 1e3), flush=True)
         mc, mu = statistics.median(con), statistics.median(unc)
-        print("median: constrained %.3f ms/token, unconstrained %.3f ms/token, overhead %+.1f%%" %
+        cc, cu = statistics.median(ccon), statistics.median(cunc)
+        print("median wall: constrained %.3f ms/token, unconstrained %.3f ms/token, overhead %+.1f%%" %
               (mc * 1e3, mu * 1e3, (mc / mu - 1) * 100))
+        print("median server CPU (all threads, prefill included): constrained %.3f ms/token, unconstrained %.3f "
+              "ms/token, overhead %+.1f%%" % (cc * 1e3, cu * 1e3, (cc / cu - 1) * 100))
     finally:
         srv.stop()
 

@@ -289,9 +289,10 @@ int engine_submit(engine *e, engine_req *q, uint64_t *id, tc_err *err) {
     samp_accept_prompt(er->samp, q->prompt, q->n_prompt);
     er->user = q->user;
     er->ignore_eos = q->ignore_eos;
+    er->grammar = q->grammar;
     sched_req *r;
     if ((rc = sched_req_new(q->prompt, q->n_prompt, max_tokens, e->o.block_size, &r, err))) {
-        samp_free(er->samp);
+        samp_free(er->samp); // er->grammar stays the caller's
         free(er);
         return rc;
     }
@@ -325,12 +326,14 @@ int engine_submit(engine *e, engine_req *q, uint64_t *id, tc_err *err) {
     }
     pthread_mutex_unlock(&in->mu);
     if (rc) {
+        er->grammar = NULL; // still the caller's
         eng_req_release(r);
         return rc;
     }
     if (id) *id = new_id; // not r->id: the engine thread may have finished and freed r already
     free(q->prompt);
     q->prompt = NULL;
+    q->grammar = NULL;
     return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "common/err.h"
+#include "grammar/gram.h"
 #include "model/model.h"
 #include "sampling/sampling.h"
 
@@ -49,6 +50,9 @@ typedef struct engine_req {
     samp_params sp;
     double deadline;  // monotonic seconds (tc_now), 0 = none
     int ignore_eos;
+    gram_matcher *grammar; // NULL, or the grammar the output must follow: ownership passes to the engine on a
+                           // successful submit (freed with the request); generation ends (STOP) when the
+                           // grammar is complete and nothing can follow
     void *user;       // opaque to the engine, returned in every event of this request
 } engine_req;
 

@@ -15,6 +15,7 @@ typedef struct eng_req {
     samp_state *samp;
     void *user;
     int ignore_eos;
+    gram_matcher *grammar; // owned, or NULL
     int counted; // 1: no longer counted in the inbox's n_queued (scheduled once, or ended)
 } eng_req;
 

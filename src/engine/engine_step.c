@@ -7,6 +7,7 @@
 
 #include "common/timeutil.h"
 #include "engine/engine_impl.h"
+#include "sampling/samp_grammar.h"
 
 // --- events
 static engine_event *ev_next(engine *e) {
@@ -71,7 +72,10 @@ static void dequeue_count(engine *e, sched_req *r) {
 
 void eng_req_release(sched_req *r) {
     eng_req *er = r->owner;
-    if (er) samp_free(er->samp);
+    if (er) {
+        samp_free(er->samp);
+        gram_matcher_free(er->grammar);
+    }
     free(er);
     sched_req_free(r);
 }
@@ -141,10 +145,18 @@ static model_batch build_batch(engine *e, const sched_plan *p) {
 
 // Samples the next token of r from its logits row, appends it, emits TOKEN (not for an end-of-generation
 // token) and, when it ends, FINISH.
-static void take_token(engine *e, sched_req *r, const float *logits, double now) {
+static void take_token(engine *e, sched_req *r, float *logits, double now) {
     eng_req *er = r->owner;
     samp_result res;
-    int32_t tok = samp_sample(er->samp, logits, &res);
+    int32_t tok;
+    if (er->grammar) { // the logits row is this step's scratch: the mask may be written over it
+        tok = samp_sample_grammar(er->samp, logits, e->n_vocab, er->grammar, &res);
+        if (tok < 0 || gram_matcher_accept_token(er->grammar, tok)) {
+            sched_finish(e->s, r, SCHED_END_ERROR);
+            finish_event(e, r, "grammar: no token of the vocabulary can continue the output");
+            return;
+        }
+    } else tok = samp_sample(er->samp, logits, &res);
     samp_accept(er->samp, tok);
     r->tokens[r->n_tokens++] = tok;
     e->generated_tokens++;
@@ -159,6 +171,7 @@ static void take_token(engine *e, sched_req *r, const float *logits, double now)
         ev->user = er->user;
         ev->tok = res;
         if (sched_req_n_generated(r) >= r->max_tokens) end = SCHED_END_LENGTH;
+        else if (er->grammar && gram_matcher_done(er->grammar)) end = SCHED_END_STOP; // nothing can follow
     }
     if (end != SCHED_END_NONE) {
         sched_finish(e->s, r, end);

@@ -166,6 +166,7 @@ static void emit_stream(gen_choice *c, int final) {
     gen_req *g = c->g;
     const char *p;
     size_t n;
+    if (oai_tools_active(&g->q) && !final) return; // text or tool calls: decided when the choice ends
     oai_stopbuf_take(&c->sb, final, &p, &n);
     json_t *lp = NULL;
     if (c->lp) {
@@ -187,6 +188,13 @@ static const char *finish_api(engine_finish f) {
     }
 }
 
+// The tool calls in a choice's text (NULL if none); *content: text around them (malloc'd, may be NULL).
+static json_t *tool_calls_of(gen_choice *c, char **content) {
+    char base[64];
+    snprintf(base, sizeof base, "call_%.24s_%d", c->g->id + (c->g->q.kind == OAI_CHAT ? 9 : 5), c->index);
+    return oai_tools_parse(oai_tool_style_of(c->g->s->chat), c->sb.text ? c->sb.text : "", c->sb.len, base, content);
+}
+
 // Closes a choice's text: flushes the detokenizer, releases the rest, queues the finish chunk.
 static void close_text(gen_choice *c, const char *reason, int aborted) {
     gen_req *g = c->g;
@@ -204,6 +212,23 @@ static void close_text(gen_choice *c, const char *reason, int aborted) {
                 : !strcmp(reason, "length") ? s->mt.success_length
                                             : s->mt.success_abort;
     metric_inc(m, 1);
+    json_t *calls = NULL;
+    if (oai_tools_active(&g->q) && !strcmp(reason, "stop") && g->q.stream && g->req) {
+        char *content = NULL;
+        calls = tool_calls_of(c, &content);
+        if (calls) {
+            reason = c->finish_reason = "tool_calls";
+            if (content) queue_json(g, oai_chunk(g->q.kind, g->id, g->created, s->name, c->index, NULL, content,
+                                                 strlen(content), NULL, NULL));
+            json_t *chunks = oai_tool_call_chunks(g->id, g->created, s->name, c->index, calls), *ch;
+            size_t k;
+            json_array_foreach(chunks, k, ch) queue_json(g, json_incref(ch));
+            json_decref(chunks);
+            json_decref(calls);
+            free(content);
+            c->sb.emitted = c->sb.len; // the text went out as tool calls
+        }
+    }
     if (g->q.stream && g->req) {
         emit_stream(c, 1);
         if (strcmp(reason, "error"))
@@ -318,9 +343,15 @@ static void complete(gen_req *g) {
     json_t *choices = json_array();
     for (int i = 0; i < g->n_choices; i++) {
         gen_choice *c = &g->ch[i];
-        json_array_append_new(choices, oai_choice(g->q.kind, i, c->sb.text ? c->sb.text : "", c->sb.len,
-                                                  c->finish_reason, c->lp));
+        json_t *ch = oai_choice(g->q.kind, i, c->sb.text ? c->sb.text : "", c->sb.len, c->finish_reason, c->lp);
         c->lp = NULL;
+        if (oai_tools_active(&g->q) && !strcmp(c->finish_reason, "stop")) {
+            char *content = NULL;
+            json_t *calls = tool_calls_of(c, &content);
+            if (calls) oai_choice_set_tool_calls(ch, calls, content), c->finish_reason = "tool_calls";
+            free(content);
+        }
+        json_array_append_new(choices, ch);
     }
     json_t *resp = oai_response(g->q.kind, g->id, g->created, s->name, choices,
                                 oai_usage(g->n_prompt, n_out, g->n_cached));
@@ -462,8 +493,17 @@ int gen_prompt_ids(server *s, const oai_req *q, int32_t **ids, int *n, oai_err *
     tc_err err = {0};
     if (q->kind == OAI_CHAT) {
         // message text is plain text: only the template's own markers become control tokens
-        if (chat_encode(s->vocab, s->chat, s->chat_src, q->msgs, q->n_msgs, 1, s->bos_text, ids, n, &err))
-            return oai_err_set(e, 400, NULL, NULL, "messages", "%s", err.msg);
+        const chat_msg *msgs = q->msgs;
+        int n_msgs = q->n_msgs, n_owned = 0;
+        chat_msg *tmsgs = NULL;
+        char **owned = NULL;
+        if (oai_tools_needed(q)) { // tool definitions, calls and results in the family's format (oai_tools_fmt.c)
+            if (oai_tools_messages(q, s->chat, &tmsgs, &n_msgs, &owned, &n_owned, e)) return -1;
+            msgs = tmsgs;
+        }
+        int rc = chat_encode(s->vocab, s->chat, s->chat_src, msgs, n_msgs, 1, s->bos_text, ids, n, &err);
+        if (tmsgs) oai_tools_msgs_free(tmsgs, owned, n_owned);
+        if (rc) return oai_err_set(e, 400, NULL, NULL, "messages", "%s", err.msg);
     } else if (q->prompt) {
         if (tok_encode(s->vocab, q->prompt, q->prompt_len, tok_add_bos(s->vocab) ? TOK_ENC_ADD_BOS : 0, ids, n, &err))
             return oai_err_set(e, 400, NULL, NULL, "prompt", "%s", err.msg);
@@ -643,11 +683,14 @@ static void gen_launch(gen_req *g) {
             goto fail;
         }
     }
+    char *gbnf = NULL; // the grammar the output must follow (oai_output_grammar), or NULL
+    if (oai_output_grammar(q, s->chat, &gbnf, &e)) goto fail;
     for (int i = 0; i < q->n; i++) {
         engine_req er = {0};
         er.prompt = malloc((size_t)n_ids * sizeof *er.prompt);
         if (!er.prompt) {
             oai_err_set(&e, 500, "server_error", NULL, NULL, "out of memory");
+            free(gbnf);
             goto fail;
         }
         memcpy(er.prompt, g->ids, (size_t)n_ids * sizeof *er.prompt);
@@ -658,10 +701,17 @@ static void gen_launch(gen_req *g) {
         er.deadline = timeout > 0 ? g->t_recv + timeout : 0;
         er.ignore_eos = q->ignore_eos;
         er.user = &g->ch[i];
+        if (gbnf && srv_grammar_matcher(s, gbnf, &er.grammar, &e)) {
+            free(er.prompt);
+            free(gbnf);
+            goto fail;
+        }
         tc_err err = {0};
         int rc = engine_submit(s->eng, &er, &g->ch[i].id, &err);
         if (rc) {
             free(er.prompt);
+            gram_matcher_free(er.grammar);
+            free(gbnf);
             if (rc == TC_ERR_FULL) {
                 metric_inc(s->mt.rejected, 1);
                 oai_err_set(&e, 503, "server_error", "queue_full", NULL,
@@ -676,6 +726,7 @@ static void gen_launch(gen_req *g) {
         g->ch[i].live = 1;
         g->n_live++;
     }
+    free(gbnf);
     free(g->ids);
     g->ids = NULL;
     if (q->stream) {

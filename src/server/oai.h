@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "sampling/sampling.h"
+#include "server/oai_tools.h"
 #include "tokenizer/chat.h"
 
 typedef enum { OAI_CHAT = 1, OAI_COMPLETION = 2 } oai_kind;
@@ -56,6 +57,7 @@ typedef struct oai_req {
     int n_stop;
     double timeout; // seconds (extension "timeout"); 0 = none
     int ignore_eos; // extension
+    oai_ext ext;    // response_format, grammar, tools (oai_tools.c)
 } oai_req;
 
 // Parses and validates a request body (len bytes, need not be NUL-terminated). Defaults follow OpenAI

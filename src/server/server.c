@@ -382,6 +382,7 @@ static void *loader_main(void *arg) {
         if (!s->eog_ids) rc = tc_err_set(err, TC_ERR_NOMEM, "out of memory");
         for (int i = 0; !rc && i < nv; i++)
             if (tok_is_eog(s->vocab, i)) s->eog_ids[s->n_eog++] = i;
+        if (!rc) rc = srv_grammar_vocab(s, err); // grammar-constrained decoding (srv_grammar.c)
         gguf_str ts = {0};
         if (!rc && gguf_get_str(model_gguf(s->m), "tokenizer.chat_template", &ts) == 0)
             s->chat_src = strndup(ts.ptr, ts.len);
@@ -578,6 +579,7 @@ out:
     if (s->ev_sigint) event_free(s->ev_sigint);
     if (s->base) event_base_free(s->base);
     if (s->vocab) tok_free(s->vocab);
+    gram_vocab_free(s->gvocab);
     if (s->m) model_free(s->m);
     free(s->eog_ids);
     free(s->chat_src);

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "engine/engine.h"
+#include "grammar/gram.h"
 #include "metrics/metrics.h"
 #include "model/model.h"
 #include "server/oai.h"
@@ -48,6 +49,7 @@ typedef struct server {
     tc_err load_err;
     model *m;
     tok_vocab *vocab;
+    gram_vocab *gvocab; // the vocabulary trie for grammars (srv_grammar.c), owned
     engine *eng;
     int32_t *eog_ids; // (n_eog)
     int n_eog;
@@ -122,6 +124,11 @@ void gen_on_engine_events(server *s); // drains engine_poll and flushes dirty st
 void gen_check_disconnects(server *s);               // timer: notice clients that left, ping idle streams
 void gen_cancel_all(server *s, engine_finish why); // engine_cancel every live request
 void gen_free_all(server *s);                        // after engine_free: drop every request
+
+// --- srv_grammar.c ----------------------------------------------------------------------------------
+int srv_grammar_vocab(server *s, tc_err *err); // builds s->gvocab (loader thread, after eog_ids)
+// A matcher for one choice over s->gvocab; errors → 400 (grammar) or 500 (memory).
+int srv_grammar_matcher(server *s, const char *gbnf, gram_matcher **out, oai_err *e);
 
 // --- srv_stats.c ------------------------------------------------------------------------------------
 int srv_metrics_init(srv_metrics *mt, tc_err *err);

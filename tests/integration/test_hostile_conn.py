@@ -72,7 +72,7 @@ def log_lines(srv):
 
 # --- 1. a started stream is not cut by the idle timeout ---------------------------------------------------------
 
-QUEUE_S = 12  # seconds the stream waits behind the blocker: 6x --http-timeout
+QUEUE_S = 30  # seconds the stream waits behind the blocker (the bar): 15x --http-timeout
 
 
 def test_queued_stream_survives_with_pings(make_server):

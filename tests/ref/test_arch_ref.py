@@ -14,7 +14,7 @@ import gguf
 
 sys.path.insert(0, os.path.dirname(__file__))
 from llama_ref import LlamaRef  # noqa: E402
-from conftest import isa_env  # noqa: E402
+from refisa import isa_env  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BIN = os.environ.get("TACHYON_BIN", os.path.join(ROOT, "build", "tachyon"))

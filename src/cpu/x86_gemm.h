@@ -67,7 +67,11 @@ XI void x86_tile32(const cpu_gemm_job *j, int i, int r, const int NW, const int 
     for (int b = 0; b < nb; b++) {
         __m256i wq[X86_MAXW];
         float wd[X86_MAXW], wm[X86_MAXW];
-        X86_UNROLL for (int w = 0; w < NW; w++) wq[w] = x86_unpack32(x86_wrow(j, i + w) + b * wsz, T, &wd[w], &wm[w]);
+        X86_UNROLL for (int w = 0; w < NW; w++) {
+            const uint8_t *p = x86_wrow(j, i + w) + b * wsz;
+            if (NR == 1) _mm_prefetch((const char *)p + X86_PF_TILES * NW * j->w_stride, _MM_HINT_T0);
+            wq[w] = x86_unpack32(p, T, &wd[w], &wm[w]);
+        }
         X86_UNROLL for (int rr = 0; rr < NR; rr++) {
             const uint8_t *ab = x86_arow(j, r + rr) + b * asz;
             float ad, as = 0.0f;

@@ -226,6 +226,11 @@ XI void x86_tile32w(const cpu_gemm_job *j, int i, int r, const int NW, const int
             __m512 wds[X86_MAXW];
             X86_UNROLL for (int w = 0; w < NW; w++) {
                 const uint8_t *row = x86_wrow(j, i + w);
+                if (NR == 1) {
+                    const size_t ahead = X86_PF_TILES * NW * j->w_stride;
+                    _mm_prefetch((const char *)row + b * wsz + ahead, _MM_HINT_T0);
+                    _mm_prefetch((const char *)row + b1 * wsz + ahead, _MM_HINT_T0);
+                }
                 wq[w] = x86_w2_unpack(row + b * wsz, row + b1 * wsz, T);
                 wds[w] = _mm512_permutexvar_ps(pidx, _mm512_castps256_ps512(wd[w]));
             }

@@ -66,7 +66,10 @@ XI void x86_tile_q45k(const cpu_gemm_job *j, int i, int r, const int NW, const i
         X86_UNROLL for (int w = 0; w < NW; w++) {
             const uint8_t *p = x86_wrow(j, i + w) + b * wsz;
             if (T == TT_Q4_K) qs[w] = ((const tt_block_q4_K *)(const void *)p)->qs, qh[w] = NULL;
-            else qs[w] = ((const tt_block_q5_K *)(const void *)p)->qs, qh[w] = ((const tt_block_q5_K *)(const void *)p)->qh;
+            else {
+                const tt_block_q5_K *x = (const void *)p;
+                qs[w] = x->qs, qh[w] = x->qh;
+            }
             const __m128i head = _mm_loadu_si128((const __m128i *)p);
             wdd[w] = x86_kq_dd(head);
             const __m128i s8 = x86_kq_scales(head);
@@ -78,7 +81,8 @@ XI void x86_tile_q45k(const cpu_gemm_job *j, int i, int r, const int NW, const i
             _mm256_setzero_si256();
         if (NR == 1) { // GEMV: one weight row at a time keeps the working set in 16 registers
             const tt_block_q8_K *a = (const void *)(x86_arow(j, r) + b * sizeof(tt_block_q8_K));
-            X86_UNROLL for (int w = 0; w < NW; w++) x86_prefetch_block(x86_wrow(j, i + w) + b * wsz + X86_PF_TILES * NW * j->w_stride, wsz);
+            X86_UNROLL for (int w = 0; w < NW; w++)
+                x86_prefetch_block(x86_wrow(j, i + w) + b * wsz + X86_PF_TILES * NW * j->w_stride, wsz);
             X86_UNROLL for (int w = 0; w < NW; w++) X86_UNROLL for (int jj = 0; jj < 4; jj++) {
                 const __m256i q = _mm256_loadu_si256((const __m256i *)(qs[w] + 32 * jj));
                 __m256i qlo = _mm256_and_si256(q, m4), qhi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
@@ -89,8 +93,10 @@ XI void x86_tile_q45k(const cpu_gemm_job *j, int i, int r, const int NW, const i
                 }
                 const __m256i a0 = _mm256_loadu_si256((const __m256i *)(a->qs + 64 * jj));
                 const __m256i a1 = _mm256_loadu_si256((const __m256i *)(a->qs + 64 * jj + 32));
-                sumi[w][0] = x86_dot_i16(sumi[w][0], _mm256_maddubs_epi16(qlo, a0), x86_k256_bcast16(sc[w], 2 * jj));
-                sumi[w][0] = x86_dot_i16(sumi[w][0], _mm256_maddubs_epi16(qhi, a1), x86_k256_bcast16(sc[w], 2 * jj + 1));
+                sumi[w][0] =
+                    x86_dot_i16(sumi[w][0], _mm256_maddubs_epi16(qlo, a0), x86_k256_bcast16(sc[w], 2 * jj));
+                sumi[w][0] =
+                    x86_dot_i16(sumi[w][0], _mm256_maddubs_epi16(qhi, a1), x86_k256_bcast16(sc[w], 2 * jj + 1));
             }
         } else X86_UNROLL for (int jj = 0; jj < 4; jj++) {
             __m256i qlo[X86_MAXW], qhi[X86_MAXW];
@@ -146,7 +152,8 @@ XI void x86_tile_q6k(const cpu_gemm_job *j, int i, int r, const int NW, const in
         __m256 wd[X86_MAXW];
         X86_UNROLL for (int w = 0; w < NW; w++) {
             x[w] = (const void *)(x86_wrow(j, i + w) + b * sizeof(tt_block_q6_K));
-            if (NR == 1) x86_prefetch_block((const uint8_t *)x[w] + X86_PF_TILES * NW * j->w_stride, sizeof(tt_block_q6_K));
+            if (NR == 1)
+                x86_prefetch_block((const uint8_t *)x[w] + X86_PF_TILES * NW * j->w_stride, sizeof(tt_block_q6_K));
             wd[w] = _mm256_set1_ps(x86_h2f(x[w]->d));
             sc8[w] = _mm_loadu_si128((const __m128i *)x[w]->scales);
             s16n[w] = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(_mm256_cvtepi8_epi16(sc8[w]), 5));

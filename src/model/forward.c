@@ -102,13 +102,13 @@ static int matmul(model_ctx *c, float *out, const float *x, int n, const model_w
 
 // Several projections of the same input x (n rows): outs[m] (n, ws[m]->rows) = x @ ws[m]ᵀ, with one
 // activation quantization and one pool dispatch when the weights allow (cpu_matmul_multi).
-static int matmul_multi(model_ctx *c, float *const *outs, const float *x, int n, const model_weight *const *ws,
-                        const int *ld_outs, int count) {
+static int matmul_multi(model_ctx *c, float *const *outs, const float *x, int n,
+                        const model_weight *const *ws, const int *ld_outs, int count) {
     cpu_matmul_args a[CPU_MATMUL_MAX_MULTI];
     for (int m = 0; m < count; m++)
-        a[m] = (cpu_matmul_args){.out = outs[m], .ld_out = ld_outs[m], .x = x, .n_rows = n, .k = (int)ws[m]->cols,
-                                 .d = (int)ws[m]->rows, .w_type = ws[m]->type, .w = ws[m]->data,
-                                 .scratch = c->mm_scratch};
+        a[m] = (cpu_matmul_args){.out = outs[m], .ld_out = ld_outs[m], .x = x, .n_rows = n,
+                                 .k = (int)ws[m]->cols, .d = (int)ws[m]->rows, .w_type = ws[m]->type,
+                                 .w = ws[m]->data, .scratch = c->mm_scratch};
     return cpu_matmul_multi(c->pool, a, count);
 }
 

@@ -99,7 +99,8 @@ static int run(cpu_pool *pool, uint32_t t, const uint8_t *w, const float *x, int
 // set that cannot fuse (Q4_0 with Q4_1: different activation types) which takes the fallback.
 static void test_multi(cpu_pool **pools, int n_pools) {
     enum { K = 512, MAXD = 101, NR = 7 };
-    static const uint32_t sets[3][3] = {{TT_Q4_K, TT_Q6_K, TT_Q4_K}, {TT_Q8_0, TT_Q4_0, TT_Q8_0}, {TT_Q4_0, TT_Q4_1, TT_Q4_0}};
+    static const uint32_t sets[3][3] = {
+        {TT_Q4_K, TT_Q6_K, TT_Q4_K}, {TT_Q8_0, TT_Q4_0, TT_Q8_0}, {TT_Q4_0, TT_Q4_1, TT_Q4_0}};
     static const int ds[3] = {37, 101, 20};
     static uint8_t w[3][MAXD * K * 2], scratch[1 << 18];
     static float x[NR * K], wf[K], ref[3][NR * MAXD], got[3][NR * MAXD];

@@ -55,6 +55,12 @@ size_t cpu_matmul_scratch_size(uint32_t w_type, int n_rows, int k);
 // for accuracy checks against full-precision references).
 int cpu_matmul(cpu_pool *pool, const cpu_matmul_args *a);
 int cpu_precise(void); // 1 when TACHYON_PRECISE is set (read once)
+// n matmuls over the same input x (same n_rows and k; e.g. the Q, K, V projections of a layer): x is
+// quantized once and all weight rows are split over the threads in one pool dispatch when the weights share
+// an activation type; otherwise one cpu_matmul each. Outputs equal those of n separate cpu_matmul calls, bit
+// for bit. Each a[m].scratch may be the same buffer (sized for the largest). n <= CPU_MATMUL_MAX_MULTI.
+#define CPU_MATMUL_MAX_MULTI 4
+int cpu_matmul_multi(cpu_pool *pool, const cpu_matmul_args *a, int n);
 // Same computation with a fixed ISA level (tests compare levels against CPU_ISA_SCALAR).
 int cpu_matmul_isa(cpu_pool *pool, const cpu_matmul_args *a, cpu_isa isa);
 

@@ -61,6 +61,11 @@ static void mm_gemm_scalar(const mm_scalar_ctx *c, const cpu_gemm_job *j) {
 // --- threading
 typedef struct mm_ctx {
     cpu_gemm_job job; // i0/i1 filled per thread
+    // fused matmuls over one input (cpu_matmul_multi): jobs[m] for m < n_jobs, all weight rows split as one
+    // range; n_jobs == 0 for a single matmul
+    cpu_gemm_job jobs[CPU_MATMUL_MAX_MULTI];
+    cpu_gemm_fn gemms[CPU_MATMUL_MAX_MULTI];
+    int n_jobs;
     cpu_gemm_fn gemm; // NULL: scalar
     mm_scalar_ctx scalar;
     // activation quantization (parallel over rows when the batch is large)
@@ -98,6 +103,22 @@ static void mm_gemm_job(void *arg, int ith, int nth) {
     if (j.i0 >= j.i1) return;
     if (c->gemm) c->gemm(&j);
     else mm_gemm_scalar(&c->scalar, &j);
+}
+
+// Fused: the concatenated rows of all jobs split into one contiguous range per thread (a multiple of 16).
+static void mm_multi_job(void *arg, int ith, int nth) {
+    const mm_ctx *c = arg;
+    int d = 0;
+    for (int m = 0; m < c->n_jobs; m++) d += c->jobs[m].i1;
+    int chunk = (d + nth - 1) / nth;
+    chunk = (chunk + MM_ROW_CHUNK - 1) / MM_ROW_CHUNK * MM_ROW_CHUNK;
+    const int g0 = ith * chunk, g1 = g0 + chunk < d ? g0 + chunk : d;
+    for (int m = 0, off = 0; m < c->n_jobs; off += c->jobs[m].i1, m++) {
+        cpu_gemm_job j = c->jobs[m];
+        j.i0 = g0 > off ? g0 - off : 0;
+        j.i1 = g1 - off < j.i1 ? g1 - off : j.i1;
+        if (j.i0 < j.i1) c->gemms[m](&j);
+    }
 }
 
 static const cpu_kernels *mm_kernels(cpu_isa isa) {
@@ -195,6 +216,62 @@ static void mm_precise_job(void *arg, int ith, int nth) {
         }
     }
     free(row);
+}
+
+// Fused form: all weights share x, n_rows, k and the activation type, and have a kernel at this level;
+// otherwise (or in precise mode) one cpu_matmul per weight. Results are bit-identical either way: the same
+// kernel computes each output, only the split over threads differs.
+int cpu_matmul_multi(cpu_pool *pool, const cpu_matmul_args *a, int n) {
+    if (n <= 0 || n > CPU_MATMUL_MAX_MULTI || !a) return TC_ERR_INVALID;
+    const cpu_kernels *kt = cpu_precise() ? NULL : mm_kernels(cpu_best_isa());
+    int fuse = kt != NULL;
+    for (int m = 0; m < n && fuse; m++) {
+        const tt_traits *tr;
+        if (mm_check_args(&a[m], &tr) || mm_is_float(a[m].w_type) || !kt->gemm[a[m].w_type]) {
+            fuse = 0;
+            break;
+        }
+        const uint32_t act = mm_act_type(tr, a[m].w_type);
+        fuse = kt->act_type[a[m].w_type] == act && kt->quant[act] && a[m].scratch &&
+               a[m].x == a[0].x && a[m].n_rows == a[0].n_rows && a[m].k == a[0].k &&
+               act == mm_act_type(tt_get(a[0].w_type), a[0].w_type);
+    }
+    if (!fuse) {
+        for (int m = 0; m < n; m++) {
+            int rc = cpu_matmul(pool, &a[m]);
+            if (rc) return rc;
+        }
+        return 0;
+    }
+    mm_ctx c;
+    memset(&c, 0, sizeof c);
+    const uint32_t act = kt->act_type[a[0].w_type];
+    uintptr_t p = ((uintptr_t)a[0].scratch + MM_ALIGN - 1) & ~(uintptr_t)(MM_ALIGN - 1);
+    c.quant = kt->quant[act];
+    c.x = a[0].x;
+    c.qa = (uint8_t *)p;
+    c.qa_stride = tt_row_size(act, a[0].k);
+    c.job.k = a[0].k;
+    c.job.n_rows = a[0].n_rows;
+    if (a[0].n_rows >= 4 && cpu_pool_size(pool) > 1) cpu_pool_run(pool, mm_quant_job, &c);
+    else mm_quant_rows(&c, 0, a[0].n_rows);
+    c.n_jobs = n;
+    for (int m = 0; m < n; m++) {
+        cpu_gemm_job *j = &c.jobs[m];
+        j->w = a[m].w;
+        j->w_stride = tt_row_size(a[m].w_type, a[m].k);
+        j->a = c.qa;
+        j->a_stride = c.qa_stride;
+        j->out = a[m].out;
+        j->ld_out = a[m].ld_out;
+        j->k = a[m].k;
+        j->n_rows = a[m].n_rows;
+        j->i0 = 0;
+        j->i1 = a[m].d;
+        c.gemms[m] = kt->gemm[a[m].w_type];
+    }
+    cpu_pool_run(pool, mm_multi_job, &c);
+    return 0;
 }
 
 int cpu_precise(void) {

@@ -71,4 +71,12 @@ XI __m256i x86_nibbles(const uint8_t *p) {
     return _mm256_and_si256(v, _mm256_set1_epi8(0x0f));
 }
 
+// Prefetch the cache lines of n bytes at p. The GEMV paths (one activation row) prefetch each weight block
+// X86_PF_TILES tiles of rows ahead: a core streaming a few interleaved rows does not keep enough misses in
+// flight on its own (measured: cold Q4_K GEMV at one thread 5 -> 9.5 GB/s on the dev VM).
+#define X86_PF_TILES 2
+XI void x86_prefetch_block(const uint8_t *p, const size_t n) {
+    for (size_t o = 0; o < n; o += 64) _mm_prefetch((const char *)p + o, _MM_HINT_T0);
+}
+
 #endif

@@ -67,7 +67,11 @@ XI void x86_tile32(const cpu_gemm_job *j, int i, int r, const int NW, const int 
     for (int b = 0; b < nb; b++) {
         __m256i wq[X86_MAXW];
         float wd[X86_MAXW], wm[X86_MAXW];
-        X86_UNROLL for (int w = 0; w < NW; w++) wq[w] = x86_unpack32(x86_wrow(j, i + w) + b * wsz, T, &wd[w], &wm[w]);
+        X86_UNROLL for (int w = 0; w < NW; w++) {
+            const uint8_t *p = x86_wrow(j, i + w) + b * wsz;
+            if (NR == 1) _mm_prefetch((const char *)p + X86_PF_TILES * NW * j->w_stride, _MM_HINT_T0);
+            wq[w] = x86_unpack32(p, T, &wd[w], &wm[w]);
+        }
         X86_UNROLL for (int rr = 0; rr < NR; rr++) {
             const uint8_t *ab = x86_arow(j, r + rr) + b * asz;
             float ad, as = 0.0f;
@@ -101,139 +105,8 @@ XI void x86_tile32(const cpu_gemm_job *j, int i, int r, const int NW, const int 
         j->out[(size_t)(r + rr) * j->ld_out + i + w] = x86_hsum8(acc[w][rr]) + summ[w][rr];
 }
 
-// --- K-quants (x Q8_K): integer sums per super-block, then one float multiply-add per pair
-XI void x86_k_scales(const uint8_t *s12, uint8_t out[16]) { // -> 8 scales, 8 mins (6 bits each)
-    uint32_t u[4];
-    memcpy(u, s12, 12);
-    const uint32_t m1 = 0x3f3f3f3f, m2 = 0x0f0f0f0f, m3 = 0x03030303;
-    u[3] = ((u[2] >> 4) & m2) | (((u[1] >> 6) & m3) << 4);
-    uint32_t t = u[1] & m1;
-    u[1] = (u[2] & m2) | (((u[0] >> 6) & m3) << 4);
-    u[2] = t;
-    u[0] &= m1;
-    memcpy(out, u, 16);
-}
-
-XI int x86_hsum_i32x8(__m256i v) {
-    return x86_hsum_i32x4(_mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1)));
-}
-
-// Q4_K and Q5_K: x = d * sc * q - dmin * m per sub-block of 32.
-XI void x86_tile_q45k(const cpu_gemm_job *j, int i, int r, const int NW, const int NR, const int T) {
-    const int nb = j->k / QK_K;
-    const size_t wsz = T == TT_Q4_K ? sizeof(tt_block_q4_K) : sizeof(tt_block_q5_K);
-    float acc[X86_MAXW][X86_MAXR];
-    X86_UNROLL for (int w = 0; w < NW; w++) X86_UNROLL for (int rr = 0; rr < NR; rr++) acc[w][rr] = 0.0f;
-    const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1);
-    for (int b = 0; b < nb; b++) {
-        const uint8_t *qs[X86_MAXW], *qh[X86_MAXW];
-        uint8_t sm[X86_MAXW][16];
-        float wd[X86_MAXW], wdm[X86_MAXW];
-        __m128i mins[X86_MAXW];
-        X86_UNROLL for (int w = 0; w < NW; w++) {
-            const uint8_t *p = x86_wrow(j, i + w) + b * wsz;
-            if (T == TT_Q4_K) {
-                const tt_block_q4_K *x = (const void *)p;
-                wd[w] = x86_h2f(x->d), wdm[w] = x86_h2f(x->dmin);
-                x86_k_scales(x->scales, sm[w]);
-                qs[w] = x->qs, qh[w] = NULL;
-            } else {
-                const tt_block_q5_K *x = (const void *)p;
-                wd[w] = x86_h2f(x->d), wdm[w] = x86_h2f(x->dmin);
-                x86_k_scales(x->scales, sm[w]);
-                qs[w] = x->qs, qh[w] = x->qh;
-            }
-            mins[w] = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(sm[w] + 8)));
-        }
-        __m256i sumi[X86_MAXW][X86_MAXR];
-        X86_UNROLL for (int w = 0; w < NW; w++) X86_UNROLL for (int rr = 0; rr < NR; rr++) sumi[w][rr] =
-            _mm256_setzero_si256();
-        for (int jj = 0; jj < 4; jj++) {
-            __m256i qlo[X86_MAXW], qhi[X86_MAXW], slo[X86_MAXW], shi[X86_MAXW];
-            X86_UNROLL for (int w = 0; w < NW; w++) {
-                __m256i q = _mm256_loadu_si256((const __m256i *)(qs[w] + 32 * jj));
-                qlo[w] = _mm256_and_si256(q, m4);
-                qhi[w] = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
-                if (T == TT_Q5_K) {
-                    __m256i h = _mm256_loadu_si256((const __m256i *)qh[w]);
-                    __m256i hl = _mm256_and_si256(_mm256_srl_epi16(h, _mm_cvtsi32_si128(2 * jj)), one);
-                    __m256i hh = _mm256_and_si256(_mm256_srl_epi16(h, _mm_cvtsi32_si128(2 * jj + 1)), one);
-                    qlo[w] = _mm256_or_si256(qlo[w], _mm256_slli_epi16(hl, 4));
-                    qhi[w] = _mm256_or_si256(qhi[w], _mm256_slli_epi16(hh, 4));
-                }
-                slo[w] = _mm256_set1_epi16(sm[w][2 * jj]);
-                shi[w] = _mm256_set1_epi16(sm[w][2 * jj + 1]);
-            }
-            X86_UNROLL for (int rr = 0; rr < NR; rr++) {
-                const tt_block_q8_K *a = (const void *)(x86_arow(j, r + rr) + b * sizeof(tt_block_q8_K));
-                __m256i a0 = _mm256_loadu_si256((const __m256i *)(a->qs + 64 * jj));
-                __m256i a1 = _mm256_loadu_si256((const __m256i *)(a->qs + 64 * jj + 32));
-                X86_UNROLL for (int w = 0; w < NW; w++) {
-                    sumi[w][rr] = x86_dot_i16(sumi[w][rr], _mm256_maddubs_epi16(qlo[w], a0), slo[w]);
-                    sumi[w][rr] = x86_dot_i16(sumi[w][rr], _mm256_maddubs_epi16(qhi[w], a1), shi[w]);
-                }
-            }
-        }
-        X86_UNROLL for (int rr = 0; rr < NR; rr++) {
-            const tt_block_q8_K *a = (const void *)(x86_arow(j, r + rr) + b * sizeof(tt_block_q8_K));
-            __m256i bs = _mm256_loadu_si256((const __m256i *)a->bsums);
-            __m128i q8s = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
-            X86_UNROLL for (int w = 0; w < NW; w++) {
-                int isum = x86_hsum_i32x8(sumi[w][rr]);
-                int msum = x86_hsum_i32x4(_mm_madd_epi16(mins[w], q8s));
-                acc[w][rr] += (wd[w] * a->d) * (float)isum - (wdm[w] * a->d) * (float)msum;
-            }
-        }
-    }
-    X86_UNROLL for (int w = 0; w < NW; w++) X86_UNROLL for (int rr = 0; rr < NR; rr++)
-        j->out[(size_t)(r + rr) * j->ld_out + i + w] = acc[w][rr];
-}
-
-// Q6_K: x = d * sc * (q - 32), q 6 bits, sc int8 per 16.
-XI void x86_tile_q6k(const cpu_gemm_job *j, int i, int r, const int NW, const int NR) {
-    const int nb = j->k / QK_K;
-    float acc[X86_MAXW][X86_MAXR];
-    X86_UNROLL for (int w = 0; w < NW; w++) X86_UNROLL for (int rr = 0; rr < NR; rr++) acc[w][rr] = 0.0f;
-    const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3);
-    for (int b = 0; b < nb; b++) {
-        const tt_block_q6_K *x[X86_MAXW];
-        X86_UNROLL for (int w = 0; w < NW; w++) x[w] = (const void *)(x86_wrow(j, i + w) + b * sizeof(tt_block_q6_K));
-        __m256i sumi[X86_MAXW][X86_MAXR];
-        X86_UNROLL for (int w = 0; w < NW; w++) X86_UNROLL for (int rr = 0; rr < NR; rr++) sumi[w][rr] =
-            _mm256_setzero_si256();
-        for (int g = 0; g < 8; g++) { // 8 groups of 32: half n = g / 4, group within half gg = g % 4
-            const int n = g >> 2, gg = g & 3;
-            __m256i q[X86_MAXW], sc[X86_MAXW];
-            X86_UNROLL for (int w = 0; w < NW; w++) {
-                __m256i ql = _mm256_loadu_si256((const __m256i *)(x[w]->ql + 64 * n + 32 * (gg & 1)));
-                __m256i h = _mm256_loadu_si256((const __m256i *)(x[w]->qh + 32 * n));
-                __m256i lo = (gg & 2) ? _mm256_and_si256(_mm256_srli_epi16(ql, 4), m4) : _mm256_and_si256(ql, m4);
-                __m256i hi = _mm256_and_si256(_mm256_srl_epi16(h, _mm_cvtsi32_si128(2 * gg)), m3);
-                q[w] = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));
-                const int8_t *s = x[w]->scales + 8 * n + 2 * gg;
-                sc[w] = _mm256_set_m128i(_mm_set1_epi16(s[1]), _mm_set1_epi16(s[0]));
-            }
-            X86_UNROLL for (int rr = 0; rr < NR; rr++) {
-                const tt_block_q8_K *a = (const void *)(x86_arow(j, r + rr) + b * sizeof(tt_block_q8_K));
-                __m256i av = _mm256_loadu_si256((const __m256i *)(a->qs + 32 * g));
-                X86_UNROLL for (int w = 0; w < NW; w++) sumi[w][rr] =
-                    x86_dot_i16(sumi[w][rr], _mm256_maddubs_epi16(q[w], av), sc[w]);
-            }
-        }
-        X86_UNROLL for (int rr = 0; rr < NR; rr++) {
-            const tt_block_q8_K *a = (const void *)(x86_arow(j, r + rr) + b * sizeof(tt_block_q8_K));
-            __m256i bs = _mm256_loadu_si256((const __m256i *)a->bsums);
-            X86_UNROLL for (int w = 0; w < NW; w++) {
-                __m256i s16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x[w]->scales));
-                int corr = x86_hsum_i32x8(_mm256_madd_epi16(s16, bs));
-                int isum = x86_hsum_i32x8(sumi[w][rr]) - 32 * corr;
-                acc[w][rr] += (x86_h2f(x[w]->d) * a->d) * (float)isum;
-            }
-        }
-    }
-    X86_UNROLL for (int w = 0; w < NW; w++) X86_UNROLL for (int rr = 0; rr < NR; rr++)
-        j->out[(size_t)(r + rr) * j->ld_out + i + w] = acc[w][rr];
-}
+// --- K-quants (x Q8_K): x86_tile_q45k, x86_tile_q6k
+#include "cpu/x86_kquant256.h"
 
 // --- float weights (F32, F16, BF16) x f32 activations
 XI __m256 x86_loadw8(const uint8_t *p, int e, const int T) {
@@ -353,6 +226,11 @@ XI void x86_tile32w(const cpu_gemm_job *j, int i, int r, const int NW, const int
             __m512 wds[X86_MAXW];
             X86_UNROLL for (int w = 0; w < NW; w++) {
                 const uint8_t *row = x86_wrow(j, i + w);
+                if (NR == 1) {
+                    const size_t ahead = X86_PF_TILES * NW * j->w_stride;
+                    _mm_prefetch((const char *)row + b * wsz + ahead, _MM_HINT_T0);
+                    _mm_prefetch((const char *)row + b1 * wsz + ahead, _MM_HINT_T0);
+                }
                 wq[w] = x86_w2_unpack(row + b * wsz, row + b1 * wsz, T);
                 wds[w] = _mm512_permutexvar_ps(pidx, _mm512_castps256_ps512(wd[w]));
             }

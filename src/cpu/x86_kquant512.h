@@ -24,20 +24,6 @@ XI __m512i x86_k512_idx4(int a) {
     return _mm512_setr_epi32(v0, v0, v0, v0, v1, v1, v1, v1, v2, v2, v2, v2, v3, v3, v3, v3);
 }
 
-// The 12 packed scale bytes of a Q4_K/Q5_K block -> 8 scales then 8 mins, 6 bits each (as x86_k_scales,
-// in registers: no store and reload). 32-bit words u0 u1 u2 -> [u0 & m1, (u2 & m2) | ((u0 >> 6) & 3) << 4,
-// u1 & m1, ((u2 >> 4) & m2) | ((u1 >> 6) & 3) << 4] per byte.
-XI __m128i x86_k512_scales(const uint8_t *s12) {
-    uint32_t u[3];
-    memcpy(u, s12, 12);
-    const __m128i v = _mm_setr_epi32((int)u[0], (int)u[1], (int)u[2], 0);
-    __m128i lo = _mm_srlv_epi32(_mm_shuffle_epi32(v, _MM_SHUFFLE(2, 1, 2, 0)), _mm_setr_epi32(0, 0, 0, 4));
-    lo = _mm_and_si128(lo, _mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f));
-    __m128i hi = _mm_srli_epi32(_mm_shuffle_epi32(v, _MM_SHUFFLE(1, 1, 0, 0)), 2);
-    hi = _mm_and_si128(hi, _mm_setr_epi32(0, 0x30303030, 0, 0x30303030));
-    return _mm_or_si128(lo, hi);
-}
-
 XI __m512 x86_k512_dd(tt_f16 d, tt_f16 dmin) {
     return _mm512_insertf32x8(_mm512_set1_ps(x86_h2f(d)), _mm256_set1_ps(-x86_h2f(dmin)), 1);
 }
@@ -58,17 +44,18 @@ XI void x86_tile_q45k_w(const cpu_gemm_job *j, int i, int r, const int NW, const
         __m512 wdd[X86_MAXW]; // [d x8 | -dmin x8]
         X86_UNROLL for (int w = 0; w < NW; w++) {
             const uint8_t *p = x86_wrow(j, i + w) + b * wsz;
-            const uint8_t *qs, *qh = NULL, *s12;
+            if (NR == 1) x86_prefetch_block(p + X86_PF_TILES * NW * j->w_stride, wsz);
+            const uint8_t *qs, *qh = NULL;
             if (T == TT_Q4_K) {
                 const tt_block_q4_K *x = (const void *)p;
                 wdd[w] = x86_k512_dd(x->d, x->dmin);
-                qs = x->qs, s12 = x->scales;
+                qs = x->qs;
             } else {
                 const tt_block_q5_K *x = (const void *)p;
                 wdd[w] = x86_k512_dd(x->d, x->dmin);
-                qs = x->qs, qh = x->qh, s12 = x->scales;
+                qs = x->qs, qh = x->qh;
             }
-            const __m128i s8 = x86_k512_scales(s12); // 8 scales, 8 mins
+            const __m128i s8 = x86_kq_scales(_mm_loadu_si128((const __m128i *)p)); // 8 scales, 8 mins
             const __m512i s16 = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(s8));
             mn[w] = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(s8, s8)); // m0 m0 m1 m1 .. (per 16 like bsums)
             __m512i h = _mm512_setzero_si512();
@@ -120,6 +107,7 @@ XI void x86_tile_q6k_w(const cpu_gemm_job *j, int i, int r, const int NW, const 
         __m512 wd[X86_MAXW]; // d broadcast
         X86_UNROLL for (int w = 0; w < NW; w++) {
             const tt_block_q6_K *x = (const void *)(x86_wrow(j, i + w) + b * sizeof(tt_block_q6_K));
+            if (NR == 1) x86_prefetch_block((const uint8_t *)x + X86_PF_TILES * NW * j->w_stride, sizeof *x);
             wd[w] = _mm512_set1_ps(x86_h2f(x->d));
             const __m256i s16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
             s16n[w] = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(s16, 5)); // -32 sc: |.| <= 4096

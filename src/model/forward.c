@@ -113,6 +113,18 @@ static int matmul(model_ctx *c, float *out, const float *x, int n, const model_w
     return cpu_matmul(c->pool, &a);
 }
 
+// Several projections of the same input x (n rows): outs[m] (n, ws[m]->rows) = x @ ws[m]ᵀ, with one
+// activation quantization and one pool dispatch when the weights allow (cpu_matmul_multi).
+static int matmul_multi(model_ctx *c, float *const *outs, const float *x, int n,
+                        const model_weight *const *ws, const int *ld_outs, int count) {
+    cpu_matmul_args a[CPU_MATMUL_MAX_MULTI];
+    for (int m = 0; m < count; m++)
+        a[m] = (cpu_matmul_args){.out = outs[m], .ld_out = ld_outs[m], .x = x, .n_rows = n,
+                                 .k = (int)ws[m]->cols, .d = (int)ws[m]->rows, .w_type = ws[m]->type,
+                                 .w = ws[m]->data, .scratch = c->mm_scratch};
+    return cpu_matmul_multi(c->pool, a, count);
+}
+
 // --- attention as a pool job over (token, KV head) pairs
 typedef struct attn_job {
     model_ctx *c;
@@ -190,9 +202,12 @@ static int layer_forward(model_ctx *c, model_kv *kv, const model_batch *b, int l
     int rc = 0;
     for (int t = 0; t < n; t++)
         ops_rmsnorm(c->xb + (size_t)t * dim, c->x + (size_t)t * dim, W(ROLE_ATTN_NORM)->data, dim, hp->norm_eps);
-    if ((rc = matmul(c, c->q, c->xb, n, W(ROLE_ATTN_Q), q_dim)) || (rc = matmul(c, c->k, c->xb, n, W(ROLE_ATTN_K), kv_dim)) ||
-        (rc = matmul(c, c->v, c->xb, n, W(ROLE_ATTN_V), kv_dim)))
-        return rc;
+    {
+        float *outs[3] = {c->q, c->k, c->v};
+        const model_weight *ws[3] = {W(ROLE_ATTN_Q), W(ROLE_ATTN_K), W(ROLE_ATTN_V)};
+        const int lds[3] = {q_dim, kv_dim, kv_dim};
+        if ((rc = matmul_multi(c, outs, c->xb, n, ws, lds, 3))) return rc;
+    }
     for (int t = 0; t < n; t++) {
         float *q = c->q + (size_t)t * q_dim, *k = c->k + (size_t)t * kv_dim, *v = c->v + (size_t)t * kv_dim;
         if (W(ROLE_ATTN_Q_BIAS)->data) ops_add(q, W(ROLE_ATTN_Q_BIAS)->data, q_dim);
@@ -215,8 +230,12 @@ static int layer_forward(model_ctx *c, model_kv *kv, const model_batch *b, int l
     ops_add(c->x, c->q, n * dim);
     for (int t = 0; t < n; t++)
         ops_rmsnorm(c->xb + (size_t)t * dim, c->x + (size_t)t * dim, W(ROLE_FFN_NORM)->data, dim, hp->norm_eps);
-    if ((rc = matmul(c, c->hb, c->xb, n, W(ROLE_FFN_GATE), ffn)) || (rc = matmul(c, c->hb2, c->xb, n, W(ROLE_FFN_UP), ffn)))
-        return rc;
+    {
+        float *outs[2] = {c->hb, c->hb2};
+        const model_weight *ws[2] = {W(ROLE_FFN_GATE), W(ROLE_FFN_UP)};
+        const int lds[2] = {ffn, ffn};
+        if ((rc = matmul_multi(c, outs, c->xb, n, ws, lds, 2))) return rc;
+    }
     if (hp->ffn_gelu)
         ops_geglu(c->hb, c->hb2, n * ffn);
     else

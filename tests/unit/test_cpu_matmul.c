@@ -94,6 +94,44 @@ static int run(cpu_pool *pool, uint32_t t, const uint8_t *w, const float *x, int
     return cpu_matmul_isa(pool, &a, isa);
 }
 
+// cpu_matmul_multi equals one cpu_matmul per weight, bit for bit: fused sets (Q4_K + Q6_K + Q4_K share
+// Q8_K activations; Q8_0 + Q4_0 share Q8_0) whose row counts put the thread split inside a weight, and a
+// set that cannot fuse (Q4_0 with Q4_1: different activation types) which takes the fallback.
+static void test_multi(cpu_pool **pools, int n_pools) {
+    enum { K = 512, MAXD = 101, NR = 7 };
+    static const uint32_t sets[3][3] = {
+        {TT_Q4_K, TT_Q6_K, TT_Q4_K}, {TT_Q8_0, TT_Q4_0, TT_Q8_0}, {TT_Q4_0, TT_Q4_1, TT_Q4_0}};
+    static const int ds[3] = {37, 101, 20};
+    static uint8_t w[3][MAXD * K * 2], scratch[1 << 18];
+    static float x[NR * K], wf[K], ref[3][NR * MAXD], got[3][NR * MAXD];
+    for (int e = 0; e < NR * K; e++) x[e] = rndf();
+    for (int si = 0; si < 3; si++) {
+        cpu_matmul_args a[3];
+        for (int m = 0; m < 3; m++) {
+            make_weights(sets[si][m], ds[m], K, w[m], wf);
+            a[m] = (cpu_matmul_args){.ld_out = ds[m], .x = x, .k = K, .d = ds[m], .w_type = sets[si][m],
+                                     .w = w[m], .scratch = scratch};
+        }
+        for (int pi = 0; pi < n_pools; pi++) {
+            for (int n = 1; n <= NR; n += NR - 1) {
+                for (int m = 0; m < 3; m++) {
+                    a[m].n_rows = n;
+                    a[m].out = ref[m];
+                    CHECK_EQ_INT(cpu_matmul(pools[pi], &a[m]), 0);
+                    a[m].out = got[m];
+                    memset(got[m], 0, sizeof got[m]);
+                }
+                CHECK_EQ_INT(cpu_matmul_multi(pools[pi], a, 3), 0);
+                for (int m = 0; m < 3; m++)
+                    CHECK_MSG(memcmp(ref[m], got[m], sizeof(float) * (size_t)n * ds[m]) == 0,
+                              "multi set %d weight %d (%s) n=%d pool %d differs from cpu_matmul", si, m,
+                              tt_name(sets[si][m]), n, pi);
+            }
+        }
+    }
+    CHECK_EQ_INT(cpu_matmul_multi(pools[0], NULL, 1), TC_ERR_INVALID);
+}
+
 int main(void) {
     cpu_isa hw = cpu_hw_isa();
     printf("hardware level %s, best (env) %s\n", cpu_isa_name(hw), cpu_isa_name(cpu_best_isa()));
@@ -165,6 +203,8 @@ int main(void) {
         run(pool2, TT_Q5_0, w, x, 7, 37, 512, got, 37, scratch, CPU_ISA_AVX512);
         CHECK(memcmp(ref, got, 7 * 37 * sizeof(float)) == 0);
     }
+    cpu_pool *pools[3] = {pool1, pool2, pool3};
+    test_multi(pools, 3);
     // argument checks
     CHECK_EQ_INT(run(pool2, TT_Q4_0, w, x, 1, 5, 33, got, 5, scratch, CPU_ISA_AVX2), TC_ERR_INVALID);
     CHECK_EQ_INT(run(pool2, TT_Q8_K, w, x, 1, 5, 256, got, 5, scratch, CPU_ISA_AVX2), TC_ERR_UNSUPPORTED);

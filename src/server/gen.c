@@ -44,6 +44,9 @@ typedef struct gen_req {
     struct gen_req *next_dirty, *prev, *next;
     double t_recv, t_first_tok;                                 // monotonic seconds (server side)
     double t_arrival, t_first_sched, t_first_token, t_finish;   // engine timestamps of choice 0
+    int32_t *pred_ids;                                          // (n_pred_ids) tokenized prediction, owned
+    int n_pred_ids;
+    int pred_accepted, pred_rejected;                           // over choices (usage)
 } gen_req;
 
 // --- lifetime ----------------------------------------------------------------------------------------
@@ -66,6 +69,7 @@ static void g_free(gen_req *g) {
         if (c->lp) json_decref(c->lp);
     }
     if (g->out) evbuffer_free(g->out);
+    free(g->pred_ids);
     oai_req_free(&g->q);
     free(g);
 }
@@ -240,6 +244,12 @@ static void on_token(gen_choice *c, const engine_event *ev) {
     if (g->q.stream && g->req && !c->text_done) emit_stream(c, 0);
 }
 
+static json_t *usage_json(const gen_req *g, int n_out) {
+    json_t *u = oai_usage(g->n_prompt, n_out, g->n_cached);
+    if (g->q.prediction) oai_usage_prediction(u, g->pred_accepted, g->pred_rejected);
+    return u;
+}
+
 static void complete(gen_req *g) {
     server *s = g->s;
     double now = tc_now();
@@ -284,8 +294,7 @@ static void complete(gen_req *g) {
             return;
         }
         if (g->q.include_usage)
-            queue_json(g, oai_usage_chunk(g->q.kind, g->id, g->created, s->name,
-                                          oai_usage(g->n_prompt, n_out, g->n_cached)));
+            queue_json(g, oai_usage_chunk(g->q.kind, g->id, g->created, s->name, usage_json(g, n_out)));
         evbuffer_add(g->out, OAI_SSE_DONE, strlen(OAI_SSE_DONE));
         g->ended = 1;
         mark_dirty(g);
@@ -305,8 +314,7 @@ static void complete(gen_req *g) {
                                                   c->finish_reason, c->lp));
         c->lp = NULL;
     }
-    json_t *resp = oai_response(g->q.kind, g->id, g->created, s->name, choices,
-                                oai_usage(g->n_prompt, n_out, g->n_cached));
+    json_t *resp = oai_response(g->q.kind, g->id, g->created, s->name, choices, usage_json(g, n_out));
     g_log(g, 200, g->ch[0].finish_reason);
     g_detach(g);
     srv_send_json(s, req, 200, resp);
@@ -318,6 +326,9 @@ static void on_finish(gen_choice *c, const engine_event *ev) {
     c->live = 0;
     g->n_live--;
     if (ev->n_cached > g->n_cached) g->n_cached = ev->n_cached;
+    g->pred_accepted += ev->n_pred_accepted;
+    g->pred_rejected += ev->n_pred_rejected;
+    if (ev->n_spec_drafted > 0) metric_observe(g->s->mt.spec_rate, (double)ev->n_spec_accepted / ev->n_spec_drafted);
     if (c->index == 0) {
         g->t_arrival = ev->t_arrival;
         g->t_first_sched = ev->t_first_sched;
@@ -533,6 +544,14 @@ void gen_handle(server *s, struct evhttp_request *req, oai_kind kind) {
             goto fail;
         }
     }
+    if (q->prediction && q->prediction_len > 0) {
+        tc_err terr = {0};
+        if (tok_encode(s->vocab, q->prediction, q->prediction_len, 0, &g->pred_ids, &g->n_pred_ids, &terr)) {
+            oai_err_set(&e, 400, "invalid_request_error", NULL, "prediction", "cannot tokenize 'prediction': %s",
+                        terr.msg);
+            goto fail;
+        }
+    }
     // link before submitting: events can only arrive on this thread, after we return
     g->next = s->inflight;
     if (s->inflight) s->inflight->prev = g;
@@ -551,11 +570,16 @@ void gen_handle(server *s, struct evhttp_request *req, oai_kind kind) {
         er.sp.seed = seed + (uint64_t)i;
         er.deadline = timeout > 0 ? t_recv + timeout : 0;
         er.ignore_eos = q->ignore_eos;
+        if (g->n_pred_ids > 0 && (er.prediction = malloc((size_t)g->n_pred_ids * sizeof(int32_t)))) {
+            memcpy(er.prediction, g->pred_ids, (size_t)g->n_pred_ids * sizeof(int32_t));
+            er.n_prediction = g->n_pred_ids; // (out of memory: no draft source, still correct)
+        }
         er.user = &g->ch[i];
         tc_err err = {0};
         int rc = engine_submit(s->eng, &er, &g->ch[i].id, &err);
         if (rc) {
             free(er.prompt);
+            free(er.prediction);
             if (rc == TC_ERR_FULL) {
                 metric_inc(s->mt.rejected, 1);
                 oai_err_set(&e, 503, "server_error", "queue_full", NULL,

@@ -69,7 +69,7 @@ typedef struct engine_event {
     int n_prompt, n_cached, n_generated; // FINISH: usage; n_cached = prompt tokens served from the prefix cache
     double t_arrival, t_first_sched, t_first_token, t_finish; // monotonic seconds (FINISH)
     int n_spec_drafted, n_spec_accepted; // FINISH: speculative tokens proposed / accepted by the target
-    int n_pred_accepted, n_pred_rejected; // FINISH: of those, drafted from the request's prediction
+    int n_pred_accepted;                 // FINISH: of the accepted ones, drafted from the request's prediction
     char msg[128];            // FINISH with ERROR: message
 } engine_event;
 

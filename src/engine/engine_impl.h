@@ -20,7 +20,7 @@ typedef struct eng_req {
     spec_pred pred;      // predicted output (empty when none)
     spec_accept acc;     // acceptance-rate estimate (adaptive k)
     int draft_method;    // of the current draft: 0 n-gram, 1 prediction
-    int n_drafted, n_accepted, n_pred_accepted, n_pred_rejected;
+    int n_drafted, n_accepted, n_pred_accepted;
 } eng_req;
 
 struct engine {

@@ -103,7 +103,6 @@ static void finish_event(engine *e, sched_req *r, const char *msg) {
     ev->n_spec_drafted = er->n_drafted;
     ev->n_spec_accepted = er->n_accepted;
     ev->n_pred_accepted = er->n_pred_accepted;
-    ev->n_pred_rejected = er->n_pred_rejected;
     if (msg) snprintf(ev->msg, sizeof ev->msg, "%s", msg);
     eng_req_release(r);
 }
@@ -221,7 +220,7 @@ static void take_tokens(engine *e, sched_req *r, const float *logits, int n_draf
         int acc = n_out - 1, m = er->draft_method;
         er->n_drafted += n_draft;
         er->n_accepted += acc;
-        if (m == 1) er->n_pred_accepted += acc, er->n_pred_rejected += n_draft - acc;
+        if (m == 1) er->n_pred_accepted += acc;
         e->spec_draft[m] += (uint64_t)n_draft;
         e->spec_accepted[m] += (uint64_t)acc;
         e->spec_verify_steps++;

@@ -327,7 +327,8 @@ static void on_finish(gen_choice *c, const engine_event *ev) {
     g->n_live--;
     if (ev->n_cached > g->n_cached) g->n_cached = ev->n_cached;
     g->pred_accepted += ev->n_pred_accepted;
-    g->pred_rejected += ev->n_pred_rejected;
+    // OpenAI's meaning: prediction tokens that did not make it into this choice's output
+    if (g->n_pred_ids > ev->n_pred_accepted) g->pred_rejected += g->n_pred_ids - ev->n_pred_accepted;
     if (ev->n_spec_drafted > 0) metric_observe(g->s->mt.spec_rate, (double)ev->n_spec_accepted / ev->n_spec_drafted);
     if (c->index == 0) {
         g->t_arrival = ev->t_arrival;

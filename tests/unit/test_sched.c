@@ -221,6 +221,27 @@ static void test_speculation(void) {
     // with drafts, a budget of 16 still gives every decoding request its row: never more than the budget
     CHECK(h.max_tokens_seen <= 16);
     h_free(&h);
+
+    // a tight pool: drafts only take free blocks (they never preempt), preemption and recompute still give
+    // the same tokens, with and without the prefix cache
+    for (int pc = 0; pc < 2; pc++) {
+        h_init(&h, 7, 4, 32, 4, pc);
+        sched_set_draft_fn(h.s, oracle_draft, &h);
+        int32_t p[3][6];
+        for (int i = 0; i < 3; i++) {
+            make_prompt(p[i], 6, 40 + i);
+            h_add(&h, (uint64_t)i, p[i], 6, 10);
+        }
+        h_run(&h, 500);
+        sched_counters sc;
+        sched_get_counters(h.s, &sc);
+        CHECK_MSG(sc.preemptions > 0, "prefix cache %d: expected preemptions", pc);
+        CHECK(h.n_drafted > 0);
+        for (int i = 0; i < 3; i++) check_same_as_alone(&h, i, p[i], 6, 10);
+        kv_pool_stats(h.pool, &ks);
+        CHECK_EQ_INT(ks.n_used, 0);
+        h_free(&h);
+    }
 }
 
 // --- tests

@@ -72,7 +72,7 @@ def main():
         ref = {}
         for name, p in (("quote", QUOTE), ("code-edit", CODE), ("creative", CREATIVE)):
             ref[name] = decode_rate(servers["off"], p)[1]  # warm-up, and the prediction for the copy prompts
-        plan = [("quote", QUOTE, ["off", "ngram", "auto+pred"]), ("code-edit", CODE, ["off", "ngram", "auto+pred"]),
+        plan = [("quote", QUOTE, ["off", "ngram", "auto", "auto+pred"]), ("code-edit", CODE, ["off", "ngram", "auto", "auto+pred"]),
                 ("creative", CREATIVE, ["off", "auto"])]
         res = {}
         for rep in range(a.reps):

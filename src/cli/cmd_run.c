@@ -207,10 +207,10 @@ int cli_run(int argc, char **argv) {
         if (k > left) k = left;
         if (k > 0 && o.spec == SPEC_AUTO) {
             double t1 = step_cost_predict(&cost, 1), b = step_cost_predict(&cost, 2) - t1;
-            k = step_cost_ready(&cost) ? spec_pick_k(acc.rate, k, t1 - b, b, 1, 0) : 0;
-            if (k == 0) acc.rate += 0.05f * (1.0f - acc.rate); // drift back up: try again later
+            k = step_cost_ready(&cost) ? spec_accept_pick(&acc, k, t1 - b, b, 1, 0) : 0;
         }
         int d = k > 0 ? spec_ngram_propose(hist, n_hist, k, hist + n_hist) : 0;
+        if (d == 0) acc.probing = 0;
         double t0 = tc_now();
         if (gen_eval_rows(&g, hist + n_hist - 1, 1 + d, n_hist - 1, rows, &err)) goto fail;
         step_cost_observe(&cost, 1 + d, tc_now() - t0);

@@ -81,8 +81,6 @@ typedef struct engine_stats {
     uint64_t prompt_tokens, generated_tokens;
     uint64_t spec_draft[2], spec_accepted[2]; // speculative tokens by method: [0] n-gram, [1] prediction
     uint64_t spec_verify_steps;               // items verified (a request's 1 + k rows in one step)
-    uint64_t spec_hist[11];                   // verify steps by accepted fraction: bucket i = [i/10, (i+1)/10)
-                                              // (10: all accepted)
 } engine_stats;
 
 typedef struct engine engine; // opaque

@@ -56,7 +56,7 @@ struct engine {
     pthread_mutex_t stats_mu;
     engine_stats stats; // published once per step
     uint64_t prompt_tokens, generated_tokens;
-    uint64_t spec_draft[2], spec_accepted[2], spec_verify_steps, spec_hist[11];
+    uint64_t spec_draft[2], spec_accepted[2], spec_verify_steps;
     int last_batch_seqs, last_batch_tokens;
     int fault_pos; // test-only (TACHYON_FAULT=forward_pos:N): a step with a position >= N fails; -1 = off
 

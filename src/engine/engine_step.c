@@ -41,7 +41,6 @@ static void publish_stats(engine *e) {
     memcpy(st->spec_draft, e->spec_draft, sizeof st->spec_draft);
     memcpy(st->spec_accepted, e->spec_accepted, sizeof st->spec_accepted);
     st->spec_verify_steps = e->spec_verify_steps;
-    memcpy(st->spec_hist, e->spec_hist, sizeof st->spec_hist);
     pthread_mutex_unlock(&e->stats_mu);
 }
 
@@ -164,12 +163,8 @@ int eng_draft(void *ctx, sched_req *r, const sched_draft_info *info) {
         // request's acceptance rate and what a row costs.
         double a, b;
         if (info->n_waiting > 0 || info->n_catching > 0 || !sched_step_cost_fit(e->s, &a, &b)) return 0;
-        k = spec_pick_k(er->acc.rate, k, a, b, info->n_decoding, info->n_decoding - 1);
-        if (k <= 0) {
-            // never drafting would never learn that drafting pays again: the estimate drifts back up
-            er->acc.rate += 0.05f * (1.0f - er->acc.rate);
-            return 0;
-        }
+        k = spec_accept_pick(&er->acc, k, a, b, info->n_decoding, info->n_decoding - 1);
+        if (k <= 0) return 0;
     }
     int d = 0;
     er->draft_method = 0;
@@ -181,6 +176,7 @@ int eng_draft(void *ctx, sched_req *r, const sched_draft_info *info) {
         d = spec_ngram_propose(r->tokens, r->n_tokens, k, out);
         er->draft_method = 0;
     }
+    if (d == 0) er->acc.probing = 0; // nothing to probe with: no lesson either way
     e->spec_rows_left -= d;
     return d;
 }
@@ -224,7 +220,6 @@ static void take_tokens(engine *e, sched_req *r, const float *logits, int n_draf
         e->spec_draft[m] += (uint64_t)n_draft;
         e->spec_accepted[m] += (uint64_t)acc;
         e->spec_verify_steps++;
-        e->spec_hist[acc * 10 / n_draft]++;
         spec_accept_observe(&er->acc, n_draft, acc);
     }
     for (int i = 0; i < n_out; i++)

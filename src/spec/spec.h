@@ -59,12 +59,19 @@ int spec_verify(samp_state *s, const float *logits, int n_vocab, const int32_t *
 
 // Per-request acceptance estimate: EWMA of the fraction of drafted tokens the target accepted.
 typedef struct spec_accept {
-    float rate;  // in [0, 1]
-    int n_obs;   // verify steps seen
+    float rate;   // in [0, 1]
+    int n_obs;    // verify steps seen
+    int idle;     // steps since the last draft while the estimate said it does not pay
+    int backoff;  // steps between 1-token probes while it does not pay (doubles after a failed probe)
+    int probing;  // the current draft is a probe
 } spec_accept;
 
 void spec_accept_init(spec_accept *a);
 void spec_accept_observe(spec_accept *a, int n_draft, int n_accepted);
+// k for this step: spec_pick_k with the request's estimate; when that says 0, a 1-token probe every
+// `backoff` steps (1, 2, 4 … 64 after failed probes) notices when the text turns repetitive, at a cost of at
+// most one row per 64 steps once it has not paid for a while.
+int spec_accept_pick(spec_accept *a, int k_max, double t_a, double t_b, int n_rows, int n_other_tok);
 
 // Expected tokens a step yields with k drafts when each is accepted independently with probability rate:
 // 1 + rate + … + rate^k.

@@ -177,6 +177,26 @@ static void test_policy(void) {
     CHECK(a.rate < 0.01f);
     for (int i = 0; i < 20; i++) spec_accept_observe(&a, 4, 4);
     CHECK(a.rate > 0.99f);
+    // while it does not pay: 1-token probes with doubling gaps after failures, reset by a success
+    spec_accept_init(&a);
+    a.rate = 0.0f;
+    int probes = 0, steps = 0;
+    for (; steps < 400; steps++) {
+        int k = spec_accept_pick(&a, 8, 0.01, 0.002, 1, 0);
+        CHECK(k <= 1);
+        if (k == 1) {
+            probes++;
+            spec_accept_observe(&a, 1, 0);
+        }
+    }
+    CHECK_MSG(probes >= 6 && probes <= 14, "%d probes in %d steps", probes, steps);
+    CHECK_EQ_INT(a.backoff, 64);
+    while (spec_accept_pick(&a, 8, 0.01, 0.002, 1, 0) == 0) {
+    }
+    spec_accept_observe(&a, 1, 1); // the text turned repetitive: the probe was accepted
+    CHECK_EQ_INT(a.backoff, 1);
+    CHECK(a.rate > 0.2f);
+    CHECK(spec_accept_pick(&a, 8, 0.01, 0.002, 1, 0) >= 1);
     CHECK_EQ_INT(spec_mode_parse("auto"), SPEC_AUTO);
     CHECK_EQ_INT(spec_mode_parse("ngram"), SPEC_NGRAM);
     CHECK_EQ_INT(spec_mode_parse("off"), SPEC_OFF);

@@ -55,7 +55,7 @@ static int on_line(bench_sse *p, const char *l, size_t n, tc_err *err) {
     int rc = grow(&p->data, &p->data_cap, need, p->max_len, err);
     if (rc) return rc;
     if (p->has_data) p->data[p->data_len++] = '\n';
-    memcpy(p->data + p->data_len, v, vlen);
+    if (vlen) memcpy(p->data + p->data_len, v, vlen); // p->data is still NULL for a first, empty "data" line
     p->data_len += vlen;
     p->has_data = 1;
     return 0;
@@ -116,9 +116,13 @@ void bench_chunk_clear(bench_chunk *c) {
     memset(c, 0, sizeof *c);
 }
 
+// A count from the server: an integer, or a real within int64's range (converting one outside it, e.g.
+// 1e300, is undefined behaviour); anything else reads as 0.
 static int64_t get_int(json_t *o, const char *k) {
     json_t *v = json_object_get(o, k);
-    return json_is_integer(v) ? (int64_t)json_integer_value(v) : (json_is_real(v) ? (int64_t)json_real_value(v) : 0);
+    if (json_is_integer(v)) return (int64_t)json_integer_value(v);
+    double d = json_is_real(v) ? json_real_value(v) : 0;
+    return d > -9.2e18 && d < 9.2e18 ? (int64_t)d : 0;
 }
 
 int bench_chunk_parse(bench_chunk *out, const char *data, size_t len, int chat, tc_err *err) {

@@ -54,6 +54,9 @@ int cli_info(int argc, char **argv) {
     printf("rope            %s, dims %d, base %g, scale %g; norm eps %g; %s embeddings\n",
            hp->rope_neox ? "neox" : "normal", hp->rope_dim, hp->rope_base, hp->rope_scale, hp->norm_eps,
            hp->tied_embeddings ? "tied" : "separate output");
+    if (hp->swa_window > 0)
+        printf("sliding window  %d positions on local layers (every %d%s layer global), local rope base %g\n",
+               hp->swa_window, hp->swa_pattern, hp->swa_pattern == 1 ? "st" : "th", hp->rope_base_swa);
     int count[TT_COUNT] = {0};
     uint64_t bytes[TT_COUNT] = {0};
     for (int64_t i = 0; i < gguf_n_tensors(g); i++) {

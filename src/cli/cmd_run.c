@@ -97,7 +97,8 @@ static int encode_chat(const model *m, const tok_vocab *v, const run_opts *o, in
         tmpl = strndup(ts.ptr, ts.len);
         if (!tmpl) return tc_err_set(err, TC_ERR_NOMEM, "out of memory");
     }
-    chat_family f = o->chat_template ? chat_family_from_name(o->chat_template) : chat_detect(tmpl ? tmpl : "");
+    chat_family f = o->chat_template ? chat_family_from_name(o->chat_template)
+                    : tmpl ? chat_detect(tmpl) : chat_family_for_arch(model_get_hparams(m)->arch);
     if (f == CHAT_UNKNOWN) {
         free(tmpl);
         return tc_err_set(err, TC_ERR_UNSUPPORTED, "%s; pass --chat-template NAME (chatml, llama2, llama3, mistral, "

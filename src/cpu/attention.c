@@ -12,7 +12,7 @@ void attn_tile_scalar(float *out, const float *q, const uint16_t *k_layer, const
     float m[ATTN_MAX_REP], l[ATTN_MAX_REP], s[ATTN_MAX_REP];
     for (int r = 0; r < nr; r++) m[r] = -INFINITY, l[r] = 0.0f;
     memset(out, 0, sizeof(float) * (size_t)nr * hd);
-    for (int p = 0; p < n_pos; p++) {
+    for (int p = attn_first_pos(geo, n_pos); p < n_pos; p++) {
         size_t off = (((size_t)blocks[p / bs] * geo->n_kv_heads + kv_head) * bs + p % bs) * hd;
         const uint16_t *kp = k_layer + off, *vp = v_layer + off;
         for (int r = 0; r < nr; r++) {

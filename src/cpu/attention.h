@@ -18,11 +18,18 @@ typedef struct attn_geom {
     int block_size; // positions per KV block
     int n_rep;      // query heads per KV head, <= ATTN_MAX_REP
     float scale;    // softmax scale, usually 1/sqrt(head_dim)
+    int window;     // sliding window: attend to the last `window` positions only; 0: all positions
 } attn_geom;
 
-// out (n_rep, head_dim) = softmax(q·Kᵀ·scale) V over positions [0, n_pos) of one sequence, KV head kv_head.
-// q (n_rep, head_dim); k_layer/v_layer: one layer's f16 cache laid out (n_blocks, n_kv_heads, block_size,
-// head_dim); blocks: the sequence's block table (covers n_pos positions).
+// First position a query attends to when it sees n_pos positions (sliding window, else 0).
+static inline int attn_first_pos(const attn_geom *geo, int n_pos) {
+    return geo->window > 0 && n_pos > geo->window ? n_pos - geo->window : 0;
+}
+
+// out (n_rep, head_dim) = softmax(q·Kᵀ·scale) V over positions [attn_first_pos, n_pos) of one sequence, KV
+// head kv_head. q (n_rep, head_dim); k_layer/v_layer: one layer's f16 cache laid out (n_blocks, n_kv_heads,
+// block_size, head_dim); blocks: the sequence's block table (covers n_pos positions; entries of blocks wholly
+// before the window are never read).
 typedef void (*attn_fn)(float *out, const float *q, const uint16_t *k_layer, const uint16_t *v_layer,
                         const int32_t *blocks, int n_pos, int kv_head, const attn_geom *geo);
 

@@ -17,11 +17,13 @@ void ATTN_X86_FN(float *out, const float *q, const uint16_t *k_layer, const uint
     float s[ATTN_MAX_REP][64]; // scores then weights of one tile; block_size <= 64
     for (int r = 0; r < nr; r++) m[r] = -INFINITY, l[r] = 0.0f;
     memset(out, 0, sizeof(float) * (size_t)nr * hd);
-    for (int p0 = 0; p0 < n_pos; p0 += bs) {
+    const int first = attn_first_pos(geo, n_pos);
+    for (int p0 = first / bs * bs; p0 < n_pos; p0 += bs) {
         int cnt = n_pos - p0 < bs ? n_pos - p0 : bs;
+        int j0 = first > p0 ? first - p0 : 0; // the window may start inside the first tile
         size_t off = ((size_t)blocks[p0 / bs] * geo->n_kv_heads + kv_head) * bs * hd;
         const uint16_t *kb = k_layer + off, *vb = v_layer + off;
-        for (int j = 0; j < cnt; j++) {
+        for (int j = j0; j < cnt; j++) {
             V kv[ATTN_MAX_HEAD_DIM / W];
             for (int c = 0; c < nv; c++) kv[c] = LOAD_H(kb + (size_t)j * hd + c * W);
             for (int r = 0; r < nr; r++) {
@@ -33,9 +35,9 @@ void ATTN_X86_FN(float *out, const float *q, const uint16_t *k_layer, const uint
         }
         for (int r = 0; r < nr; r++) {
             float mt = m[r];
-            for (int j = 0; j < cnt; j++) mt = s[r][j] > mt ? s[r][j] : mt;
+            for (int j = j0; j < cnt; j++) mt = s[r][j] > mt ? s[r][j] : mt;
             float corr = expf(m[r] - mt), sum = 0.0f;
-            for (int j = 0; j < cnt; j++) sum += s[r][j] = expf(s[r][j] - mt);
+            for (int j = j0; j < cnt; j++) sum += s[r][j] = expf(s[r][j] - mt);
             l[r] = l[r] * corr + sum;
             m[r] = mt;
             if (corr != 1.0f) {
@@ -44,7 +46,7 @@ void ATTN_X86_FN(float *out, const float *q, const uint16_t *k_layer, const uint
                 for (int c = 0; c < nv; c++) STOREF(o + c * W, MUL(LOADF(o + c * W), cv));
             }
         }
-        for (int j = 0; j < cnt; j++) {
+        for (int j = j0; j < cnt; j++) {
             V vv[ATTN_MAX_HEAD_DIM / W];
             for (int c = 0; c < nv; c++) vv[c] = LOAD_H(vb + (size_t)j * hd + c * W);
             for (int r = 0; r < nr; r++) {

@@ -50,6 +50,18 @@ void ops_swiglu(float *g, const float *u, int n) {
     for (int i = 0; i < n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 
+void ops_geglu(float *g, const float *u, int n) {
+    const float c = 0.7978845608028654f; // sqrt(2/pi)
+    for (int i = 0; i < n; i++) {
+        float x = g[i];
+        g[i] = 0.5f * x * (1.0f + tanhf(c * (x + 0.044715f * x * x * x))) * u[i];
+    }
+}
+
+void ops_scale(float *x, float s, int n) {
+    for (int i = 0; i < n; i++) x[i] *= s;
+}
+
 void ops_add(float *x, const float *y, int n) {
     for (int i = 0; i < n; i++) x[i] += y[i];
 }

@@ -15,6 +15,10 @@ void ops_rope_angles(float *cos_out, float *sin_out, int pos, int rope_dim, floa
 void ops_rope(float *x, int n_heads, int head_dim, int rope_dim, const float *cos_t, const float *sin_t, int neox);
 // g (n) = silu(g) * u
 void ops_swiglu(float *g, const float *u, int n);
+// g (n) = gelu(g) * u, GELU in its tanh approximation (Gemma's GeGLU)
+void ops_geglu(float *g, const float *u, int n);
+// x (n) *= s
+void ops_scale(float *x, float s, int n);
 // x (n) += y
 void ops_add(float *x, const float *y, int n);
 

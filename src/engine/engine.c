@@ -301,9 +301,10 @@ int engine_submit(engine *e, engine_req *q, uint64_t *id, tc_err *err) {
     spec_accept_init(&er->acc);
     er->user = q->user;
     er->ignore_eos = q->ignore_eos;
+    er->grammar = q->grammar;
     sched_req *r;
     if ((rc = sched_req_new(q->prompt, q->n_prompt, max_tokens, e->o.block_size, &r, err))) {
-        samp_free(er->samp);
+        samp_free(er->samp); // er->grammar stays the caller's
         free(er);
         return rc;
     }
@@ -342,6 +343,7 @@ int engine_submit(engine *e, engine_req *q, uint64_t *id, tc_err *err) {
     pthread_mutex_unlock(&in->mu);
     if (rc) {
         er->pred.tokens = NULL; // still the caller's
+        er->grammar = NULL; // still the caller's
         eng_req_release(r);
         return rc;
     }
@@ -349,6 +351,7 @@ int engine_submit(engine *e, engine_req *q, uint64_t *id, tc_err *err) {
     if (id) *id = new_id; // not r->id: the engine thread may have finished and freed r already
     free(q->prompt);
     q->prompt = NULL;
+    q->grammar = NULL;
     return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "common/err.h"
+#include "grammar/gram.h"
 #include "model/model.h"
 #include "sampling/sampling.h"
 
@@ -55,6 +56,9 @@ typedef struct engine_req {
     int ignore_eos;
     int32_t *prediction; // (n_prediction) expected output tokens (OpenAI Predicted Outputs) or NULL: the
     int n_prediction;    // draft source under SPEC_AUTO; ownership passes to the engine on a successful submit
+    gram_matcher *grammar; // NULL, or the grammar the output must follow: ownership passes to the engine on a
+                           // successful submit (freed with the request); generation ends (STOP) when the
+                           // grammar is complete and nothing can follow
     void *user;       // opaque to the engine, returned in every event of this request
 } engine_req;
 

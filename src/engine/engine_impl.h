@@ -16,6 +16,7 @@ typedef struct eng_req {
     samp_state *samp;
     void *user;
     int ignore_eos;
+    gram_matcher *grammar; // owned, or NULL
     int counted; // 1: no longer counted in the inbox's n_queued (scheduled once, or ended)
     spec_pred pred;      // predicted output (empty when none)
     spec_accept acc;     // acceptance-rate estimate (adaptive k)

@@ -7,6 +7,7 @@
 
 #include "common/timeutil.h"
 #include "engine/engine_impl.h"
+#include "sampling/samp_grammar.h"
 
 // --- events
 static engine_event *ev_next(engine *e) {
@@ -77,6 +78,7 @@ void eng_req_release(sched_req *r) {
     if (er) {
         samp_free(er->samp);
         spec_pred_free(&er->pred);
+        gram_matcher_free(er->grammar);
     }
     free(er);
     sched_req_free(r);
@@ -157,6 +159,7 @@ int eng_draft(void *ctx, sched_req *r, const sched_draft_info *info) {
     int k = e->o.spec_k < info->max_draft ? e->o.spec_k : info->max_draft;
     if (k > e->spec_rows_left) k = e->spec_rows_left;
     if (k <= 0) return 0;
+    if (er->grammar) return 0; // the grammar's mask is applied by samp_sample_grammar, one row at a time
     int32_t *out = r->tokens + r->n_tokens;
     if (e->o.spec == SPEC_AUTO) {
         // Back off while prompts wait or prefill (their chunks need the budget), else pick k from this
@@ -198,6 +201,7 @@ static int emit_token(engine *e, sched_req *r, int32_t tok, const samp_result *r
         ev->user = er->user;
         ev->tok = *res;
         if (sched_req_n_generated(r) >= r->max_tokens) end = SCHED_END_LENGTH;
+        else if (er->grammar && gram_matcher_done(er->grammar)) end = SCHED_END_STOP; // nothing can follow
     }
     if (end == SCHED_END_NONE) return 0;
     sched_finish(e->s, r, end);
@@ -208,8 +212,20 @@ static int emit_token(engine *e, sched_req *r, int32_t tok, const samp_result *r
 // Samples the next token(s) of r from its logits rows (1 + n_draft): the verifier keeps the drafted tokens
 // the target agrees with plus the target's own next one; they go out in order and stop at an end (tokens
 // after an end-of-generation token are discarded). Rejected drafts' KV is rolled back.
-static void take_tokens(engine *e, sched_req *r, const float *logits, int n_draft, double now) {
+static void take_tokens(engine *e, sched_req *r, float *logits, int n_draft, double now) {
     eng_req *er = r->owner;
+    if (er->grammar) { // never drafted (eng_draft): one row; the logits row is scratch the mask may overwrite
+        samp_result res;
+        int32_t tok = samp_sample_grammar(er->samp, logits, e->n_vocab, er->grammar, &res);
+        if (tok < 0 || gram_matcher_accept_token(er->grammar, tok)) {
+            sched_finish(e->s, r, SCHED_END_ERROR);
+            finish_event(e, r, "grammar: no token of the vocabulary can continue the output");
+            return;
+        }
+        samp_accept(er->samp, tok);
+        emit_token(e, r, tok, &res, now); // ends with STOP when the grammar is complete
+        return;
+    }
     int n_out = spec_verify(er->samp, logits, e->n_vocab, r->tokens + r->n_tokens, n_draft, e->spec_tok,
                             e->spec_res);
     if (n_draft > 0) {

@@ -10,6 +10,7 @@ static const char *const role_suffix[ROLE_COUNT] = {
     [ROLE_ATTN_Q_NORM] = "attn_q_norm.weight", [ROLE_ATTN_K_NORM] = "attn_k_norm.weight",
     [ROLE_FFN_NORM] = "ffn_norm.weight",     [ROLE_FFN_GATE] = "ffn_gate.weight",
     [ROLE_FFN_UP] = "ffn_up.weight",         [ROLE_FFN_DOWN] = "ffn_down.weight",
+    [ROLE_ATTN_POST_NORM] = "post_attention_norm.weight", [ROLE_FFN_POST_NORM] = "post_ffw_norm.weight",
 };
 
 #define R ARCH_REQUIRED
@@ -20,11 +21,20 @@ static const char *const role_suffix[ROLE_COUNT] = {
 
 static const arch_desc archs[] = {
     // Llama 2/3, SmolLM2, TinyLlama, Mistral. Some converters add q/k/v biases: accept them.
-    {"llama", {BASE_ROLES, [ROLE_ATTN_Q_BIAS] = O, [ROLE_ATTN_K_BIAS] = O, [ROLE_ATTN_V_BIAS] = O}, 0},
+    {.name = "llama", .role = {BASE_ROLES, [ROLE_ATTN_Q_BIAS] = O, [ROLE_ATTN_K_BIAS] = O, [ROLE_ATTN_V_BIAS] = O}},
     // Qwen2 / Qwen2.5: biases on q, k, v; NeoX rotation.
-    {"qwen2", {BASE_ROLES, [ROLE_ATTN_Q_BIAS] = R, [ROLE_ATTN_K_BIAS] = R, [ROLE_ATTN_V_BIAS] = R}, 1},
+    {.name = "qwen2", .role = {BASE_ROLES, [ROLE_ATTN_Q_BIAS] = R, [ROLE_ATTN_K_BIAS] = R, [ROLE_ATTN_V_BIAS] = R},
+     .rope_neox = 1},
     // Qwen3: per-head RMSNorm on q and k before RoPE; NeoX rotation; no biases.
-    {"qwen3", {BASE_ROLES, [ROLE_ATTN_Q_NORM] = R, [ROLE_ATTN_K_NORM] = R}, 1},
+    {.name = "qwen3", .role = {BASE_ROLES, [ROLE_ATTN_Q_NORM] = R, [ROLE_ATTN_K_NORM] = R}, .rope_neox = 1},
+    // Gemma 3: QK-norm, extra norms after attention and FFN, GeGLU (tanh GELU), embeddings scaled by
+    // sqrt(dim), NeoX rotation; 5 local (sliding-window, RoPE base 10000) layers per global one, as
+    // llama.cpp hard-codes for gemma3 (the GGUF carries only the window). The converter stores RMSNorm
+    // weights as 1 + w, so the norms are plain RMSNorms here.
+    {.name = "gemma3",
+     .role = {BASE_ROLES, [ROLE_ATTN_Q_NORM] = R, [ROLE_ATTN_K_NORM] = R, [ROLE_ATTN_POST_NORM] = R,
+      [ROLE_FFN_POST_NORM] = R},
+     .rope_neox = 1, .ffn_gelu = 1, .embd_scale = 1, .swa_pattern = 6, .rope_base_swa = 10000.0f},
 };
 #undef R
 #undef O
@@ -37,4 +47,4 @@ const arch_desc *arch_find(const char *name, int len) {
     return NULL;
 }
 
-const char *arch_supported_list(void) { return "llama, qwen2, qwen3"; }
+const char *arch_supported_list(void) { return "llama, qwen2, qwen3, gemma3"; }

@@ -19,6 +19,8 @@ typedef enum {
     ROLE_FFN_GATE,
     ROLE_FFN_UP,
     ROLE_FFN_DOWN,
+    ROLE_ATTN_POST_NORM, // RMSNorm of the attention output before the residual add (gemma3)
+    ROLE_FFN_POST_NORM,  // RMSNorm of the FFN output before the residual add (gemma3)
     ROLE_COUNT
 } arch_role;
 
@@ -28,6 +30,13 @@ typedef struct arch_desc {
     const char *name;             // general.architecture
     unsigned char role[ROLE_COUNT]; // ARCH_ABSENT / ARCH_REQUIRED / ARCH_OPTIONAL
     int rope_neox;                // rotate pairs (i, i + rope_dim/2) instead of (2i, 2i+1)
+    int ffn_gelu;                 // GeGLU with tanh-approximated GELU instead of SwiGLU
+    int embd_scale;               // multiply token embeddings by sqrt(dim)
+    // Sliding-window attention. The window comes from "<arch>.attention.sliding_window"; these are the
+    // architecture's defaults where the GGUF does not carry them.
+    int swa_pattern;              // every swa_pattern-th layer is global (full attention), the others local;
+                                  // "<arch>.attention.sliding_window_pattern" overrides; 0: all layers global
+    float rope_base_swa;          // RoPE base of local layers (0: same as global)
 } arch_desc;
 
 const char *arch_role_suffix(arch_role r); // e.g. "attn_q.weight"

@@ -17,7 +17,8 @@ struct model_ctx {
     cpu_pool *pool; // owned
     attn_fn attn;
     cvt_f32_f16_fn to_f16;
-    attn_geom geo;
+    attn_geom geo;     // global (full-attention) layers
+    attn_geom geo_swa; // local layers: geo with the sliding window
     float *x;     // (max_tokens, dim) residual stream
     float *xb;    // (max_tokens, max(dim, q_dim)) normed input / attention output
     float *q;     // (max_tokens, max(dim, q_dim)) queries; also the output of the o/down projections
@@ -28,6 +29,8 @@ struct model_ctx {
     float *rcos;  // (max_tokens, rope_dim/2)
     float *rsin;  // (max_tokens, rope_dim/2)
     float *inv_freq; // (rope_dim/2)
+    // Local (sliding-window) layers have their own RoPE base; with no window these alias the global ones.
+    float *rcos_swa, *rsin_swa, *inv_freq_swa; // as rcos, rsin, inv_freq
     void *mm_scratch;
 };
 
@@ -47,7 +50,9 @@ int model_ctx_new(model *m, int max_batch_tokens, int n_threads, model_ctx **out
     c->m = m;
     c->max_tokens = max_batch_tokens;
     c->geo = (attn_geom){.n_kv_heads = hp->n_kv_heads, .head_dim = hp->head_dim, .n_rep = n_rep,
-                         .scale = 1.0f / sqrtf((float)hp->head_dim)};
+                         .scale = hp->attn_scale};
+    c->geo_swa = c->geo;
+    c->geo_swa.window = hp->swa_window;
     cpu_isa isa = cpu_best_isa();
     c->to_f16 = cvt_select_f32_f16(isa);
     c->attn = attn_select(isa, &c->geo); // depends on the ISA and head dim only
@@ -65,6 +70,11 @@ int model_ctx_new(model *m, int max_batch_tokens, int n_threads, model_ctx **out
     c->rcos = malloc(n * half * sizeof(float));
     c->rsin = malloc(n * half * sizeof(float));
     c->inv_freq = malloc(half * sizeof(float));
+    if (hp->swa_window > 0) {
+        c->rcos_swa = malloc(n * half * sizeof(float));
+        c->rsin_swa = malloc(n * half * sizeof(float));
+        c->inv_freq_swa = malloc(half * sizeof(float));
+    }
     size_t scratch = weight_scratch(&m->output, max_batch_tokens);
     for (int l = 0; l < hp->n_layers; l++)
         for (int r = 0; r < ROLE_COUNT; r++) {
@@ -76,11 +86,13 @@ int model_ctx_new(model *m, int max_batch_tokens, int n_threads, model_ctx **out
         }
     c->mm_scratch = aligned_alloc(64, (scratch + 63) / 64 * 64 + 64);
     if (!c->pool || !c->x || !c->xb || !c->q || !c->k || !c->v || !c->hb || !c->hb2 || !c->rcos || !c->rsin ||
-        !c->inv_freq || !c->mm_scratch) {
+        !c->inv_freq || !c->mm_scratch ||
+        (hp->swa_window > 0 && (!c->rcos_swa || !c->rsin_swa || !c->inv_freq_swa))) {
         model_ctx_free(c);
         return tc_err_set(err, TC_ERR_NOMEM, "cannot allocate scratch for %d batch tokens", max_batch_tokens);
     }
     ops_rope_inv_freq(c->inv_freq, hp->rope_dim, hp->rope_base, m->rope_freqs);
+    if (hp->swa_window > 0) ops_rope_inv_freq(c->inv_freq_swa, hp->rope_dim, hp->rope_base_swa, m->rope_freqs);
     *out = c;
     return 0;
 }
@@ -90,6 +102,7 @@ void model_ctx_free(model_ctx *c) {
     cpu_pool_free(c->pool);
     free(c->x), free(c->xb), free(c->q), free(c->k), free(c->v), free(c->hb), free(c->hb2);
     free(c->rcos), free(c->rsin), free(c->inv_freq), free(c->mm_scratch);
+    free(c->rcos_swa), free(c->rsin_swa), free(c->inv_freq_swa);
     free(c);
 }
 
@@ -105,6 +118,7 @@ typedef struct attn_job {
     model_ctx *c;
     const model_kv *kv;
     const model_batch *b;
+    const attn_geom *geo; // the layer's: global or sliding-window
     int layer;
 } attn_job;
 
@@ -112,7 +126,7 @@ static void attn_run(void *arg, int ith, int nth) {
     const attn_job *j = arg;
     model_ctx *c = j->c;
     const model_hparams *hp = &c->m->hp;
-    const int n_kv = hp->n_kv_heads, hd = hp->head_dim, q_dim = hp->n_heads * hd, rep = c->geo.n_rep;
+    const int n_kv = hp->n_kv_heads, hd = hp->head_dim, q_dim = hp->n_heads * hd, rep = j->geo->n_rep;
     const uint16_t *kl = j->kv->k + (size_t)j->layer * j->kv->layer_stride;
     const uint16_t *vl = j->kv->v + (size_t)j->layer * j->kv->layer_stride;
     int total = j->b->n_tokens * n_kv;
@@ -120,7 +134,7 @@ static void attn_run(void *arg, int ith, int nth) {
         int t = i / n_kv, h = i % n_kv;
         const int32_t *blocks = j->b->block_tables[j->b->seq[t]];
         size_t off = (size_t)t * q_dim + (size_t)h * rep * hd;
-        c->attn(c->xb + off, c->q + off, kl, vl, blocks, j->b->pos[t] + 1, h, &c->geo);
+        c->attn(c->xb + off, c->q + off, kl, vl, blocks, j->b->pos[t] + 1, h, j->geo);
     }
 }
 
@@ -158,12 +172,21 @@ static void store_kv(model_ctx *c, model_kv *kv, const model_batch *b, int layer
     }
 }
 
+// Gemma's sandwich norms: RMSNorm of a block's output (n, dim) before it joins the residual; no-op when
+// the architecture has no such weight.
+static void post_norm(float *y, int n, const model_weight *w, const model_hparams *hp) {
+    if (!w->data) return;
+    for (int t = 0; t < n; t++) ops_rmsnorm(y + (size_t)t * hp->dim, y + (size_t)t * hp->dim, w->data, hp->dim, hp->norm_eps);
+}
+
 static int layer_forward(model_ctx *c, model_kv *kv, const model_batch *b, int l) {
     const model *m = c->m;
     const model_hparams *hp = &m->hp;
     const int n = b->n_tokens, dim = hp->dim, hd = hp->head_dim, half = hp->rope_dim / 2;
     const int q_dim = hp->n_heads * hd, kv_dim = hp->n_kv_heads * hd, ffn = hp->ffn_dim;
 #define W(role) model_layer_w(m, l, role)
+    const int swa = model_layer_is_swa(hp, l);
+    const float *rcos = swa ? c->rcos_swa : c->rcos, *rsin = swa ? c->rsin_swa : c->rsin;
     int rc = 0;
     for (int t = 0; t < n; t++)
         ops_rmsnorm(c->xb + (size_t)t * dim, c->x + (size_t)t * dim, W(ROLE_ATTN_NORM)->data, dim, hp->norm_eps);
@@ -179,22 +202,27 @@ static int layer_forward(model_ctx *c, model_kv *kv, const model_batch *b, int l
             for (int h = 0; h < hp->n_heads; h++) ops_rmsnorm(q + h * hd, q + h * hd, W(ROLE_ATTN_Q_NORM)->data, hd, hp->norm_eps);
         if (W(ROLE_ATTN_K_NORM)->data)
             for (int h = 0; h < hp->n_kv_heads; h++) ops_rmsnorm(k + h * hd, k + h * hd, W(ROLE_ATTN_K_NORM)->data, hd, hp->norm_eps);
-        const float *cs = c->rcos + (size_t)t * half, *sn = c->rsin + (size_t)t * half;
+        const float *cs = rcos + (size_t)t * half, *sn = rsin + (size_t)t * half;
         ops_rope(q, hp->n_heads, hd, hp->rope_dim, cs, sn, hp->rope_neox);
         ops_rope(k, hp->n_kv_heads, hd, hp->rope_dim, cs, sn, hp->rope_neox);
     }
     store_kv(c, kv, b, l);
-    attn_job job = {c, kv, b, l};
+    attn_job job = {c, kv, b, swa ? &c->geo_swa : &c->geo, l};
     cpu_pool_run(c->pool, attn_run, &job);
-    // attention output (in xb) → projection into q's buffer, then residual
+    // attention output (in xb) → projection into q's buffer, (post-norm,) then residual
     if ((rc = matmul(c, c->q, c->xb, n, W(ROLE_ATTN_OUT), dim))) return rc;
+    post_norm(c->q, n, W(ROLE_ATTN_POST_NORM), hp);
     ops_add(c->x, c->q, n * dim);
     for (int t = 0; t < n; t++)
         ops_rmsnorm(c->xb + (size_t)t * dim, c->x + (size_t)t * dim, W(ROLE_FFN_NORM)->data, dim, hp->norm_eps);
     if ((rc = matmul(c, c->hb, c->xb, n, W(ROLE_FFN_GATE), ffn)) || (rc = matmul(c, c->hb2, c->xb, n, W(ROLE_FFN_UP), ffn)))
         return rc;
-    ops_swiglu(c->hb, c->hb2, n * ffn);
+    if (hp->ffn_gelu)
+        ops_geglu(c->hb, c->hb2, n * ffn);
+    else
+        ops_swiglu(c->hb, c->hb2, n * ffn);
     if ((rc = matmul(c, c->q, c->hb, n, W(ROLE_FFN_DOWN), dim))) return rc;
+    post_norm(c->q, n, W(ROLE_FFN_POST_NORM), hp);
     ops_add(c->x, c->q, n * dim);
 #undef W
     return 0;
@@ -206,13 +234,18 @@ int model_forward(model_ctx *c, model_kv *kv, const model_batch *b, float *logit
     int rc = validate(c, kv, b, err);
     if (rc) return rc;
     c->geo.block_size = kv->block_size; // the one geometry field that comes from the cache, not the model
+    c->geo_swa.block_size = kv->block_size;
     const int n = b->n_tokens, dim = hp->dim, half = hp->rope_dim / 2;
     const tt_traits *et = tt_get(m->tok_embd.type);
     size_t erow = tt_row_size(m->tok_embd.type, dim);
     for (int t = 0; t < n; t++) {
         et->to_float((const char *)m->tok_embd.data + (size_t)b->tokens[t] * erow, c->x + (size_t)t * dim, dim);
+        if (hp->embd_scale != 1.0f) ops_scale(c->x + (size_t)t * dim, hp->embd_scale, dim);
         ops_rope_angles(c->rcos + (size_t)t * half, c->rsin + (size_t)t * half, b->pos[t], hp->rope_dim,
                         hp->rope_scale, c->inv_freq);
+        if (hp->swa_window > 0) // local layers: their own base, positions never scaled (as llama.cpp)
+            ops_rope_angles(c->rcos_swa + (size_t)t * half, c->rsin_swa + (size_t)t * half, b->pos[t], hp->rope_dim,
+                            1.0f, c->inv_freq_swa);
     }
     for (int l = 0; l < hp->n_layers; l++)
         if ((rc = layer_forward(c, kv, b, l))) return tc_err_set(err, rc, "matmul failed in layer %d", l);

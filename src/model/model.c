@@ -79,6 +79,21 @@ static int read_hparams(model *m, tc_err *err) {
         }
     }
     hp->rope_neox = m->arch->rope_neox;
+    hp->ffn_gelu = m->arch->ffn_gelu;
+    hp->embd_scale = m->arch->embd_scale ? sqrtf((float)hp->dim) : 1.0f;
+    // Gemma's query_pre_attn_scalar equals key_length for the released sizes but 27B; GGUF does not carry
+    // it, and llama.cpp uses 1/sqrt(key_length) too, so only the 27B (dim/heads = 168) would differ.
+    hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim);
+    if (get_arch_u32(g, a, "attention.sliding_window", &u) == 0 && m->arch->swa_pattern > 0) {
+        if (u == 0 || u > (1u << 24)) return tc_err_set(err, TC_ERR_FORMAT, "invalid %s.attention.sliding_window", a);
+        hp->swa_window = (int)u;
+        hp->swa_pattern = m->arch->swa_pattern;
+        if (get_arch_u32(g, a, "attention.sliding_window_pattern", &u) == 0) {
+            if (u > (1u << 16)) return tc_err_set(err, TC_ERR_FORMAT, "invalid sliding_window_pattern");
+            hp->swa_pattern = (int)u;
+        }
+        hp->rope_base_swa = m->arch->rope_base_swa > 0 ? m->arch->rope_base_swa : hp->rope_base;
+    }
     return 0;
 }
 
@@ -132,6 +147,7 @@ static int bind_weights(model *m, tc_err *err) {
         [ROLE_ATTN_Q_NORM] = {1, hp->head_dim, 1}, [ROLE_ATTN_K_NORM] = {1, hp->head_dim, 1},
         [ROLE_FFN_NORM] = {1, hp->dim, 1},        [ROLE_FFN_GATE] = {hp->ffn_dim, hp->dim, 0},
         [ROLE_FFN_UP] = {hp->ffn_dim, hp->dim, 0}, [ROLE_FFN_DOWN] = {hp->dim, hp->ffn_dim, 0},
+        [ROLE_ATTN_POST_NORM] = {1, hp->dim, 1},  [ROLE_FFN_POST_NORM] = {1, hp->dim, 1},
     };
     m->layers = calloc((size_t)hp->n_layers * ROLE_COUNT, sizeof *m->layers);
     if (!m->layers) return tc_err_set(err, TC_ERR_NOMEM, "out of memory");
@@ -156,11 +172,12 @@ static int bind_weights(model *m, tc_err *err) {
     return 0;
 }
 
-int model_load(const char *path, model **out, tc_err *err) {
+// path names the file in messages; data/size: a GGUF image in memory instead of the file (data != NULL).
+static int load(const char *path, const void *data, size_t size, model **out, tc_err *err) {
     *out = NULL;
     model *m = calloc(1, sizeof *m);
     if (!m) return tc_err_set(err, TC_ERR_NOMEM, "out of memory");
-    int rc = gguf_open(path, &m->g, err);
+    int rc = data ? gguf_open_memory(data, size, &m->g, err) : gguf_open(path, &m->g, err);
     if (rc) goto fail;
     if ((rc = read_hparams(m, err)) || (rc = bind_weights(m, err))) {
         tc_err_wrap(err, "%s", path);
@@ -171,6 +188,13 @@ int model_load(const char *path, model **out, tc_err *err) {
 fail:
     model_free(m);
     return rc;
+}
+
+int model_load(const char *path, model **out, tc_err *err) { return load(path, NULL, 0, out, err); }
+
+int model_load_memory(const void *data, size_t size, model **out, tc_err *err) {
+    if (!data) return tc_err_set(err, TC_ERR_INVALID, "model: NULL buffer");
+    return load("(memory)", data, size, out, err);
 }
 
 void model_free(model *m) {

@@ -28,6 +28,13 @@ typedef struct model_hparams {
     int rope_neox;     // 1: NeoX-style rotation (pairs i, i+d/2); 0: adjacent pairs (GPT-J/llama style)
     int rope_dim;      // rotated dims per head
     int tied_embeddings;
+    float attn_scale;  // softmax scale of q·k (1/sqrt(head_dim) unless the model says otherwise)
+    float embd_scale;  // token embeddings are multiplied by this (1, or sqrt(dim) for gemma)
+    int ffn_gelu;      // 1: GeGLU (tanh GELU); 0: SwiGLU
+    // Sliding-window attention: local layers see only the last swa_window positions (0: every layer global).
+    int swa_window;
+    int swa_pattern;   // layer l is global when (l + 1) % swa_pattern == 0; 0 with a window: all local
+    float rope_base_swa; // RoPE base of local layers (their positions are never scaled)
     uint64_t n_params;
     uint64_t weight_bytes; // bytes of all tensors
 } model_hparams;
@@ -37,9 +44,15 @@ typedef struct model model; // opaque
 // Loads and validates a GGUF model; unknown architecture → TC_ERR_UNSUPPORTED naming it. Owned by the
 // caller: free with model_free.
 int model_load(const char *path, model **out, tc_err *err);
+// Same over a caller-owned GGUF image (fuzzing, tests): no copy is made, data must outlive the model.
+int model_load_memory(const void *data, size_t size, model **out, tc_err *err);
 void model_free(model *m);
 const model_hparams *model_get_hparams(const model *m);
 const gguf_ctx *model_gguf(const model *m); // borrowed, valid while m lives
+// 1 when layer l attends within the sliding window only.
+static inline int model_layer_is_swa(const model_hparams *hp, int l) {
+    return hp->swa_window > 0 && (hp->swa_pattern <= 0 || (l + 1) % hp->swa_pattern != 0);
+}
 
 // --- paged KV storage (backend memory). Block b holds positions [b*block_size, (b+1)*block_size) of
 // whichever sequence owns it, for every layer. Which sequence owns which block is the kv/ module's job.

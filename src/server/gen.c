@@ -1,6 +1,8 @@
 // Generation requests (/v1/chat/completions, /v1/completions): prompt → engine requests (one per choice),
 // engine events → detokenized text → stop-string holdback → SSE chunks or one JSON response. SSE bytes
 // produced while handling one batch of engine events are flushed together at the end of the batch.
+// A large body is parsed, rendered and tokenized on the worker thread (srv_work.c) so that the event loop
+// keeps streaming meanwhile; a stream silent for --sse-ping seconds gets a ": ping" comment.
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -42,6 +44,16 @@ typedef struct gen_req {
     int writing; // counted in s->n_writing until the reply is handed to libevent or the client is gone
     char errmsg[160];
     struct gen_req *next_dirty, *prev, *next;
+    // preparation: parse, chat render, tokenize (inline, or on the worker thread for a large body)
+    oai_kind kind;
+    struct evbuffer *body; // owned while preparing on the worker
+    int preparing;         // the worker owns q, ids and perr until its done callback
+    int32_t *ids;          // (n_ids) prompt token ids; owned
+    int n_ids;
+    int prep_rc;
+    oai_err perr;
+    int streaming;      // SSE headers sent
+    double t_last_send; // monotonic seconds of the last bytes queued on the stream (pings after silence)
     double t_recv, t_first_tok;                                 // monotonic seconds (server side)
     double t_arrival, t_first_sched, t_first_token, t_finish;   // engine timestamps of choice 0
     int32_t *pred_ids;                                          // (n_pred_ids) tokenized prediction, owned
@@ -70,14 +82,16 @@ static void g_free(gen_req *g) {
     }
     if (g->out) evbuffer_free(g->out);
     free(g->pred_ids);
+    if (g->body) evbuffer_free(g->body);
+    free(g->ids);
     oai_req_free(&g->q);
     free(g);
 }
 
 // Called by libevent once a finished reply is fully written: the drain on shutdown waits for this.
 static void on_reply_done(struct evhttp_request *req, void *arg) {
-    (void)req;
     ((server *)arg)->n_writing--;
+    srv_conn_reply_done(req, arg);
 }
 
 static void g_detach(gen_req *g) {
@@ -86,7 +100,7 @@ static void g_detach(gen_req *g) {
         if (g->req) evhttp_request_set_on_complete_cb(g->req, on_reply_done, g->s);
         else g->s->n_writing--;
     }
-    if (g->conn) evhttp_connection_set_closecb(g->conn, NULL, NULL);
+    if (g->conn) srv_conn_set_closecb(g->s, g->conn, NULL, NULL);
     g->conn = NULL;
     g->req = NULL;
 }
@@ -102,7 +116,7 @@ static void g_log(gen_req *g, int status, const char *finish) {
 }
 
 static void g_maybe_free(gen_req *g) {
-    if (!g->req && g->n_live == 0 && !g->dirty) {
+    if (!g->req && g->n_live == 0 && !g->dirty && !g->preparing) {
         if (!g->logged) g_log(g, 499, "cancelled"); // client closed the connection
         g_free(g);
     }
@@ -132,7 +146,10 @@ static void flush_dirty(server *s) {
         gen_req *next = g->next_dirty;
         g->dirty = 0;
         g->next_dirty = NULL;
-        if (g->req && evbuffer_get_length(g->out)) evhttp_send_reply_chunk(g->req, g->out);
+        if (g->req && evbuffer_get_length(g->out)) {
+            evhttp_send_reply_chunk(g->req, g->out);
+            g->t_last_send = tc_now();
+        }
         if (g->req && g->ended) {
             struct evhttp_request *req = g->req;
             g_log(g, 200, g->ch[0].finish_reason);
@@ -153,6 +170,7 @@ static void emit_stream(gen_choice *c, int final) {
     gen_req *g = c->g;
     const char *p;
     size_t n;
+    if (oai_tools_active(&g->q) && !final) return; // text or tool calls: decided when the choice ends
     oai_stopbuf_take(&c->sb, final, &p, &n);
     json_t *lp = NULL;
     if (c->lp) {
@@ -174,6 +192,13 @@ static const char *finish_api(engine_finish f) {
     }
 }
 
+// The tool calls in a choice's text (NULL if none); *content: text around them (malloc'd, may be NULL).
+static json_t *tool_calls_of(gen_choice *c, char **content) {
+    char base[64];
+    snprintf(base, sizeof base, "call_%.24s_%d", c->g->id + (c->g->q.kind == OAI_CHAT ? 9 : 5), c->index);
+    return oai_tools_parse(oai_tool_style_of(c->g->s->chat), c->sb.text ? c->sb.text : "", c->sb.len, base, content);
+}
+
 // Closes a choice's text: flushes the detokenizer, releases the rest, queues the finish chunk.
 static void close_text(gen_choice *c, const char *reason, int aborted) {
     gen_req *g = c->g;
@@ -191,6 +216,23 @@ static void close_text(gen_choice *c, const char *reason, int aborted) {
                 : !strcmp(reason, "length") ? s->mt.success_length
                                             : s->mt.success_abort;
     metric_inc(m, 1);
+    json_t *calls = NULL;
+    if (oai_tools_active(&g->q) && !strcmp(reason, "stop") && g->q.stream && g->req) {
+        char *content = NULL;
+        calls = tool_calls_of(c, &content);
+        if (calls) {
+            reason = c->finish_reason = "tool_calls";
+            if (content) queue_json(g, oai_chunk(g->q.kind, g->id, g->created, s->name, c->index, NULL, content,
+                                                 strlen(content), NULL, NULL));
+            json_t *chunks = oai_tool_call_chunks(g->id, g->created, s->name, c->index, calls), *ch;
+            size_t k;
+            json_array_foreach(chunks, k, ch) queue_json(g, json_incref(ch));
+            json_decref(chunks);
+            json_decref(calls);
+            free(content);
+            c->sb.emitted = c->sb.len; // the text went out as tool calls
+        }
+    }
     if (g->q.stream && g->req) {
         emit_stream(c, 1);
         if (strcmp(reason, "error"))
@@ -310,9 +352,15 @@ static void complete(gen_req *g) {
     json_t *choices = json_array();
     for (int i = 0; i < g->n_choices; i++) {
         gen_choice *c = &g->ch[i];
-        json_array_append_new(choices, oai_choice(g->q.kind, i, c->sb.text ? c->sb.text : "", c->sb.len,
-                                                  c->finish_reason, c->lp));
+        json_t *ch = oai_choice(g->q.kind, i, c->sb.text ? c->sb.text : "", c->sb.len, c->finish_reason, c->lp);
         c->lp = NULL;
+        if (oai_tools_active(&g->q) && !strcmp(c->finish_reason, "stop")) {
+            char *content = NULL;
+            json_t *calls = tool_calls_of(c, &content);
+            if (calls) oai_choice_set_tool_calls(ch, calls, content), c->finish_reason = "tool_calls";
+            free(content);
+        }
+        json_array_append_new(choices, ch);
     }
     json_t *resp = oai_response(g->q.kind, g->id, g->created, s->name, choices, usage_json(g, n_out));
     g_log(g, 200, g->ch[0].finish_reason);
@@ -414,11 +462,19 @@ void gen_check_disconnects(server *s) {
         ssize_t n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
         if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
             struct evhttp_connection *conn = g->conn;
-            evhttp_connection_set_closecb(conn, NULL, NULL);
+            srv_conn_set_closecb(s, conn, NULL, NULL);
             on_close(conn, g); // cancels; g may be freed here
             evhttp_connection_free(conn);
+            continue;
+        }
+        // Keep-alive comments on a silent stream (queued, in a long prefill, preempted): clients and proxies
+        // see a live connection, and the request's own deadline decides how long it may take.
+        if (g->streaming && !g->ended && s->o.sse_ping > 0 && tc_now() - g->t_last_send >= s->o.sse_ping) {
+            evbuffer_add(g->out, ": ping\n\n", 8);
+            mark_dirty(g);
         }
     }
+    if (s->dirty) flush_dirty(s);
 }
 
 void gen_cancel_all(server *s, engine_finish why) {
@@ -449,8 +505,17 @@ int gen_prompt_ids(server *s, const oai_req *q, int32_t **ids, int *n, oai_err *
     tc_err err = {0};
     if (q->kind == OAI_CHAT) {
         // message text is plain text: only the template's own markers become control tokens
-        if (chat_encode(s->vocab, s->chat, s->chat_src, q->msgs, q->n_msgs, 1, s->bos_text, ids, n, &err))
-            return oai_err_set(e, 400, NULL, NULL, "messages", "%s", err.msg);
+        const chat_msg *msgs = q->msgs;
+        int n_msgs = q->n_msgs, n_owned = 0;
+        chat_msg *tmsgs = NULL;
+        char **owned = NULL;
+        if (oai_tools_needed(q)) { // tool definitions, calls and results in the family's format (oai_tools_fmt.c)
+            if (oai_tools_messages(q, s->chat, &tmsgs, &n_msgs, &owned, &n_owned, e)) return -1;
+            msgs = tmsgs;
+        }
+        int rc = chat_encode(s->vocab, s->chat, s->chat_src, msgs, n_msgs, 1, s->bos_text, ids, n, &err);
+        if (tmsgs) oai_tools_msgs_free(tmsgs, owned, n_owned);
+        if (rc) return oai_err_set(e, 400, NULL, NULL, "messages", "%s", err.msg);
     } else if (q->prompt) {
         if (tok_encode(s->vocab, q->prompt, q->prompt_len, tok_add_bos(s->vocab) ? TOK_ENC_ADD_BOS : 0, ids, n, &err))
             return oai_err_set(e, 400, NULL, NULL, "prompt", "%s", err.msg);
@@ -483,15 +548,66 @@ static void reply_error(server *s, struct evhttp_request *req, const oai_err *e,
     srv_access_log(s, req, NULL, e->status, 0, 0, 0, tc_now() - t_recv, NULL);
 }
 
+
+// Bodies above this size are parsed, rendered and tokenized on the worker thread (bytes). Below it the work
+// takes well under a millisecond, and the inline path answers without a thread hop.
+#define GEN_ASYNC_BODY (64 * 1024)
+
+// Parse, model check, prompt ids: on the loop thread, or on the worker while g->preparing (then it touches
+// only g->q, g->ids, g->perr and s's read-only model data: vocab, chat template).
+static void gen_prepare(gen_req *g, const char *body, size_t len) {
+    server *s = g->s;
+    oai_err *e = &g->perr;
+    g->prep_rc = -1;
+    if (oai_parse(g->kind, body, len, &g->q, e)) return;
+    if (!srv_model_ok(s, g->q.model)) {
+        oai_err_set(e, 404, "invalid_request_error", "model_not_found", "model",
+                    "The model `%.200s` does not exist or you do not have access to it.", g->q.model);
+        return;
+    }
+    if (gen_prompt_ids(s, &g->q, &g->ids, &g->n_ids, e)) return;
+    g->prep_rc = 0;
+}
+
+static void prep_run(void *arg) {
+    gen_req *g = arg;
+    size_t len = evbuffer_get_length(g->body);
+    const char *p = len ? (const char *)evbuffer_pullup(g->body, -1) : "";
+    gen_prepare(g, p ? p : "", p ? len : 0);
+}
+
+static void gen_launch(gen_req *g);
+
+static void prep_done(void *arg) {
+    gen_req *g = arg;
+    g->preparing = 0;
+    evbuffer_free(g->body);
+    g->body = NULL;
+    if (!g->req) { // the client left meanwhile
+        g_maybe_free(g);
+        return;
+    }
+    gen_launch(g);
+}
+
+// Answers an error for a request that owns its connection (g->req set); g lives on while choices finish.
+static void gen_fail(gen_req *g, const oai_err *e) {
+    server *s = g->s;
+    struct evhttp_request *req = g->req;
+    for (int i = 0; i < g->n_choices; i++)
+        if (g->ch[i].live) engine_cancel(s->eng, g->ch[i].id, ENGINE_FINISH_CANCELLED);
+    g->logged = 1;
+    g_detach(g);
+    reply_error(s, req, e, g->t_recv);
+    g_maybe_free(g);
+}
+
 void gen_handle(server *s, struct evhttp_request *req, oai_kind kind) {
     double t_recv = tc_now();
     oai_err e = {0};
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
     size_t len = evbuffer_get_length(in);
-    const char *body = len ? (const char *)evbuffer_pullup(in, -1) : "";
     gen_req *g = calloc(1, sizeof *g);
-    int32_t *ids = NULL;
-    int n_ids = 0;
     if (!g) {
         oai_err_set(&e, 500, "server_error", NULL, NULL, "out of memory");
         reply_error(s, req, &e, t_recv);
@@ -500,14 +616,44 @@ void gen_handle(server *s, struct evhttp_request *req, oai_kind kind) {
     g->s = s;
     s->n_inflight++; // balanced by g_free
     g->t_recv = t_recv;
-    if (oai_parse(kind, body, len, &g->q, &e)) goto fail;
-    const oai_req *q = &g->q;
-    if (!srv_model_ok(s, q->model)) {
-        oai_err_set(&e, 404, "invalid_request_error", "model_not_found", "model",
-                    "The model `%.200s` does not exist or you do not have access to it.", q->model);
-        goto fail;
+    g->kind = kind;
+    // link before anything can finish: events can only arrive on this thread, after we return
+    g->next = s->inflight;
+    if (s->inflight) s->inflight->prev = g;
+    s->inflight = g;
+    g->req = req;
+    g->writing = 1;
+    s->n_writing++;
+    g->conn = evhttp_request_get_connection(req);
+    srv_conn_set_closecb(s, g->conn, on_close, g);
+    if (len > GEN_ASYNC_BODY && (g->body = evbuffer_new())) {
+        evbuffer_add_buffer(g->body, in); // moves the chains: the request keeps no copy
+        g->preparing = 1;
+        if (srv_work_submit(s, prep_run, prep_done, g) == 0) return;
+        g->preparing = 0;
+        evbuffer_add_buffer(in, g->body);
+        evbuffer_free(g->body);
+        g->body = NULL;
     }
-    if (gen_prompt_ids(s, q, &ids, &n_ids, &e)) goto fail;
+    const char *body = len ? (const char *)evbuffer_pullup(in, -1) : "";
+    gen_prepare(g, body ? body : "", body ? len : 0);
+    evbuffer_drain(in, len); // parsed into g->q: free the body now rather than with the request
+    gen_launch(g);
+}
+
+// The prompt is ready (g->prep_rc, g->perr, g->ids): check it against the context, submit one engine request
+// per choice, start the reply.
+static void gen_launch(gen_req *g) {
+    server *s = g->s;
+    struct evhttp_request *req = g->req;
+    oai_kind kind = g->kind;
+    oai_err e = {0};
+    if (g->prep_rc) {
+        gen_fail(g, &g->perr);
+        return;
+    }
+    const oai_req *q = &g->q;
+    int n_ids = g->n_ids;
     const char *pparam = kind == OAI_CHAT ? "messages" : "prompt";
     if (n_ids >= s->ctx_size) {
         oai_err_set(&e, 400, "invalid_request_error", "context_length_exceeded", pparam,
@@ -523,6 +669,10 @@ void gen_handle(server *s, struct evhttp_request *req, oai_kind kind) {
                     s->ctx_size, (long long)n_ids + max_tokens, n_ids, pparam, max_tokens, pparam);
         goto fail;
     }
+    if (!s->eng) {
+        oai_err_set(&e, 503, "unavailable_error", "shutting_down", NULL, "The server is shutting down");
+        goto fail;
+    }
     double timeout = s->o.request_timeout;
     if (q->timeout > 0 && (timeout <= 0 || q->timeout < timeout)) timeout = q->timeout;
     uint64_t seed = q->seed_given ? q->sp.seed : mix64(++s->seed_ctr ^ (uint64_t)(tc_wall() * 1e6));
@@ -530,7 +680,7 @@ void gen_handle(server *s, struct evhttp_request *req, oai_kind kind) {
     g->created = (long)tc_wall();
     uint64_t idn = ++s->seed_ctr;
     snprintf(g->id, sizeof g->id, "%s%016llx%08x", kind == OAI_CHAT ? "chatcmpl-" : "cmpl-",
-             (unsigned long long)mix64(idn ^ (uint64_t)(t_recv * 1e9)), (unsigned)idn);
+             (unsigned long long)mix64(idn ^ (uint64_t)(g->t_recv * 1e9)), (unsigned)idn);
     g->out = evbuffer_new();
     g->n_choices = q->n;
     for (int i = 0; i < q->n; i++) {
@@ -553,34 +703,40 @@ void gen_handle(server *s, struct evhttp_request *req, oai_kind kind) {
             goto fail;
         }
     }
-    // link before submitting: events can only arrive on this thread, after we return
-    g->next = s->inflight;
-    if (s->inflight) s->inflight->prev = g;
-    s->inflight = g;
+    char *gbnf = NULL; // the grammar the output must follow (oai_output_grammar), or NULL
+    if (oai_output_grammar(q, s->chat, &gbnf, &e)) goto fail;
     for (int i = 0; i < q->n; i++) {
         engine_req er = {0};
         er.prompt = malloc((size_t)n_ids * sizeof *er.prompt);
         if (!er.prompt) {
             oai_err_set(&e, 500, "server_error", NULL, NULL, "out of memory");
-            goto fail_submitted;
+            free(gbnf);
+            goto fail;
         }
-        memcpy(er.prompt, ids, (size_t)n_ids * sizeof *er.prompt);
+        memcpy(er.prompt, g->ids, (size_t)n_ids * sizeof *er.prompt);
         er.n_prompt = n_ids;
         er.max_tokens = max_tokens;
         er.sp = q->sp;
         er.sp.seed = seed + (uint64_t)i;
-        er.deadline = timeout > 0 ? t_recv + timeout : 0;
+        er.deadline = timeout > 0 ? g->t_recv + timeout : 0;
         er.ignore_eos = q->ignore_eos;
         if (g->n_pred_ids > 0 && (er.prediction = malloc((size_t)g->n_pred_ids * sizeof(int32_t)))) {
             memcpy(er.prediction, g->pred_ids, (size_t)g->n_pred_ids * sizeof(int32_t));
             er.n_prediction = g->n_pred_ids; // (out of memory: no draft source, still correct)
         }
         er.user = &g->ch[i];
+        if (gbnf && srv_grammar_matcher(s, gbnf, &er.grammar, &e)) {
+            free(er.prompt);
+            free(gbnf);
+            goto fail;
+        }
         tc_err err = {0};
         int rc = engine_submit(s->eng, &er, &g->ch[i].id, &err);
         if (rc) {
             free(er.prompt);
             free(er.prediction);
+            gram_matcher_free(er.grammar);
+            free(gbnf);
             if (rc == TC_ERR_FULL) {
                 metric_inc(s->mt.rejected, 1);
                 oai_err_set(&e, 503, "server_error", "queue_full", NULL,
@@ -590,17 +746,14 @@ void gen_handle(server *s, struct evhttp_request *req, oai_kind kind) {
             } else {
                 oai_err_set(&e, 500, "server_error", NULL, NULL, "submit failed: %s", err.msg);
             }
-            goto fail_submitted;
+            goto fail; // choices already submitted finish through the engine; g lives until then
         }
         g->ch[i].live = 1;
         g->n_live++;
     }
-    free(ids);
-    g->req = req;
-    g->writing = 1;
-    s->n_writing++;
-    g->conn = evhttp_request_get_connection(req);
-    evhttp_connection_set_closecb(g->conn, on_close, g);
+    free(gbnf);
+    free(g->ids);
+    g->ids = NULL;
     if (q->stream) {
         struct evkeyvalq *h = evhttp_request_get_output_headers(req);
         evhttp_add_header(h, "Content-Type", "text/event-stream");
@@ -608,28 +761,14 @@ void gen_handle(server *s, struct evhttp_request *req, oai_kind kind) {
         evhttp_add_header(h, "X-Accel-Buffering", "no");
         srv_add_common_headers(s, req);
         evhttp_send_reply_start(req, 200, "OK");
+        g->streaming = 1;
+        g->t_last_send = tc_now();
         if (kind == OAI_CHAT)
             for (int i = 0; i < q->n; i++)
                 queue_json(g, oai_chunk(kind, g->id, g->created, s->name, i, "assistant", "", 0, NULL, NULL));
         flush_dirty(s);
     }
     return;
-
-fail_submitted:
-    // choices already submitted finish through the engine; g lives until their FINISH events arrive
-    for (int i = 0; i < g->n_choices; i++)
-        if (g->ch[i].live) engine_cancel(s->eng, g->ch[i].id, ENGINE_FINISH_CANCELLED);
-    free(ids);
-    reply_error(s, req, &e, t_recv);
-    g->logged = 1;
-    g_maybe_free(g);
-    return;
 fail:
-    free(ids);
-    reply_error(s, req, &e, t_recv);
-    if (g->prev || s->inflight == g) g_unlink(g);
-    g->logged = 1;
-    g->n_live = 0;
-    g->req = NULL;
-    g_free(g);
+    gen_fail(g, &e);
 }

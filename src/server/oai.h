@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "sampling/sampling.h"
+#include "server/oai_tools.h"
 #include "tokenizer/chat.h"
 
 typedef enum { OAI_CHAT = 1, OAI_COMPLETION = 2 } oai_kind;
@@ -58,6 +59,7 @@ typedef struct oai_req {
     int ignore_eos; // extension
     const char *prediction; // Predicted Outputs text (borrowed from root or owned[]), NULL if none
     size_t prediction_len;  // bytes
+    oai_ext ext;    // response_format, grammar, tools (oai_tools.c)
 } oai_req;
 
 // Parses and validates a request body (len bytes, need not be NUL-terminated). Defaults follow OpenAI

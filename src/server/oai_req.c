@@ -374,6 +374,7 @@ int oai_parse(oai_kind kind, const char *body, size_t len, oai_req *r, oai_err *
     r->timeout = d;
     if (get_bool(o, "ignore_eos", &r->ignore_eos, e)) goto err;
     if (parse_prediction(r, e)) goto err;
+    if (oai_ext_parse(r, e)) goto err; // structured outputs and tools: oai_tools.c
     return 0;
 err:
     oai_req_free(r);
@@ -385,6 +386,7 @@ void oai_req_free(oai_req *r) {
     free(r->owned);
     free(r->msgs);
     free(r->prompt_ids);
+    oai_ext_free(&r->ext);
     if (r->root) json_decref(r->root);
     memset(r, 0, sizeof *r);
 }

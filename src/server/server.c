@@ -26,6 +26,10 @@ void server_opts_default(server_opts *o) {
     o->max_body = 8u << 20;
     o->max_headers = 16384;
     o->http_timeout = 10;
+    o->read_timeout = 30;
+    o->max_connections = 0;
+    o->max_body_buffer = 64u << 20;
+    o->sse_ping = 5;
     o->request_timeout = 0;
     o->shutdown_grace = 10;
     o->log_level = SRV_LOG_INFO;
@@ -81,6 +85,13 @@ static void send_body(server *s, struct evhttp_request *req, int status, const c
     struct evkeyvalq *h = evhttp_request_get_output_headers(req);
     evhttp_add_header(h, "Content-Type", ctype);
     srv_add_common_headers(s, req);
+    if (evhttp_request_get_command(req) == EVHTTP_REQ_HEAD) { // the length a GET would get, and no body
+        char n[32];
+        snprintf(n, sizeof n, "%zu", body ? len : 0);
+        evhttp_add_header(h, "Content-Length", n);
+        evhttp_send_reply(req, status, srv_reason(status), NULL);
+        return;
+    }
     struct evbuffer *b = evbuffer_new();
     if (b && body) evbuffer_add(b, body, len);
     evhttp_send_reply(req, status, srv_reason(status), b);
@@ -264,6 +275,7 @@ static void set_nodelay(struct evhttp_request *req) {
 
 static void route_cb(struct evhttp_request *req, void *arg) {
     server *s = arg;
+    srv_conn_dispatch(s, req);
     set_nodelay(req);
     const struct evhttp_uri *u = evhttp_request_get_evhttp_uri(req);
     const char *path = u ? evhttp_uri_get_path(u) : NULL;
@@ -370,6 +382,7 @@ static void *loader_main(void *arg) {
         if (!s->eog_ids) rc = tc_err_set(err, TC_ERR_NOMEM, "out of memory");
         for (int i = 0; !rc && i < nv; i++)
             if (tok_is_eog(s->vocab, i)) s->eog_ids[s->n_eog++] = i;
+        if (!rc) rc = srv_grammar_vocab(s, err); // grammar-constrained decoding (srv_grammar.c)
         gguf_str ts = {0};
         if (!rc && gguf_get_str(model_gguf(s->m), "tokenizer.chat_template", &ts) == 0)
             s->chat_src = strndup(ts.ptr, ts.len);
@@ -377,6 +390,7 @@ static void *loader_main(void *arg) {
                                      : chat_detect(s->chat_src ? s->chat_src : "");
         if (!rc && s->chat == CHAT_UNKNOWN) {
             if (s->o.chat_template) rc = tc_err_set(err, TC_ERR_INVALID, "unknown chat template '%s'", s->o.chat_template);
+            else if (!s->chat_src && chat_family_for_arch(hp->arch) != CHAT_UNKNOWN) s->chat = chat_family_for_arch(hp->arch);
             else s->chat = CHAT_CHATML; // no or unrecognized template: ChatML (logged when ready)
         }
         int32_t b = tok_bos(s->vocab);
@@ -508,14 +522,15 @@ int server_run(const server_opts *o, tc_err *err) {
         rc = tc_err_set(err, TC_ERR_NOMEM, "libevent: cannot create the HTTP server");
         goto out;
     }
+    if ((rc = srv_conn_init(s, err)) || (rc = srv_work_init(s, err))) goto out;
     evhttp_set_gencb(s->http, route_cb, s);
     evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD | EVHTTP_REQ_OPTIONS);
     evhttp_set_max_body_size(s->http, (ev_ssize_t)o->max_body);
     evhttp_set_max_headers_size(s->http, (ev_ssize_t)o->max_headers);
     evhttp_set_timeout(s->http, o->http_timeout);
-    s->bound = evhttp_bind_socket_with_handle(s->http, o->host, (ev_uint16_t)o->port);
+    s->bound = srv_conn_listen(s, err);
     if (!s->bound) {
-        rc = tc_err_set(err, TC_ERR_IO, "cannot listen on %s:%d: %s", o->host, o->port, strerror(errno));
+        rc = TC_ERR_IO;
         goto out;
     }
     evutil_socket_t lfd = evhttp_bound_socket_get_fd(s->bound);
@@ -552,8 +567,10 @@ out:
     if (s->loader_started) pthread_join(s->loader, NULL);
     if (s->eng) engine_free(s->eng, 0.5); // in-flight requests were drained or cut above
     s->eng = NULL;
-    gen_free_all(s); // before evhttp_free, whose close callbacks must not see them
+    srv_work_free(s); // joins the worker: no job touches a request after this
+    gen_free_all(s);  // before evhttp_free, whose close callbacks must not see them
     if (s->http) evhttp_free(s->http);
+    srv_conn_free(s);
     if (s->ev_engine) event_free(s->ev_engine);
     if (s->ev_loaded) event_free(s->ev_loaded);
     if (s->ev_drain) event_free(s->ev_drain);
@@ -562,6 +579,7 @@ out:
     if (s->ev_sigint) event_free(s->ev_sigint);
     if (s->base) event_base_free(s->base);
     if (s->vocab) tok_free(s->vocab);
+    gram_vocab_free(s->gvocab);
     if (s->m) model_free(s->m);
     free(s->eog_ids);
     free(s->chat_src);

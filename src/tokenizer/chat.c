@@ -49,6 +49,10 @@ chat_family chat_family_from_name(const char *name) {
 
 static int has(const char *s, const char *needle) { return strstr(s, needle) != NULL; }
 
+chat_family chat_family_for_arch(const char *arch) {
+    return arch && !strncmp(arch, "gemma", 5) ? CHAT_GEMMA : CHAT_UNKNOWN;
+}
+
 chat_family chat_detect(const char *t) {
     if (!t || !*t) return CHAT_UNKNOWN;
     // Tool-calling formats whose plain-chat rendering is their own (not one of ours): Command-R, functionary,
@@ -397,7 +401,7 @@ static void r_llama3(const rctx *c, sbuf *b) {
     }
     for (int i = i0; i < c->n; i++) {
         sb_add(b, "<|start_header_id|>");
-        sb_add(b, c->m[i].role); // one of system/user/assistant (checked by chat_render)
+        sb_add(b, c->m[i].role); // system/user/assistant, or ipython (checked by chat_render)
         sb_add(b, "<|end_header_id|>\n\n");
         sb_user_trim(b, c->m[i].content);
         sb_add(b, "<|eot_id|>");
@@ -496,7 +500,8 @@ int chat_render_guarded(chat_family f, const char *template_src, const chat_msg 
             return tc_err_set(err, TC_ERR_INVALID, "chat message %d: missing role or content", i);
         int std = !strcmp(msgs[i].role, "system") || !strcmp(msgs[i].role, "user") ||
                   !strcmp(msgs[i].role, "assistant");
-        if (!std && f != CHAT_CHATML)
+        // ChatML passes any role through; Llama 3.1+ has "ipython" for tool results
+        if (!std && f != CHAT_CHATML && !(f == CHAT_LLAMA3 && !strcmp(msgs[i].role, "ipython")))
             return tc_err_set(err, TC_ERR_INVALID, "chat message %d: role '%s' is not supported by the %s template",
                               i, msgs[i].role, chat_family_name(f));
         if (!msgs[i].role[0]) return tc_err_set(err, TC_ERR_INVALID, "chat message %d: empty role", i);

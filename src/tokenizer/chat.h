@@ -30,6 +30,9 @@ const char *chat_family_name(chat_family f);
 chat_family chat_family_from_name(const char *name); // CHAT_UNKNOWN if unknown
 // Detects the family from template source text; CHAT_UNKNOWN if not recognized.
 chat_family chat_detect(const char *template_src);
+// The family an architecture's models use when the GGUF carries no template (some Gemma 3 conversions drop
+// it); CHAT_UNKNOWN when the architecture does not imply one.
+chat_family chat_family_for_arch(const char *arch);
 
 // Renders messages for the family. `template_src` (may be NULL) lets a family pick up details from the
 // template text (e.g. SmolLM2's default system prompt). *out malloc'd, owned by caller.

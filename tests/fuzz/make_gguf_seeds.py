@@ -1,12 +1,16 @@
-"""Regenerates the GGUF fuzz seeds in tests/fuzz/seeds/gguf/ with the independent `gguf` PyPI writer.
+"""Regenerates the GGUF fuzz seeds in tests/fuzz/seeds/gguf/ and the tiny valid models in
+tests/fuzz/seeds/model_load/ with the independent `gguf` PyPI writer.
 
 Run from the repository root: python tests/fuzz/make_gguf_seeds.py
 (stories260K_head4k.gguf is the first 4096 bytes of testdata/models/stories260K.gguf: a truncated real header.)
+The model seeds are as small as model_load accepts (one layer, dim 8..32) so that the fuzzer's mutations
+land in metadata and shapes rather than in weight bytes; tests/fuzz/fuzz_model_load.c loads them.
 """
 import numpy as np
 import gguf
 
 D = "tests/fuzz/seeds/gguf/"
+M = "tests/fuzz/seeds/model_load/"
 
 
 def finish(w):
@@ -55,5 +59,77 @@ def main():
     finish(w)
 
 
+def tiny_model(path, arch, dim, n_heads, n_kv, ffn, n_vocab, wtype=None, vocab=None, template=None, extra=None):
+    """One-layer model of `arch` with every tensor model_load binds; weights small random values."""
+    rng = np.random.default_rng(len(path))
+    w = gguf.GGUFWriter(path, arch)
+    w.add_context_length(64)
+    w.add_embedding_length(dim)
+    w.add_block_count(1)
+    w.add_feed_forward_length(ffn)
+    w.add_head_count(n_heads)
+    w.add_head_count_kv(n_kv)
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_rope_freq_base(10000.0)
+    for k, v in (extra or {}).items():
+        v(w) if callable(v) else w.add_uint32(f"{arch}.{k}", v)
+    if vocab:
+        w.add_tokenizer_model("llama")
+        w.add_token_list(vocab)
+        w.add_token_scores([float(-i) for i in range(len(vocab))])
+        w.add_token_types([2, 3, 3] + [6] * 256 + [1] * (len(vocab) - 259))
+        w.add_bos_token_id(1)
+        w.add_eos_token_id(2)
+    if template:
+        w.add_chat_template(template)
+    hd = dim // n_heads
+
+    def mat(name, rows, cols):
+        x = (rng.standard_normal((rows, cols)) * 0.1).astype(np.float32)
+        if wtype is None:
+            w.add_tensor(name, x)
+        else:
+            w.add_tensor(name, gguf.quants.quantize(x, wtype), raw_dtype=wtype)
+
+    def vec(name, n):
+        w.add_tensor(name, np.ones(n, dtype=np.float32))
+
+    w.add_tensor("token_embd.weight", (rng.standard_normal((n_vocab, dim)) * 0.1).astype(np.float16))
+    vec("output_norm.weight", dim)
+    vec("blk.0.attn_norm.weight", dim)
+    mat("blk.0.attn_q.weight", n_heads * hd, dim)
+    mat("blk.0.attn_k.weight", n_kv * hd, dim)
+    mat("blk.0.attn_v.weight", n_kv * hd, dim)
+    mat("blk.0.attn_output.weight", dim, n_heads * hd)
+    if arch == "qwen2":
+        vec("blk.0.attn_q.bias", n_heads * hd)
+        vec("blk.0.attn_k.bias", n_kv * hd)
+        vec("blk.0.attn_v.bias", n_kv * hd)
+    if arch == "qwen3":
+        vec("blk.0.attn_q_norm.weight", hd)
+        vec("blk.0.attn_k_norm.weight", hd)
+    vec("blk.0.ffn_norm.weight", dim)
+    mat("blk.0.ffn_gate.weight", ffn, dim)
+    mat("blk.0.ffn_up.weight", ffn, dim)
+    mat("blk.0.ffn_down.weight", dim, ffn)
+    finish(w)
+
+
+def model_seeds():
+    toks = ["<unk>", "<s>", "</s>"] + ["<0x%02X>" % i for i in range(256)] + ["\u2581a", "\u2581b"]
+    tiny_model(M + "llama_vocab.gguf", "llama", 8, 2, 1, 16, len(toks), vocab=toks,
+               template="{{ bos_token }}{% for m in messages %}[INST] {{ m['content'] }} [/INST]{% endfor %}")
+    tiny_model(M + "qwen2.gguf", "qwen2", 8, 2, 2, 8, 8,
+               extra={"rope": lambda w: w.add_rope_dimension_count(2)},
+               template="<|im_start|>system\nYou are tiny.<|im_end|>")
+    tiny_model(M + "qwen3_q8_0.gguf", "qwen3", 32, 4, 2, 32, 8, wtype=gguf.GGMLQuantizationType.Q8_0,
+               extra={"attention.key_length": 8})
+
+
 if __name__ == "__main__":
-    main()
+    import sys
+    if sys.argv[1:] == ["models"]:  # only the model_load seeds (the gguf/ ones are committed as they are)
+        model_seeds()
+    else:
+        main()
+        model_seeds()

@@ -75,7 +75,7 @@ def test_model_names_accepted(stories):
 
 def test_huge_body(stories):
     s = socket.create_connection((stories.host, stories.port))
-    s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100000000\r\n\r\n" + b"x" * 4096)
+    s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100000000\r\n\r\n" + b"x" * 4096)
     s.settimeout(10)
     resp = s.recv(4096)
     s.close()
@@ -107,7 +107,7 @@ def test_connection_flood(stories):
 def test_slowloris_closed(make_server):
     srv = make_server(STORIES, "--http-timeout", 1)
     s = socket.create_connection((srv.host, srv.port))
-    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Le")
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Le")
     s.settimeout(8)
     t0 = time.time()
     data = s.recv(100)  # b"" once the server closes it
@@ -116,7 +116,7 @@ def test_slowloris_closed(make_server):
     s.close()
     # a partial body is closed too
     s = socket.create_connection((srv.host, srv.port))
-    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"prompt\"")
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n{\"prompt\"")
     s.settimeout(8)
     data = s.recv(100)
     assert data == b"" or data.startswith(b"HTTP/1.1 4"), data

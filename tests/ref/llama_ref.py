@@ -1,5 +1,9 @@
 """Independent numpy reference of the Llama-family forward pass, for checking tachyon's logits.
 
+Covers llama, qwen2, qwen3 and gemma3 (QK-norm, sandwich norms after attention and FFN, GeGLU with tanh GELU,
+embeddings times sqrt(dim), sliding-window attention on 5 of every 6 layers with RoPE base 10000 there, as the
+Gemma 3 paper and HF's Gemma3 modeling code define it; the GGUF converter already stores norm weights as 1+w).
+
 Weights come from the `gguf` PyPI package (its reader and its own dequantization), the math is plain numpy
 in float64, written from the architecture's definition rather than from tachyon's C code.
 
@@ -63,7 +67,10 @@ class LlamaRef:
         self.eps = float(val(f"{arch}.attention.layer_norm_rms_epsilon", 1e-5))
         self.base = float(val(f"{arch}.rope.freq_base", 10000.0))
         self.rope_dim = int(val(f"{arch}.rope.dimension_count", self.head_dim))
-        self.neox = arch in ("qwen2", "qwen3")
+        self.neox = arch in ("qwen2", "qwen3", "gemma3")
+        self.gemma = arch == "gemma3"
+        self.window = int(val(f"{arch}.attention.sliding_window", 0)) if self.gemma else 0
+        self.swa_pattern = int(val(f"{arch}.attention.sliding_window_pattern", 6))
         self.t = {t.name: t for t in self.r.tensors}
         self._cache = {}
         # RoPE scaling as GGUF carries it: "linear" divides positions by the factor; llama3-style scaling comes
@@ -98,13 +105,18 @@ class LlamaRef:
         w = self.w(wname)[0]
         return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + self.eps) * w
 
-    def rope(self, x, pos):
-        # x (n, heads, head_dim)
+    def is_local(self, layer):
+        """Sliding-window layer (Gemma 3: every swa_pattern-th layer is global)."""
+        return self.window > 0 and (layer + 1) % self.swa_pattern != 0
+
+    def rope(self, x, pos, local=False):
+        # x (n, heads, head_dim); local layers: base 10000, positions unscaled
         half = self.rope_dim // 2
-        inv = self.base ** (-2.0 * np.arange(half) / self.rope_dim)
+        base, pos_scale = (10000.0, 1.0) if local else (self.base, self.rope_pos_scale)
+        inv = base ** (-2.0 * np.arange(half) / self.rope_dim)
         if self.rope_freqs is not None:
             inv = inv / self.rope_freqs
-        ang = (pos * self.rope_pos_scale)[:, None] * inv[None, :]
+        ang = (pos * pos_scale)[:, None] * inv[None, :]
         c, s = np.cos(ang)[:, None, :], np.sin(ang)[:, None, :]
         x = x.copy()
         if self.neox:
@@ -121,8 +133,13 @@ class LlamaRef:
         n, hd = len(ids), self.head_dim
         emb, _ = self.w("token_embd.weight")
         x = emb[ids].copy()
+        if self.gemma:
+            x *= np.sqrt(self.dim)
         pos = np.arange(n, dtype=np.float64)
-        mask = np.triu(np.full((n, n), -np.inf), k=1)
+        mask_global = np.triu(np.full((n, n), -np.inf), k=1)
+        mask_local = mask_global.copy()
+        if self.window:  # query i sees keys j with i - window < j <= i
+            mask_local[np.tril(np.ones((n, n), dtype=bool), k=-self.window)] = -np.inf
         rep = self.n_heads // self.n_kv
         for l in range(self.n_layers):
             p = f"blk.{l}."
@@ -137,7 +154,9 @@ class LlamaRef:
             if self.has(p + "attn_q_norm.weight"):
                 q = self.rmsnorm(q, p + "attn_q_norm.weight")
                 k = self.rmsnorm(k, p + "attn_k_norm.weight")
-            q, k = self.rope(q, pos), self.rope(k, pos)
+            local = self.is_local(l)
+            mask = mask_local if local else mask_global
+            q, k = self.rope(q, pos, local), self.rope(k, pos, local)
             if self.kv_f16:  # the engine's KV cache is f16
                 k = k.astype(np.float16).astype(np.float64)
                 v = v.astype(np.float16).astype(np.float64)
@@ -147,11 +166,21 @@ class LlamaRef:
                 sc = q[:, hh] @ kh.T / np.sqrt(hd) + mask
                 sc = np.exp(sc - sc.max(axis=1, keepdims=True))
                 out[:, hh] = (sc / sc.sum(axis=1, keepdims=True)) @ vh
-            x = x + self.matmul(out.reshape(n, -1), p + "attn_output.weight")
+            a = self.matmul(out.reshape(n, -1), p + "attn_output.weight")
+            if self.gemma:
+                a = self.rmsnorm(a, p + "post_attention_norm.weight")
+            x = x + a
             h = self.rmsnorm(x, p + "ffn_norm.weight")
             g = self.matmul(h, p + "ffn_gate.weight")
             u = self.matmul(h, p + "ffn_up.weight")
-            x = x + self.matmul(g / (1 + np.exp(-g)) * u, p + "ffn_down.weight")
+            if self.gemma:  # GELU, tanh approximation
+                act = 0.5 * g * (1 + np.tanh(np.sqrt(2 / np.pi) * (g + 0.044715 * g ** 3)))
+            else:
+                act = g / (1 + np.exp(-g))
+            f = self.matmul(act * u, p + "ffn_down.weight")
+            if self.gemma:
+                f = self.rmsnorm(f, p + "post_ffw_norm.weight")
+            x = x + f
         x = self.rmsnorm(x, "output_norm.weight")
         out_name = "output.weight" if self.has("output.weight") else "token_embd.weight"
         return self.matmul(x, out_name)

@@ -1,7 +1,9 @@
 """Every architecture in the table runs and agrees with the independent numpy reference. Real Qwen2/Qwen3
 weights are not reachable from PyPI, so the test writes tiny models with random F32 weights through the `gguf`
 package's own writer (an independent producer of the format): llama (adjacent-pair RoPE, tied embeddings),
-qwen2 (q/k/v biases, NeoX RoPE) and qwen3 (per-head q/k RMSNorm, NeoX RoPE, head_dim != dim/heads)."""
+qwen2 (q/k/v biases, NeoX RoPE), qwen3 (per-head q/k RMSNorm, NeoX RoPE, head_dim != dim/heads) and gemma3
+(QK-norm, post-attention/post-FFN norms, GeGLU, sqrt(dim) embedding scale, sliding-window attention on local
+layers with their own RoPE base; a window of 8 over 40 tokens so the mask matters)."""
 import os
 import subprocess
 import sys
@@ -58,9 +60,15 @@ def write_model(path, arch, head_dim, seed, extra=None):
             t(p + "attn_q.bias", q, scale=0.2)
             t(p + "attn_k.bias", kv, scale=0.2)
             t(p + "attn_v.bias", kv, scale=0.2)
-        if arch == "qwen3":
+        if arch in ("qwen3", "gemma3"):
             t(p + "attn_q_norm.weight", head_dim, scale=0.1, base=1.0)
             t(p + "attn_k_norm.weight", head_dim, scale=0.1, base=1.0)
+        if arch == "gemma3":
+            t(p + "post_attention_norm.weight", DIM, scale=0.1, base=1.0)
+            t(p + "post_ffw_norm.weight", DIM, scale=0.1, base=1.0)
+    if arch == "gemma3":  # layer 0 local (window 8), layer 1 global
+        w.add_sliding_window(8)
+        w.add_sliding_window_pattern(2)
     if extra:
         extra(w)
     w.write_header_to_file()
@@ -69,7 +77,7 @@ def write_model(path, arch, head_dim, seed, extra=None):
     w.close()
 
 
-@pytest.mark.parametrize("arch,head_dim", [("llama", 16), ("qwen2", 16), ("qwen3", 32)])
+@pytest.mark.parametrize("arch,head_dim", [("llama", 16), ("qwen2", 16), ("qwen3", 32), ("gemma3", 32)])
 def test_architecture_matches_reference(tmp_path, arch, head_dim, isa):
     path = str(tmp_path / f"{arch}.gguf")
     write_model(path, arch, head_dim, seed=len(arch))
@@ -84,6 +92,10 @@ def test_architecture_matches_reference(tmp_path, arch, head_dim, isa):
             ref = LlamaRef(path, act_quant=True).forward(ids)  # F32 weights: only the f16 KV cache is emulated
         assert np.abs(ours - ref).max() < 2e-3, f"{arch} batch {batch}: max diff {np.abs(ours - ref).max()}"
         assert (ours.argmax(1) == ref.argmax(1)).all()
+    if arch == "gemma3":  # teeth: the same model attending over everything is far from what we computed
+        full = LlamaRef(path, act_quant=True)
+        full.window = 0
+        assert np.abs(ours - full.forward(ids)).max() > 0.1
 
 
 def test_unknown_architecture_is_named(tmp_path):

@@ -7,6 +7,10 @@ The harness (tests/ref/ggml_bitexact.c) quantizes 60 x 16384 values per type fro
 (normal, heavy-tailed, positive offset, lattice values with exact ties, sparse, 12 decades of scale) with
 both implementations and requires identical blocks and identical dequantized floats for Q4_0, Q4_1, Q5_0,
 Q5_1, Q8_0, Q4_K, Q5_K, Q6_K and Q8_K.
+
+This is the optional extra (it is the only bit-exact check of the k-quant quantizers). The check that runs in
+every `make test` is tests/ref/test_quant_bitexact.py: the same quantizers against the `gguf` package's numpy
+port of ggml's reference, for every type gguf-py can quantize, on edge-case block families.
 """
 
 import os
@@ -21,7 +25,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 def test_ggml_bitexact(tmp_path):
     src = os.environ.get("TACHYON_GGML_SRC")
     if not src:
-        pytest.skip("TACHYON_GGML_SRC not set (path to a ggml source tree)")
+        pytest.skip("TACHYON_GGML_SRC not set (path to a ggml source tree); "
+                    "test_quant_bitexact.py is the always-on check against gguf-py")
     ggml = pathlib.Path(src)
     quants_c = ggml / "src" / "ggml-quants.c"
     assert quants_c.exists(), f"{quants_c} not found"

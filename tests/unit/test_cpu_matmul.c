@@ -121,7 +121,9 @@ int main(void) {
                 int n = nrs[ni];
                 CHECK(cpu_matmul_scratch_size(t, n, k) <= sizeof scratch);
                 CHECK_EQ_INT(run(pool1, t, w, x, n, d, k, ref, ld, scratch, CPU_ISA_SCALAR), 0);
+                tu_isa_ran(CPU_ISA_SCALAR);
                 for (int isa = CPU_ISA_AVX2; isa <= (int)hw; isa++) {
+                    tu_isa_ran((cpu_isa)isa);
                     for (int pi = 0; pi < 3; pi++) {
                         cpu_pool *p = pi == 0 ? pool1 : pi == 1 ? pool2 : pool3;
                         for (int e = 0; e < n * ld; e++) got[e] = -12345.0f; // padding must stay untouched
@@ -171,5 +173,6 @@ int main(void) {
     CHECK_EQ_INT(run(pool2, TT_Q4_0, w, x, 1, 5, 32, got, 5, NULL, CPU_ISA_AVX2), TC_ERR_INVALID);
     cpu_pool_free(pool2);
     cpu_pool_free(pool3);
+    tu_isa_report("test_cpu_matmul");
     TEST_MAIN_END();
 }

@@ -1,0 +1,49 @@
+// Grammar-constrained decoding: a GBNF grammar (llama.cpp's `grammar` syntax) compiled to rules of
+// elements, a pushdown matcher over Unicode code points (a set of element stacks, llama.cpp's approach),
+// and the token mask: which vocabulary tokens keep the grammar alive, computed by walking a trie of the
+// vocabulary's decoded strings with the stacks (once per distinct matcher state, then cached).
+// Tokens whose bytes are not complete UTF-8 and control tokens are never allowed under a grammar; the
+// end-of-generation tokens are allowed only where the grammar accepts.
+#ifndef TACHYON_GRAMMAR_GRAM_H
+#define TACHYON_GRAMMAR_GRAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/err.h"
+
+typedef struct gram gram;                 // compiled grammar, immutable
+typedef struct gram_vocab gram_vocab;     // the vocabulary as a trie; once per model, immutable, shared
+typedef struct gram_matcher gram_matcher; // per-request state
+
+// Parses GBNF text (len bytes) with `root` as the start rule (NULL → "root"). Errors (syntax with line and
+// column, undefined rules, left recursion, missing root) → TC_ERR_INVALID with a message. *out owned: gram_free.
+int gram_parse(const char *src, size_t len, const char *root, gram **out, tc_err *err);
+void gram_free(gram *g);
+int gram_n_rules(const gram *g);
+
+// Builds the trie from each token's decoded bytes (pieces[i], lens[i]; lens[i] < 0 or pieces[i] NULL: a
+// control token, never allowed). eog (n_eog) are allowed only where the grammar accepts. Copies everything.
+int gram_vocab_new(const char *const *pieces, const int *lens, int n_vocab, const int32_t *eog, int n_eog,
+                   gram_vocab **out, tc_err *err);
+void gram_vocab_free(gram_vocab *v);
+int gram_vocab_n(const gram_vocab *v);
+
+// A matcher at the start of the grammar. Takes ownership of g (freed with the matcher, also on error);
+// v is borrowed and must outlive the matcher. *out owned: gram_matcher_free.
+int gram_matcher_new(gram *g, const gram_vocab *v, gram_matcher **out, tc_err *err);
+void gram_matcher_free(gram_matcher *m);
+// 1 if the token keeps the grammar alive (for an end-of-generation token: the grammar accepts here).
+int gram_matcher_token_ok(gram_matcher *m, int32_t tok);
+// Advances by the token's text; returns 0, or -1 (state unchanged) if the grammar rejects it. An
+// end-of-generation token leaves the state unchanged (returns 0 iff the grammar accepts).
+int gram_matcher_accept_token(gram_matcher *m, int32_t tok);
+// Advances by UTF-8 text (tests, prompts); -1 and state unchanged if rejected or not valid UTF-8.
+int gram_matcher_accept_str(gram_matcher *m, const char *s, size_t n);
+int gram_matcher_can_end(const gram_matcher *m); // the text so far is a complete sentence
+int gram_matcher_done(const gram_matcher *m);    // complete, and nothing can follow
+// The allowed tokens as a bit set: bits[(n_vocab + 31) / 32], bit t set iff gram_matcher_token_ok(t).
+// Cached per matcher state; the pointer is borrowed until the next call on m. NULL when out of memory.
+const uint32_t *gram_matcher_mask(gram_matcher *m);
+
+#endif

@@ -1,0 +1,53 @@
+// Compiled grammar layout shared by the parser and the matcher. Each rule is a run of elements in one flat
+// array: alternatives separated by GE_ALT, the rule closed by GE_END. A character set is a GE_CHAR /
+// GE_CHAR_NOT element followed by GE_CHAR_RNG_UPPER (closing a range) and GE_CHAR_ALT (more members).
+#ifndef TACHYON_GRAMMAR_INTERNAL_H
+#define TACHYON_GRAMMAR_INTERNAL_H
+
+#include <stdint.h>
+
+#include "grammar/gram.h"
+
+typedef enum {
+    GE_END = 0,        // end of rule
+    GE_ALT,            // start of another alternative
+    GE_RULE_REF,       // value: rule id
+    GE_CHAR,           // value: code point (first member of a set)
+    GE_CHAR_NOT,       // value: code point (first member of a negated set; may be 0 with GE_CHAR_ANY)
+    GE_CHAR_RNG_UPPER, // value: upper bound of the range started by the previous element
+    GE_CHAR_ALT,       // value: another member of the set
+    GE_CHAR_ANY,       // '.': any code point
+} gram_etype;
+
+typedef struct gram_el {
+    uint32_t type;  // gram_etype
+    uint32_t value; // code point or rule id
+} gram_el;
+
+struct gram {
+    gram_el *el;       // (n_el) every rule's elements
+    int n_el;
+    int32_t *rule_off; // (n_rules) offset of each rule's first element in el
+    int n_rules;
+    int root;          // rule id
+};
+
+
+
+// The vocabulary trie: node 0 is the root; a node's children are contiguous (child .. child + n_child).
+typedef struct gram_tnode {
+    uint32_t cp;      // code point on the edge into this node
+    int32_t child, n_child;
+    int32_t tok_off, n_tok; // tokens whose text ends here: toks[tok_off .. tok_off + n_tok)
+} gram_tnode;
+
+struct gram_vocab {
+    int n_vocab;
+    gram_tnode *nodes; // (n_nodes)
+    int n_nodes;
+    int32_t *toks;     // (n_vocab at most) token ids grouped by node
+    uint32_t *cps;     // every token's code points
+    int32_t *cp_off, *cp_len; // (n_vocab) each token's code points in cps; cp_len < 0: never allowed
+    uint8_t *is_eog;   // (n_vocab)
+};
+#endif

@@ -1,0 +1,315 @@
+// The pushdown matcher. State = a set of stacks of element positions (top = the next thing to match, always
+// a character set after expansion; an empty stack = the grammar may end here). A code point advances every
+// stack whose top accepts it. Sets live in one int32 arena as [len, e0 .. e(len-1)] records: the current
+// set at the front, scratch sets after it, so the trie walk pushes and pops sets like a call stack.
+#include <stdlib.h>
+#include <string.h>
+
+#include "grammar/gram_internal.h"
+
+#define GM_MAX_STACKS 4096 // per set: an ambiguous grammar beyond this is cut (stacks dropped)
+#define GM_MAX_EXPAND 512  // nesting of rule expansions within one step
+#define GM_CACHE 16        // cached masks per matcher
+
+typedef struct iarr {
+    int32_t *p;
+    size_t n, cap;
+} iarr;
+
+typedef struct gm_cache {
+    uint64_t hash;
+    int32_t *key; // (key_n) the set it was computed for; NULL = empty slot
+    size_t key_n;
+    uint32_t *bits;
+} gm_cache;
+
+struct gram_matcher {
+    gram *g;              // owned
+    const gram_vocab *v;  // borrowed
+    iarr a;               // sets: [0, cur_n) the current one
+    size_t cur_n;
+    iarr t;               // stacks under construction
+    int oom;
+    int words;            // (n_vocab + 31) / 32
+    gm_cache cache[GM_CACHE];
+    int cache_next;
+};
+
+static int ia_reserve(gram_matcher *m, iarr *x, size_t more) {
+    if (x->n + more <= x->cap) return 0;
+    size_t cap = x->cap ? x->cap : 256;
+    while (cap < x->n + more) cap *= 2;
+    int32_t *p = realloc(x->p, cap * sizeof *p);
+    if (!p) {
+        m->oom = 1;
+        return -1;
+    }
+    x->p = p, x->cap = cap;
+    return 0;
+}
+
+static int is_char_el(uint32_t t) { return t == GE_CHAR || t == GE_CHAR_NOT || t == GE_CHAR_ANY; }
+
+// Does the character set at pos accept c? *next gets the position after the set.
+static int match_char(const gram_el *el, int pos, uint32_t c, int *next) {
+    if (el[pos].type == GE_CHAR_ANY) {
+        *next = pos + 1;
+        return 1;
+    }
+    int positive = el[pos].type == GE_CHAR, found = 0;
+    do {
+        if (el[pos + 1].type == GE_CHAR_RNG_UPPER) {
+            found |= el[pos].value <= c && c <= el[pos + 1].value;
+            pos += 2;
+        } else {
+            found |= el[pos].value == c;
+            pos += 1;
+        }
+    } while (el[pos].type == GE_CHAR_ALT);
+    *next = pos;
+    return found == positive;
+}
+
+// Adds the stack t[off .. off+len) to the set that starts at set_off (the end of the arena), unless present.
+static void add_unique(gram_matcher *m, size_t set_off, size_t off, int len) {
+    size_t n_stacks = 0;
+    for (size_t i = set_off; i < m->a.n; i += (size_t)m->a.p[i] + 1, n_stacks++)
+        if (m->a.p[i] == len && !memcmp(m->a.p + i + 1, m->t.p + off, (size_t)len * sizeof(int32_t))) return;
+    if (n_stacks >= GM_MAX_STACKS || ia_reserve(m, &m->a, (size_t)len + 1)) return;
+    m->a.p[m->a.n++] = len;
+    memcpy(m->a.p + m->a.n, m->t.p + off, (size_t)len * sizeof(int32_t));
+    m->a.n += (size_t)len;
+}
+
+// Expands the stack t[off .. off+len) until its top is a character set (or it is empty) and adds the
+// results to the set at set_off. A rule reference on top is replaced by each of its alternatives.
+static void expand(gram_matcher *m, size_t set_off, size_t off, int len, int depth) {
+    const gram *g = m->g;
+    if (len == 0 || is_char_el(g->el[m->t.p[off + (size_t)len - 1]].type)) {
+        add_unique(m, set_off, off, len);
+        return;
+    }
+    if (depth > GM_MAX_EXPAND) return;
+    int top = m->t.p[off + (size_t)len - 1];
+    const gram_el *e = &g->el[top];
+    int alt = g->rule_off[e->value];
+    int cont = top + 1, has_cont = g->el[cont].type != GE_END && g->el[cont].type != GE_ALT;
+    for (;;) {
+        size_t noff = m->t.n;
+        if (ia_reserve(m, &m->t, (size_t)len + 2)) return;
+        memmove(m->t.p + noff, m->t.p + off, (size_t)(len - 1) * sizeof(int32_t));
+        int nlen = len - 1;
+        if (has_cont) m->t.p[noff + (size_t)nlen++] = cont;
+        if (g->el[alt].type != GE_END && g->el[alt].type != GE_ALT) m->t.p[noff + (size_t)nlen++] = alt;
+        m->t.n = noff + (size_t)nlen;
+        expand(m, set_off, noff, nlen, depth + 1);
+        m->t.n = noff;
+        while (g->el[alt].type != GE_END && g->el[alt].type != GE_ALT) alt++;
+        if (g->el[alt].type == GE_END) break;
+        alt++;
+    }
+}
+
+// Builds, at the end of the arena, the set reached from the set at [off, off+n) by code point c.
+// Returns its size in ints (0: dead).
+static size_t step(gram_matcher *m, size_t off, size_t n, uint32_t c) {
+    size_t out = m->a.n;
+    for (size_t i = off; i < off + n; i += (size_t)m->a.p[i] + 1) {
+        int len = m->a.p[i];
+        if (len == 0) continue;
+        int top = m->a.p[i + (size_t)len], next;
+        if (!match_char(m->g->el, top, c, &next)) continue;
+        size_t t0 = m->t.n;
+        if (ia_reserve(m, &m->t, (size_t)len + 1)) break;
+        memcpy(m->t.p + t0, m->a.p + i + 1, (size_t)(len - 1) * sizeof(int32_t));
+        int nlen = len - 1;
+        if (m->g->el[next].type != GE_END && m->g->el[next].type != GE_ALT) m->t.p[t0 + (size_t)nlen++] = next;
+        m->t.n = t0 + (size_t)nlen;
+        expand(m, out, t0, nlen, 0);
+        m->t.n = t0;
+    }
+    return m->a.n - out;
+}
+
+// Any stack of the set [off, off+n) accepts c (the set after it is non-empty)?
+static int any_accepts(const gram_matcher *m, size_t off, size_t n, uint32_t c) {
+    for (size_t i = off; i < off + n; i += (size_t)m->a.p[i] + 1) {
+        int len = m->a.p[i], next;
+        if (len && match_char(m->g->el, m->a.p[i + (size_t)len], c, &next)) return 1;
+    }
+    return 0;
+}
+
+int gram_matcher_new(gram *g, const gram_vocab *v, gram_matcher **out, tc_err *err) {
+    *out = NULL;
+    gram_matcher *m = calloc(1, sizeof *m);
+    if (!m) {
+        gram_free(g);
+        return tc_err_set(err, TC_ERR_NOMEM, "grammar: out of memory");
+    }
+    m->g = g;
+    m->v = v;
+    m->words = v ? (v->n_vocab + 31) / 32 : 0;
+    // the start: one stack per alternative of the root rule
+    int alt = g->rule_off[g->root];
+    for (;;) {
+        if (ia_reserve(m, &m->t, 1)) break;
+        int len = 0;
+        if (g->el[alt].type != GE_END && g->el[alt].type != GE_ALT) m->t.p[len++] = alt;
+        m->t.n = (size_t)len;
+        expand(m, 0, 0, len, 0);
+        m->t.n = 0;
+        while (g->el[alt].type != GE_END && g->el[alt].type != GE_ALT) alt++;
+        if (g->el[alt].type == GE_END) break;
+        alt++;
+    }
+    m->cur_n = m->a.n;
+    if (m->oom || m->cur_n == 0) {
+        int oom = m->oom;
+        gram_matcher_free(m);
+        return oom ? tc_err_set(err, TC_ERR_NOMEM, "grammar: out of memory")
+                   : tc_err_set(err, TC_ERR_INVALID, "grammar: the root rule matches nothing");
+    }
+    *out = m;
+    return 0;
+}
+
+void gram_matcher_free(gram_matcher *m) {
+    if (!m) return;
+    gram_free(m->g);
+    free(m->a.p);
+    free(m->t.p);
+    for (int i = 0; i < GM_CACHE; i++) {
+        free(m->cache[i].key);
+        free(m->cache[i].bits);
+    }
+    free(m);
+}
+
+// Runs code points from the current set; on success makes the result current. commit=0: only checks.
+static int run(gram_matcher *m, const uint32_t *cps, int n, int commit) {
+    size_t off = 0, len = m->cur_n;
+    for (int i = 0; i < n && len; i++) {
+        size_t noff = m->a.n;
+        len = step(m, off, len, cps[i]);
+        off = noff;
+    }
+    int ok = len > 0 && !m->oom;
+    if (ok && commit) {
+        memmove(m->a.p, m->a.p + off, len * sizeof(int32_t));
+        m->cur_n = len;
+    }
+    m->a.n = m->cur_n;
+    return ok;
+}
+
+int gram_matcher_can_end(const gram_matcher *m) {
+    for (size_t i = 0; i < m->cur_n; i += (size_t)m->a.p[i] + 1)
+        if (m->a.p[i] == 0) return 1;
+    return 0;
+}
+
+int gram_matcher_done(const gram_matcher *m) { return m->cur_n == 1 && m->a.p[0] == 0; }
+
+int gram_matcher_token_ok(gram_matcher *m, int32_t tok) {
+    const gram_vocab *v = m->v;
+    if (tok < 0 || tok >= v->n_vocab) return 0;
+    if (v->is_eog[tok]) return gram_matcher_can_end(m);
+    if (v->cp_len[tok] <= 0) return 0;
+    return run(m, v->cps + v->cp_off[tok], v->cp_len[tok], 0);
+}
+
+int gram_matcher_accept_token(gram_matcher *m, int32_t tok) {
+    const gram_vocab *v = m->v;
+    if (tok < 0 || tok >= v->n_vocab) return -1;
+    if (v->is_eog[tok]) return gram_matcher_can_end(m) ? 0 : -1;
+    if (v->cp_len[tok] <= 0) return -1;
+    return run(m, v->cps + v->cp_off[tok], v->cp_len[tok], 1) ? 0 : -1;
+}
+
+int gram_matcher_accept_str(gram_matcher *m, const char *s, size_t n) {
+    uint32_t buf[256];
+    uint32_t *cps = n <= 256 ? buf : malloc(n * sizeof *cps);
+    if (!cps) return -1;
+    int k = 0, rc = -1;
+    const unsigned char *u = (const unsigned char *)s;
+    for (size_t i = 0; i < n;) { // decode (validity as in the vocabulary)
+        unsigned c = u[i];
+        int len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+        if (!len || i + (size_t)len > n) goto out;
+        uint32_t v = len == 1 ? c : len == 2 ? (c & 0x1f) : len == 3 ? (c & 0x0f) : (c & 0x07);
+        for (int j = 1; j < len; j++) {
+            if ((u[i + (size_t)j] & 0xc0) != 0x80) goto out;
+            v = (v << 6) | (u[i + (size_t)j] & 0x3f);
+        }
+        cps[k++] = v;
+        i += (size_t)len;
+    }
+    rc = run(m, cps, k, 1) ? 0 : -1;
+out:
+    if (cps != buf) free(cps);
+    return rc;
+}
+
+// --- the mask
+
+static void mark(const gram_vocab *v, const gram_tnode *nd, uint32_t *bits) {
+    for (int i = 0; i < nd->n_tok; i++) {
+        int32_t t = v->toks[nd->tok_off + i];
+        bits[t >> 5] |= 1u << (t & 31);
+    }
+}
+
+// Marks every token under node whose text the set [off, off+n) can read.
+static void walk(gram_matcher *m, const gram_tnode *node, size_t off, size_t n, uint32_t *bits) {
+    const gram_vocab *v = m->v;
+    for (int k = 0; k < node->n_child; k++) {
+        const gram_tnode *c = &v->nodes[node->child + k];
+        if (c->n_child == 0) { // a leaf: no need to build the next set
+            if (any_accepts(m, off, n, c->cp)) mark(v, c, bits);
+            continue;
+        }
+        size_t noff = m->a.n;
+        size_t nn = step(m, off, n, c->cp);
+        if (nn) {
+            mark(v, c, bits);
+            walk(m, c, noff, nn, bits);
+        }
+        m->a.n = noff;
+    }
+}
+
+static uint64_t hash_set(const int32_t *p, size_t n) {
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ (uint32_t)p[i]) * 1099511628211ull;
+    return h;
+}
+
+const uint32_t *gram_matcher_mask(gram_matcher *m) {
+    uint64_t h = hash_set(m->a.p, m->cur_n);
+    for (int i = 0; i < GM_CACHE; i++) {
+        gm_cache *c = &m->cache[i];
+        if (c->key && c->hash == h && c->key_n == m->cur_n && !memcmp(c->key, m->a.p, m->cur_n * sizeof(int32_t)))
+            return c->bits;
+    }
+    gm_cache *c = &m->cache[m->cache_next];
+    m->cache_next = (m->cache_next + 1) % GM_CACHE;
+    free(c->key);
+    c->key = malloc(m->cur_n * sizeof(int32_t));
+    if (!c->bits) c->bits = malloc((size_t)m->words * sizeof(uint32_t));
+    if (!c->key || !c->bits) {
+        free(c->key);
+        c->key = NULL;
+        return NULL;
+    }
+    memcpy(c->key, m->a.p, m->cur_n * sizeof(int32_t));
+    c->key_n = m->cur_n;
+    c->hash = h;
+    memset(c->bits, 0, (size_t)m->words * sizeof(uint32_t));
+    walk(m, &m->v->nodes[0], 0, m->cur_n, c->bits);
+    m->a.n = m->cur_n;
+    if (gram_matcher_can_end(m))
+        for (int t = 0; t < m->v->n_vocab; t++)
+            if (m->v->is_eog[t]) c->bits[t >> 5] |= 1u << (t & 31);
+    return c->bits;
+}

@@ -1,0 +1,387 @@
+// Tool calling formats (see oai_tools.c for the per-family conventions): rendering the conversation, the
+// grammar that forces a call, parsing calls out of generated text, and the response / stream shapes.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "grammar/gram_schema.h"
+#include "server/oai.h"
+#include "server/oai_tools.h"
+
+typedef struct tbuf {
+    char *p;
+    size_t n, cap;
+    int oom;
+} tbuf;
+
+static void tb_add(tbuf *b, const char *s, size_t n) {
+    if (b->oom) return;
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 256;
+        while (cap < b->n + n + 1) cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (!p) {
+            b->oom = 1;
+            return;
+        }
+        b->p = p, b->cap = cap;
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = 0;
+}
+static void tb_str(tbuf *b, const char *s) { tb_add(b, s, strlen(s)); }
+static void tb_json(tbuf *b, const json_t *j, size_t flags) {
+    char *t = json_dumps(j, flags | JSON_ENCODE_ANY);
+    if (!t) b->oom = 1;
+    else tb_str(b, t);
+    free(t);
+}
+// A call's arguments as the model writes them: the JSON re-serialized, or the string as given.
+static void tb_args(tbuf *b, const char *args) {
+    json_t *j = json_loads(args, JSON_DECODE_ANY, NULL);
+    if (j) tb_json(b, j, 0);
+    else tb_str(b, args);
+    json_decref(j);
+}
+
+// --- rendering ---------------------------------------------------------------------------------------
+
+static json_t *tools_json(const oai_req *r) { return json_object_get(r->root, "tools"); }
+
+static void tools_block(const oai_req *r, oai_tool_style st, tbuf *b) {
+    json_t *tools = tools_json(r), *t;
+    size_t i;
+    if (st == OAI_TS_HERMES) {
+        tb_str(b, "# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided "
+                  "with function signatures within <tools></tools> XML tags:\n<tools>");
+        json_array_foreach(tools, i, t) {
+            tb_str(b, "\n");
+            tb_json(b, t, 0);
+        }
+        tb_str(b, "\n</tools>\n\nFor each function call, return a json object with function name and arguments "
+                  "within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": "
+                  "<args-json-object>}\n</tool_call>");
+    } else if (st == OAI_TS_LLAMA3) {
+        tb_str(b, "Given the following functions, please respond with a JSON for a function call with its proper "
+                  "arguments that best answers the given prompt.\n\nRespond in the format {\"name\": function name, "
+                  "\"parameters\": dictionary of argument name and its value}.Do not use variables.\n\n");
+        json_array_foreach(tools, i, t) {
+            tb_json(b, t, JSON_INDENT(4));
+            tb_str(b, "\n\n");
+        }
+    } else {
+        tb_str(b, "[AVAILABLE_TOOLS] ");
+        tb_json(b, tools, 0);
+        tb_str(b, "[/AVAILABLE_TOOLS]");
+    }
+}
+
+static void calls_text(oai_tool_style st, const json_t *calls, tbuf *b) {
+    size_t k;
+    json_t *c;
+    if (st == OAI_TS_MISTRAL) tb_str(b, "[TOOL_CALLS] [");
+    json_array_foreach(calls, k, c) {
+        json_t *fn = json_object_get(c, "function");
+        json_t *name = json_object_get(fn, "name");
+        if (k) tb_str(b, st == OAI_TS_MISTRAL ? ", " : "\n");
+        if (st == OAI_TS_HERMES) tb_str(b, "<tool_call>\n");
+        tb_str(b, "{\"name\": ");
+        tb_json(b, name, 0);
+        tb_str(b, st == OAI_TS_LLAMA3 ? ", \"parameters\": " : ", \"arguments\": ");
+        tb_args(b, json_string_value(json_object_get(fn, "arguments")));
+        tb_str(b, "}");
+        if (st == OAI_TS_HERMES) tb_str(b, "\n</tool_call>");
+    }
+    if (st == OAI_TS_MISTRAL) tb_str(b, "]");
+}
+
+void oai_tools_msgs_free(chat_msg *msgs, char **owned, int n_owned) {
+    for (int i = 0; i < n_owned; i++) free(owned[i]);
+    free(owned);
+    free(msgs);
+}
+
+int oai_tools_messages(const oai_req *r, chat_family f, chat_msg **out, int *n_out, char ***owned_out,
+                       int *n_owned_out, oai_err *e) {
+    oai_tool_style st = oai_tool_style_of(f);
+    int n = r->n_msgs;
+    chat_msg *msgs = calloc((size_t)n + 1, sizeof *msgs);
+    char **owned = calloc((size_t)n + 2, sizeof *owned);
+    int k = 0, no = 0, oom = !msgs || !owned;
+    json_t *jm = json_object_get(r->root, "messages");
+    int active = oai_tools_active(r);
+    int last_user = -1, first_user = -1;
+    for (int i = 0; i < n; i++)
+        if (!strcmp(r->msgs[i].role, "user")) last_user = i, first_user = first_user < 0 ? i : first_user;
+    if (!oom && active && st == OAI_TS_HERMES) { // definitions go into the system message
+        tbuf b = {0};
+        if (n > 0 && !strcmp(r->msgs[0].role, "system") && r->msgs[0].content[0]) {
+            tb_str(&b, r->msgs[0].content);
+            tb_str(&b, "\n\n");
+        }
+        tools_block(r, st, &b);
+        oom |= b.oom;
+        owned[no++] = b.p;
+        msgs[k++] = (chat_msg){"system", b.p ? b.p : ""};
+    }
+    for (int i = 0; i < n && !oom; i++) {
+        const chat_msg *m = &r->msgs[i];
+        json_t *jmsg = json_array_get(jm, (size_t)i);
+        json_t *calls = json_object_get(jmsg, "tool_calls");
+        tbuf b = {0};
+        if (i == 0 && active && st == OAI_TS_HERMES && !strcmp(m->role, "system")) continue; // merged above
+        if (!strcmp(m->role, "tool")) {
+            if (st == OAI_TS_HERMES) { // consecutive results share one user turn
+                int merge = k > 0 && i > 0 && !strcmp(r->msgs[i - 1].role, "tool");
+                if (merge) {
+                    tb_str(&b, msgs[k - 1].content);
+                    tb_str(&b, "\n");
+                }
+                tb_str(&b, "<tool_response>\n");
+                tb_str(&b, m->content);
+                tb_str(&b, "\n</tool_response>");
+                if (merge) k--;
+                msgs[k] = (chat_msg){"user", NULL};
+            } else if (st == OAI_TS_LLAMA3) {
+                tb_str(&b, m->content);
+                msgs[k] = (chat_msg){"ipython", NULL};
+            } else {
+                tb_str(&b, "[TOOL_RESULTS] ");
+                json_t *res = json_pack("{s:s,s:s}", "call_id", json_string_value(json_object_get(jmsg, "tool_call_id")),
+                                        "content", m->content);
+                tb_json(&b, res, 0);
+                json_decref(res);
+                tb_str(&b, "[/TOOL_RESULTS]");
+                msgs[k] = (chat_msg){"user", NULL};
+            }
+        } else if (!strcmp(m->role, "assistant") && json_is_array(calls) && json_array_size(calls)) {
+            if (m->content[0]) {
+                tb_str(&b, m->content);
+                tb_str(&b, "\n");
+            }
+            calls_text(st, calls, &b);
+            msgs[k] = (chat_msg){"assistant", NULL};
+        } else if (active && !strcmp(m->role, "user") &&
+                   ((st == OAI_TS_LLAMA3 && i == first_user) || (st == OAI_TS_MISTRAL && i == last_user))) {
+            tools_block(r, st, &b);
+            tb_str(&b, m->content);
+            msgs[k] = (chat_msg){"user", NULL};
+        } else {
+            msgs[k++] = *m;
+            continue;
+        }
+        oom |= b.oom;
+        owned[no++] = b.p;
+        msgs[k++].content = b.p ? b.p : "";
+    }
+    if (oom) {
+        oai_tools_msgs_free(msgs, owned, no);
+        return oai_err_set(e, 500, "server_error", NULL, NULL, "out of memory");
+    }
+    *out = msgs, *n_out = k, *owned_out = owned, *n_owned_out = no;
+    return 0;
+}
+
+// --- the forced-call grammar ---------------------------------------------------------------------------
+
+int oai_output_grammar(const oai_req *r, chat_family f, char **gbnf, oai_err *e) {
+    *gbnf = NULL;
+    if (r->ext.grammar) {
+        if (!(*gbnf = strdup(r->ext.grammar))) return oai_err_set(e, 500, "server_error", NULL, NULL, "out of memory");
+        return 0;
+    }
+    if (!oai_tools_active(r) || r->ext.choice == OAI_TC_AUTO) return 0;
+    oai_tool_style st = oai_tool_style_of(f);
+    gram_schema *b = gram_schema_new(0);
+    tbuf alts = {0};
+    int rc = b ? 0 : TC_ERR_NOMEM;
+    tc_err err = {0};
+    for (int i = 0; i < r->ext.n_tools && !rc; i++) {
+        if (r->ext.choice == OAI_TC_NAMED && i != r->ext.named) continue;
+        const oai_tool *t = &r->ext.tools[i];
+        char args[32] = "object", name[48], lit[200];
+        if (t->params) rc = gram_schema_add(b, t->params, NULL, args, sizeof args, &err);
+        if (rc) break;
+        char head[160];
+        snprintf(head, sizeof head, "\"%s\", \"%s\": ", t->name, st == OAI_TS_LLAMA3 ? "parameters" : "arguments");
+        gram_literal(head, strlen(head), lit, sizeof lit);
+        char body[300];
+        snprintf(body, sizeof body, "%s %s", lit, args);
+        snprintf(name, sizeof name, "call%d", i);
+        rc = gram_schema_add_rule(b, name, body);
+        if (alts.n) tb_str(&alts, " | ");
+        tb_str(&alts, name);
+    }
+    if (!rc) {
+        char call[64 * 1024];
+        const char *open = st == OAI_TS_HERMES ? "\"<tool_call>\\n{\\\"name\\\": \"" : "\"{\\\"name\\\": \"";
+        const char *close = st == OAI_TS_HERMES ? "\"}\\n</tool_call>\"" : "\"}\"";
+        snprintf(call, sizeof call, "%s (%s) %s", open, alts.p ? alts.p : "", close);
+        rc = gram_schema_add_rule(b, "tool-call", call);
+        const char *root = st == OAI_TS_MISTRAL ? (r->ext.parallel ? "\"[\" tool-call (\", \" tool-call)* \"]\"" : "\"[\" tool-call \"]\"")
+                           : st == OAI_TS_LLAMA3 ? "tool-call"
+                           : r->ext.parallel     ? "tool-call (\"\\n\" tool-call)*"
+                                                 : "tool-call";
+        if (!rc) rc = gram_schema_add_rule(b, "root", root);
+        const char *text = rc ? NULL : gram_schema_text(b);
+        if (text && !(*gbnf = strdup(text))) rc = TC_ERR_NOMEM;
+        if (!text && !rc) rc = TC_ERR_NOMEM;
+    }
+    free(alts.p);
+    gram_schema_free(b);
+    if (rc == TC_ERR_NOMEM || alts.oom) return oai_err_set(e, 500, "server_error", NULL, NULL, "out of memory");
+    if (rc) return oai_err_set(e, 400, "invalid_request_error", NULL, "tools", "%s", err.msg);
+    return 0;
+}
+
+// --- parsing calls out of text -------------------------------------------------------------------------
+
+// One call object {"name", "arguments"|"parameters"} → the API shape; NULL if it is not one.
+static json_t *api_call(const json_t *o, const char *id_base, size_t index) {
+    json_t *name = json_object_get(o, "name"), *args = json_object_get(o, "arguments");
+    if (!args) args = json_object_get(o, "parameters");
+    if (!json_is_string(name) || !args) return NULL;
+    char *a = json_is_string(args) ? strdup(json_string_value(args)) : json_dumps(args, JSON_COMPACT | JSON_ENCODE_ANY);
+    if (!a) return NULL;
+    char id[96];
+    snprintf(id, sizeof id, "%s_%zu", id_base, index);
+    json_t *c = json_pack("{s:s,s:s,s:{s:O,s:s}}", "id", id, "type", "function", "function", "name", name, "arguments", a);
+    free(a);
+    return c;
+}
+
+static const char *skip_ws(const char *p, const char *end) {
+    while (p < end && (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r')) p++;
+    return p;
+}
+
+static char *trimmed_copy(const char *p, size_t n) {
+    const char *end = p + n;
+    p = skip_ws(p, end);
+    while (end > p && (end[-1] == ' ' || end[-1] == '\n' || end[-1] == '\t' || end[-1] == '\r')) end--;
+    return end > p ? strndup(p, (size_t)(end - p)) : NULL;
+}
+
+static json_t *parse_hermes(const char *text, size_t len, const char *id_base, char **content) {
+    static const char OPEN[] = "<tool_call>", CLOSE[] = "</tool_call>";
+    json_t *calls = json_array();
+    tbuf rest = {0};
+    const char *p = text, *end = text + len;
+    while (p < end) {
+        const char *o = memmem(p, (size_t)(end - p), OPEN, sizeof OPEN - 1);
+        if (!o) break;
+        tb_add(&rest, p, (size_t)(o - p));
+        const char *in = o + sizeof OPEN - 1;
+        const char *c = memmem(in, (size_t)(end - in), CLOSE, sizeof CLOSE - 1);
+        const char *in_end = c ? c : end;
+        json_t *j = json_loadb(in, (size_t)(in_end - in), JSON_DECODE_ANY, NULL);
+        json_t *call = j ? api_call(j, id_base, json_array_size(calls)) : NULL;
+        json_decref(j);
+        if (!call) { // not a call after all: keep the text
+            tb_add(&rest, o, (size_t)(in_end - o));
+            p = in_end;
+            continue;
+        }
+        json_array_append_new(calls, call);
+        p = c ? c + sizeof CLOSE - 1 : end;
+    }
+    if (p < end) tb_add(&rest, p, (size_t)(end - p));
+    if (!json_array_size(calls)) {
+        json_decref(calls);
+        free(rest.p);
+        return NULL;
+    }
+    *content = rest.p ? trimmed_copy(rest.p, rest.n) : NULL;
+    free(rest.p);
+    return calls;
+}
+
+// Llama 3 (one or more JSON objects, optionally after <|python_tag|>) and Mistral ([TOOL_CALLS] [ … ]).
+static json_t *parse_json_calls(oai_tool_style st, const char *text, size_t len, const char *id_base) {
+    const char *p = text, *end = text + len;
+    p = skip_ws(p, end);
+    static const char TC[] = "[TOOL_CALLS]", PT[] = "<|python_tag|>";
+    if (st == OAI_TS_MISTRAL && (size_t)(end - p) >= sizeof TC - 1 && !memcmp(p, TC, sizeof TC - 1)) p += sizeof TC - 1;
+    if (st == OAI_TS_LLAMA3 && (size_t)(end - p) >= sizeof PT - 1 && !memcmp(p, PT, sizeof PT - 1)) p += sizeof PT - 1;
+    json_t *calls = json_array();
+    for (;;) {
+        p = skip_ws(p, end);
+        if (p < end && *p == ';') p = skip_ws(p + 1, end);
+        if (p >= end) break;
+        json_error_t je;
+        json_t *j = json_loadb(p, (size_t)(end - p), JSON_DISABLE_EOF_CHECK | JSON_DECODE_ANY, &je);
+        if (!j) goto fail;
+        p += je.position;
+        json_t *items = json_is_array(j) ? j : NULL, *it;
+        size_t i;
+        if (items) {
+            json_array_foreach(items, i, it) {
+                json_t *c = api_call(it, id_base, json_array_size(calls));
+                if (!c) {
+                    json_decref(j);
+                    goto fail;
+                }
+                json_array_append_new(calls, c);
+            }
+        } else {
+            json_t *c = api_call(j, id_base, json_array_size(calls));
+            if (!c) {
+                json_decref(j);
+                goto fail;
+            }
+            json_array_append_new(calls, c);
+        }
+        json_decref(j);
+    }
+    if (json_array_size(calls)) return calls;
+fail:
+    json_decref(calls);
+    return NULL;
+}
+
+json_t *oai_tools_parse(oai_tool_style st, const char *text, size_t len, const char *id_base, char **content) {
+    *content = NULL;
+    if (st == OAI_TS_HERMES) return parse_hermes(text, len, id_base, content);
+    return parse_json_calls(st, text, len, id_base);
+}
+
+// --- response shapes -----------------------------------------------------------------------------------
+
+void oai_choice_set_tool_calls(json_t *choice, json_t *calls, const char *content) {
+    json_t *msg = json_object_get(choice, "message");
+    json_object_set_new(msg, "content", content ? json_string(content) : json_null());
+    json_object_set_new(msg, "tool_calls", calls);
+    json_object_set_new(choice, "finish_reason", json_string("tool_calls"));
+}
+
+static json_t *delta_chunk(const char *id, long created, const char *model, int choice_index, json_t *tc) {
+    json_t *ch = oai_chunk(OAI_CHAT, id, created, model, choice_index, NULL, NULL, 0, NULL, NULL);
+    json_t *delta = json_object_get(json_array_get(json_object_get(ch, "choices"), 0), "delta");
+    json_object_set_new(delta, "tool_calls", json_pack("[o]", tc));
+    return ch;
+}
+
+json_t *oai_tool_call_chunks(const char *id, long created, const char *model, int choice_index, const json_t *calls) {
+    json_t *out = json_array();
+    size_t k;
+    json_t *c;
+    json_array_foreach(calls, k, c) {
+        json_t *fn = json_object_get(c, "function");
+        json_array_append_new(out, delta_chunk(id, created, model, choice_index,
+                                               json_pack("{s:i,s:O,s:s,s:{s:O,s:s}}", "index", (int)k, "id",
+                                                         json_object_get(c, "id"), "type", "function", "function",
+                                                         "name", json_object_get(fn, "name"), "arguments", "")));
+        const char *a = json_string_value(json_object_get(fn, "arguments"));
+        size_t n = a ? strlen(a) : 0;
+        for (size_t off = 0; off < n;) { // fragments of about 16 bytes, cut between UTF-8 characters
+            size_t m = n - off < 16 ? n - off : 16;
+            while (off + m < n && ((unsigned char)a[off + m] & 0xC0) == 0x80) m++;
+            json_t *frag = json_stringn(a + off, m);
+            json_array_append_new(out, delta_chunk(id, created, model, choice_index,
+                                                   json_pack("{s:i,s:{s:o}}", "index", (int)k, "function", "arguments", frag)));
+            off += m;
+        }
+    }
+    return out;
+}

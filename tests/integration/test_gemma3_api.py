@@ -1,0 +1,37 @@
+"""Gemma 3 270M through /v1/chat/completions with the official openai client: the server picks the gemma chat
+template for a gemma3 GGUF that carries none, and greedy output equals `tachyon run --chat` (same engine) and
+starts with llama.cpp's continuation (tests/ref/golden/gemma3-llamacpp.json)."""
+import json
+import os
+import subprocess
+
+import pytest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+BIN = os.environ.get("TACHYON_BIN", os.path.join(ROOT, "build", "tachyon"))
+GEMMA = os.path.join(ROOT, "models", "gemma-3-270m-q4_k_m.gguf")
+
+
+def test_chat_completions_greedy(make_server):
+    openai = pytest.importorskip("openai")
+    if not os.path.exists(GEMMA):
+        pytest.skip("Gemma 3 model not present (run make models)")
+    gemma = make_server(GEMMA, "--ctx-size", 1024)
+    with open(os.path.join(ROOT, "tests", "ref", "golden", "gemma3-llamacpp.json")) as f:
+        case = json.load(f)["chats"][0]
+    n = len(case["ids"])
+    client = openai.OpenAI(base_url=gemma.base + "/v1", api_key="unused")
+    model = client.models.list().data[0].id
+    r = client.chat.completions.create(model=model, messages=[{"role": "user", "content": case["user"]}],
+                                       max_tokens=n, temperature=0)
+    got = r.choices[0].message.content
+    assert r.usage.prompt_tokens == len(case["prompt_ids"])  # bos + the gemma-rendered turn
+    run = subprocess.run([BIN, "run", "-m", GEMMA, "--chat", "-p", case["user"], "-n", str(n)],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert got == run.stdout[:-1], f"server {got!r} vs run {run.stdout!r}"
+    # the same request again is served from the prefix cache: same tokens
+    again = client.chat.completions.create(model=model, messages=[{"role": "user", "content": case["user"]}],
+                                           max_tokens=n, temperature=0)
+    assert again.choices[0].message.content == got
+    assert got.startswith(case["user"]), f"{got!r} does not start like llama.cpp's {case['text']!r}"

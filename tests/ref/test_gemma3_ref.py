@@ -1,0 +1,123 @@
+"""Gemma 3 270M Q4_K_M (the real file, fetched by scripts/fetch_models.sh) against two independent references:
+
+- the numpy reference (llama_ref.py, gemma3 path: weights dequantized by `gguf`, float64 math) on the first
+  100 tokens of golden/text200.txt: reference-precision mode (TACHYON_PRECISE=1) to a tight bound, the default
+  8-bit-activation mode by mean KL / top-1 agreement to the exact model, against llama.cpp's own figures;
+- llama.cpp (figures and greedy continuations committed in golden/gemma3-llamacpp.json by
+  make_golden_gemma3.py; llama-cpp-python is not needed here): SentencePiece token ids, chat-template prompt
+  ids, and greedy chat continuations.
+The text is shorter than the 512-position sliding window; the window itself is checked on a synthetic model
+(test_arch_ref.py) and by the prefill-vs-decode check below, which crosses it.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from llama_ref import LlamaRef  # noqa: E402
+from conftest import isa_env  # noqa: E402
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+BIN = os.environ.get("TACHYON_BIN", os.path.join(ROOT, "build", "tachyon"))
+MODEL = os.path.join(ROOT, "models", "gemma-3-270m-q4_k_m.gguf")
+GOLDEN = os.path.join(ROOT, "tests", "ref", "golden", "gemma3-llamacpp.json")
+
+pytestmark = pytest.mark.skipif(not os.path.exists(MODEL), reason="Gemma 3 model not present (run make models)")
+
+
+def run(*args, env=None, timeout=600):
+    p = subprocess.run([BIN, *args], capture_output=True, text=True, timeout=timeout, env=env)
+    assert p.returncode == 0, f"tachyon {' '.join(args[:3])} failed: {p.stderr}"
+    return p.stdout
+
+
+def logits(ids, tmp_path, env=None, batch=512):
+    out = tmp_path / "logits.f32"
+    run("logits", "-m", MODEL, "--ids", ",".join(map(str, ids)), "-o", str(out), "--batch", str(batch), env=env)
+    return np.fromfile(out, dtype=np.float32).reshape(len(ids), -1)
+
+
+@pytest.fixture(scope="module")
+def golden():
+    with open(GOLDEN) as f:
+        return json.load(f)
+
+
+@pytest.fixture(scope="module")
+def refs(golden):
+    """(f16-KV reference = what precise mode computes, exact model), float64, on the golden text ids."""
+    ids = golden["text_ids"]
+    ref = LlamaRef(MODEL, act_quant=False, kv_f16=True)
+    f16kv = ref.forward(ids)
+    ref.kv_f16 = False
+    return f16kv, ref.forward(ids)
+
+
+def log_softmax(x):
+    x = x.astype(np.float64) - x.max(axis=1, keepdims=True)
+    return x - np.log(np.exp(x).sum(axis=1, keepdims=True))
+
+
+def test_tokenizer_matches_llamacpp(golden):
+    for case in golden["tokenize"]:
+        assert json.loads(run("tokenize", "-m", MODEL, case["text"])) == case["ids"], case["text"]
+    assert json.loads(run("tokenize", "-m", MODEL, "--no-bos", open(os.path.join(
+        ROOT, "tests", "ref", "golden", "text200.txt")).read()))[:99] == golden["text_ids"][1:]
+
+
+def test_logits_precise_mode(golden, refs, tmp_path, isa):
+    ours = logits(golden["text_ids"], tmp_path, env=isa_env(isa, TACHYON_PRECISE="1"))
+    d = np.abs(ours - refs[0])
+    print(f"{isa} precise: max |dlogit| {d.max():.4f}, mean {d.mean():.5f}")
+    # float32 vs float64 over 18 layers whose residual stream reaches ~1e3 (Gemma's scaled embeddings);
+    # measured max 0.003 on logits up to ~25.
+    assert d.max() < 0.03
+    assert d.mean() < 0.003
+    assert (ours.argmax(1) == refs[0].argmax(1)).all()
+
+
+def test_logits_default_mode_vs_llamacpp(golden, refs, tmp_path, isa):
+    ours = logits(golden["text_ids"], tmp_path, env=isa_env(isa))
+    lp, lq = log_softmax(refs[1]), log_softmax(ours)
+    kl = float((np.exp(lp) * (lp - lq)).sum(axis=1).mean())
+    top1 = float((refs[1].argmax(1) == ours.argmax(1)).mean())
+    print(f"{isa}: KL {kl:.5f} (llama.cpp {golden['llamacpp_kl']:.5f}), top-1 {top1:.3f} "
+          f"(llama.cpp {golden['llamacpp_top1']:.3f})")
+    # 8-bit activations on this model (residual stream ~1e3) cost llama.cpp KL 0.007 / top-1 0.94; we measured
+    # 0.0086 / 0.88-0.93 across levels. A wrong norm, RoPE base or mask costs KL > 0.5.
+    assert kl < 2 * golden["llamacpp_kl"]
+    assert top1 >= golden["llamacpp_top1"] - 0.1
+
+
+def test_chat_prompt_ids_match_llamacpp(golden):
+    for c in golden["chats"]:
+        # `tachyon run --chat` renders with the gemma family (the GGUF has no template); same ids as the
+        # hand-rendered template llama.cpp tokenized
+        text = f"<start_of_turn>user\n{c['user']}<end_of_turn>\n<start_of_turn>model\n"
+        assert json.loads(run("tokenize", "-m", MODEL, "--special", text)) == c["prompt_ids"]
+
+
+def test_greedy_chat_vs_llamacpp(golden, isa):
+    """The 270M file is the base model, not the instruction-tuned one: after echoing the question its greedy
+    continuation walks through rare tokens whose logits are near-ties, where 8-bit rounding decides (as it
+    does between llama.cpp builds). So: llama.cpp's tokens must be reproduced up to its first near-tie, which
+    on each prompt lies past the echoed question."""
+    for c in golden["chats"]:
+        out = run("run", "-m", MODEL, "--chat", "-p", c["user"], "-n", str(len(c["ids"])), "--ignore-eos",
+                  env=isa_env(isa))[:-1]
+        want = c["text"]
+        common = next((i for i, (a, b) in enumerate(zip(out, want)) if a != b), min(len(out), len(want)))
+        assert common >= len(c["user"]), f"diverged at char {common}: {out!r} vs llama.cpp {want!r}"
+
+
+def test_decode_matches_prefill_across_window(tmp_path):
+    """Past the 512-position window: one 600-row prefill and 64-row chunks over the paged cache must give the
+    same logits (the local layers' mask cuts at the same position either way)."""
+    ids = [2] + [int(x) for x in np.random.default_rng(5).integers(1000, 20000, 599)]
+    full = logits(ids, tmp_path, batch=600)
+    part = logits(ids, tmp_path, batch=64)
+    assert np.abs(full - part).max() < 1e-3, np.abs(full - part).max()

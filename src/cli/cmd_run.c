@@ -8,18 +8,23 @@
 #include "cli/gen.h"
 #include "common/timeutil.h"
 #include "sampling/sampling.h"
+#include "sched/step_cost.h"
+#include "spec/spec.h"
 #include "tokenizer/chat.h"
 #include "tokenizer/tokenizer.h"
 
 static void run_usage(void) {
     fprintf(stderr, "usage: tachyon run -m MODEL -p PROMPT [-n N] [--temp T] [--top-p P] [--top-k K] [--min-p M]\n"
                     "                   [--repeat-penalty R] [--seed S] [-t THREADS] [-c CTX] [--chat]\n"
-                    "                   [--chat-template NAME] [--ignore-eos]\n");
+                    "                   [--chat-template NAME] [--ignore-eos] [--spec off|ngram|auto] [--spec-k K]\n"
+                    "  --spec: speculative decoding by prompt lookup; ngram drafts k tokens whenever it finds a\n"
+                    "  match, auto (default) adapts k to the acceptance rate and the measured step cost\n");
 }
 
 typedef struct run_opts {
     const char *model, *prompt, *chat_template;
     int n_predict, threads, ctx, chat, ignore_eos;
+    int spec, spec_k; // spec_mode, drafted tokens per step at most
     samp_params sp;
 } run_opts;
 
@@ -28,9 +33,11 @@ static int parse(int argc, char **argv, run_opts *o) {
         {"model", 1, 0, 'm'}, {"prompt", 1, 0, 'p'}, {"n-predict", 1, 0, 'n'}, {"threads", 1, 0, 't'},
         {"ctx-size", 1, 0, 'c'}, {"temp", 1, 0, 1}, {"top-p", 1, 0, 2}, {"top-k", 1, 0, 3}, {"min-p", 1, 0, 4},
         {"seed", 1, 0, 5}, {"chat", 0, 0, 6}, {"chat-template", 1, 0, 7}, {"repeat-penalty", 1, 0, 8},
-        {"ignore-eos", 0, 0, 9}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+        {"ignore-eos", 0, 0, 9}, {"spec", 1, 0, 10}, {"spec-k", 1, 0, 11}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     memset(o, 0, sizeof *o);
     o->n_predict = 128;
+    o->spec = SPEC_AUTO;
+    o->spec_k = 8;
     o->threads = 2;
     o->ctx = 0;
     samp_params_default(&o->sp);
@@ -62,6 +69,13 @@ static int parse(int argc, char **argv, run_opts *o) {
         case 7: o->chat_template = optarg, o->chat = 1; break;
         case 8: bad = cli_num("run", "--repeat-penalty", optarg, 0.01, 100, &v), o->sp.repetition_penalty = (float)v; break;
         case 9: o->ignore_eos = 1; break;
+        case 10:
+            if ((o->spec = spec_mode_parse(optarg)) < 0) {
+                fprintf(stderr, "tachyon run: --spec expects off|ngram|auto\n");
+                bad = 1;
+            }
+            break;
+        case 11: bad = cli_num("run", "--spec-k", optarg, 1, SPEC_MAX_K, &v), o->spec_k = (int)v; break;
         default: run_usage(); return -1;
         }
         if (bad) return -1;
@@ -111,7 +125,8 @@ int cli_run(int argc, char **argv) {
     tok_vocab *v = NULL;
     samp_state *ss = NULL;
     tok_stream *ts = NULL;
-    int32_t *ids = NULL;
+    int32_t *ids = NULL, *hist = NULL;
+    float *rows = NULL;
     gen_session g = {0};
     int n_ids = 0, status = 1;
 
@@ -143,7 +158,18 @@ int cli_run(int argc, char **argv) {
     }
     if (samp_new(&o.sp, hp->n_vocab, &ss, &err)) goto fail;
     samp_accept_prompt(ss, ids, n_ids);
-    if (gen_open(&g, m, ctx, n_ids < 512 ? n_ids : 512, o.threads, &err)) goto fail;
+    int max_batch = n_ids < 512 ? n_ids : 512;
+    if (max_batch < SPEC_MAX_K + 1) max_batch = SPEC_MAX_K + 1;
+    if (gen_open(&g, m, ctx, max_batch, o.threads, &err)) goto fail;
+    // history: prompt, generated tokens, and room for a draft past them
+    hist = malloc(((size_t)n_ids + o.n_predict + SPEC_MAX_K + 1) * sizeof *hist);
+    rows = malloc((size_t)(SPEC_MAX_K + 1) * hp->n_vocab * sizeof *rows);
+    if (!hist || !rows) {
+        tc_err_set(&err, TC_ERR_NOMEM, "out of memory");
+        goto fail;
+    }
+    memcpy(hist, ids, (size_t)n_ids * sizeof *hist);
+    int n_hist = n_ids;
     // Generated text continues the prompt's text (keeps its leading space), unless the prompt is BOS alone.
     int bos_only = n_ids == 1 && ids[0] == tok_bos(v);
     ts = tok_stream_new(v, bos_only ? 0 : TOK_DEC_CONTINUATION);
@@ -152,18 +178,48 @@ int cli_run(int argc, char **argv) {
     double t_start = tc_now();
     if (gen_eval(&g, ids, n_ids, 0, &err)) goto fail;
     double t_prefill = tc_now() - t_start, t_first = 0;
-    int n_gen = 0;
+    step_cost cost = {0};
+    step_cost_observe(&cost, n_ids < max_batch ? n_ids : max_batch, t_prefill); // a wide step seeds the fit
+    spec_accept acc;
+    spec_accept_init(&acc);
+    long n_drafted = 0, n_accepted = 0, n_steps = 0;
+    int n_gen = 0, done = 0;
     char piece[256];
-    for (int pos = n_ids; n_gen < o.n_predict; pos++) {
-        samp_result r;
-        int32_t tok = samp_sample(ss, g.logits, &r);
-        samp_accept(ss, tok);
-        if (n_gen++ == 0) t_first = tc_now() - t_start;
-        if (!o.ignore_eos && tok_is_eog(v, tok)) break;
-        int len = tok_stream_push(ts, tok, piece, sizeof piece);
-        if (len > 0 && len <= (int)sizeof piece) fwrite(piece, 1, (size_t)len, stdout), fflush(stdout);
-        if (n_gen >= o.n_predict) break;
-        if (gen_eval(&g, &tok, 1, pos, &err)) goto fail;
+    int32_t out[SPEC_MAX_K + 1];
+    samp_result res[SPEC_MAX_K + 1];
+    // the first token comes from the prompt's last row
+    int n_out = spec_verify(ss, g.logits, hp->n_vocab, NULL, 0, out, res);
+    t_first = tc_now() - t_start;
+    for (;;) {
+        for (int i = 0; i < n_out && !done; i++) { // emit in order; an end drops what follows it
+            int32_t tok = out[i];
+            hist[n_hist++] = tok;
+            n_gen++;
+            if (!o.ignore_eos && tok_is_eog(v, tok)) done = 1;
+            else {
+                int len = tok_stream_push(ts, tok, piece, sizeof piece);
+                if (len > 0 && len <= (int)sizeof piece) fwrite(piece, 1, (size_t)len, stdout), fflush(stdout);
+            }
+            if (n_gen >= o.n_predict) done = 1;
+        }
+        if (done) break;
+        // draft: at most what is left to generate minus the target's own token
+        int k = o.spec == SPEC_OFF ? 0 : o.spec_k, left = o.n_predict - n_gen - 1;
+        if (k > left) k = left;
+        if (k > 0 && o.spec == SPEC_AUTO) {
+            double t1 = step_cost_predict(&cost, 1), b = step_cost_predict(&cost, 2) - t1;
+            k = step_cost_ready(&cost) ? spec_accept_pick(&acc, k, t1 - b, b, 1, 0) : 0;
+        }
+        int d = k > 0 ? spec_ngram_propose(hist, n_hist, k, hist + n_hist) : 0;
+        if (d == 0) acc.probing = 0;
+        double t0 = tc_now();
+        if (gen_eval_rows(&g, hist + n_hist - 1, 1 + d, n_hist - 1, rows, &err)) goto fail;
+        step_cost_observe(&cost, 1 + d, tc_now() - t0);
+        n_out = spec_verify(ss, rows, hp->n_vocab, hist + n_hist, d, out, res);
+        if (d > 0) {
+            n_drafted += d, n_accepted += n_out - 1, n_steps++;
+            spec_accept_observe(&acc, d, n_out - 1);
+        }
     }
     int len = tok_stream_flush(ts, piece, sizeof piece);
     if (len > 0 && len <= (int)sizeof piece) fwrite(piece, 1, (size_t)len, stdout);
@@ -171,6 +227,9 @@ int cli_run(int argc, char **argv) {
     double t_total = tc_now() - t_start, t_decode = t_total - t_first;
     fprintf(stderr, "\nload %.3f s | prompt %d tok, TTFT %.1f ms, prefill %.1f tok/s | generated %d tok, decode %.1f tok/s\n",
             t_load, n_ids, t_first * 1e3, n_ids / t_prefill, n_gen, n_gen > 1 ? (n_gen - 1) / t_decode : 0.0);
+    fprintf(stderr, "spec %s: %ld drafted, %ld accepted (acceptance %.1f%%) in %ld verify steps\n",
+            spec_mode_name((spec_mode)o.spec), n_drafted, n_accepted, n_drafted ? 100.0 * n_accepted / n_drafted : 0.0,
+            n_steps);
     status = 0;
     goto done;
 fail:
@@ -180,6 +239,8 @@ done:
     tok_stream_free(ts);
     samp_free(ss);
     free(ids);
+    free(hist);
+    free(rows);
     tok_free(v);
     model_free(m);
     return status;

@@ -6,6 +6,7 @@
 
 #include "cli/cli.h"
 #include "server/server.h"
+#include "spec/spec.h"
 
 static void serve_usage(void) {
     fprintf(stderr,
@@ -47,7 +48,11 @@ static void serve_usage(void) {
             "                              goes beyond → 503 (64 MiB; 0 = unlimited)\n"
             "  --sse-ping S                ': ping' comment on a stream silent this long (5; 0 = off)\n"
             "  --served-model-name NAME    model id in the API (file name without .gguf)\n"
-            "  --no-prefix-cache           do not reuse KV of identical prompt prefixes\n");
+            "  --no-prefix-cache           do not reuse KV of identical prompt prefixes\n"
+            "  --spec MODE                 speculative decoding: off, ngram (prompt lookup, k drafts whenever it\n"
+            "                              matches), auto (the request's prediction if given, else prompt\n"
+            "                              lookup; k adapted per request, none when it does not pay) (auto)\n"
+            "  --spec-k N                  drafted tokens per request per step at most (8; 1..16)\n");
 }
 
 static int num(const char *flag, const char *s, double lo, double hi, double *out) {
@@ -61,7 +66,7 @@ int cli_serve(int argc, char **argv) {
     server_opts_default(&o);
     enum {
         O_HOST = 256, O_PORT, O_KEY, O_CORS, O_CTX, O_MBT, O_SEQS, O_KV, O_QUEUE, O_QTOK, O_RTO, O_GRACE, O_THREADS,
-        O_TMPL, O_LOG, O_BODY, O_HTO, O_NAME, O_NOPC, O_ITL, O_PUBLIC, O_HOSTS,
+        O_TMPL, O_LOG, O_BODY, O_HTO, O_NAME, O_NOPC, O_ITL, O_PUBLIC, O_HOSTS, O_SPEC, O_SPECK,
         O_READTO, O_MAXCONN, O_BODYBUF, O_PING // connection limits
     };
     static const struct option lo[] = {
@@ -74,6 +79,7 @@ int cli_serve(int argc, char **argv) {
         {"shutdown-grace", required_argument, 0, O_GRACE}, {"threads", required_argument, 0, O_THREADS},
         {"chat-template", required_argument, 0, O_TMPL}, {"log-level", required_argument, 0, O_LOG},
         {"itl-guard", required_argument, 0, O_ITL},
+        {"spec", required_argument, 0, O_SPEC},       {"spec-k", required_argument, 0, O_SPECK},
         {"max-body", required_argument, 0, O_BODY},   {"http-timeout", required_argument, 0, O_HTO},
         {"served-model-name", required_argument, 0, O_NAME}, {"no-prefix-cache", no_argument, 0, O_NOPC},
         {"public-routes", required_argument, 0, O_PUBLIC}, {"allowed-hosts", required_argument, 0, O_HOSTS},
@@ -120,6 +126,13 @@ int cli_serve(int argc, char **argv) {
         case O_HTO: bad = num(flag, optarg, 1, 86400, &v); o.http_timeout = (int)v; break;
         case O_NAME: o.served_name = optarg; break;
         case O_NOPC: o.eng.prefix_cache = 0; break;
+        case O_SPEC:
+            if (spec_mode_parse(optarg) < 0) {
+                fprintf(stderr, "tachyon serve: --spec expects off|ngram|auto\n");
+                bad = 1;
+            } else o.eng.spec = spec_mode_parse(optarg);
+            break;
+        case O_SPECK: bad = num(flag, optarg, 1, SPEC_MAX_K, &v); o.eng.spec_k = (int)v; break;
         case O_READTO: bad = num("--request-read-timeout", optarg, 0, 86400, &v); o.read_timeout = v; break;
         case O_MAXCONN: bad = num("--max-connections", optarg, 1, 1 << 20, &v); o.max_connections = (int)v; break;
         case O_BODYBUF: bad = num("--max-body-buffer", optarg, 0, 1e12, &v); o.max_body_buffer = (size_t)v; break;

@@ -23,5 +23,8 @@ int gen_open(gen_session *g, model *m, int max_ctx, int max_batch, int n_threads
 void gen_close(gen_session *g);
 // Runs tokens[0..n) at positions pos0.. in chunks of max_batch; logits of the last token land in g->logits.
 int gen_eval(gen_session *g, const int32_t *tokens, int n, int pos0, tc_err *err);
+// Runs n <= max_batch tokens at positions pos0.. in one forward and writes every row's logits into
+// logits (n, n_vocab): a speculative verify step.
+int gen_eval_rows(gen_session *g, const int32_t *tokens, int n, int pos0, float *logits, tc_err *err);
 
 #endif

@@ -28,6 +28,8 @@ void engine_opts_default(engine_opts *o) {
     o->n_threads = n > 0 ? (int)n : 1;
     o->prefix_cache = 1;
     o->itl_guard = 2.0f;
+    o->spec = SPEC_AUTO;
+    o->spec_k = 8;
 }
 
 const char *engine_finish_name(engine_finish f) {
@@ -116,8 +118,13 @@ static int alloc_scratch(engine *e, tc_err *err) {
     e->b_pos = malloc(nbt * sizeof(int32_t));
     e->b_seq = malloc(nbt * sizeof(int32_t));
     e->b_tables = malloc(ns * sizeof *e->b_tables);
-    e->b_logit_rows = malloc(ns * sizeof(int32_t));
-    e->logits = malloc(ns * (size_t)e->n_vocab * sizeof(float));
+    // speculation needs logits for every drafted row too; spec off keeps one row per sequence
+    size_t rows = e->o.spec != SPEC_OFF ? ns * (size_t)(1 + e->o.spec_k) : ns;
+    if (rows > nbt) rows = nbt;
+    if (rows < ns) rows = ns;
+    e->max_logit_rows = (int)rows;
+    e->b_logit_rows = malloc(rows * sizeof(int32_t));
+    e->logits = malloc(rows * (size_t)e->n_vocab * sizeof(float));
     e->ev_cap = (int)ns * 2 + 16;
     e->evs = malloc((size_t)e->ev_cap * sizeof *e->evs);
     if (!e->b_tokens || !e->b_pos || !e->b_seq || !e->b_tables || !e->b_logit_rows || !e->logits || !e->evs)
@@ -186,10 +193,13 @@ int engine_new(model *m, const engine_opts *o, engine **out, tc_err *err) {
     *out = NULL;
     const model_hparams *hp = model_get_hparams(m);
     if (o->max_batch_tokens < 1 || o->max_seqs < 1 || o->block_size < 1 || o->max_queue < 0 || o->n_eog < 0 ||
-        o->ctx_size < 0 || (o->n_eog > 0 && !o->eog_ids))
+        o->ctx_size < 0 || (o->n_eog > 0 && !o->eog_ids) || o->spec < SPEC_OFF || o->spec > SPEC_AUTO ||
+        (o->spec != SPEC_OFF && (o->spec_k < 1 || o->spec_k > SPEC_MAX_K)))
         return tc_err_set(err, TC_ERR_INVALID,
-                          "engine: bad options (max_batch_tokens %d, max_seqs %d, block_size %d, max_queue %d)",
-                          o->max_batch_tokens, o->max_seqs, o->block_size, o->max_queue);
+                          "engine: bad options (max_batch_tokens %d, max_seqs %d, block_size %d, max_queue %d, "
+                          "spec %d, spec_k %d: 1..%d)",
+                          o->max_batch_tokens, o->max_seqs, o->block_size, o->max_queue, o->spec, o->spec_k,
+                          SPEC_MAX_K);
     engine *e = calloc(1, sizeof *e);
     if (!e) return tc_err_set(err, TC_ERR_NOMEM, "engine: out of memory");
     e->m = m;
@@ -220,6 +230,7 @@ int engine_new(model *m, const engine_opts *o, engine **out, tc_err *err) {
     if ((rc = kv_pool_new(n_blocks, o->block_size, &e->pool, err))) goto fail;
     sched_opts so = {o->max_batch_tokens, o->max_seqs, o->prefix_cache, o->itl_guard};
     if ((rc = sched_new(&so, e->pool, &e->s, err))) goto fail;
+    if (o->spec != SPEC_OFF) sched_set_draft_fn(e->s, eng_draft, e);
     if ((rc = warm_up(e, n_blocks, err))) goto fail;
     if ((rc = pthread_mutex_init(&e->stats_mu, NULL))) {
         rc = tc_err_set(err, TC_ERR, "engine: mutex init failed");
@@ -287,6 +298,7 @@ int engine_submit(engine *e, engine_req *q, uint64_t *id, tc_err *err) {
         return rc;
     }
     samp_accept_prompt(er->samp, q->prompt, q->n_prompt);
+    spec_accept_init(&er->acc);
     er->user = q->user;
     er->ignore_eos = q->ignore_eos;
     er->grammar = q->grammar;
@@ -297,6 +309,10 @@ int engine_submit(engine *e, engine_req *q, uint64_t *id, tc_err *err) {
         return rc;
     }
     r->owner = er;
+    if (q->prediction && q->n_prediction > 0) { // taken on success only (the caller frees it on an error)
+        er->pred.tokens = q->prediction;
+        er->pred.n = q->n_prediction;
+    }
     r->deadline = q->deadline;
     r->t_arrival = tc_now();
 
@@ -326,10 +342,12 @@ int engine_submit(engine *e, engine_req *q, uint64_t *id, tc_err *err) {
     }
     pthread_mutex_unlock(&in->mu);
     if (rc) {
+        er->pred.tokens = NULL; // still the caller's
         er->grammar = NULL; // still the caller's
         eng_req_release(r);
         return rc;
     }
+    q->prediction = NULL;
     if (id) *id = new_id; // not r->id: the engine thread may have finished and freed r already
     free(q->prompt);
     q->prompt = NULL;

@@ -25,6 +25,10 @@ typedef struct engine_opts {
     int prefix_cache;       // 1: reuse KV of identical prompt prefixes across requests
     float itl_guard;        // > 0: while streams decode, cap a step's tokens so it takes at most itl_guard ×
                             // a decode-only step (chunked prefill sized by measured step cost); 0: off
+    int spec;               // speculative decoding, a spec_mode: SPEC_OFF, SPEC_NGRAM (prompt lookup, k = spec_k
+                            // whenever it finds a match), SPEC_AUTO (default: the request's prediction if
+                            // given, else prompt lookup; k adapted per request, 0 when it does not pay)
+    int spec_k;             // drafted tokens per request per step at most (1..SPEC_MAX_K)
     const int32_t *eog_ids; // tokens that end generation (EOS/EOT …), copied at engine_new
     int n_eog;
 } engine_opts;
@@ -50,6 +54,8 @@ typedef struct engine_req {
     samp_params sp;
     double deadline;  // monotonic seconds (tc_now), 0 = none
     int ignore_eos;
+    int32_t *prediction; // (n_prediction) expected output tokens (OpenAI Predicted Outputs) or NULL: the
+    int n_prediction;    // draft source under SPEC_AUTO; ownership passes to the engine on a successful submit
     gram_matcher *grammar; // NULL, or the grammar the output must follow: ownership passes to the engine on a
                            // successful submit (freed with the request); generation ends (STOP) when the
                            // grammar is complete and nothing can follow
@@ -66,6 +72,8 @@ typedef struct engine_event {
     engine_finish finish;     // FINISH: why
     int n_prompt, n_cached, n_generated; // FINISH: usage; n_cached = prompt tokens served from the prefix cache
     double t_arrival, t_first_sched, t_first_token, t_finish; // monotonic seconds (FINISH)
+    int n_spec_drafted, n_spec_accepted; // FINISH: speculative tokens proposed / accepted by the target
+    int n_pred_accepted;                 // FINISH: of the accepted ones, drafted from the request's prediction
     char msg[128];            // FINISH with ERROR: message
 } engine_event;
 
@@ -75,6 +83,8 @@ typedef struct engine_stats {
     int last_batch_seqs, last_batch_tokens;
     uint64_t steps, preemptions, prefix_hit_tokens, prefix_query_tokens;
     uint64_t prompt_tokens, generated_tokens;
+    uint64_t spec_draft[2], spec_accepted[2]; // speculative tokens by method: [0] n-gram, [1] prediction
+    uint64_t spec_verify_steps;               // items verified (a request's 1 + k rows in one step)
 } engine_stats;
 
 typedef struct engine engine; // opaque

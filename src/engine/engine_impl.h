@@ -8,6 +8,7 @@
 #include "engine/engine_queue.h"
 #include "kv/kv.h"
 #include "sched/sched.h"
+#include "spec/spec.h"
 
 // Per-request engine data, reached through sched_req.owner. Owned by the engine from a successful submit
 // to the request's FINISH event.
@@ -17,6 +18,10 @@ typedef struct eng_req {
     int ignore_eos;
     gram_matcher *grammar; // owned, or NULL
     int counted; // 1: no longer counted in the inbox's n_queued (scheduled once, or ended)
+    spec_pred pred;      // predicted output (empty when none)
+    spec_accept acc;     // acceptance-rate estimate (adaptive k)
+    int draft_method;    // of the current draft: 0 n-gram, 1 prediction
+    int n_drafted, n_accepted, n_pred_accepted;
 } eng_req;
 
 struct engine {
@@ -34,8 +39,12 @@ struct engine {
     // step scratch, sized once
     int32_t *b_tokens, *b_pos, *b_seq;  // (max_batch_tokens)
     const int32_t **b_tables;           // (max_seqs)
-    int32_t *b_logit_rows;              // (max_seqs)
-    float *logits;                      // (max_seqs, n_vocab)
+    int32_t *b_logit_rows;              // (max_logit_rows)
+    float *logits;                      // (max_logit_rows, n_vocab)
+    int max_logit_rows;                 // max_seqs + speculative rows a step may carry
+    int spec_rows_left;                 // speculative rows still free in the step being planned
+    int32_t spec_tok[SPEC_MAX_K + 1];   // verify scratch
+    samp_result spec_res[SPEC_MAX_K + 1];
     engine_event *evs;                  // (ev_cap) events of the step being run
     int ev_cap, n_evs;
     int n_dequeued;                     // requests that left the queue bound this step
@@ -48,6 +57,7 @@ struct engine {
     pthread_mutex_t stats_mu;
     engine_stats stats; // published once per step
     uint64_t prompt_tokens, generated_tokens;
+    uint64_t spec_draft[2], spec_accepted[2], spec_verify_steps;
     int last_batch_seqs, last_batch_tokens;
     int fault_pos; // test-only (TACHYON_FAULT=forward_pos:N): a step with a position >= N fails; -1 = off
 
@@ -64,5 +74,7 @@ void eng_cut_all(engine *e, sched_end end);
 void eng_flush(engine *e);
 // Frees a request that has left the scheduler.
 void eng_req_release(sched_req *r);
+// The scheduler's draft callback (sched_draft_fn): proposes speculative tokens for a decoding request.
+int eng_draft(void *ctx, sched_req *r, const sched_draft_info *info);
 
 #endif

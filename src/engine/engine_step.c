@@ -39,6 +39,9 @@ static void publish_stats(engine *e) {
     st->prefix_query_tokens = c.prefix_query_tokens;
     st->prompt_tokens = e->prompt_tokens;
     st->generated_tokens = e->generated_tokens;
+    memcpy(st->spec_draft, e->spec_draft, sizeof st->spec_draft);
+    memcpy(st->spec_accepted, e->spec_accepted, sizeof st->spec_accepted);
+    st->spec_verify_steps = e->spec_verify_steps;
     pthread_mutex_unlock(&e->stats_mu);
 }
 
@@ -74,6 +77,7 @@ void eng_req_release(sched_req *r) {
     eng_req *er = r->owner;
     if (er) {
         samp_free(er->samp);
+        spec_pred_free(&er->pred);
         gram_matcher_free(er->grammar);
     }
     free(er);
@@ -97,6 +101,9 @@ static void finish_event(engine *e, sched_req *r, const char *msg) {
     ev->t_first_sched = r->t_first_sched;
     ev->t_first_token = r->t_first_token;
     ev->t_finish = tc_now();
+    ev->n_spec_drafted = er->n_drafted;
+    ev->n_spec_accepted = er->n_accepted;
+    ev->n_pred_accepted = er->n_pred_accepted;
     if (msg) snprintf(ev->msg, sizeof ev->msg, "%s", msg);
     eng_req_release(r);
 }
@@ -128,7 +135,8 @@ static model_batch build_batch(engine *e, const sched_plan *p) {
             e->b_pos[nt] = it->start + k;
             e->b_seq[nt] = i;
         }
-        if (it->sample) e->b_logit_rows[nl++] = nt - 1;
+        if (it->sample) // the last row, and every drafted row before it: each row's logits verify the next
+            for (int k = it->n_draft; k >= 0; k--) e->b_logit_rows[nl++] = nt - 1 - k;
     }
     model_batch b = {
         .n_tokens = nt,
@@ -143,21 +151,43 @@ static model_batch build_batch(engine *e, const sched_plan *p) {
     return b;
 }
 
-// Samples the next token of r from its logits row, appends it, emits TOKEN (not for an end-of-generation
-// token) and, when it ends, FINISH.
-static void take_token(engine *e, sched_req *r, float *logits, double now) {
+// --- speculation
+
+int eng_draft(void *ctx, sched_req *r, const sched_draft_info *info) {
+    engine *e = ctx;
     eng_req *er = r->owner;
-    samp_result res;
-    int32_t tok;
-    if (er->grammar) { // the logits row is this step's scratch: the mask may be written over it
-        tok = samp_sample_grammar(er->samp, logits, e->n_vocab, er->grammar, &res);
-        if (tok < 0 || gram_matcher_accept_token(er->grammar, tok)) {
-            sched_finish(e->s, r, SCHED_END_ERROR);
-            finish_event(e, r, "grammar: no token of the vocabulary can continue the output");
-            return;
-        }
-    } else tok = samp_sample(er->samp, logits, &res);
-    samp_accept(er->samp, tok);
+    int k = e->o.spec_k < info->max_draft ? e->o.spec_k : info->max_draft;
+    if (k > e->spec_rows_left) k = e->spec_rows_left;
+    if (k <= 0) return 0;
+    if (er->grammar) return 0; // the grammar's mask is applied by samp_sample_grammar, one row at a time
+    int32_t *out = r->tokens + r->n_tokens;
+    if (e->o.spec == SPEC_AUTO) {
+        // Back off while prompts wait or prefill (their chunks need the budget), else pick k from this
+        // request's acceptance rate and what a row costs.
+        double a, b;
+        if (info->n_waiting > 0 || info->n_catching > 0 || !sched_step_cost_fit(e->s, &a, &b)) return 0;
+        k = spec_accept_pick(&er->acc, k, a, b, info->n_decoding, info->n_decoding - 1);
+        if (k <= 0) return 0;
+    }
+    int d = 0;
+    er->draft_method = 0;
+    if (e->o.spec == SPEC_AUTO && er->pred.tokens) {
+        d = spec_pred_propose(&er->pred, r->tokens + r->n_prompt, sched_req_n_generated(r), k, out);
+        er->draft_method = 1;
+    }
+    if (d == 0) { // no prediction, or the output left it: prompt lookup
+        d = spec_ngram_propose(r->tokens, r->n_tokens, k, out);
+        er->draft_method = 0;
+    }
+    if (d == 0) er->acc.probing = 0; // nothing to probe with: no lesson either way
+    e->spec_rows_left -= d;
+    return d;
+}
+
+// Appends token tok (sampled with result res) to r, emits TOKEN (not for an end-of-generation token) and,
+// when it ends, FINISH. Returns 1 when r ended (and was freed).
+static int emit_token(engine *e, sched_req *r, int32_t tok, const samp_result *res, double now) {
+    eng_req *er = r->owner;
     r->tokens[r->n_tokens++] = tok;
     e->generated_tokens++;
     if (r->t_first_token == 0) r->t_first_token = now;
@@ -169,17 +199,52 @@ static void take_token(engine *e, sched_req *r, float *logits, double now) {
         ev->type = ENGINE_EV_TOKEN;
         ev->id = r->id;
         ev->user = er->user;
-        ev->tok = res;
+        ev->tok = *res;
         if (sched_req_n_generated(r) >= r->max_tokens) end = SCHED_END_LENGTH;
         else if (er->grammar && gram_matcher_done(er->grammar)) end = SCHED_END_STOP; // nothing can follow
     }
-    if (end != SCHED_END_NONE) {
-        sched_finish(e->s, r, end);
-        finish_event(e, r, NULL);
+    if (end == SCHED_END_NONE) return 0;
+    sched_finish(e->s, r, end);
+    finish_event(e, r, NULL);
+    return 1;
+}
+
+// Samples the next token(s) of r from its logits rows (1 + n_draft): the verifier keeps the drafted tokens
+// the target agrees with plus the target's own next one; they go out in order and stop at an end (tokens
+// after an end-of-generation token are discarded). Rejected drafts' KV is rolled back.
+static void take_tokens(engine *e, sched_req *r, float *logits, int n_draft, double now) {
+    eng_req *er = r->owner;
+    if (er->grammar) { // never drafted (eng_draft): one row; the logits row is scratch the mask may overwrite
+        samp_result res;
+        int32_t tok = samp_sample_grammar(er->samp, logits, e->n_vocab, er->grammar, &res);
+        if (tok < 0 || gram_matcher_accept_token(er->grammar, tok)) {
+            sched_finish(e->s, r, SCHED_END_ERROR);
+            finish_event(e, r, "grammar: no token of the vocabulary can continue the output");
+            return;
+        }
+        samp_accept(er->samp, tok);
+        emit_token(e, r, tok, &res, now); // ends with STOP when the grammar is complete
+        return;
     }
+    int n_out = spec_verify(er->samp, logits, e->n_vocab, r->tokens + r->n_tokens, n_draft, e->spec_tok,
+                            e->spec_res);
+    if (n_draft > 0) {
+        int acc = n_out - 1, m = er->draft_method;
+        er->n_drafted += n_draft;
+        er->n_accepted += acc;
+        if (m == 1) er->n_pred_accepted += acc;
+        e->spec_draft[m] += (uint64_t)n_draft;
+        e->spec_accepted[m] += (uint64_t)acc;
+        e->spec_verify_steps++;
+        spec_accept_observe(&er->acc, n_draft, acc);
+    }
+    for (int i = 0; i < n_out; i++)
+        if (emit_token(e, r, e->spec_tok[i], &e->spec_res[i], now)) return;
+    sched_rollback(e->s, r);
 }
 
 void eng_step(engine *e, double now) {
+    e->spec_rows_left = e->max_logit_rows - e->o.max_seqs;
     const sched_plan *p = sched_step(e->s, now);
     for (sched_req *r = p->ended, *next; r; r = next) {
         next = r->next;
@@ -218,7 +283,7 @@ void eng_step(engine *e, double now) {
     for (int i = 0; i < n_items; i++) {
         const sched_item *it = &p->items[i];
         if (!it->sample) continue;
-        take_token(e, it->r, e->logits + (size_t)row * e->n_vocab, t);
-        row++;
+        take_tokens(e, it->r, e->logits + (size_t)row * e->n_vocab, it->n_draft, t);
+        row += 1 + it->n_draft;
     }
 }

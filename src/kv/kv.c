@@ -196,6 +196,18 @@ void kv_seq_free(kv_pool *p, kv_seq *s) {
     s->last_hash = KV_ROOT_HASH;
 }
 
+void kv_seq_truncate(kv_pool *p, kv_seq *s, int n_tokens) {
+    int keep = n_tokens > 0 ? (n_tokens + p->block_size - 1) / p->block_size : 0;
+    if (keep < s->n_hashed) keep = s->n_hashed; // verified, registered blocks are never rolled back
+    for (int k = s->n_blocks - 1; k >= keep; k--) {
+        int32_t i = s->blocks[k];
+        if (--p->b[i].ref > 0) continue;
+        if (p->b[i].hashed) fl_push_tail(p, i);
+        else fl_push_head(p, i); // holds rejected speculative KV: nothing reusable, hand it out first
+    }
+    if (s->n_blocks > keep) s->n_blocks = keep;
+}
+
 // Walks the chain; writes matched block ids to ids (if non-NULL). Returns the number of blocks matched.
 static int match_chain(const kv_pool *p, const int32_t *tokens, int n, int32_t *ids, uint64_t *last) {
     int bs = p->block_size, max = n > 0 ? (n - 1) / bs : 0, k = 0;

@@ -51,6 +51,11 @@ int kv_seq_alloc_to(kv_pool *p, kv_seq *s, int n_tokens);
 // head); the table becomes empty and can be reused.
 void kv_seq_free(kv_pool *p, kv_seq *s);
 
+// Rolls the table back to cover positions [0, n_tokens) only (speculative tokens the target rejected): the
+// blocks past it go back to the pool. Hashed (registered) blocks are kept: only verified tokens are ever
+// registered, so a rollback never reaches them.
+void kv_seq_truncate(kv_pool *p, kv_seq *s, int n_tokens);
+
 // Looks up the longest cached chain of full blocks that is a prefix of tokens (n); at most (n-1)/block_size
 // blocks so at least the last token is left to compute (its logits are needed). Does not change anything.
 // Returns the number of cached tokens (a multiple of block_size).

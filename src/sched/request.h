@@ -29,7 +29,10 @@ typedef struct sched_req {
     int n_prompt;
     int cap;          // n_prompt + max_tokens
     int max_tokens;   // generated tokens at most
-    int num_computed; // leading tokens whose KV is in the cache
+    int num_computed; // leading tokens whose KV is in the cache (after a verify step it may include rejected
+                      // speculative positions until the engine rolls it back with sched_rollback)
+    int n_draft;      // speculative tokens proposed for this step, stored at tokens[n_tokens, n_tokens+n_draft)
+                      // (unverified: never counted in n_tokens, never registered in the prefix cache)
     int n_cached;     // prompt tokens served from the prefix cache at the first admission
     kv_seq kv;        // block table
     sched_state state;

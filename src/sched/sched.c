@@ -16,7 +16,9 @@ struct sched {
     sched_item *items;           // (max_seqs) plan storage
     sched_plan plan;
     int budget;                  // tokens left in the step being built
-    step_cost cost;              // learned step time vs tokens (ITL guard)
+    step_cost cost;              // learned step time vs tokens (ITL guard, speculation policy)
+    sched_draft_fn draft_fn;     // (optional) speculation
+    void *draft_ctx;
     uint64_t steps, preemptions, prefix_query_tokens, prefix_hit_tokens;
 };
 
@@ -86,13 +88,14 @@ void sched_add(sched *s, sched_req *r) {
 }
 
 // --- plan items
-static void plan_add(sched *s, sched_req *r, int n) {
+static void plan_add(sched *s, sched_req *r, int n, int n_draft) {
     sched_plan *p = &s->plan;
     sched_item *it = &p->items[p->n_items];
     it->r = r;
     it->start = r->num_computed;
     it->n = n;
-    it->sample = r->num_computed + n == r->n_tokens;
+    it->n_draft = n_draft;
+    it->sample = r->num_computed + n - n_draft == r->n_tokens;
     r->plan_idx = p->n_items++;
     p->n_tokens += n;
     p->n_sample += it->sample;
@@ -130,10 +133,16 @@ static sched_req *preempt_tail(sched *s) {
 // Schedules n tokens of running request r, preempting from the tail until its blocks fit. Returns 0, or -1
 // when r itself was preempted.
 static int schedule_running(sched *s, sched_req *r, int n) {
+    // Speculative rows only where blocks are free: drafts never preempt anybody.
+    if (r->n_draft > 0 && kv_seq_alloc_to(s->pool, &r->kv, r->num_computed + n + r->n_draft) == 0) {
+        plan_add(s, r, n + r->n_draft, r->n_draft);
+        return 0;
+    }
+    r->n_draft = 0;
     while (kv_seq_alloc_to(s->pool, &r->kv, r->num_computed + n) != 0) {
         if (preempt_tail(s) == r) return -1;
     }
-    plan_add(s, r, n);
+    plan_add(s, r, n, 0);
     return 0;
 }
 
@@ -161,7 +170,7 @@ static int admit_head(sched *s, double now) {
     list_unlink(&s->waiting, r);
     r->state = SCHED_RUNNING;
     list_push_tail(&s->running, r);
-    plan_add(s, r, n);
+    plan_add(s, r, n, 0);
     return 0;
 }
 
@@ -193,12 +202,24 @@ const sched_plan *sched_step(sched *s, double now) {
 
     // Step 2 (decode) then step 3 (chunks of running requests still catching up). next is read after
     // scheduling r: a preemption may have moved the tail, and if r itself went, it was the tail.
+    int dec_left = n_decoding; // decoding requests not yet planned: drafts leave each of them a row
     for (int pass = 0; pass < 2; pass++) {
         for (sched_req *r = s->running.head; r && s->budget > 0;) {
             int left = r->n_tokens - r->num_computed;
             int want = pass == 0 ? left == 1 : left > 1;
             if (want && r->plan_idx < 0) {
                 int n = left < s->budget ? left : s->budget;
+                r->n_draft = 0;
+                if (pass == 0) {
+                    dec_left--;
+                    int max = s->budget - 1 - dec_left, room = r->cap - r->n_tokens - 1; // keep 1 for the bonus
+                    if (room < max) max = room;
+                    if (max > 0 && s->draft_fn) {
+                        sched_draft_info info = {max, n_decoding, s->waiting.n, s->running.n - n_decoding};
+                        int d = s->draft_fn(s->draft_ctx, r, &info);
+                        r->n_draft = d < 0 ? 0 : d > max ? max : d;
+                    }
+                }
                 if (schedule_running(s, r, n) < 0) break;
             }
             r = r->next;
@@ -223,6 +244,19 @@ int sched_guard_budget(const sched *s, int n_decoding) {
     return cap < budget ? cap : budget;
 }
 
+void sched_set_draft_fn(sched *s, sched_draft_fn fn, void *ctx) {
+    s->draft_fn = fn;
+    s->draft_ctx = ctx;
+}
+
+int sched_step_cost_fit(const sched *s, double *a, double *b) {
+    if (!step_cost_ready(&s->cost)) return 0;
+    double t1 = step_cost_predict(&s->cost, 1), t2 = step_cost_predict(&s->cost, 2);
+    *b = t2 - t1;
+    *a = t1 - *b;
+    return 1;
+}
+
 void sched_commit(sched *s) {
     sched_plan *p = &s->plan;
     for (int i = 0; i < p->n_items; i++) {
@@ -230,8 +264,20 @@ void sched_commit(sched *s) {
         sched_req *r = it->r;
         r->num_computed = it->start + it->n;
         r->plan_idx = -1;
-        if (s->o.prefix_cache) kv_seq_commit(s->pool, &r->kv, r->tokens, r->num_computed);
+        r->n_draft = 0;
+        // drafted positions are not verified yet: they are never registered (sched_rollback drops the
+        // rejected ones; accepted ones are registered by a later commit, once they are below n_tokens)
+        int verified = r->num_computed < r->n_tokens ? r->num_computed : r->n_tokens;
+        if (s->o.prefix_cache) kv_seq_commit(s->pool, &r->kv, r->tokens, verified);
     }
+}
+
+void sched_rollback(sched *s, sched_req *r) {
+    if (r->state != SCHED_RUNNING) return;
+    int valid = r->n_tokens - 1;
+    if (r->num_computed <= valid) return;
+    r->num_computed = valid;
+    kv_seq_truncate(s->pool, &r->kv, valid);
 }
 
 void sched_finish(sched *s, sched_req *r, sched_end end) {

@@ -1,6 +1,8 @@
 // The continuous-batching scheduler. One sched_step = one forward pass. Order of work in a step:
 //   1. requests with a pending cancel or a passed deadline leave (KV freed) → plan.ended;
-//   2. running requests that are decoding get one token each (oldest admitted first);
+//   2. running requests that are decoding get one token each (oldest admitted first), plus the speculative
+//      tokens the draft callback proposes for them (as long as the budget keeps one row for every other
+//      decoding request) — one item of 1 + n_draft rows;
 //   3. running requests still catching up (a prompt spread over steps) get a chunk of what budget is left;
 //   4. waiting requests are admitted in FIFO order (prefix-cache hit first, then a chunk) while the token
 //      budget, max_seqs and the KV pool allow; the first one that does not fit stops admission.
@@ -26,10 +28,23 @@ typedef struct sched_opts {
 
 typedef struct sched_item {
     sched_req *r;
-    int start;  // first token index (= its position) to compute
-    int n;      // tokens [start, start+n) of r->tokens are computed this step
-    int sample; // 1: start+n == r->n_tokens, the logits of the last row give the next token
+    int start;   // first token index (= its position) to compute
+    int n;       // tokens [start, start+n) of r->tokens are computed this step (n_draft of them speculative)
+    int n_draft; // the last n_draft rows are drafted tokens past r->n_tokens (speculation), else 0
+    int sample;  // 1: start+n-n_draft == r->n_tokens: the logits of the last 1+n_draft rows give next tokens
 } sched_item;
+
+// What the draft callback knows about the step being planned.
+typedef struct sched_draft_info {
+    int max_draft;   // drafts it may propose at most (budget, max_tokens, table capacity)
+    int n_decoding;  // running requests decoding this step (one row each, before drafts)
+    int n_waiting;   // requests waiting for admission
+    int n_catching;  // running requests still prefilling
+} sched_draft_info;
+
+// Proposes up to info->max_draft tokens for decoding request r, writes them to r->tokens[r->n_tokens …] and
+// returns how many (0: no speculation for r this step). Called on the engine thread while planning.
+typedef int (*sched_draft_fn)(void *ctx, sched_req *r, const sched_draft_info *info);
 
 typedef struct sched_plan {
     sched_item *items; // (n_items) in batch order; borrowed from the scheduler, valid until the next step
@@ -57,9 +72,17 @@ void sched_free(sched *s);
 void sched_add(sched *s, sched_req *r);
 // Builds the next step's plan at time now (monotonic seconds). The plan is borrowed.
 const sched_plan *sched_step(sched *s, double now);
-// After the forward pass: advances num_computed of every planned request and registers its new full
-// blocks in the prefix cache. The caller then appends sampled tokens (r->tokens[r->n_tokens++]).
+// Installs the draft callback (NULL: no speculation).
+void sched_set_draft_fn(sched *s, sched_draft_fn fn, void *ctx);
+// After the forward pass: advances num_computed of every planned request (drafted rows included) and
+// registers its new full blocks of VERIFIED tokens (< n_tokens) in the prefix cache. The caller then appends
+// sampled tokens (r->tokens[r->n_tokens++]) and, after a verify step, calls sched_rollback.
 void sched_commit(sched *s);
+// After the verify step of r: the KV past its last valid position (rejected drafts) is dropped —
+// num_computed = min(num_computed, n_tokens - 1) and the blocks past it go back to the pool.
+void sched_rollback(sched *s, sched_req *r);
+// The step-cost model's fit t(n) = a + b·n seconds; returns 0 (and leaves a, b alone) while not ready.
+int sched_step_cost_fit(const sched *s, double *a, double *b);
 // Feeds the step-cost model: a forward pass over n_tokens rows took `seconds`.
 void sched_observe(sched *s, int n_tokens, double seconds);
 // The step token cap the ITL guard would apply with n_decoding streams (max_batch_tokens when off/unready).

@@ -56,6 +56,9 @@ typedef struct gen_req {
     double t_last_send; // monotonic seconds of the last bytes queued on the stream (pings after silence)
     double t_recv, t_first_tok;                                 // monotonic seconds (server side)
     double t_arrival, t_first_sched, t_first_token, t_finish;   // engine timestamps of choice 0
+    int32_t *pred_ids;                                          // (n_pred_ids) tokenized prediction, owned
+    int n_pred_ids;
+    int pred_accepted, pred_rejected;                           // over choices (usage)
 } gen_req;
 
 // --- lifetime ----------------------------------------------------------------------------------------
@@ -78,6 +81,7 @@ static void g_free(gen_req *g) {
         if (c->lp) json_decref(c->lp);
     }
     if (g->out) evbuffer_free(g->out);
+    free(g->pred_ids);
     if (g->body) evbuffer_free(g->body);
     free(g->ids);
     oai_req_free(&g->q);
@@ -282,6 +286,12 @@ static void on_token(gen_choice *c, const engine_event *ev) {
     if (g->q.stream && g->req && !c->text_done) emit_stream(c, 0);
 }
 
+static json_t *usage_json(const gen_req *g, int n_out) {
+    json_t *u = oai_usage(g->n_prompt, n_out, g->n_cached);
+    if (g->q.prediction) oai_usage_prediction(u, g->pred_accepted, g->pred_rejected);
+    return u;
+}
+
 static void complete(gen_req *g) {
     server *s = g->s;
     double now = tc_now();
@@ -326,8 +336,7 @@ static void complete(gen_req *g) {
             return;
         }
         if (g->q.include_usage)
-            queue_json(g, oai_usage_chunk(g->q.kind, g->id, g->created, s->name,
-                                          oai_usage(g->n_prompt, n_out, g->n_cached)));
+            queue_json(g, oai_usage_chunk(g->q.kind, g->id, g->created, s->name, usage_json(g, n_out)));
         evbuffer_add(g->out, OAI_SSE_DONE, strlen(OAI_SSE_DONE));
         g->ended = 1;
         mark_dirty(g);
@@ -353,8 +362,7 @@ static void complete(gen_req *g) {
         }
         json_array_append_new(choices, ch);
     }
-    json_t *resp = oai_response(g->q.kind, g->id, g->created, s->name, choices,
-                                oai_usage(g->n_prompt, n_out, g->n_cached));
+    json_t *resp = oai_response(g->q.kind, g->id, g->created, s->name, choices, usage_json(g, n_out));
     g_log(g, 200, g->ch[0].finish_reason);
     g_detach(g);
     srv_send_json(s, req, 200, resp);
@@ -366,6 +374,10 @@ static void on_finish(gen_choice *c, const engine_event *ev) {
     c->live = 0;
     g->n_live--;
     if (ev->n_cached > g->n_cached) g->n_cached = ev->n_cached;
+    g->pred_accepted += ev->n_pred_accepted;
+    // OpenAI's meaning: prediction tokens that did not make it into this choice's output
+    if (g->n_pred_ids > ev->n_pred_accepted) g->pred_rejected += g->n_pred_ids - ev->n_pred_accepted;
+    if (ev->n_spec_drafted > 0) metric_observe(g->s->mt.spec_rate, (double)ev->n_spec_accepted / ev->n_spec_drafted);
     if (c->index == 0) {
         g->t_arrival = ev->t_arrival;
         g->t_first_sched = ev->t_first_sched;
@@ -683,6 +695,14 @@ static void gen_launch(gen_req *g) {
             goto fail;
         }
     }
+    if (q->prediction && q->prediction_len > 0) {
+        tc_err terr = {0};
+        if (tok_encode(s->vocab, q->prediction, q->prediction_len, 0, &g->pred_ids, &g->n_pred_ids, &terr)) {
+            oai_err_set(&e, 400, "invalid_request_error", NULL, "prediction", "cannot tokenize 'prediction': %s",
+                        terr.msg);
+            goto fail;
+        }
+    }
     char *gbnf = NULL; // the grammar the output must follow (oai_output_grammar), or NULL
     if (oai_output_grammar(q, s->chat, &gbnf, &e)) goto fail;
     for (int i = 0; i < q->n; i++) {
@@ -700,6 +720,10 @@ static void gen_launch(gen_req *g) {
         er.sp.seed = seed + (uint64_t)i;
         er.deadline = timeout > 0 ? g->t_recv + timeout : 0;
         er.ignore_eos = q->ignore_eos;
+        if (g->n_pred_ids > 0 && (er.prediction = malloc((size_t)g->n_pred_ids * sizeof(int32_t)))) {
+            memcpy(er.prediction, g->pred_ids, (size_t)g->n_pred_ids * sizeof(int32_t));
+            er.n_prediction = g->n_pred_ids; // (out of memory: no draft source, still correct)
+        }
         er.user = &g->ch[i];
         if (gbnf && srv_grammar_matcher(s, gbnf, &er.grammar, &e)) {
             free(er.prompt);
@@ -710,6 +734,7 @@ static void gen_launch(gen_req *g) {
         int rc = engine_submit(s->eng, &er, &g->ch[i].id, &err);
         if (rc) {
             free(er.prompt);
+            free(er.prediction);
             gram_matcher_free(er.grammar);
             free(gbnf);
             if (rc == TC_ERR_FULL) {

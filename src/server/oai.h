@@ -57,6 +57,8 @@ typedef struct oai_req {
     int n_stop;
     double timeout; // seconds (extension "timeout"); 0 = none
     int ignore_eos; // extension
+    const char *prediction; // Predicted Outputs text (borrowed from root or owned[]), NULL if none
+    size_t prediction_len;  // bytes
     oai_ext ext;    // response_format, grammar, tools (oai_tools.c)
 } oai_req;
 
@@ -79,6 +81,8 @@ json_t *oai_chunk(oai_kind kind, const char *id, long created, const char *model
 // Final usage chunk ("choices": []). New reference.
 json_t *oai_usage_chunk(oai_kind kind, const char *id, long created, const char *model, json_t *usage);
 json_t *oai_usage(int prompt_tokens, int completion_tokens, int cached_tokens); // new reference
+// Adds usage.completion_tokens_details {accepted,rejected}_prediction_tokens (Predicted Outputs) to usage.
+void oai_usage_prediction(json_t *usage, int accepted, int rejected);
 // Complete (non-stream) response. choices is stolen: an array built with oai_choice. New reference.
 json_t *oai_response(oai_kind kind, const char *id, long created, const char *model, json_t *choices,
                      json_t *usage);

@@ -211,6 +211,44 @@ static int parse_stop(oai_req *r, oai_err *e) {
     return 0;
 }
 
+// prediction (OpenAI Predicted Outputs): {"type": "content", "content": string | [{"type":"text","text":…}]}
+static int parse_prediction(oai_req *r, oai_err *e) {
+    json_t *p = json_object_get(r->root, "prediction");
+    if (!p || json_is_null(p)) return 0;
+    json_t *ty = json_object_get(p, "type"), *c = json_object_get(p, "content");
+    if (!json_is_object(p) || !json_is_string(ty) || strcmp(json_string_value(ty), "content"))
+        return BAD(e, "prediction", "'prediction' must be an object {\"type\": \"content\", \"content\": …}");
+    if (json_is_string(c)) {
+        r->prediction = json_string_value(c);
+        r->prediction_len = json_string_length(c);
+        return 0;
+    }
+    if (!json_is_array(c))
+        return BAD(e, "prediction.content", "'prediction.content' must be a string or an array of text parts");
+    size_t total = 0, k;
+    json_t *part;
+    json_array_foreach(c, k, part) {
+        json_t *pt = json_object_get(part, "type"), *tx = json_object_get(part, "text");
+        if (!json_is_object(part) || !json_is_string(pt) || strcmp(json_string_value(pt), "text") || !json_is_string(tx))
+            return BAD(e, "prediction.content", "only parts of type 'text' with a string 'text' are supported "
+                       "(part %zu)", k);
+        total += json_string_length(tx);
+    }
+    char *s = malloc(total + 1);
+    if (!s) return oai_err_set(e, 500, "server_error", NULL, NULL, "out of memory");
+    size_t off = 0;
+    json_array_foreach(c, k, part) {
+        json_t *tx = json_object_get(part, "text");
+        memcpy(s + off, json_string_value(tx), json_string_length(tx));
+        off += json_string_length(tx);
+    }
+    s[off] = 0;
+    if (take_owned(r, s)) return oai_err_set(e, 500, "server_error", NULL, NULL, "out of memory");
+    r->prediction = s;
+    r->prediction_len = off;
+    return 0;
+}
+
 int oai_parse(oai_kind kind, const char *body, size_t len, oai_req *r, oai_err *e) {
     memset(r, 0, sizeof *r);
     r->kind = kind;
@@ -335,6 +373,7 @@ int oai_parse(oai_kind kind, const char *body, size_t len, oai_req *r, oai_err *
     if (get_num(o, "timeout", 0, 1e7, &d, e)) goto err;
     r->timeout = d;
     if (get_bool(o, "ignore_eos", &r->ignore_eos, e)) goto err;
+    if (parse_prediction(r, e)) goto err;
     if (oai_ext_parse(r, e)) goto err; // structured outputs and tools: oai_tools.c
     return 0;
 err:

@@ -108,6 +108,13 @@ json_t *oai_usage(int prompt_tokens, int completion_tokens, int cached_tokens) {
                      cached_tokens);
 }
 
+void oai_usage_prediction(json_t *usage, int accepted, int rejected) {
+    if (!usage) return;
+    json_object_set_new(usage, "completion_tokens_details",
+                        json_pack("{s:i,s:i}", "accepted_prediction_tokens", accepted, "rejected_prediction_tokens",
+                                  rejected));
+}
+
 json_t *oai_usage_chunk(oai_kind kind, const char *id, long created, const char *model, json_t *usage) {
     return json_pack("{s:s,s:s,s:I,s:s,s:n,s:[],s:o}", "id", id, "object", obj_name(kind, 1), "created",
                      (json_int_t)created, "model", model, "system_fingerprint", "choices", "usage", usage);

@@ -26,6 +26,8 @@ typedef struct srv_metrics {
     metric *running, *waiting, *kv_used, *kv_total, *batch_size, *batch_tokens;
     metric *success_stop, *success_length, *success_abort;
     metric *prompt_tokens, *gen_tokens, *preemptions, *rejected, *cancelled, *prefix_hit, *prefix_query;
+    metric *spec_draft[2], *spec_accepted[2], *spec_steps; // [0] n-gram, [1] prediction
+    metric *spec_rate; // histogram: accepted / drafted tokens per finished request that speculated
     mwindow w_ttft, w_tpot, w_itl, w_e2e; // owned
     mrate gen_rate;                       // generated tokens per second
     uint64_t n_requests;                  // finished generation requests

@@ -48,6 +48,20 @@ int srv_metrics_init(srv_metrics *mt, tc_err *err) {
     mt->cancelled = metrics_add(r, METRIC_COUNTER, "tachyon:requests_cancelled_total", NULL, "Requests cancelled because the client went away", NULL, 0);
     mt->prefix_hit = metrics_add(r, METRIC_COUNTER, "tachyon:prefix_cache_hit_tokens_total", NULL, "Prompt tokens served from the prefix cache", NULL, 0);
     mt->prefix_query = metrics_add(r, METRIC_COUNTER, "tachyon:prefix_cache_queries_total", NULL, "Prompt tokens looked up in the prefix cache", NULL, 0);
+    static const char *methods[2] = {"method=\"ngram\"", "method=\"prediction\""};
+    for (int i = 0; i < 2; i++) {
+        mt->spec_draft[i] = metrics_add(r, METRIC_COUNTER, "tachyon:spec_draft_tokens_total", methods[i],
+                                        "Speculative tokens proposed, by draft method", NULL, 0);
+        mt->spec_accepted[i] = metrics_add(r, METRIC_COUNTER, "tachyon:spec_accepted_tokens_total", methods[i],
+                                           "Speculative tokens the target model accepted, by draft method", NULL, 0);
+        if (!mt->spec_draft[i] || !mt->spec_accepted[i]) goto oom;
+    }
+    static const double rate_b[10] = {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0};
+    mt->spec_steps = metrics_add(r, METRIC_COUNTER, "tachyon:spec_verify_steps_total", NULL,
+                                 "Speculative verifications (one request's 1+k rows in a step)", NULL, 0);
+    mt->spec_rate = metrics_add(r, METRIC_HISTOGRAM, "tachyon:spec_acceptance_rate", NULL,
+                                "Accepted / drafted speculative tokens per finished request that speculated", rate_b, 10);
+    if (!mt->spec_steps || !mt->spec_rate) goto oom;
     if (!mt->ttft || !mt->tpot || !mt->itl || !mt->e2e || !mt->queue || !mt->prefill || !mt->decode || !mt->running ||
         !mt->waiting || !mt->kv_used || !mt->kv_total || !mt->batch_size || !mt->batch_tokens || !mt->success_stop ||
         !mt->success_length || !mt->success_abort || !mt->prompt_tokens || !mt->gen_tokens || !mt->preemptions ||
@@ -86,6 +100,11 @@ static void refresh(server *s, engine_stats *st) {
     metric_set(mt->preemptions, (double)st->preemptions);
     metric_set(mt->prefix_hit, (double)st->prefix_hit_tokens);
     metric_set(mt->prefix_query, (double)st->prefix_query_tokens);
+    for (int i = 0; i < 2; i++) {
+        metric_set(mt->spec_draft[i], (double)st->spec_draft[i]);
+        metric_set(mt->spec_accepted[i], (double)st->spec_accepted[i]);
+    }
+    metric_set(mt->spec_steps, (double)st->spec_verify_steps);
 }
 
 void srv_handle_metrics(server *s, struct evhttp_request *req) {
@@ -142,5 +161,11 @@ void srv_handle_stats(server *s, struct evhttp_request *req) {
                           (json_int_t)st.preemptions, "requests_finished", (json_int_t)mt->n_requests, "steps",
                           (json_int_t)st.steps, "batch_size", st.last_batch_seqs, "batch_tokens", st.last_batch_tokens);
     if (j) json_object_set_new(j, "max_model_len", json_integer(s->ctx_size));
+    uint64_t sd = st.spec_draft[0] + st.spec_draft[1], sa = st.spec_accepted[0] + st.spec_accepted[1];
+    if (j)
+        json_object_set_new(j, "spec", json_pack("{s:I,s:I,s:I,s:f}", "draft_tokens", (json_int_t)sd,
+                                                 "accepted_tokens", (json_int_t)sa, "verify_steps",
+                                                 (json_int_t)st.spec_verify_steps, "acceptance_rate",
+                                                 sd ? (double)sa / (double)sd : 0.0));
     srv_send_json(s, req, 200, j);
 }

@@ -227,10 +227,44 @@ static void test_match_protects(void) {
     kv_pool_free(p);
 }
 
+// Speculative rollback: blocks past the kept length go back to the pool; registered (hashed) blocks never do.
+static void test_truncate(void) {
+    kv_pool *p;
+    tc_err err;
+    CHECK_EQ_INT(kv_pool_new(8, BS, &p, &err), 0);
+    kv_seq a;
+    CHECK_EQ_INT(kv_seq_init(&a, 64, BS, &err), 0);
+    int32_t t[32];
+    fill(t, 32, 100);
+    CHECK_EQ_INT(kv_seq_alloc_to(p, &a, 9), 0); // 3 blocks
+    kv_seq_commit(p, &a, t, 8);                  // 2 full blocks registered
+    CHECK_EQ_INT(a.n_hashed, 2);
+    CHECK_EQ_INT(kv_seq_alloc_to(p, &a, 20), 0); // a draft up to position 19: 5 blocks
+    CHECK_EQ_INT(kv_pool_n_free(p), 3);
+    kv_seq_truncate(p, &a, 10); // keep 3 blocks
+    CHECK_EQ_INT(a.n_blocks, 3);
+    CHECK_EQ_INT(kv_pool_n_free(p), 5);
+    kv_seq_truncate(p, &a, 10); // idempotent
+    CHECK_EQ_INT(a.n_blocks, 3);
+    kv_seq_truncate(p, &a, 3); // below the registered blocks: they stay
+    CHECK_EQ_INT(a.n_blocks, 2);
+    CHECK_EQ_INT(a.n_hashed, 2);
+    CHECK_EQ_INT(kv_pool_n_free(p), 6);
+    kv_stats st;
+    kv_pool_stats(p, &st);
+    CHECK_EQ_INT(st.n_used, 2);
+    // the prefix is still findable after the rollback and the free
+    kv_seq_free(p, &a);
+    CHECK_EQ_INT(kv_lookup_prefix(p, t, 9), 8);
+    kv_seq_destroy(&a);
+    kv_pool_free(p);
+}
+
 int main(void) {
     test_alloc_free();
     test_prefix_share();
     test_lru_eviction();
     test_match_protects();
+    test_truncate();
     TEST_MAIN_END();
 }

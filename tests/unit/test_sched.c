@@ -10,6 +10,7 @@
 #include "test_util.h"
 
 #define MAXR 16
+#define SPEC_TEST_MAX_K 8
 
 typedef struct harness {
     kv_pool *pool;
@@ -25,6 +26,8 @@ typedef struct harness {
     int readback_errors;
     int steps;
     int max_items_seen, max_tokens_seen;
+    int n_drafted, n_accepted; // speculation (draft_fn installed)
+    int draft_calls;
 } harness;
 
 static uint32_t fake_next(const int32_t *t, int n) {
@@ -102,8 +105,10 @@ static int h_step(harness *h, double now) {
         sched_req *r = it->r;
         CHECK_EQ_INT(it->start, r->num_computed);
         CHECK(it->n >= 1);
-        CHECK_EQ_INT(it->sample, it->start + it->n == r->n_tokens);
+        CHECK_EQ_INT(it->sample, it->start + it->n - it->n_draft == r->n_tokens);
+        CHECK(it->n_draft == 0 || (it->sample && it->n_draft < it->n));
         CHECK(r->kv.n_blocks * h->bs >= it->start + it->n);
+        h->n_drafted += it->n_draft;
         sum += it->n;
     }
     h_forward(h, p);
@@ -115,17 +120,27 @@ static int h_step(harness *h, double now) {
     for (int i = 0; i < n_items; i++) {
         sched_req *r = items[i].r;
         if (!items[i].sample) continue;
-        int32_t back[256];
-        for (int pos = 0; pos < r->n_tokens; pos++) {
-            back[pos] = h->store[r->kv.blocks[pos / h->bs] * h->bs + pos % h->bs];
-            if (back[pos] != r->tokens[pos]) h->readback_errors++;
+        // Verify like the engine: row k reads back positions [0, n_tokens + k) (drafted ones included) and
+        // its "next token" must equal draft k for the draft to survive.
+        int nd = items[i].n_draft, base = r->n_tokens, ended = 0;
+        int32_t draft[SPEC_TEST_MAX_K], back[256];
+        memcpy(draft, r->tokens + base, (size_t)nd * sizeof *draft);
+        for (int k = 0; k <= nd && !ended; k++) {
+            int n = base + k;
+            for (int pos = 0; pos < n; pos++) {
+                back[pos] = h->store[r->kv.blocks[pos / h->bs] * h->bs + pos % h->bs];
+                if (back[pos] != (pos < base ? r->tokens[pos] : draft[pos - base])) h->readback_errors++;
+            }
+            int32_t next = (int32_t)fake_next(back, n);
+            r->tokens[r->n_tokens++] = next;
+            if (sched_req_n_generated(r) >= r->max_tokens) {
+                sched_finish(h->s, r, SCHED_END_LENGTH);
+                h_record_end(h, r);
+                ended = 1;
+            } else if (k == nd || next != draft[k]) break;
+            else h->n_accepted++;
         }
-        int32_t next = (int32_t)fake_next(back, r->n_tokens);
-        r->tokens[r->n_tokens++] = next;
-        if (sched_req_n_generated(r) >= r->max_tokens) {
-            sched_finish(h->s, r, SCHED_END_LENGTH);
-            h_record_end(h, r);
-        }
+        if (!ended) sched_rollback(h->s, r);
     }
     h->steps++;
     return n_items;
@@ -159,6 +174,74 @@ static void check_same_as_alone(harness *h, int id, const int32_t *prompt, int n
     CHECK_EQ_INT(h->n_out[id], max_tokens);
     for (int i = 0; i < max_tokens && i < h->n_out[id]; i++)
         CHECK_MSG(h->out[id][i] == ref[i], "request %d token %d: %d, alone %d", id, i, h->out[id][i], ref[i]);
+}
+
+// --- speculation: a draft callback whose guesses are right most of the time (it knows fake_next) and wrong
+// every third call, so the verify path accepts some drafts, rejects others and rolls KV back.
+static int oracle_draft(void *ctx, sched_req *r, const sched_draft_info *info) {
+    harness *h = ctx;
+    int k = info->max_draft < 5 ? info->max_draft : 5;
+    int32_t t[256];
+    memcpy(t, r->tokens, (size_t)r->n_tokens * sizeof *t);
+    int n = r->n_tokens;
+    for (int i = 0; i < k; i++, n++) {
+        t[n] = (int32_t)fake_next(t, n);
+        if (h->draft_calls % 3 == 2 && i == 2) t[n] = (t[n] + 1) % 500; // a wrong guess mid-draft
+    }
+    h->draft_calls++;
+    memcpy(r->tokens + r->n_tokens, t + r->n_tokens, (size_t)k * sizeof *t);
+    return k;
+}
+
+static void test_speculation(void) {
+    harness h;
+    h_init(&h, 64, 4, 16, 4, 1);
+    sched_set_draft_fn(h.s, oracle_draft, &h);
+    int32_t a[9], b[5], c[40];
+    make_prompt(a, 9, 7);
+    make_prompt(b, 5, 8);
+    h_add(&h, 0, a, 9, 30);
+    h_add(&h, 1, b, 5, 23);
+    h_run(&h, 1000);
+    check_same_as_alone(&h, 0, a, 9, 30);
+    check_same_as_alone(&h, 1, b, 5, 23);
+    CHECK_MSG(h.n_drafted > 20 && h.n_accepted > 10 && h.n_accepted < h.n_drafted, "drafted %d accepted %d",
+              h.n_drafted, h.n_accepted);
+    kv_stats ks;
+    kv_pool_stats(h.pool, &ks);
+    CHECK_EQ_INT(ks.n_used, 0); // every block (rolled back or not) came back
+    // The prefix cache holds only verified tokens: a prompt of A's prompt + output hits it and reads back
+    // exactly those tokens (a registered block holding a rejected draft would show as a readback error).
+    memcpy(c, a, sizeof a);
+    memcpy(c + 9, h.out[0], 30 * sizeof(int32_t));
+    h_add(&h, 2, c, 39, 6);
+    h_run(&h, 1000);
+    CHECK_MSG(h.n_cached[2] >= 32, "cached %d of 39", h.n_cached[2]);
+    check_same_as_alone(&h, 2, c, 39, 6);
+    // with drafts, a budget of 16 still gives every decoding request its row: never more than the budget
+    CHECK(h.max_tokens_seen <= 16);
+    h_free(&h);
+
+    // a tight pool: drafts only take free blocks (they never preempt), preemption and recompute still give
+    // the same tokens, with and without the prefix cache
+    for (int pc = 0; pc < 2; pc++) {
+        h_init(&h, 7, 4, 32, 4, pc);
+        sched_set_draft_fn(h.s, oracle_draft, &h);
+        int32_t p[3][6];
+        for (int i = 0; i < 3; i++) {
+            make_prompt(p[i], 6, 40 + i);
+            h_add(&h, (uint64_t)i, p[i], 6, 10);
+        }
+        h_run(&h, 500);
+        sched_counters sc;
+        sched_get_counters(h.s, &sc);
+        CHECK_MSG(sc.preemptions > 0, "prefix cache %d: expected preemptions", pc);
+        CHECK(h.n_drafted > 0);
+        for (int i = 0; i < 3; i++) check_same_as_alone(&h, i, p[i], 6, 10);
+        kv_pool_stats(h.pool, &ks);
+        CHECK_EQ_INT(ks.n_used, 0);
+        h_free(&h);
+    }
 }
 
 // --- tests
@@ -417,5 +500,6 @@ int main(void) {
     test_preemption();
     test_prefix_cache();
     test_cancel_deadline();
+    test_speculation();
     TEST_MAIN_END();
 }

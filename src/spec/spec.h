@@ -1,0 +1,85 @@
+// Speculative decoding: proposers guess the next tokens of a request for free (no model time), the target
+// model scores the guesses in ONE item of the ragged batch (the last sampled token + k drafted tokens, logits
+// for every row), and the verifier keeps the longest prefix the target agrees with plus the target's own next
+// token. Each step yields 1..k+1 tokens. The policy picks k per request from its acceptance rate and the
+// step-cost model so that speculation only runs when it pays.
+#ifndef TACHYON_SPEC_H
+#define TACHYON_SPEC_H
+
+#include <stdint.h>
+
+#include "sampling/sampling.h"
+
+#define SPEC_MAX_K 16 // drafted tokens per request per step at most
+#define SPEC_NGRAM_MAX_N 4
+
+typedef enum { SPEC_OFF = 0, SPEC_NGRAM, SPEC_AUTO } spec_mode;
+
+// "off" | "ngram" | "auto" → mode; -1 when unknown.
+int spec_mode_parse(const char *s);
+const char *spec_mode_name(spec_mode m);
+
+// --- proposers
+
+// Prompt lookup (n-gram): finds the most recent earlier occurrence of the last n tokens of tokens[0..n_tokens)
+// (n = SPEC_NGRAM_MAX_N down to 1, the longest that matches wins) and copies up to k tokens that followed it
+// into out. Returns how many (0: no match). Searches the prompt and the output so far alike.
+int spec_ngram_propose(const int32_t *tokens, int n_tokens, int k, int32_t *out);
+
+// Predicted output (OpenAI `prediction`): the expected completion, tokenized, as the draft source. The cursor
+// follows the output; after a mismatch it is re-aligned by finding the output's last tokens in the prediction
+// again (the first occurrence at or after the old cursor, else the last one before it).
+typedef struct spec_pred {
+    int32_t *tokens; // (n) owned, free with spec_pred_free
+    int n;
+    int pos;         // index in tokens of the next expected output token; n = exhausted
+    int n_seen;      // generated tokens already followed
+} spec_pred;
+
+void spec_pred_free(spec_pred *p);
+// out: up to k tokens predicted to follow `gen` (ALL generated tokens so far, n_gen; the cursor follows the
+// ones new since the last call). Returns how many.
+int spec_pred_propose(spec_pred *p, const int32_t *gen, int n_gen, int k, int32_t *out);
+
+// --- verifier
+
+// Verifies n_draft drafted tokens against the target's logits rows (n_draft + 1 rows of n_vocab, row i
+// predicting the token after draft[i-1]). Row by row, the request's sampler (samp_sample: the full pipeline,
+// penalties seeing the tokens accepted so far in this step) draws the target's token y_i, which is recorded
+// with samp_accept; verification stops after the first y_i != draft[i] or after the last row.
+// For a deterministic draft (q one-hot at x) this IS standard speculative rejection sampling: P(accept x) =
+// p(x), and when rejected, y is distributed as p with x removed and renormalised — the residual
+// normalize(max(0, p - q)). It draws one uniform per emitted token, exactly as decoding without speculation
+// does, so a seed gives the same tokens with speculation on or off. Greedy: y_i is the argmax.
+// Writes y_0..y_a (a = accepted drafts, 0..n_draft) to out and res (both n_draft + 1 long); returns a + 1.
+int spec_verify(samp_state *s, const float *logits, int n_vocab, const int32_t *draft, int n_draft, int32_t *out,
+                samp_result *res);
+
+// --- policy (adaptive k)
+
+// Per-request acceptance estimate: EWMA of the fraction of drafted tokens the target accepted.
+typedef struct spec_accept {
+    float rate;   // in [0, 1]
+    int n_obs;    // verify steps seen
+    int idle;     // steps since the last draft while the estimate said it does not pay
+    int backoff;  // steps between 1-token probes while it does not pay (doubles after a failed probe)
+    int probing;  // the current draft is a probe
+} spec_accept;
+
+void spec_accept_init(spec_accept *a);
+void spec_accept_observe(spec_accept *a, int n_draft, int n_accepted);
+// k for this step: spec_pick_k with the request's estimate; when that says 0, a 1-token probe every
+// `backoff` steps (1, 2, 4 … 64 after failed probes) notices when the text turns repetitive, at a cost of at
+// most one row per 64 steps once it has not paid for a while.
+int spec_accept_pick(spec_accept *a, int k_max, double t_a, double t_b, int n_rows, int n_other_tok);
+
+// Expected tokens a step yields with k drafts when each is accepted independently with probability rate:
+// 1 + rate + … + rate^k.
+double spec_expected_tokens(double rate, int k);
+
+// The k in [0, k_max] that maximises the batch's expected tokens per second of step time, with the step time
+// modelled as t(n) = a + b·n (seconds, n = rows): (n_other_tok + E(k)) / t(n_rows + k), where n_rows is the
+// step's rows without this draft and n_other_tok the tokens the rest of the step yields. 0 when it does not pay.
+int spec_pick_k(double rate, int k_max, double a, double b, int n_rows, int n_other_tok);
+
+#endif

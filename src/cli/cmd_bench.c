@@ -40,7 +40,9 @@ static int bench_once(gen_session *g, const int32_t *toks, int n_prompt, int n_g
 int cli_bench(int argc, char **argv) {
     static const struct option lo[] = {{"model", 1, 0, 'm'}, {"n-prompt", 1, 0, 'p'}, {"n-gen", 1, 0, 'n'},
                                        {"threads", 1, 0, 't'}, {"repetitions", 1, 0, 'r'}, {"json", 0, 0, 'j'},
-                                       {"batch", 1, 0, 'b'}, {0, 0, 0, 0}};
+                                       {"batch", 1, 0, 'b'}, {"kv-type", 1, 0, 1}, {"kv-type-k", 1, 0, 2},
+                                       {"kv-type-v", 1, 0, 3}, {0, 0, 0, 0}};
+    tt_type kv_k = TT_F16, kv_v = TT_F16;
     const char *path = NULL;
     int n_prompt = 512, n_gen = 128, threads = 2, reps = 5, json = 0, batch = 512, c, bad = 0;
     double v = 0;
@@ -54,12 +56,16 @@ int cli_bench(int argc, char **argv) {
         case 'r': bad = cli_num("bench", "-r/--repetitions", optarg, 1, 1000, &v), reps = (int)v; break;
         case 'b': bad = cli_num("bench", "-b/--batch", optarg, 1, 1 << 20, &v), batch = (int)v; break;
         case 'j': json = 1; break;
+        case 1: bad = cli_kv_type("bench", "--kv-type", optarg, &kv_k, &kv_v); break;
+        case 2: bad = cli_kv_type("bench", "--kv-type-k", optarg, &kv_k, NULL); break;
+        case 3: bad = cli_kv_type("bench", "--kv-type-v", optarg, NULL, &kv_v); break;
         default: path = NULL, optind = argc; break;
         }
         if (bad) return 2;
     }
     if (!path || n_prompt < 0 || n_gen < 0 || threads < 1 || reps < 1 || reps > 1000 || batch < 1) {
-        fprintf(stderr, "usage: tachyon bench -m MODEL [-p 512] [-n 128] [-t THREADS] [-r REPS] [-b BATCH] [--json]\n");
+        fprintf(stderr, "usage: tachyon bench -m MODEL [-p 512] [-n 128] [-t THREADS] [-r REPS] [-b BATCH] [--json]\n"
+                        "                     [--kv-type|--kv-type-k|--kv-type-v f16|q8_0|q4_0]\n");
         return 2;
     }
     tc_err err = {0};
@@ -71,7 +77,7 @@ int cli_bench(int argc, char **argv) {
     if (!samples || model_load(path, &m, &err)) goto fail;
     const model_hparams *hp = model_get_hparams(m);
     int ctx = (n_prompt > n_gen ? n_prompt : n_gen) + 1;
-    if (gen_open(&g, m, ctx, batch, threads, &err)) goto fail;
+    if (gen_open(&g, m, ctx, batch, threads, kv_k, kv_v, &err)) goto fail;
     toks = malloc(sizeof(int32_t) * (size_t)ctx);
     if (!toks) goto fail;
     srand(1234);

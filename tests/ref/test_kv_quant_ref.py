@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from conftest import isa_env  # noqa: E402
+from refisa import isa_env  # noqa: E402
 from test_model_ref import SMOL, kl_top1, run, smol_ref_exact, smol_text_ids  # noqa: E402,F401  (fixtures)
 
 

@@ -22,7 +22,7 @@ int cli_kv_type(const char *cmd, const char *flag, const char *s, tt_type *k, tt
     tt_type t;
     tc_err err = {0};
     if (model_kv_type_parse(s, &t, &err)) {
-        fprintf(stderr, "tachyon %s: %s: %s\n", cmd, flag, err.msg);
+        fprintf(stderr, "tachyon %s: %s expects f16, q8_0 or q4_0, got '%s'\n", cmd, flag, s);
         return -1;
     }
     if (k) *k = t;

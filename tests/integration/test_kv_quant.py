@@ -58,7 +58,7 @@ def test_kv_type_rejects_unknown(tmp_path):
     import subprocess
     from conftest import BIN
     p = subprocess.run([BIN, "serve", "-m", SMOL, "--kv-type", "q5_1"], capture_output=True, text=True, timeout=30)
-    assert p.returncode == 2 and "f16, q8_0 or q4_0" in p.stderr, p.stderr
+    assert p.returncode == 2 and "--kv-type expects f16, q8_0 or q4_0, got 'q5_1'" in p.stderr, p.stderr
 
 
 def test_q8_0_greedy_stable_alone_concurrent_prefix(make_server):

@@ -3,6 +3,8 @@
 #ifndef TACHYON_CLI_H
 #define TACHYON_CLI_H
 
+#include "tensor/ttype.h"
+
 // (subcommand declarations go here, one line each)
 int cli_run(int argc, char **argv);
 int cli_info(int argc, char **argv);
@@ -20,6 +22,9 @@ int cli_bench_serve(int argc, char **argv);
 // cli_args.c. Parses s as a number in [lo, hi] into *out; otherwise prints "tachyon CMD: FLAG expects a
 // number in [lo, hi], got 's'" to stderr and returns -1.
 int cli_num(const char *cmd, const char *flag, const char *s, double lo, double hi, double *out);
+// KV cache type flags (--kv-type sets both, --kv-type-k / --kv-type-v one): parses s ("f16", "q8_0",
+// "q4_0") into *k and/or *v (NULL: leave alone); otherwise prints the error for FLAG and returns -1.
+int cli_kv_type(const char *cmd, const char *flag, const char *s, tt_type *k, tt_type *v);
 struct option;
 // The long name ("http-timeout") of the getopt_long option whose val is val, "?" if none.
 const char *cli_opt_name(const struct option *lo, int val);

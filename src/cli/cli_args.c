@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "cli/cli.h"
+#include "model/model.h"
 
 int cli_num(const char *cmd, const char *flag, const char *s, double lo, double hi, double *out) {
     char *end;
@@ -14,6 +15,18 @@ int cli_num(const char *cmd, const char *flag, const char *s, double lo, double 
         return -1;
     }
     *out = v;
+    return 0;
+}
+
+int cli_kv_type(const char *cmd, const char *flag, const char *s, tt_type *k, tt_type *v) {
+    tt_type t;
+    tc_err err = {0};
+    if (model_kv_type_parse(s, &t, &err)) {
+        fprintf(stderr, "tachyon %s: %s expects f16, q8_0 or q4_0, got '%s'\n", cmd, flag, s);
+        return -1;
+    }
+    if (k) *k = t;
+    if (v) *v = t;
     return 0;
 }
 

@@ -23,15 +23,19 @@ static bench_stat stat_of(const double *x, int n) {
     return s;
 }
 
-// One repetition: tokens/s of prefilling n_prompt tokens, or of decoding n_gen tokens one at a time.
-static int bench_once(gen_session *g, const int32_t *toks, int n_prompt, int n_gen, double *tps, tc_err *err) {
+// One repetition: tokens/s of prefilling n_prompt tokens, or of decoding n_gen tokens one at a time after a
+// context of depth tokens (prefilled untimed, as llama-bench's -d: decode cost at a long context is mostly
+// attention over the KV cache).
+static int bench_once(gen_session *g, const int32_t *toks, int n_prompt, int n_gen, int depth, double *tps,
+                      tc_err *err) {
+    if (n_prompt == 0 && depth > 0 && gen_eval(g, toks, depth, 0, err)) return -1;
     double t0 = tc_now();
     if (n_prompt > 0) {
         if (gen_eval(g, toks, n_prompt, 0, err)) return -1;
         *tps = n_prompt / (tc_now() - t0);
     } else {
         for (int i = 0; i < n_gen; i++)
-            if (gen_eval(g, &toks[i], 1, i, err)) return -1;
+            if (gen_eval(g, &toks[depth + i], 1, depth + i, err)) return -1;
         *tps = n_gen / (tc_now() - t0);
     }
     return 0;
@@ -40,12 +44,14 @@ static int bench_once(gen_session *g, const int32_t *toks, int n_prompt, int n_g
 int cli_bench(int argc, char **argv) {
     static const struct option lo[] = {{"model", 1, 0, 'm'}, {"n-prompt", 1, 0, 'p'}, {"n-gen", 1, 0, 'n'},
                                        {"threads", 1, 0, 't'}, {"repetitions", 1, 0, 'r'}, {"json", 0, 0, 'j'},
-                                       {"batch", 1, 0, 'b'}, {0, 0, 0, 0}};
+                                       {"batch", 1, 0, 'b'}, {"kv-type", 1, 0, 1}, {"kv-type-k", 1, 0, 2},
+                                       {"kv-type-v", 1, 0, 3}, {"depth", 1, 0, 'd'}, {0, 0, 0, 0}};
+    tt_type kv_k = TT_F16, kv_v = TT_F16;
     const char *path = NULL;
-    int n_prompt = 512, n_gen = 128, threads = 2, reps = 5, json = 0, batch = 512, c, bad = 0;
+    int n_prompt = 512, n_gen = 128, threads = 2, reps = 5, json = 0, batch = 512, depth = 0, c, bad = 0;
     double v = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "m:p:n:t:r:b:j", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "m:p:n:t:r:b:d:j", lo, NULL)) != -1) {
         switch (c) {
         case 'm': path = optarg; break;
         case 'p': bad = cli_num("bench", "-p/--n-prompt", optarg, 0, 1 << 20, &v), n_prompt = (int)v; break;
@@ -54,12 +60,17 @@ int cli_bench(int argc, char **argv) {
         case 'r': bad = cli_num("bench", "-r/--repetitions", optarg, 1, 1000, &v), reps = (int)v; break;
         case 'b': bad = cli_num("bench", "-b/--batch", optarg, 1, 1 << 20, &v), batch = (int)v; break;
         case 'j': json = 1; break;
+        case 'd': bad = cli_num("bench", "-d/--depth", optarg, 0, 1 << 20, &v), depth = (int)v; break;
+        case 1: bad = cli_kv_type("bench", "--kv-type", optarg, &kv_k, &kv_v); break;
+        case 2: bad = cli_kv_type("bench", "--kv-type-k", optarg, &kv_k, NULL); break;
+        case 3: bad = cli_kv_type("bench", "--kv-type-v", optarg, NULL, &kv_v); break;
         default: path = NULL, optind = argc; break;
         }
         if (bad) return 2;
     }
     if (!path || n_prompt < 0 || n_gen < 0 || threads < 1 || reps < 1 || reps > 1000 || batch < 1) {
-        fprintf(stderr, "usage: tachyon bench -m MODEL [-p 512] [-n 128] [-t THREADS] [-r REPS] [-b BATCH] [--json]\n");
+        fprintf(stderr, "usage: tachyon bench -m MODEL [-p 512] [-n 128] [-t THREADS] [-r REPS] [-b BATCH] [-d DEPTH] [--json]\n"
+                        "                     [--kv-type|--kv-type-k|--kv-type-v f16|q8_0|q4_0]\n");
         return 2;
     }
     tc_err err = {0};
@@ -70,8 +81,8 @@ int cli_bench(int argc, char **argv) {
     int status = 1;
     if (!samples || model_load(path, &m, &err)) goto fail;
     const model_hparams *hp = model_get_hparams(m);
-    int ctx = (n_prompt > n_gen ? n_prompt : n_gen) + 1;
-    if (gen_open(&g, m, ctx, batch, threads, &err)) goto fail;
+    int ctx = (n_prompt > depth + n_gen ? n_prompt : depth + n_gen) + 1;
+    if (gen_open(&g, m, ctx, batch, threads, kv_k, kv_v, &err)) goto fail;
     toks = malloc(sizeof(int32_t) * (size_t)ctx);
     if (!toks) goto fail;
     srand(1234);
@@ -88,12 +99,13 @@ int cli_bench(int argc, char **argv) {
     for (int k = 0; k < 2; k++) {
         if (tests[k].p == 0 && tests[k].n == 0) continue;
         double warm;
-        if (bench_once(&g, toks, tests[k].p, tests[k].n > 16 ? 16 : tests[k].n, &warm, &err)) goto fail;
+        if (bench_once(&g, toks, tests[k].p, tests[k].n > 16 ? 16 : tests[k].n, depth, &warm, &err)) goto fail;
         for (int r = 0; r < reps; r++)
-            if (bench_once(&g, toks, tests[k].p, tests[k].n, &samples[r], &err)) goto fail;
+            if (bench_once(&g, toks, tests[k].p, tests[k].n, depth, &samples[r], &err)) goto fail;
         bench_stat s = stat_of(samples, reps);
-        char test[16];
-        snprintf(test, sizeof test, "%s%d", tests[k].p ? "pp" : "tg", tests[k].p ? tests[k].p : tests[k].n);
+        char test[32];
+        if (tests[k].p || !depth) snprintf(test, sizeof test, "%s%d", tests[k].p ? "pp" : "tg", tests[k].p ? tests[k].p : tests[k].n);
+        else snprintf(test, sizeof test, "tg%d@d%d", tests[k].n, depth);
         if (json)
             printf("{\"model\": \"%s\", \"size\": %llu, \"params\": %llu, \"backend\": \"CPU-%s\", \"threads\": %d, "
                    "\"test\": \"%s\", \"avg_ts\": %.3f, \"stddev_ts\": %.3f}\n", base,

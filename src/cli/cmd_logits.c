@@ -9,7 +9,7 @@
 #include "model/model.h"
 
 int cli_logits(int argc, char **argv) {
-    const char *path = NULL, *ids_arg = NULL, *out_path = NULL;
+    const char *path = NULL, *ids_arg = NULL, *out_path = NULL, *kt_arg = "f16", *vt_arg = "f16";
     int batch = 512, threads = 2;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "-m")) path = argv[i + 1];
@@ -17,10 +17,14 @@ int cli_logits(int argc, char **argv) {
         else if (!strcmp(argv[i], "-o")) out_path = argv[i + 1];
         else if (!strcmp(argv[i], "--batch")) batch = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "-t")) threads = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--kv-type")) kt_arg = vt_arg = argv[i + 1];
+        else if (!strcmp(argv[i], "--kv-type-k")) kt_arg = argv[i + 1];
+        else if (!strcmp(argv[i], "--kv-type-v")) vt_arg = argv[i + 1];
         else path = NULL, i = argc;
     }
     if (!path || !ids_arg || !out_path || batch < 1 || threads < 1) {
-        fprintf(stderr, "usage: tachyon logits -m MODEL --ids 1,2,3 -o OUT.f32 [--batch N] [-t THREADS]\n");
+        fprintf(stderr, "usage: tachyon logits -m MODEL --ids 1,2,3 -o OUT.f32 [--batch N] [-t THREADS]\n"
+                        "       [--kv-type|--kv-type-k|--kv-type-v f16|q8_0|q4_0]\n");
         return 2;
     }
     int cap = 1, n = 0;
@@ -34,7 +38,9 @@ int cli_logits(int argc, char **argv) {
     float *logits = NULL;
     FILE *f = NULL;
     int status = 1;
+    tt_type kt = TT_F16, kvt = TT_F16;
     if (!ids || !pos || !seq || !rows) goto fail;
+    if (model_kv_type_parse(kt_arg, &kt, &err) || model_kv_type_parse(vt_arg, &kvt, &err)) goto fail;
     for (char *p = (char *)ids_arg, *end; *p; p = *end ? end + 1 : end) {
         long v = strtol(p, &end, 10);
         if (end == p || (*end && *end != ',')) {
@@ -45,7 +51,7 @@ int cli_logits(int argc, char **argv) {
     }
     if (model_load(path, &m, &err)) goto fail;
     int vocab = model_get_hparams(m)->n_vocab, bs = 16, n_blocks = (n + bs - 1) / bs;
-    if (model_ctx_new(m, batch, threads, &ctx, &err) || model_kv_new(m, n_blocks, bs, &kv, &err)) goto fail;
+    if (model_ctx_new(m, batch, threads, &ctx, &err) || model_kv_new(m, n_blocks, bs, kt, kvt, &kv, &err)) goto fail;
     int32_t *table = malloc(sizeof(int32_t) * (size_t)n_blocks);
     logits = malloc(sizeof(float) * (size_t)batch * vocab);
     if (!table || !logits) goto fail;

@@ -17,6 +17,7 @@ static void run_usage(void) {
     fprintf(stderr, "usage: tachyon run -m MODEL -p PROMPT [-n N] [--temp T] [--top-p P] [--top-k K] [--min-p M]\n"
                     "                   [--repeat-penalty R] [--seed S] [-t THREADS] [-c CTX] [--chat]\n"
                     "                   [--chat-template NAME] [--ignore-eos] [--spec off|ngram|auto] [--spec-k K]\n"
+                    "                   [--kv-type|--kv-type-k|--kv-type-v f16|q8_0|q4_0]\n"
                     "  --spec: speculative decoding by prompt lookup; ngram drafts k tokens whenever it finds a\n"
                     "  match, auto (default) adapts k to the acceptance rate and the measured step cost\n");
 }
@@ -25,6 +26,7 @@ typedef struct run_opts {
     const char *model, *prompt, *chat_template;
     int n_predict, threads, ctx, chat, ignore_eos;
     int spec, spec_k; // spec_mode, drafted tokens per step at most
+    tt_type kv_k, kv_v; // KV cache types
     samp_params sp;
 } run_opts;
 
@@ -33,13 +35,15 @@ static int parse(int argc, char **argv, run_opts *o) {
         {"model", 1, 0, 'm'}, {"prompt", 1, 0, 'p'}, {"n-predict", 1, 0, 'n'}, {"threads", 1, 0, 't'},
         {"ctx-size", 1, 0, 'c'}, {"temp", 1, 0, 1}, {"top-p", 1, 0, 2}, {"top-k", 1, 0, 3}, {"min-p", 1, 0, 4},
         {"seed", 1, 0, 5}, {"chat", 0, 0, 6}, {"chat-template", 1, 0, 7}, {"repeat-penalty", 1, 0, 8},
-        {"ignore-eos", 0, 0, 9}, {"spec", 1, 0, 10}, {"spec-k", 1, 0, 11}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+        {"ignore-eos", 0, 0, 9}, {"spec", 1, 0, 10}, {"spec-k", 1, 0, 11}, {"kv-type", 1, 0, 12},
+        {"kv-type-k", 1, 0, 13}, {"kv-type-v", 1, 0, 14}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     memset(o, 0, sizeof *o);
     o->n_predict = 128;
     o->spec = SPEC_AUTO;
     o->spec_k = 8;
     o->threads = 2;
     o->ctx = 0;
+    o->kv_k = o->kv_v = TT_F16;
     samp_params_default(&o->sp);
     o->sp.temperature = 0.0f;
     int c, bad = 0;
@@ -76,6 +80,9 @@ static int parse(int argc, char **argv, run_opts *o) {
             }
             break;
         case 11: bad = cli_num("run", "--spec-k", optarg, 1, SPEC_MAX_K, &v), o->spec_k = (int)v; break;
+        case 12: bad = cli_kv_type("run", "--kv-type", optarg, &o->kv_k, &o->kv_v); break;
+        case 13: bad = cli_kv_type("run", "--kv-type-k", optarg, &o->kv_k, NULL); break;
+        case 14: bad = cli_kv_type("run", "--kv-type-v", optarg, NULL, &o->kv_v); break;
         default: run_usage(); return -1;
         }
         if (bad) return -1;
@@ -160,7 +167,7 @@ int cli_run(int argc, char **argv) {
     samp_accept_prompt(ss, ids, n_ids);
     int max_batch = n_ids < 512 ? n_ids : 512;
     if (max_batch < SPEC_MAX_K + 1) max_batch = SPEC_MAX_K + 1;
-    if (gen_open(&g, m, ctx, max_batch, o.threads, &err)) goto fail;
+    if (gen_open(&g, m, ctx, max_batch, o.threads, o.kv_k, o.kv_v, &err)) goto fail;
     // history: prompt, generated tokens, and room for a draft past them
     hist = malloc(((size_t)n_ids + o.n_predict + SPEC_MAX_K + 1) * sizeof *hist);
     rows = malloc((size_t)(SPEC_MAX_K + 1) * hp->n_vocab * sizeof *rows);

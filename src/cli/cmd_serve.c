@@ -29,6 +29,9 @@ static void serve_usage(void) {
             "                              R x a decode-only step (2; 0 = off: chunks of max-batch-tokens)\n"
             "  --kv-cache-mem MIB          KV cache pool size (default: engine's choice); a pool smaller than\n"
             "                              --ctx-size tokens lowers the context (logged, in /v1/models)\n"
+            "  --kv-type TYPE              KV cache type for K and V: f16 (default), q8_0, q4_0; a quantized\n"
+            "                              cache holds ~1.9x (q8_0) or ~3.6x (q4_0) the tokens in the same memory\n"
+            "  --kv-type-k / --kv-type-v TYPE  the same for K or V alone\n"
             "  --max-queue N               requests waiting for a running slot at most (256); beyond → 503\n"
             "                              (a request that finds one of --max-seqs slots free always starts)\n"
             "  --max-queued-tokens N       prompt tokens waiting for a slot at most (0 = unlimited)\n"
@@ -67,7 +70,8 @@ int cli_serve(int argc, char **argv) {
     enum {
         O_HOST = 256, O_PORT, O_KEY, O_CORS, O_CTX, O_MBT, O_SEQS, O_KV, O_QUEUE, O_QTOK, O_RTO, O_GRACE, O_THREADS,
         O_TMPL, O_LOG, O_BODY, O_HTO, O_NAME, O_NOPC, O_ITL, O_PUBLIC, O_HOSTS, O_SPEC, O_SPECK,
-        O_READTO, O_MAXCONN, O_BODYBUF, O_PING // connection limits
+        O_READTO, O_MAXCONN, O_BODYBUF, O_PING, // connection limits
+        O_KVT, O_KVTK, O_KVTV // KV cache types
     };
     static const struct option lo[] = {
         {"model", required_argument, 0, 'm'},         {"host", required_argument, 0, O_HOST},
@@ -85,6 +89,8 @@ int cli_serve(int argc, char **argv) {
         {"public-routes", required_argument, 0, O_PUBLIC}, {"allowed-hosts", required_argument, 0, O_HOSTS},
         {"request-read-timeout", required_argument, 0, O_READTO}, {"max-connections", required_argument, 0, O_MAXCONN},
         {"max-body-buffer", required_argument, 0, O_BODYBUF}, {"sse-ping", required_argument, 0, O_PING},
+        {"kv-type", required_argument, 0, O_KVT}, {"kv-type-k", required_argument, 0, O_KVTK},
+        {"kv-type-v", required_argument, 0, O_KVTV},
         {"help", no_argument, 0, 'h'},                {0, 0, 0, 0}};
     optind = 1;
     int c;
@@ -137,6 +143,9 @@ int cli_serve(int argc, char **argv) {
         case O_MAXCONN: bad = num("--max-connections", optarg, 1, 1 << 20, &v); o.max_connections = (int)v; break;
         case O_BODYBUF: bad = num("--max-body-buffer", optarg, 0, 1e12, &v); o.max_body_buffer = (size_t)v; break;
         case O_PING: bad = num("--sse-ping", optarg, 0, 86400, &v); o.sse_ping = v; break;
+        case O_KVT: bad = cli_kv_type("serve", "--kv-type", optarg, &o.eng.kv_type_k, &o.eng.kv_type_v); break;
+        case O_KVTK: bad = cli_kv_type("serve", "--kv-type-k", optarg, &o.eng.kv_type_k, NULL); break;
+        case O_KVTV: bad = cli_kv_type("serve", "--kv-type-v", optarg, NULL, &o.eng.kv_type_v); break;
         default: serve_usage(); return 2;
         }
         if (bad) {

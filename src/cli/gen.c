@@ -3,7 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-int gen_open(gen_session *g, model *m, int max_ctx, int max_batch, int n_threads, tc_err *err) {
+int gen_open(gen_session *g, model *m, int max_ctx, int max_batch, int n_threads, tt_type k_type, tt_type v_type,
+             tc_err *err) {
     memset(g, 0, sizeof *g);
     g->m = m;
     g->block_size = 16;
@@ -12,7 +13,7 @@ int gen_open(gen_session *g, model *m, int max_ctx, int max_batch, int n_threads
     g->n_blocks = (max_ctx + g->block_size - 1) / g->block_size;
     int rc = model_ctx_new(m, max_batch, n_threads, &g->ctx, err);
     if (rc) return rc;
-    if ((rc = model_kv_new(m, g->n_blocks, g->block_size, &g->kv, err))) goto fail;
+    if ((rc = model_kv_new(m, g->n_blocks, g->block_size, k_type, v_type, &g->kv, err))) goto fail;
     g->blocks = malloc(sizeof(int32_t) * (size_t)g->n_blocks);
     g->pos_buf = malloc(sizeof(int32_t) * (size_t)max_batch);
     g->seq_buf = calloc((size_t)max_batch, sizeof(int32_t));

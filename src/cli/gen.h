@@ -19,7 +19,9 @@ typedef struct gen_session {
 } gen_session;
 
 // Allocates a session for up to max_ctx positions. Free with gen_close.
-int gen_open(gen_session *g, model *m, int max_ctx, int max_batch, int n_threads, tc_err *err);
+// k_type / v_type: the KV cache types (model_kv_new).
+int gen_open(gen_session *g, model *m, int max_ctx, int max_batch, int n_threads, tt_type k_type, tt_type v_type,
+             tc_err *err);
 void gen_close(gen_session *g);
 // Runs tokens[0..n) at positions pos0.. in chunks of max_batch; logits of the last token land in g->logits.
 int gen_eval(gen_session *g, const int32_t *tokens, int n, int pos0, tc_err *err);

@@ -4,20 +4,28 @@
 #include <math.h>
 #include <string.h>
 
+#include "tensor/quant_ref.h"
 #include "tensor/ttype.h"
 
-void attn_tile_scalar(float *out, const float *q, const uint16_t *k_layer, const uint16_t *v_layer,
+// The cache type a geometry's type field means (attention.h: anything but q8_0/q4_0 is f16).
+static tt_type cache_type(int t) { return t == TT_Q8_0 || t == TT_Q4_0 ? (tt_type)t : TT_F16; }
+
+void attn_tile_scalar(float *out, const float *q, const void *k_layer, const void *v_layer,
                       const int32_t *blocks, int n_pos, int kv_head, const attn_geom *geo) {
     const int hd = geo->head_dim, bs = geo->block_size, nr = geo->n_rep;
+    const tt_traits *kt = tt_get(cache_type(geo->k_type)), *vt = tt_get(cache_type(geo->v_type));
+    const size_t k_row = tt_row_size(cache_type(geo->k_type), hd), v_row = tt_row_size(cache_type(geo->v_type), hd);
     float m[ATTN_MAX_REP], l[ATTN_MAX_REP], s[ATTN_MAX_REP];
+    float kf[ATTN_MAX_HEAD_DIM], vf[ATTN_MAX_HEAD_DIM]; // one dequantized row, never the whole context
     for (int r = 0; r < nr; r++) m[r] = -INFINITY, l[r] = 0.0f;
     memset(out, 0, sizeof(float) * (size_t)nr * hd);
     for (int p = attn_first_pos(geo, n_pos); p < n_pos; p++) {
-        size_t off = (((size_t)blocks[p / bs] * geo->n_kv_heads + kv_head) * bs + p % bs) * hd;
-        const uint16_t *kp = k_layer + off, *vp = v_layer + off;
+        size_t row = ((size_t)blocks[p / bs] * geo->n_kv_heads + kv_head) * bs + p % bs;
+        kt->to_float((const char *)k_layer + row * k_row, kf, hd);
+        vt->to_float((const char *)v_layer + row * v_row, vf, hd);
         for (int r = 0; r < nr; r++) {
             float dot = 0.0f;
-            for (int i = 0; i < hd; i++) dot += q[r * hd + i] * tt_f16_to_f32(kp[i]);
+            for (int i = 0; i < hd; i++) dot += q[r * hd + i] * kf[i];
             s[r] = dot * geo->scale;
         }
         for (int r = 0; r < nr; r++) {
@@ -25,7 +33,7 @@ void attn_tile_scalar(float *out, const float *q, const uint16_t *k_layer, const
             float corr = expf(m[r] - m_new), w = expf(s[r] - m_new);
             l[r] = l[r] * corr + w;
             float *o = out + (size_t)r * hd;
-            for (int i = 0; i < hd; i++) o[i] = o[i] * corr + w * tt_f16_to_f32(vp[i]);
+            for (int i = 0; i < hd; i++) o[i] = o[i] * corr + w * vf[i];
             m[r] = m_new;
         }
     }

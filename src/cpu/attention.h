@@ -1,4 +1,4 @@
-// FlashAttention-style attention over the paged f16 KV cache: for one query token and one KV head, the
+// FlashAttention-style attention over the paged KV cache (f16, q8_0 or q4_0 rows, read directly): for one query token and one KV head, the
 // n_rep query heads that share it (GQA) walk the sequence's blocks as tiles with an online softmax
 // (running max and sum), so no score matrix is ever materialized and each K/V tile is read once per group.
 #ifndef TACHYON_CPU_ATTENTION_H
@@ -19,6 +19,8 @@ typedef struct attn_geom {
     int n_rep;      // query heads per KV head, <= ATTN_MAX_REP
     float scale;    // softmax scale, usually 1/sqrt(head_dim)
     int window;     // sliding window: attend to the last `window` positions only; 0: all positions
+    int k_type, v_type; // tt_type of the cache rows: TT_Q8_0, TT_Q4_0; any other value reads f16 (so a
+                        // geometry that leaves them 0 means an f16 cache)
 } attn_geom;
 
 // First position a query attends to when it sees n_pos positions (sliding window, else 0).
@@ -27,20 +29,21 @@ static inline int attn_first_pos(const attn_geom *geo, int n_pos) {
 }
 
 // out (n_rep, head_dim) = softmax(q·Kᵀ·scale) V over positions [attn_first_pos, n_pos) of one sequence, KV
-// head kv_head. q (n_rep, head_dim); k_layer/v_layer: one layer's f16 cache laid out (n_blocks, n_kv_heads,
-// block_size, head_dim); blocks: the sequence's block table (covers n_pos positions; entries of blocks wholly
+// head kv_head. q (n_rep, head_dim); k_layer/v_layer: one layer's cache laid out (n_blocks, n_kv_heads,
+// block_size) rows of head_dim values each, of type geo->k_type / geo->v_type (tt_row_size bytes); blocks: the sequence's block table (covers n_pos positions; entries of blocks wholly
 // before the window are never read).
-typedef void (*attn_fn)(float *out, const float *q, const uint16_t *k_layer, const uint16_t *v_layer,
+typedef void (*attn_fn)(float *out, const float *q, const void *k_layer, const void *v_layer,
                         const int32_t *blocks, int n_pos, int kv_head, const attn_geom *geo);
 
-void attn_tile_scalar(float *out, const float *q, const uint16_t *k_layer, const uint16_t *v_layer,
+void attn_tile_scalar(float *out, const float *q, const void *k_layer, const void *v_layer,
                       const int32_t *blocks, int n_pos, int kv_head, const attn_geom *geo);
-void attn_tile_avx2(float *out, const float *q, const uint16_t *k_layer, const uint16_t *v_layer,
+void attn_tile_avx2(float *out, const float *q, const void *k_layer, const void *v_layer,
                     const int32_t *blocks, int n_pos, int kv_head, const attn_geom *geo);
-void attn_tile_avx512(float *out, const float *q, const uint16_t *k_layer, const uint16_t *v_layer,
+void attn_tile_avx512(float *out, const float *q, const void *k_layer, const void *v_layer,
                       const int32_t *blocks, int n_pos, int kv_head, const attn_geom *geo);
 
-// The best kernel for this ISA level and geometry (vector kernels need head_dim % 16 == 0).
+// The best kernel for this ISA level and geometry (vector kernels need head_dim % 16 == 0). Every kernel
+// reads every supported cache type (the type is in geo, checked per row, not per element).
 attn_fn attn_select(cpu_isa isa, const attn_geom *geo);
 
 #endif

@@ -21,6 +21,7 @@ void engine_opts_default(engine_opts *o) {
     o->max_seqs = 16;
     o->block_size = 16;
     o->kv_mem_bytes = 0;
+    o->kv_type_k = o->kv_type_v = TT_F16;
     o->ctx_size = 0;
     o->max_queue = 256;
     o->max_queued_tokens = 0;
@@ -92,7 +93,10 @@ static void *engine_main(void *arg) {
 
 // --- lifetime
 static int size_pool(engine *e, const model_hparams *hp, tc_err *err) {
-    size_t bb = model_kv_block_bytes(e->m, e->o.block_size);
+    size_t bb = model_kv_block_bytes(e->m, e->o.block_size, e->o.kv_type_k, e->o.kv_type_v);
+    if (!bb)
+        return tc_err_set(err, TC_ERR_UNSUPPORTED, "engine: KV cache types %s/%s do not fit head dim %d (quantized "
+                          "types need a multiple of 32)", tt_name(e->o.kv_type_k), tt_name(e->o.kv_type_v), hp->head_dim);
     int bs = e->o.block_size;
     long long per_seq = (e->ctx_limit + bs - 1) / bs;
     long long n;
@@ -107,7 +111,6 @@ static int size_pool(engine *e, const model_hparams *hp, tc_err *err) {
     }
     if (n > (1 << 30) / bs) n = (1 << 30) / bs;
     if (n < 1) return tc_err_set(err, TC_ERR_INVALID, "engine: KV memory %zu bytes holds no block", e->o.kv_mem_bytes);
-    (void)hp;
     if (n * bs < e->ctx_limit) e->ctx_limit = (int)(n * bs);
     return (int)n;
 }
@@ -225,7 +228,7 @@ int engine_new(model *m, const engine_opts *o, engine **out, tc_err *err) {
         rc = n_blocks;
         goto fail;
     }
-    if ((rc = model_kv_new(m, n_blocks, o->block_size, &e->kv, err))) goto fail;
+    if ((rc = model_kv_new(m, n_blocks, o->block_size, o->kv_type_k, o->kv_type_v, &e->kv, err))) goto fail;
     if ((rc = model_ctx_new(m, o->max_batch_tokens, o->n_threads, &e->mctx, err))) goto fail;
     if ((rc = kv_pool_new(n_blocks, o->block_size, &e->pool, err))) goto fail;
     sched_opts so = {o->max_batch_tokens, o->max_seqs, o->prefix_cache, o->itl_guard};
@@ -239,6 +242,10 @@ int engine_new(model *m, const engine_opts *o, engine **out, tc_err *err) {
     if ((rc = eng_inbox_init(&e->in, err))) goto fail_stats;
     if ((rc = eng_outbox_init(&e->out, e->ev_cap * 4, err))) goto fail_in;
     e->stats.kv_blocks_total = n_blocks;
+    e->stats.kv_capacity_tokens = n_blocks * o->block_size;
+    e->stats.kv_bytes_per_token = model_kv_block_bytes(m, o->block_size, o->kv_type_k, o->kv_type_v) / (size_t)o->block_size;
+    e->stats.kv_type_k = o->kv_type_k;
+    e->stats.kv_type_v = o->kv_type_v;
     if (pthread_create(&e->thread, NULL, engine_main, e)) {
         rc = tc_err_set(err, TC_ERR, "engine: cannot start the engine thread");
         goto fail_out;

@@ -17,6 +17,8 @@ typedef struct engine_opts {
     int max_seqs;           // running sequences at most
     int block_size;         // KV block size in tokens (16)
     size_t kv_mem_bytes;    // KV pool size in bytes; 0 = a default fraction of free RAM
+    tt_type kv_type_k, kv_type_v; // KV cache storage types (TT_F16 default, TT_Q8_0, TT_Q4_0): a quantized
+                            // cache holds proportionally more tokens in the same kv_mem_bytes
     int ctx_size;           // per-request limit on prompt + generated tokens (0 = model's ctx_train)
     int max_queue;          // requests waiting beyond the max_seqs running slots at most; beyond → TC_ERR_FULL
                             // (the server answers 503). A request that finds a free slot is always admitted.
@@ -80,6 +82,9 @@ typedef struct engine_event {
 typedef struct engine_stats {
     int running, waiting;
     int kv_blocks_used, kv_blocks_total;
+    int kv_capacity_tokens;       // kv_blocks_total × block size
+    size_t kv_bytes_per_token;    // all layers, K and V, for the configured types
+    tt_type kv_type_k, kv_type_v;
     int last_batch_seqs, last_batch_tokens;
     uint64_t steps, preemptions, prefix_hit_tokens, prefix_query_tokens;
     uint64_t prompt_tokens, generated_tokens;

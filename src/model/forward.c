@@ -139,8 +139,8 @@ static void attn_run(void *arg, int ith, int nth) {
     model_ctx *c = j->c;
     const model_hparams *hp = &c->m->hp;
     const int n_kv = hp->n_kv_heads, hd = hp->head_dim, q_dim = hp->n_heads * hd, rep = j->geo->n_rep;
-    const uint16_t *kl = j->kv->k + (size_t)j->layer * j->kv->layer_stride;
-    const uint16_t *vl = j->kv->v + (size_t)j->layer * j->kv->layer_stride;
+    const uint8_t *kl = j->kv->k + (size_t)j->layer * j->kv->k_layer;
+    const uint8_t *vl = j->kv->v + (size_t)j->layer * j->kv->v_layer;
     int total = j->b->n_tokens * n_kv;
     for (int i = ith; i < total; i += nth) {
         int t = i / n_kv, h = i % n_kv;
@@ -171,15 +171,23 @@ static int validate(const model_ctx *c, const model_kv *kv, const model_batch *b
     return 0;
 }
 
+// One head row of hd values into the cache: f16 with the fast converter, quantized types with the reference
+// quantizer (ggml's bit for bit; a row per token per head per layer, cheap next to the matmuls).
+static void store_row(const model_ctx *c, tt_type type, void *dst, const float *src, int hd) {
+    if (type == TT_F16) c->to_f16(dst, src, hd);
+    else tt_get(type)->from_float(src, dst, hd);
+}
+
 static void store_kv(model_ctx *c, model_kv *kv, const model_batch *b, int layer) {
     const model_hparams *hp = &c->m->hp;
     const int hd = hp->head_dim, n_kv = hp->n_kv_heads, bs = kv->block_size;
     for (int t = 0; t < b->n_tokens; t++) {
         int blk = b->block_tables[b->seq[t]][b->pos[t] / bs], slot = b->pos[t] % bs;
         for (int h = 0; h < n_kv; h++) {
-            size_t off = model_kv_offset(kv, layer, blk, h, slot);
-            c->to_f16(kv->k + off, c->k + ((size_t)t * n_kv + h) * hd, hd);
-            c->to_f16(kv->v + off, c->v + ((size_t)t * n_kv + h) * hd, hd);
+            store_row(c, kv->k_type, kv->k + model_kv_offset(kv, kv->k_row, kv->k_layer, layer, blk, h, slot),
+                      c->k + ((size_t)t * n_kv + h) * hd, hd);
+            store_row(c, kv->v_type, kv->v + model_kv_offset(kv, kv->v_row, kv->v_layer, layer, blk, h, slot),
+                      c->v + ((size_t)t * n_kv + h) * hd, hd);
         }
     }
 }
@@ -252,8 +260,10 @@ int model_forward(model_ctx *c, model_kv *kv, const model_batch *b, float *logit
     const model_hparams *hp = &m->hp;
     int rc = validate(c, kv, b, err);
     if (rc) return rc;
-    c->geo.block_size = kv->block_size; // the one geometry field that comes from the cache, not the model
-    c->geo_swa.block_size = kv->block_size;
+    // the geometry fields that come from the cache, not the model
+    c->geo.block_size = c->geo_swa.block_size = kv->block_size;
+    c->geo.k_type = c->geo_swa.k_type = kv->k_type;
+    c->geo.v_type = c->geo_swa.v_type = kv->v_type;
     const int n = b->n_tokens, dim = hp->dim, half = hp->rope_dim / 2;
     const tt_traits *et = tt_get(m->tok_embd.type);
     size_t erow = tt_row_size(m->tok_embd.type, dim);

@@ -10,6 +10,7 @@
 
 #include "common/err.h"
 #include "gguf/gguf.h"
+#include "tensor/ttype.h"
 
 typedef struct model_hparams {
     char arch[32];     // "llama", "qwen2", "qwen3", …
@@ -56,9 +57,15 @@ static inline int model_layer_is_swa(const model_hparams *hp, int l) {
 
 // --- paged KV storage (backend memory). Block b holds positions [b*block_size, (b+1)*block_size) of
 // whichever sequence owns it, for every layer. Which sequence owns which block is the kv/ module's job.
+// K and V each have a storage type: TT_F16, or TT_Q8_0 / TT_Q4_0 (ggml block layouts, 32 values along the
+// head dimension per block; needs head_dim % 32 == 0), chosen separately as llama.cpp's -ctk / -ctv.
 typedef struct model_kv model_kv;
-size_t model_kv_block_bytes(const model *m, int block_size);
-int model_kv_new(const model *m, int n_blocks, int block_size, model_kv **out, tc_err *err);
+// "f16", "q8_0", "q4_0" → type; TC_ERR_INVALID (message names the choices) otherwise.
+int model_kv_type_parse(const char *s, tt_type *out, tc_err *err);
+// Bytes one block of block_size positions takes over all layers, K and V; 0 if a type does not fit the model.
+size_t model_kv_block_bytes(const model *m, int block_size, tt_type k_type, tt_type v_type);
+int model_kv_new(const model *m, int n_blocks, int block_size, tt_type k_type, tt_type v_type, model_kv **out,
+                 tc_err *err);
 void model_kv_free(model_kv *kv);
 int model_kv_n_blocks(const model_kv *kv);
 int model_kv_block_size(const model_kv *kv);

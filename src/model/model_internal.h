@@ -30,15 +30,18 @@ static inline const model_weight *model_layer_w(const model *m, int l, arch_role
 struct model_kv {
     int n_blocks, block_size;
     int n_layers, n_kv_heads, head_dim;
-    size_t layer_stride; // elements per layer for K (and for V)
-    uint16_t *k;         // f16 (n_layers, n_blocks, n_kv_heads, block_size, head_dim)
-    uint16_t *v;         // f16, same layout
+    tt_type k_type, v_type; // F16, Q8_0 or Q4_0 (quantized: blocks of 32 values along head_dim)
+    size_t k_row, v_row;    // bytes of one head's row of head_dim values
+    size_t k_layer, v_layer; // bytes per layer
+    uint8_t *k;          // (n_layers, n_blocks, n_kv_heads, block_size) rows of k_row bytes
+    uint8_t *v;          // same layout, rows of v_row bytes
 };
 
-// Element offset of (layer, block, head, slot) in kv->k / kv->v.
-static inline size_t model_kv_offset(const model_kv *kv, int layer, int block, int head, int slot) {
-    return (size_t)layer * kv->layer_stride +
-           (((size_t)block * kv->n_kv_heads + head) * kv->block_size + slot) * kv->head_dim;
+// Byte offset of row (layer, block, head, slot) in a cache whose rows are `row` bytes and layers
+// `layer_bytes` bytes (kv->k with k_row/k_layer, kv->v with v_row/v_layer).
+static inline size_t model_kv_offset(const model_kv *kv, size_t row, size_t layer_bytes, int layer, int block,
+                                     int head, int slot) {
+    return (size_t)layer * layer_bytes + (((size_t)block * kv->n_kv_heads + head) * kv->block_size + slot) * row;
 }
 
 #endif

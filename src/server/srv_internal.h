@@ -24,6 +24,7 @@ typedef struct srv_metrics {
     metrics *reg; // owned
     metric *ttft, *tpot, *itl, *e2e, *queue, *prefill, *decode;
     metric *running, *waiting, *kv_used, *kv_total, *batch_size, *batch_tokens;
+    metric *kv_cap_tokens, *kv_token_bytes; // KV capacity in tokens, bytes per token (set by the cache types)
     metric *success_stop, *success_length, *success_abort;
     metric *prompt_tokens, *gen_tokens, *preemptions, *rejected, *cancelled, *prefix_hit, *prefix_query;
     metric *spec_draft[2], *spec_accepted[2], *spec_steps; // [0] n-gram, [1] prediction

@@ -35,6 +35,10 @@ int srv_metrics_init(srv_metrics *mt, tc_err *err) {
     mt->waiting = metrics_add(r, METRIC_GAUGE, "tachyon:num_requests_waiting", NULL, "Requests waiting to be scheduled", NULL, 0);
     mt->kv_used = metrics_add(r, METRIC_GAUGE, "tachyon:kv_blocks_used", NULL, "KV cache blocks in use", NULL, 0);
     mt->kv_total = metrics_add(r, METRIC_GAUGE, "tachyon:kv_blocks_total", NULL, "KV cache blocks in the pool", NULL, 0);
+    mt->kv_cap_tokens = metrics_add(r, METRIC_GAUGE, "tachyon:kv_capacity_tokens", NULL,
+                                    "Tokens the KV cache pool holds (all blocks)", NULL, 0);
+    mt->kv_token_bytes = metrics_add(r, METRIC_GAUGE, "tachyon:kv_bytes_per_token", NULL,
+                                     "KV cache bytes per token, all layers, K and V (depends on --kv-type)", NULL, 0);
     mt->batch_size = metrics_add(r, METRIC_GAUGE, "tachyon:batch_size", NULL, "Sequences in the last step", NULL, 0);
     mt->batch_tokens = metrics_add(r, METRIC_GAUGE, "tachyon:batch_tokens", NULL, "Tokens in the last step", NULL, 0);
     const char *hs = "Finished generation choices by finish reason";
@@ -63,7 +67,8 @@ int srv_metrics_init(srv_metrics *mt, tc_err *err) {
                                 "Accepted / drafted speculative tokens per finished request that speculated", rate_b, 10);
     if (!mt->spec_steps || !mt->spec_rate) goto oom;
     if (!mt->ttft || !mt->tpot || !mt->itl || !mt->e2e || !mt->queue || !mt->prefill || !mt->decode || !mt->running ||
-        !mt->waiting || !mt->kv_used || !mt->kv_total || !mt->batch_size || !mt->batch_tokens || !mt->success_stop ||
+        !mt->waiting || !mt->kv_used || !mt->kv_total || !mt->kv_cap_tokens || !mt->kv_token_bytes || !mt->batch_size ||
+        !mt->batch_tokens || !mt->success_stop ||
         !mt->success_length || !mt->success_abort || !mt->prompt_tokens || !mt->gen_tokens || !mt->preemptions ||
         !mt->rejected || !mt->cancelled || !mt->prefix_hit || !mt->prefix_query)
         goto oom;
@@ -95,6 +100,8 @@ static void refresh(server *s, engine_stats *st) {
     metric_set(mt->waiting, st->waiting);
     metric_set(mt->kv_used, st->kv_blocks_used);
     metric_set(mt->kv_total, st->kv_blocks_total);
+    metric_set(mt->kv_cap_tokens, st->kv_capacity_tokens);
+    metric_set(mt->kv_token_bytes, (double)st->kv_bytes_per_token);
     metric_set(mt->batch_size, st->last_batch_seqs);
     metric_set(mt->batch_tokens, st->last_batch_tokens);
     metric_set(mt->preemptions, (double)st->preemptions);
@@ -160,7 +167,15 @@ void srv_handle_stats(server *s, struct evhttp_request *req) {
                           "prefix_cache_query_tokens", (json_int_t)st.prefix_query_tokens, "preemptions",
                           (json_int_t)st.preemptions, "requests_finished", (json_int_t)mt->n_requests, "steps",
                           (json_int_t)st.steps, "batch_size", st.last_batch_seqs, "batch_tokens", st.last_batch_tokens);
-    if (j) json_object_set_new(j, "max_model_len", json_integer(s->ctx_size));
+    if (j) {
+        json_object_set_new(j, "max_model_len", json_integer(s->ctx_size));
+        json_object_set_new(j, "kv_capacity_tokens", json_integer(st.kv_capacity_tokens));
+        json_object_set_new(j, "kv_bytes_per_token", json_integer((json_int_t)st.kv_bytes_per_token));
+        if (s->eng) { // types are known once the engine exists (the model has loaded)
+            json_object_set_new(j, "kv_type_k", json_string(tt_name(st.kv_type_k)));
+            json_object_set_new(j, "kv_type_v", json_string(tt_name(st.kv_type_v)));
+        }
+    }
     uint64_t sd = st.spec_draft[0] + st.spec_draft[1], sa = st.spec_accepted[0] + st.spec_accepted[1];
     if (j)
         json_object_set_new(j, "spec", json_pack("{s:I,s:I,s:I,s:f}", "draft_tokens", (json_int_t)sd,

@@ -76,7 +76,7 @@ static void after_load(model *m) {
         CHECK(err.msg[0]);
         return;
     }
-    if (model_kv_new(m, 1, 16, &kv, &err)) {
+    if (model_kv_new(m, 1, 16, TT_F16, TT_F16, &kv, &err)) {
         CHECK(err.msg[0]);
         goto out;
     }

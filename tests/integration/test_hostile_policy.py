@@ -299,10 +299,11 @@ def test_second_signal_exits_nonzero(make_server):
 
 SERVE_FLAGS = ["--port", "--ctx-size", "--max-batch-tokens", "--max-seqs", "--kv-cache-mem", "--max-queue",
                "--max-queued-tokens", "--request-timeout", "--shutdown-grace", "--threads", "--itl-guard",
-               "--max-body", "--http-timeout"]
+               "--max-body", "--http-timeout", "--kv-type", "--kv-type-k", "--kv-type-v"]
 RUN_FLAGS = ["-n", "--n-predict", "-t", "--threads", "-c", "--ctx-size", "--temp", "--top-p", "--top-k", "--min-p",
-             "--repeat-penalty", "--seed"]
-BENCH_FLAGS = ["-p", "--n-prompt", "-n", "--n-gen", "-t", "--threads", "-r", "--repetitions", "-b", "--batch"]
+             "--repeat-penalty", "--seed", "--kv-type", "--kv-type-k", "--kv-type-v"]
+BENCH_FLAGS = ["-p", "--n-prompt", "-n", "--n-gen", "-t", "--threads", "-r", "--repetitions", "-b", "--batch",
+               "-d", "--depth", "--kv-type", "--kv-type-k", "--kv-type-v"]
 
 
 @pytest.mark.parametrize("cmd,flag", [("serve", f) for f in SERVE_FLAGS] + [("run", f) for f in RUN_FLAGS] +

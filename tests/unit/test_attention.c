@@ -1,5 +1,6 @@
-// Attention kernels over the paged f16 KV cache: the scalar kernel against a naive double-precision softmax
-// (materialized scores), and every SIMD level this CPU has against the scalar kernel, over GQA group sizes,
+// Attention kernels over the paged KV cache (f16, q8_0, q4_0 rows; K and V types independent): the scalar
+// kernel against a naive double-precision softmax (materialized scores) on the rows dequantized by the
+// reference to_float, and every SIMD level this CPU has against the scalar kernel, over GQA group sizes,
 // head dims, block sizes, positions that end mid-block, sliding windows (starting mid-block), and a shuffled
 // block table.
 #include <math.h>
@@ -7,6 +8,7 @@
 
 #include "cpu/attention.h"
 #include "cpu/cpu.h"
+#include "tensor/quant_ref.h"
 #include "tensor/ttype.h"
 #include "test_util.h"
 
@@ -15,19 +17,27 @@ static float frand(void) { return (float)rand() / (float)RAND_MAX * 2.0f - 1.0f;
 typedef struct case_data {
     attn_geom g;
     int n_blocks, n_pos;
-    uint16_t *k, *v;   // (n_blocks, n_kv_heads, block_size, head_dim) f16
+    uint8_t *k, *v;    // (n_blocks, n_kv_heads, block_size) rows of head_dim values, types g.k_type / g.v_type
+    size_t k_row, v_row; // bytes per row
     int32_t *table;    // (n_blocks) a permutation: logical block i lives in physical block table[i]
     float *q;          // (n_rep, head_dim)
 } case_data;
 
-static void make_case(case_data *c, int n_kv, int n_rep, int hd, int bs, int n_pos) {
+static void make_case(case_data *c, int n_kv, int n_rep, int hd, int bs, int n_pos, tt_type kt, tt_type vt) {
     c->g = (attn_geom){.n_kv_heads = n_kv, .head_dim = hd, .block_size = bs, .n_rep = n_rep,
-                       .scale = 1.0f / sqrtf((float)hd)};
+                       .scale = 1.0f / sqrtf((float)hd), .k_type = kt, .v_type = vt};
     c->n_pos = n_pos;
     c->n_blocks = (n_pos + bs - 1) / bs + 2;
-    size_t n = (size_t)c->n_blocks * n_kv * bs * hd;
-    c->k = malloc(n * 2), c->v = malloc(n * 2);
-    for (size_t i = 0; i < n; i++) c->k[i] = tt_f32_to_f16(2.0f * frand()), c->v[i] = tt_f32_to_f16(frand());
+    size_t rows = (size_t)c->n_blocks * n_kv * bs;
+    c->k_row = tt_row_size(kt, hd), c->v_row = tt_row_size(vt, hd);
+    c->k = malloc(rows * c->k_row), c->v = malloc(rows * c->v_row);
+    float kf[ATTN_MAX_HEAD_DIM], vf[ATTN_MAX_HEAD_DIM];
+    for (size_t r = 0; r < rows; r++) { // quantized with the reference quantizers, as the forward pass does
+        float kscale = 1.0f + (float)(r % 5); // rows of different magnitudes: a wrong per-block scale shows
+        for (int i = 0; i < hd; i++) kf[i] = 2.0f * kscale * frand(), vf[i] = frand();
+        tt_get(kt)->from_float(kf, c->k + r * c->k_row, hd);
+        tt_get(vt)->from_float(vf, c->v + r * c->v_row, hd);
+    }
     c->table = malloc(sizeof(int32_t) * (size_t)c->n_blocks);
     for (int i = 0; i < c->n_blocks; i++) c->table[i] = i;
     for (int i = c->n_blocks - 1; i > 0; i--) {
@@ -40,18 +50,26 @@ static void make_case(case_data *c, int n_kv, int n_rep, int hd, int bs, int n_p
 
 static void free_case(case_data *c) { free(c->k), free(c->v), free(c->table), free(c->q); }
 
+// Row p of one KV head, dequantized by the type's reference to_float.
+static void row_at(const case_data *c, const uint8_t *cache, size_t row_bytes, int type, int kv_head, int p,
+                   float *dst) {
+    const attn_geom *g = &c->g;
+    size_t row = ((size_t)c->table[p / g->block_size] * g->n_kv_heads + kv_head) * g->block_size + p % g->block_size;
+    tt_get((uint32_t)type)->to_float(cache + row * row_bytes, dst, g->head_dim);
+}
+
 // Naive reference: all scores, max-subtracted softmax, weighted sum, in double.
 static void naive(const case_data *c, int kv_head, double *out) {
     const attn_geom *g = &c->g;
+    float kf[ATTN_MAX_HEAD_DIM], vf[ATTN_MAX_HEAD_DIM];
     double *sc = malloc(sizeof(double) * (size_t)c->n_pos);
     const int first = g->window > 0 && c->n_pos > g->window ? c->n_pos - g->window : 0; // written from the def
     for (int r = 0; r < g->n_rep; r++) {
         double mx = -INFINITY, sum = 0;
         for (int p = first; p < c->n_pos; p++) {
-            size_t off = (((size_t)c->table[p / g->block_size] * g->n_kv_heads + kv_head) * g->block_size +
-                          p % g->block_size) * g->head_dim;
+            row_at(c, c->k, c->k_row, g->k_type, kv_head, p, kf);
             double d = 0;
-            for (int i = 0; i < g->head_dim; i++) d += (double)c->q[r * g->head_dim + i] * tt_f16_to_f32(c->k[off + i]);
+            for (int i = 0; i < g->head_dim; i++) d += (double)c->q[r * g->head_dim + i] * kf[i];
             sc[p] = d * g->scale;
             if (sc[p] > mx) mx = sc[p];
         }
@@ -59,9 +77,8 @@ static void naive(const case_data *c, int kv_head, double *out) {
         for (int i = 0; i < g->head_dim; i++) {
             double acc = 0;
             for (int p = first; p < c->n_pos; p++) {
-                size_t off = (((size_t)c->table[p / g->block_size] * g->n_kv_heads + kv_head) * g->block_size +
-                              p % g->block_size) * g->head_dim;
-                acc += sc[p] * tt_f16_to_f32(c->v[off + i]);
+                row_at(c, c->v, c->v_row, g->v_type, kv_head, p, vf); // slow, but the naive way
+                acc += sc[p] * vf[i];
             }
             out[r * g->head_dim + i] = acc / sum;
         }
@@ -73,14 +90,21 @@ int main(void) {
     srand(7);
     const int reps[] = {1, 3, 4, 8}, hds[] = {16, 64, 128}, bss[] = {16, 32}, poss[] = {1, 5, 16, 17, 100};
     const int wins[] = {0, 7, 16, 40}; // 0: full causal
+    // (K, V) cache types: f16, both quantized, and mixed as --kv-type-k / --kv-type-v allow
+    const tt_type types[][2] = {{TT_F16, TT_F16}, {TT_Q8_0, TT_Q8_0}, {TT_Q4_0, TT_Q4_0}, {TT_Q8_0, TT_F16},
+                                {TT_F16, TT_Q4_0}, {TT_Q4_0, TT_Q8_0}};
     cpu_isa hw = cpu_best_isa();
+    for (int ty = 0; ty < 6; ty++)
     for (int w = 0; w < 4; w++)
     for (int a = 0; a < 4; a++)
         for (int b = 0; b < 3; b++)
             for (int s = 0; s < 2; s++)
                 for (int p = 0; p < 5; p++) {
+                    tt_type kt = types[ty][0], vt = types[ty][1];
+                    if (hds[b] % 32 && (kt != TT_F16 || vt != TT_F16)) continue; // quant blocks are 32 values
+                    if (ty > 0 && (a == 1 || s == 1)) continue; // the f16 run covers those; keep the test quick
                     case_data c;
-                    make_case(&c, 2, reps[a], hds[b], bss[s], poss[p]);
+                    make_case(&c, 2, reps[a], hds[b], bss[s], poss[p], kt, vt);
                     c.g.window = wins[w];
                     size_t n = (size_t)reps[a] * hds[b];
                     float *ref = malloc(n * sizeof(float)), *got = malloc(n * sizeof(float));
@@ -91,8 +115,8 @@ int main(void) {
                     double worst = 0;
                     for (size_t i = 0; i < n; i++) worst = fmax(worst, fabs(ref[i] - exact[i]));
                     // online softmax in float vs exact double: outputs are convex combinations of |v| <= 1
-                    CHECK_MSG(worst < 2e-5, "scalar vs naive: rep %d hd %d bs %d pos %d window %d: %g", reps[a],
-                              hds[b], bss[s], poss[p], wins[w], worst);
+                    CHECK_MSG(worst < 2e-5, "scalar vs naive: %s/%s rep %d hd %d bs %d pos %d window %d: %g",
+                              tt_name(kt), tt_name(vt), reps[a], hds[b], bss[s], poss[p], wins[w], worst);
                     tu_isa_ran(CPU_ISA_SCALAR);
                     for (int isa = CPU_ISA_AVX2; isa <= (int)hw; isa++) {
                         tu_isa_ran((cpu_isa)isa);
@@ -101,8 +125,9 @@ int main(void) {
                         f(got, c.q, c.k, c.v, c.table, c.n_pos, kv_head, &c.g);
                         double d = 0;
                         for (size_t i = 0; i < n; i++) d = fmax(d, fabs(got[i] - ref[i]));
-                        CHECK_MSG(d < 1e-5, "%s vs scalar: rep %d hd %d bs %d pos %d window %d: %g",
-                                  cpu_isa_name((cpu_isa)isa), reps[a], hds[b], bss[s], poss[p], wins[w], d);
+                        CHECK_MSG(d < 1e-5, "%s vs scalar: %s/%s rep %d hd %d bs %d pos %d window %d: %g",
+                                  cpu_isa_name((cpu_isa)isa), tt_name(kt), tt_name(vt), reps[a], hds[b], bss[s],
+                                  poss[p], wins[w], d);
                     }
                     free(ref), free(got), free(exact);
                     free_case(&c);

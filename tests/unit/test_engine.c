@@ -108,7 +108,7 @@ static engine *make_engine(int max_batch_tokens, int max_seqs, int block_size, s
     o.max_batch_tokens = max_batch_tokens;
     o.max_seqs = max_seqs;
     o.block_size = block_size;
-    o.kv_mem_bytes = kv_blocks * model_kv_block_bytes(g_model, block_size);
+    o.kv_mem_bytes = kv_blocks * model_kv_block_bytes(g_model, block_size, TT_F16, TT_F16);
     o.ctx_size = 256;
     o.n_threads = 1;
     o.prefix_cache = prefix;

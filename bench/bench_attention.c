@@ -1,0 +1,128 @@
+// Attention over a quantized KV cache, one thread: (1) the real kernels (attn_select per ISA) over a
+// SmolLM2-like geometry (3 query heads per KV head, head dim 64, blocks of 16) at a long context, f16 vs
+// q8_0 vs q4_0 cache; (2) at AVX2, the q·k scores of a q8_0 K cache two ways: dequantize 32 values in
+// registers and FMA with f32 q (what attention_x86.h does), or quantize q to 8 bits once per head and use
+// integer dot products (maddubs/madd, as llama.cpp's vec_dot_q8_0_q8_0).
+// Built by CMake with the other benches (build/bench_attention [n_pos] [iters]); the AVX2 functions carry
+// their own target attribute, and the score comparison is skipped on a CPU without AVX2.
+#include <immintrin.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/timeutil.h"
+#include "cpu/attention.h"
+#include "cpu/cpu.h"
+#include "tensor/quant_ref.h"
+#include "tensor/ttype.h"
+
+enum { HD = 64, REP = 3, BS = 16 };
+
+static float frand(void) { return (float)rand() / (float)RAND_MAX * 2.0f - 1.0f; }
+
+#define AVX2_FN __attribute__((target("avx2,fma,f16c")))
+
+AVX2_FN static float hsum8(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+// scores[p*REP + r] = q_r · k_p, K rows q8_0 dequantized in registers (8 floats at a time).
+AVX2_FN static void scores_dequant(float *sc, const float *q, const tt_block_q8_0 *k, int n) {
+    for (int p = 0; p < n; p++) {
+        const tt_block_q8_0 *b = k + (size_t)p * (HD / 32);
+        __m256 kv[HD / 8];
+        for (int c = 0; c < HD / 8; c++) {
+            const tt_block_q8_0 *bc = b + c / 4;
+            __m256 d = _mm256_set1_ps(_cvtsh_ss(bc->d));
+            kv[c] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
+                                         _mm_loadl_epi64((const __m128i *)(bc->qs + c % 4 * 8)))));
+        }
+        for (int r = 0; r < REP; r++) {
+            __m256 acc = _mm256_setzero_ps();
+            for (int c = 0; c < HD / 8; c++) acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + r * HD + c * 8), kv[c], acc);
+            sc[p * REP + r] = hsum8(acc);
+        }
+    }
+}
+
+// The same with q quantized to q8_0 once (qq: REP rows of HD/32 blocks): int8 dot products per block.
+AVX2_FN static void scores_int8(float *sc, const tt_block_q8_0 *qq, const tt_block_q8_0 *k, int n) {
+    for (int p = 0; p < n; p++) {
+        const tt_block_q8_0 *b = k + (size_t)p * (HD / 32);
+        for (int r = 0; r < REP; r++) {
+            __m256 acc = _mm256_setzero_ps();
+            for (int j = 0; j < HD / 32; j++) {
+                const tt_block_q8_0 *qb = qq + r * (HD / 32) + j;
+                __m256i kx = _mm256_loadu_si256((const __m256i *)b[j].qs);
+                __m256i qx = _mm256_loadu_si256((const __m256i *)qb->qs);
+                __m256i s16 = _mm256_maddubs_epi16(_mm256_sign_epi8(kx, kx), _mm256_sign_epi8(qx, kx));
+                __m256i s32 = _mm256_madd_epi16(s16, _mm256_set1_epi16(1));
+                __m256 d = _mm256_set1_ps(_cvtsh_ss(b[j].d) * _cvtsh_ss(qb->d));
+                acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(s32), acc);
+            }
+            sc[p * REP + r] = hsum8(acc);
+        }
+    }
+}
+
+int main(int argc, char **argv) {
+    int n_pos = argc > 1 ? atoi(argv[1]) : 2048, iters = argc > 2 ? atoi(argv[2]) : 200;
+    int n_blocks = (n_pos + BS - 1) / BS;
+    size_t rows = (size_t)n_blocks * BS; // one KV head
+    float *kf = malloc(rows * HD * sizeof(float)), *vf = malloc(rows * HD * sizeof(float));
+    for (size_t i = 0; i < rows * HD; i++) kf[i] = 2.0f * frand(), vf[i] = frand();
+    float q[REP * HD], out[REP * HD];
+    for (int i = 0; i < REP * HD; i++) q[i] = frand();
+    int32_t *table = malloc(sizeof(int32_t) * (size_t)n_blocks);
+    for (int i = 0; i < n_blocks; i++) table[i] = i;
+    const tt_type types[3] = {TT_F16, TT_Q8_0, TT_Q4_0};
+    void *kc[3], *vc[3];
+    for (int t = 0; t < 3; t++) {
+        size_t rb = tt_row_size(types[t], HD);
+        kc[t] = malloc(rows * rb), vc[t] = malloc(rows * rb);
+        for (size_t r = 0; r < rows; r++) {
+            tt_get(types[t])->from_float(kf + r * HD, (char *)kc[t] + r * rb, HD);
+            tt_get(types[t])->from_float(vf + r * HD, (char *)vc[t] + r * rb, HD);
+        }
+    }
+    printf("attention, 1 thread, %d positions, %d query heads per KV head, head dim %d: us per (token, KV head)\n",
+           n_pos, REP, HD);
+    cpu_isa hw = cpu_best_isa();
+    for (int isa = CPU_ISA_SCALAR; isa <= (int)hw; isa++) {
+        for (int t = 0; t < 3; t++) {
+            attn_geom g = {.n_kv_heads = 1, .head_dim = HD, .block_size = BS, .n_rep = REP, .scale = 0.125f,
+                           .k_type = types[t], .v_type = types[t]};
+            attn_fn f = isa == CPU_ISA_SCALAR ? attn_tile_scalar : attn_select((cpu_isa)isa, &g);
+            int it = isa == CPU_ISA_SCALAR ? iters / 10 + 1 : iters;
+            f(out, q, kc[t], vc[t], table, n_pos, 0, &g);
+            double t0 = tc_now();
+            for (int i = 0; i < it; i++) f(out, q, kc[t], vc[t], table, n_pos, 0, &g);
+            printf("  %-7s K/V %-5s %8.1f us\n", cpu_isa_name((cpu_isa)isa), tt_name(types[t]), (tc_now() - t0) / it * 1e6);
+        }
+    }
+    if (hw < CPU_ISA_AVX2) return 0;
+    // q·k scores only, q8_0 K, AVX2
+    float *sc = malloc(sizeof(float) * rows * REP), *sc2 = malloc(sizeof(float) * rows * REP);
+    tt_block_q8_0 qq[REP * HD / 32];
+    double best[2] = {1e9, 1e9};
+    for (int rep = 0; rep < 5; rep++) {
+        double t0 = tc_now();
+        for (int i = 0; i < iters; i++) scores_dequant(sc, q, kc[1], n_pos);
+        double t1 = tc_now();
+        for (int i = 0; i < iters; i++) {
+            tt_q8_0_from_float(q, qq, REP * HD); // once per (token, KV head), inside the timing
+            scores_int8(sc2, qq, kc[1], n_pos);
+        }
+        double t2 = tc_now();
+        best[0] = fmin(best[0], (t1 - t0) / iters), best[1] = fmin(best[1], (t2 - t1) / iters);
+    }
+    double err = 0;
+    for (size_t i = 0; i < (size_t)n_pos * REP; i++) err = fmax(err, fabs(sc[i] - sc2[i]));
+    printf("q.k scores over a q8_0 K cache (AVX2): dequantize in registers + f32 FMA %.1f us; q to q8_0 + int8 dot "
+           "%.1f us (max |score difference| %.3g, from rounding q to 8 bits)\n", best[0] * 1e6, best[1] * 1e6, err);
+    return 0;
+}

@@ -39,7 +39,9 @@ static void serve_usage(void) {
             "  --max-body BYTES            request body limit; larger → 413 (8 MiB)\n"
             "  --http-timeout S            idle / slow-request timeout per connection (10)\n"
             "  --served-model-name NAME    model id in the API (file name without .gguf)\n"
-            "  --no-prefix-cache           do not reuse KV of identical prompt prefixes\n");
+            "  --no-prefix-cache           do not reuse KV of identical prompt prefixes\n"
+            "  --lenient                   accept unknown or unsupported request fields, ignoring them with a\n"
+            "                              logged warning (default: 400 naming the field)\n");
 }
 
 static int num(const char *flag, const char *s, double lo, double hi, double *out) {
@@ -53,7 +55,7 @@ int cli_serve(int argc, char **argv) {
     server_opts_default(&o);
     enum {
         O_HOST = 256, O_PORT, O_KEY, O_CORS, O_CTX, O_MBT, O_SEQS, O_KV, O_QUEUE, O_QTOK, O_RTO, O_GRACE, O_THREADS,
-        O_TMPL, O_LOG, O_BODY, O_HTO, O_NAME, O_NOPC, O_ITL, O_PUBLIC, O_HOSTS
+        O_TMPL, O_LOG, O_BODY, O_HTO, O_NAME, O_NOPC, O_ITL, O_PUBLIC, O_HOSTS, O_LENIENT
     };
     static const struct option lo[] = {
         {"model", required_argument, 0, 'm'},         {"host", required_argument, 0, O_HOST},
@@ -68,6 +70,7 @@ int cli_serve(int argc, char **argv) {
         {"max-body", required_argument, 0, O_BODY},   {"http-timeout", required_argument, 0, O_HTO},
         {"served-model-name", required_argument, 0, O_NAME}, {"no-prefix-cache", no_argument, 0, O_NOPC},
         {"public-routes", required_argument, 0, O_PUBLIC}, {"allowed-hosts", required_argument, 0, O_HOSTS},
+        {"lenient", no_argument, 0, O_LENIENT},
         {"help", no_argument, 0, 'h'},                {0, 0, 0, 0}};
     optind = 1;
     int c;
@@ -109,6 +112,7 @@ int cli_serve(int argc, char **argv) {
         case O_HTO: bad = num(flag, optarg, 1, 86400, &v); o.http_timeout = (int)v; break;
         case O_NAME: o.served_name = optarg; break;
         case O_NOPC: o.eng.prefix_cache = 0; break;
+        case O_LENIENT: o.lenient = 1; break;
         default: serve_usage(); return 2;
         }
         if (bad) {

@@ -14,7 +14,10 @@
 
 typedef struct gen_choice {
     struct gen_req *g;
-    int index;
+    int index;        // OpenAI's choice index: prompt_i * n + j
+    int prompt_i;     // which prompt (completions with several)
+    char *echo;       // (echo_len) owned: the prompt text prepended to the choice (completions echo), or NULL
+    size_t echo_len;
     uint64_t id;      // engine request id
     int live;         // submitted, FINISH not yet received
     int text_done;    // finish chunk queued / text closed (stop matched or engine finished)
@@ -35,7 +38,7 @@ typedef struct gen_req {
     long created; // unix seconds
     int n_prompt, n_cached;
     int n_choices, n_live;
-    gen_choice ch[OAI_MAX_N];
+    gen_choice ch[OAI_MAX_CHOICES];
     struct evbuffer *out; // SSE bytes waiting for this loop turn's flush
     int dirty, ended, logged, status;
     int error; // 0, or the HTTP status of a failed generation: 500 engine error, 503 cut by the shutdown
@@ -64,6 +67,7 @@ static void g_free(gen_req *g) {
         if (c->ts) tok_stream_free(c->ts);
         oai_stopbuf_free(&c->sb);
         if (c->lp) json_decref(c->lp);
+        free(c->echo);
     }
     if (g->out) evbuffer_free(g->out);
     oai_req_free(&g->q);
@@ -301,8 +305,17 @@ static void complete(gen_req *g) {
     json_t *choices = json_array();
     for (int i = 0; i < g->n_choices; i++) {
         gen_choice *c = &g->ch[i];
-        json_array_append_new(choices, oai_choice(g->q.kind, i, c->sb.text ? c->sb.text : "", c->sb.len,
-                                                  c->finish_reason, c->lp));
+        const char *text = c->sb.text ? c->sb.text : "";
+        size_t len = c->sb.len;
+        char *joined = NULL;
+        if (c->echo && (joined = malloc(c->echo_len + len + 1))) {
+            memcpy(joined, c->echo, c->echo_len);
+            memcpy(joined + c->echo_len, text, len);
+            text = joined;
+            len += c->echo_len;
+        }
+        json_array_append_new(choices, oai_choice(g->q.kind, c->index, text, len, c->finish_reason, c->lp));
+        free(joined);
         c->lp = NULL;
     }
     json_t *resp = oai_response(g->q.kind, g->id, g->created, s->name, choices,
@@ -433,25 +446,63 @@ static uint64_t mix64(uint64_t x) {
     return x ^ (x >> 31);
 }
 
-int gen_prompt_ids(server *s, const oai_req *q, int32_t **ids, int *n, oai_err *e) {
+// Fill-in-the-middle: <fim_prefix>prompt<fim_suffix>suffix<fim_middle>, for models whose vocabulary has
+// those tokens; the others refuse 'suffix' (silently dropping it would answer a different question).
+static int fim_ids(server *s, const oai_prompt *p, const char *suffix, int32_t **ids, int *n, oai_err *e) {
+    int32_t pre = tok_find(s->vocab, "<fim_prefix>"), suf = tok_find(s->vocab, "<fim_suffix>"),
+            mid = tok_find(s->vocab, "<fim_middle>");
+    if (pre < 0 || suf < 0 || mid < 0)
+        return oai_err_set(e, 400, NULL, NULL, "suffix", "'suffix' (fill-in-the-middle) is not supported: this "
+                           "model's vocabulary has no <fim_prefix>/<fim_suffix>/<fim_middle> tokens");
+    if (!p->text) return oai_err_set(e, 400, NULL, NULL, "suffix", "'suffix' needs a text prompt, not token ids");
     tc_err err = {0};
+    int32_t *a = NULL, *b = NULL;
+    int na = 0, nb = 0;
+    if (tok_encode(s->vocab, p->text, p->len, 0, &a, &na, &err) ||
+        tok_encode(s->vocab, suffix, strlen(suffix), 0, &b, &nb, &err)) {
+        free(a);
+        return oai_err_set(e, 400, NULL, NULL, "prompt", "%s", err.msg);
+    }
+    *ids = malloc((size_t)(na + nb + 3) * sizeof **ids);
+    if (!*ids) {
+        free(a);
+        free(b);
+        return oai_err_set(e, 500, "server_error", NULL, NULL, "out of memory");
+    }
+    int k = 0;
+    (*ids)[k++] = pre;
+    for (int i = 0; i < na; i++) (*ids)[k++] = a[i];
+    (*ids)[k++] = suf;
+    for (int i = 0; i < nb; i++) (*ids)[k++] = b[i];
+    (*ids)[k++] = mid;
+    *n = k;
+    free(a);
+    free(b);
+    return 0;
+}
+
+static int prompt_ids_at(server *s, const oai_req *q, int pi, int32_t **ids, int *n, oai_err *e) {
+    tc_err err = {0};
+    const oai_prompt *p = q->kind == OAI_CHAT ? NULL : &q->prompts[pi];
     if (q->kind == OAI_CHAT) {
         // message text is plain text: only the template's own markers become control tokens
         if (chat_encode(s->vocab, s->chat, s->chat_src, q->msgs, q->n_msgs, 1, s->bos_text, ids, n, &err))
             return oai_err_set(e, 400, NULL, NULL, "messages", "%s", err.msg);
-    } else if (q->prompt) {
-        if (tok_encode(s->vocab, q->prompt, q->prompt_len, tok_add_bos(s->vocab) ? TOK_ENC_ADD_BOS : 0, ids, n, &err))
+    } else if (q->suffix) {
+        if (fim_ids(s, p, q->suffix, ids, n, e)) return -1;
+    } else if (p->text) {
+        if (tok_encode(s->vocab, p->text, p->len, tok_add_bos(s->vocab) ? TOK_ENC_ADD_BOS : 0, ids, n, &err))
             return oai_err_set(e, 400, NULL, NULL, "prompt", "%s", err.msg);
     } else {
         int nv = tok_n_vocab(s->vocab);
-        for (int i = 0; i < q->n_prompt_ids; i++)
-            if (q->prompt_ids[i] >= nv)
+        for (int i = 0; i < p->n_ids; i++)
+            if (p->ids[i] >= nv)
                 return oai_err_set(e, 400, NULL, NULL, "prompt", "token id %d at position %d is out of range (vocab %d)",
-                                   q->prompt_ids[i], i, nv);
-        *ids = malloc((size_t)q->n_prompt_ids * sizeof **ids);
+                                   p->ids[i], i, nv);
+        *ids = malloc((size_t)p->n_ids * sizeof **ids);
         if (!*ids) return oai_err_set(e, 500, "server_error", NULL, NULL, "out of memory");
-        memcpy(*ids, q->prompt_ids, (size_t)q->n_prompt_ids * sizeof **ids);
-        *n = q->n_prompt_ids;
+        memcpy(*ids, p->ids, (size_t)p->n_ids * sizeof **ids);
+        *n = p->n_ids;
     }
     if (*n == 0) {
         int32_t bos = tok_bos(s->vocab);
@@ -466,6 +517,43 @@ int gen_prompt_ids(server *s, const oai_req *q, int32_t **ids, int *n, oai_err *
     return 0;
 }
 
+int gen_prompt_ids(server *s, const oai_req *q, int32_t **ids, int *n, oai_err *e) {
+    return prompt_ids_at(s, q, 0, ids, n, e);
+}
+
+// The text echoed before a completions choice: the prompt as sent, or its token ids detokenized.
+static int echo_text(server *s, const oai_prompt *p, char **out, size_t *len) {
+    if (p->text) {
+        *out = malloc(p->len + 1);
+        if (!*out) return -1;
+        memcpy(*out, p->text, p->len);
+        *len = p->len;
+        return 0;
+    }
+    tc_err err = {0};
+    return tok_decode(s->vocab, p->ids, p->n_ids, 0, out, len, &err) ? -1 : 0;
+}
+
+// Lenient mode: fields dropped instead of refused are logged, at most once every 10 s (the rest counted).
+static void log_dropped(server *s, const oai_req *q) {
+    if (!q->lenient_dropped[0]) return;
+    double now = tc_now();
+    if (s->lenient_t_log > 0 && now - s->lenient_t_log < 10) {
+        s->lenient_suppressed++;
+        return;
+    }
+    srv_log(s, SRV_LOG_WARN, "--lenient: ignored unsupported request fields: %s (%d similar warnings suppressed)",
+            q->lenient_dropped, s->lenient_suppressed);
+    s->lenient_t_log = now;
+    s->lenient_suppressed = 0;
+}
+
+static void free_ids(int32_t **ids, int *n, int n_pr) {
+    for (int i = 0; ids && i < n_pr; i++) free(ids[i]);
+    free(ids);
+    free(n);
+}
+
 static void reply_error(server *s, struct evhttp_request *req, const oai_err *e, double t_recv) {
     srv_send_error(s, req, e);
     srv_access_log(s, req, NULL, e->status, 0, 0, 0, tc_now() - t_recv, NULL);
@@ -478,8 +566,8 @@ void gen_handle(server *s, struct evhttp_request *req, oai_kind kind) {
     size_t len = evbuffer_get_length(in);
     const char *body = len ? (const char *)evbuffer_pullup(in, -1) : "";
     gen_req *g = calloc(1, sizeof *g);
-    int32_t *ids = NULL;
-    int n_ids = 0;
+    int32_t **all_ids = NULL; // (n_pr) token ids of each prompt
+    int *all_n = NULL, n_ids = 0, n_pr = 0;
     if (!g) {
         oai_err_set(&e, 500, "server_error", NULL, NULL, "out of memory");
         reply_error(s, req, &e, t_recv);
@@ -488,47 +576,67 @@ void gen_handle(server *s, struct evhttp_request *req, oai_kind kind) {
     g->s = s;
     s->n_inflight++; // balanced by g_free
     g->t_recv = t_recv;
-    if (oai_parse(kind, body, len, &g->q, &e)) goto fail;
+    if (oai_parse_ex(kind, body, len, s->o.lenient, &g->q, &e)) goto fail;
     const oai_req *q = &g->q;
+    log_dropped(s, q);
     if (!srv_model_ok(s, q->model)) {
         oai_err_set(&e, 404, "invalid_request_error", "model_not_found", "model",
                     "The model `%.200s` does not exist or you do not have access to it.", q->model);
         goto fail;
     }
-    if (gen_prompt_ids(s, q, &ids, &n_ids, &e)) goto fail;
-    const char *pparam = kind == OAI_CHAT ? "messages" : "prompt";
-    if (n_ids >= s->ctx_size) {
-        oai_err_set(&e, 400, "invalid_request_error", "context_length_exceeded", pparam,
-                    "This model's maximum context length is %d tokens. However, your %s resulted in %d tokens. "
-                    "Please reduce the length of the %s.", s->ctx_size, pparam, n_ids, pparam);
+    n_pr = kind == OAI_CHAT ? 1 : q->n_prompts;
+    for (int i = 0; i < q->n_bias; i++)
+        if (q->bias[i].id >= tok_n_vocab(s->vocab)) {
+            oai_err_set(&e, 400, NULL, NULL, "logit_bias", "'logit_bias' token id %d is out of range (vocabulary %d)",
+                        q->bias[i].id, tok_n_vocab(s->vocab));
+            goto fail;
+        }
+    // every prompt is tokenized and checked before anything is submitted: all choices go in at once
+    all_ids = calloc((size_t)n_pr, sizeof *all_ids);
+    all_n = calloc((size_t)n_pr, sizeof *all_n);
+    if (!all_ids || !all_n) {
+        oai_err_set(&e, 500, "server_error", NULL, NULL, "out of memory");
         goto fail;
     }
-    int max_tokens = q->max_tokens > 0 ? q->max_tokens : s->ctx_size - n_ids;
-    if ((long long)n_ids + max_tokens > s->ctx_size) {
-        oai_err_set(&e, 400, "invalid_request_error", "context_length_exceeded", "max_tokens",
-                    "This model's maximum context length is %d tokens. However, you requested %lld tokens (%d in "
-                    "the %s, %d for the completion). Please reduce the length of the %s or the completion.",
-                    s->ctx_size, (long long)n_ids + max_tokens, n_ids, pparam, max_tokens, pparam);
-        goto fail;
+    const char *pparam = kind == OAI_CHAT ? "messages" : "prompt";
+    for (int pi = 0; pi < n_pr; pi++) {
+        if (prompt_ids_at(s, q, pi, &all_ids[pi], &all_n[pi], &e)) goto fail;
+        n_ids = all_n[pi];
+        if (n_ids >= s->ctx_size) {
+            oai_err_set(&e, 400, "invalid_request_error", "context_length_exceeded", pparam,
+                        "This model's maximum context length is %d tokens. However, your %s resulted in %d tokens. "
+                        "Please reduce the length of the %s.", s->ctx_size, pparam, n_ids, pparam);
+            goto fail;
+        }
+        int mt = q->max_tokens > 0 ? q->max_tokens : s->ctx_size - n_ids;
+        if ((long long)n_ids + mt > s->ctx_size) {
+            oai_err_set(&e, 400, "invalid_request_error", "context_length_exceeded", "max_tokens",
+                        "This model's maximum context length is %d tokens. However, you requested %lld tokens (%d in "
+                        "the %s, %d for the completion). Please reduce the length of the %s or the completion.",
+                        s->ctx_size, (long long)n_ids + mt, n_ids, pparam, mt, pparam);
+            goto fail;
+        }
+        g->n_prompt += n_ids;
     }
     double timeout = s->o.request_timeout;
     if (q->timeout > 0 && (timeout <= 0 || q->timeout < timeout)) timeout = q->timeout;
     uint64_t seed = q->seed_given ? q->sp.seed : mix64(++s->seed_ctr ^ (uint64_t)(tc_wall() * 1e6));
-    g->n_prompt = n_ids;
     g->created = (long)tc_wall();
     uint64_t idn = ++s->seed_ctr;
     snprintf(g->id, sizeof g->id, "%s%016llx%08x", kind == OAI_CHAT ? "chatcmpl-" : "cmpl-",
              (unsigned long long)mix64(idn ^ (uint64_t)(t_recv * 1e9)), (unsigned)idn);
     g->out = evbuffer_new();
-    g->n_choices = q->n;
-    for (int i = 0; i < q->n; i++) {
+    g->n_choices = n_pr * q->n;
+    for (int i = 0; i < g->n_choices; i++) { // choice index as OpenAI: prompt_i * n + j
         gen_choice *c = &g->ch[i];
         c->g = g;
         c->index = i;
+        c->prompt_i = i / q->n;
         c->ts = tok_stream_new(s->vocab, TOK_DEC_SKIP_SPECIAL | TOK_DEC_CONTINUATION);
         oai_stopbuf_init(&c->sb, q->stop, q->n_stop);
         if (q->logprobs) c->lp = lp_new(g);
-        if (!c->ts || !g->out || (q->logprobs && !c->lp)) {
+        if (!c->ts || !g->out || (q->logprobs && !c->lp) ||
+            (q->echo && echo_text(s, &q->prompts[c->prompt_i], &c->echo, &c->echo_len))) {
             oai_err_set(&e, 500, "server_error", NULL, NULL, "out of memory");
             goto fail;
         }
@@ -537,16 +645,17 @@ void gen_handle(server *s, struct evhttp_request *req, oai_kind kind) {
     g->next = s->inflight;
     if (s->inflight) s->inflight->prev = g;
     s->inflight = g;
-    for (int i = 0; i < q->n; i++) {
+    for (int i = 0; i < g->n_choices; i++) {
         engine_req er = {0};
+        n_ids = all_n[g->ch[i].prompt_i];
         er.prompt = malloc((size_t)n_ids * sizeof *er.prompt);
         if (!er.prompt) {
             oai_err_set(&e, 500, "server_error", NULL, NULL, "out of memory");
             goto fail_submitted;
         }
-        memcpy(er.prompt, ids, (size_t)n_ids * sizeof *er.prompt);
+        memcpy(er.prompt, all_ids[g->ch[i].prompt_i], (size_t)n_ids * sizeof *er.prompt);
         er.n_prompt = n_ids;
-        er.max_tokens = max_tokens;
+        er.max_tokens = q->max_tokens > 0 ? q->max_tokens : s->ctx_size - n_ids;
         er.sp = q->sp;
         er.sp.seed = seed + (uint64_t)i;
         er.deadline = timeout > 0 ? t_recv + timeout : 0;
@@ -570,7 +679,7 @@ void gen_handle(server *s, struct evhttp_request *req, oai_kind kind) {
         g->ch[i].live = 1;
         g->n_live++;
     }
-    free(ids);
+    free_ids(all_ids, all_n, n_pr);
     g->req = req;
     g->writing = 1;
     s->n_writing++;
@@ -586,6 +695,10 @@ void gen_handle(server *s, struct evhttp_request *req, oai_kind kind) {
         if (kind == OAI_CHAT)
             for (int i = 0; i < q->n; i++)
                 queue_json(g, oai_chunk(kind, g->id, g->created, s->name, i, "assistant", "", 0, NULL, NULL));
+        for (int i = 0; i < g->n_choices; i++) // completions echo: the prompt text comes first
+            if (g->ch[i].echo)
+                queue_json(g, oai_chunk(kind, g->id, g->created, s->name, i, NULL, g->ch[i].echo, g->ch[i].echo_len,
+                                        NULL, NULL));
         flush_dirty(s);
     }
     return;
@@ -594,13 +707,13 @@ fail_submitted:
     // choices already submitted finish through the engine; g lives until their FINISH events arrive
     for (int i = 0; i < g->n_choices; i++)
         if (g->ch[i].live) engine_cancel(s->eng, g->ch[i].id, ENGINE_FINISH_CANCELLED);
-    free(ids);
+    free_ids(all_ids, all_n, n_pr);
     reply_error(s, req, &e, t_recv);
     g->logged = 1;
     g_maybe_free(g);
     return;
 fail:
-    free(ids);
+    free_ids(all_ids, all_n, n_pr);
     reply_error(s, req, &e, t_recv);
     if (g->prev || s->inflight == g) g_unlink(g);
     g->logged = 1;

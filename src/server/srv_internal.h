@@ -65,6 +65,8 @@ typedef struct server {
     int n_inflight;
     int n_writing; // generation replies whose last bytes are not yet written (drain waits for them)
     srv_metrics mt;
+    double lenient_t_log;   // monotonic seconds of the last --lenient warning (rate limit)
+    int lenient_suppressed; // warnings not logged since
 } server;
 
 // --- server.c helpers --------------------------------------------------------------------------------

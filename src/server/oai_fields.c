@@ -45,6 +45,7 @@ static const oai_field fields[] = {
     {"min_p", B, H, NULL},
     {"repetition_penalty", B, H, NULL},
     {"ignore_eos", B, H, NULL},
+    {"min_tokens", B, H, NULL},  // only with ignore_eos (then nothing but a stop string ends early) or 0
     {"timeout", B, H, NULL},
     // --- refused: being implemented elsewhere (rows to flip) ---------------------------------------------
     {"response_format", C, R, "structured outputs are not supported yet"},

@@ -258,7 +258,7 @@ static int parse_restricted(oai_req *r, oai_err *e) {
         json_t *m;
         if (!json_is_array(v)) return BAD(e, "modalities", "'modalities' must be an array, got %s", jtype(v));
         json_array_foreach(v, i, m) if (!json_is_string(m) || strcmp(json_string_value(m), "text"))
-            return BAD(e, "modalities", "only the \"text\" modality is supported");
+            return BAD(e, "modalities", "'modalities': only the \"text\" modality is supported");
     }
     if ((v = json_object_get(o, "chat_template_kwargs")) && !json_is_null(v)) {
         if (!json_is_object(v))
@@ -438,6 +438,12 @@ int oai_parse_ex(oai_kind kind, const char *body, size_t len, int lenient, oai_r
     if (get_num(o, "timeout", 0, 1e7, &d, e)) goto err;
     r->timeout = d;
     if (get_bool(o, "ignore_eos", &r->ignore_eos, e)) goto err;
+    x = 0;
+    if (get_int(o, "min_tokens", 0, INT_MAX, &x, e)) goto err;
+    if (x > 0 && !r->ignore_eos) { // the engine cannot hold back end-of-generation tokens for a while yet
+        BAD(e, "min_tokens", "'min_tokens' > 0 is only supported together with 'ignore_eos': true");
+        goto err;
+    }
     return 0;
 err:
     oai_req_free(r);

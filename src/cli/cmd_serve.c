@@ -40,6 +40,8 @@ static void serve_usage(void) {
             "  --http-timeout S            idle / slow-request timeout per connection (10)\n"
             "  --served-model-name NAME    model id in the API (file name without .gguf)\n"
             "  --no-prefix-cache           do not reuse KV of identical prompt prefixes\n"
+            "  --pooling mean|last         /v1/embeddings: mean of the final hidden states (default) or the last\n"
+            "                              token's\n"
             "  --lenient                   accept unknown or unsupported request fields, ignoring them with a\n"
             "                              logged warning (default: 400 naming the field)\n");
 }
@@ -55,7 +57,7 @@ int cli_serve(int argc, char **argv) {
     server_opts_default(&o);
     enum {
         O_HOST = 256, O_PORT, O_KEY, O_CORS, O_CTX, O_MBT, O_SEQS, O_KV, O_QUEUE, O_QTOK, O_RTO, O_GRACE, O_THREADS,
-        O_TMPL, O_LOG, O_BODY, O_HTO, O_NAME, O_NOPC, O_ITL, O_PUBLIC, O_HOSTS, O_LENIENT
+        O_TMPL, O_LOG, O_BODY, O_HTO, O_NAME, O_NOPC, O_ITL, O_PUBLIC, O_HOSTS, O_LENIENT, O_POOL
     };
     static const struct option lo[] = {
         {"model", required_argument, 0, 'm'},         {"host", required_argument, 0, O_HOST},
@@ -70,7 +72,7 @@ int cli_serve(int argc, char **argv) {
         {"max-body", required_argument, 0, O_BODY},   {"http-timeout", required_argument, 0, O_HTO},
         {"served-model-name", required_argument, 0, O_NAME}, {"no-prefix-cache", no_argument, 0, O_NOPC},
         {"public-routes", required_argument, 0, O_PUBLIC}, {"allowed-hosts", required_argument, 0, O_HOSTS},
-        {"lenient", no_argument, 0, O_LENIENT},
+        {"lenient", no_argument, 0, O_LENIENT},     {"pooling", required_argument, 0, O_POOL},
         {"help", no_argument, 0, 'h'},                {0, 0, 0, 0}};
     optind = 1;
     int c;
@@ -113,6 +115,14 @@ int cli_serve(int argc, char **argv) {
         case O_NAME: o.served_name = optarg; break;
         case O_NOPC: o.eng.prefix_cache = 0; break;
         case O_LENIENT: o.lenient = 1; break;
+        case O_POOL:
+            if (!strcmp(optarg, "mean")) o.pooling = ENGINE_EMBED_MEAN;
+            else if (!strcmp(optarg, "last")) o.pooling = ENGINE_EMBED_LAST;
+            else {
+                fprintf(stderr, "tachyon serve: --pooling expects mean|last\n");
+                bad = 1;
+            }
+            break;
         default: serve_usage(); return 2;
         }
         if (bad) {

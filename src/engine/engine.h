@@ -49,8 +49,13 @@ typedef struct engine_req {
     samp_params sp;
     double deadline;  // monotonic seconds (tc_now), 0 = none
     int ignore_eos;
+    int embed;        // ENGINE_EMBED_*: 0 generates; otherwise the prompt is only run through the model and
+                      // its FINISH (STOP) carries the pooled, L2-normalised final hidden state (no TOKEN events;
+                      // max_tokens and sp are ignored; the prefix cache is not used, every row is computed)
     void *user;       // opaque to the engine, returned in every event of this request
 } engine_req;
+
+enum { ENGINE_EMBED_NONE = 0, ENGINE_EMBED_MEAN, ENGINE_EMBED_LAST };
 
 typedef enum { ENGINE_EV_TOKEN = 1, ENGINE_EV_FINISH = 2 } engine_ev_type;
 
@@ -63,6 +68,8 @@ typedef struct engine_event {
     int n_prompt, n_cached, n_generated; // FINISH: usage; n_cached = prompt tokens served from the prefix cache
     double t_arrival, t_first_sched, t_first_token, t_finish; // monotonic seconds (FINISH)
     char msg[128];            // FINISH with ERROR: message
+    float *embedding;         // FINISH (STOP) of an embedding request: (n_embd) malloc'd, owned by the receiver
+    int n_embd;
 } engine_event;
 
 typedef struct engine_stats {

@@ -15,6 +15,8 @@ typedef struct eng_req {
     samp_state *samp;
     void *user;
     int ignore_eos;
+    int embed;       // ENGINE_EMBED_*
+    float *embd_acc; // (dim) owned: embedding requests' running sum (mean) or last row
     int counted; // 1: no longer counted in the inbox's n_queued (scheduled once, or ended)
 } eng_req;
 
@@ -34,6 +36,9 @@ struct engine {
     int32_t *b_tokens, *b_pos, *b_seq;  // (max_batch_tokens)
     const int32_t **b_tables;           // (max_seqs)
     int32_t *b_logit_rows;              // (max_seqs)
+    int32_t *b_embd_rows;               // (max_batch_tokens) rows of embedding requests
+    float *embd_out;                    // (max_batch_tokens, dim) their final-normed hidden states
+    int dim;
     float *logits;                      // (max_seqs, n_vocab)
     engine_event *evs;                  // (ev_cap) events of the step being run
     int ev_cap, n_evs;

@@ -1,6 +1,7 @@
 // One engine step: the scheduler's plan → a ragged model_batch → model_forward → sample the rows that
 // finish a request's known tokens → TOKEN / FINISH events. Runs on the engine thread without holding the
 // inbox lock; allocates nothing (events go through a fixed buffer flushed to the outbox when full).
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,7 +72,10 @@ static void dequeue_count(engine *e, sched_req *r) {
 
 void eng_req_release(sched_req *r) {
     eng_req *er = r->owner;
-    if (er) samp_free(er->samp);
+    if (er) {
+        samp_free(er->samp);
+        free(er->embd_acc);
+    }
     free(er);
     sched_req_free(r);
 }
@@ -94,6 +98,11 @@ static void finish_event(engine *e, sched_req *r, const char *msg) {
     ev->t_first_token = r->t_first_token;
     ev->t_finish = tc_now();
     if (msg) snprintf(ev->msg, sizeof ev->msg, "%s", msg);
+    if (er->embed && r->end == SCHED_END_STOP) { // the embedding goes to the receiver
+        ev->embedding = er->embd_acc;
+        ev->n_embd = e->dim;
+        er->embd_acc = NULL;
+    }
     eng_req_release(r);
 }
 
@@ -114,15 +123,17 @@ static int is_eog(const engine *e, int32_t tok) {
 
 // Fills the batch arrays from the plan. Returns the model_batch view.
 static model_batch build_batch(engine *e, const sched_plan *p) {
-    int nt = 0, nl = 0;
+    int nt = 0, nl = 0, ne = 0;
     for (int i = 0; i < p->n_items; i++) {
         const sched_item *it = &p->items[i];
         const sched_req *r = it->r;
         e->b_tables[i] = r->kv.blocks;
+        int embed = ((const eng_req *)r->owner)->embed != 0;
         for (int k = 0; k < it->n; k++, nt++) {
             e->b_tokens[nt] = r->tokens[it->start + k];
             e->b_pos[nt] = it->start + k;
             e->b_seq[nt] = i;
+            if (embed) e->b_embd_rows[ne++] = nt;
         }
         if (it->sample) e->b_logit_rows[nl++] = nt - 1;
     }
@@ -135,6 +146,9 @@ static model_batch build_batch(engine *e, const sched_plan *p) {
         .block_tables = e->b_tables,
         .n_logits = nl,
         .logits_rows = e->b_logit_rows,
+        .n_embd = ne,
+        .embd_rows = e->b_embd_rows,
+        .embd = e->embd_out,
     };
     return b;
 }
@@ -164,6 +178,32 @@ static void take_token(engine *e, sched_req *r, const float *logits, double now)
         sched_finish(e->s, r, end);
         finish_event(e, r, NULL);
     }
+}
+
+// Pools the hidden states of an embedding request's rows computed this step (rows: its item's rows of
+// embd_out). A chunk starting at position 0 starts over (first chunk, or a recompute after preemption).
+static void embed_accumulate(engine *e, const sched_item *it, const float *rows) {
+    eng_req *er = it->r->owner;
+    int dim = e->dim;
+    if (it->start == 0) memset(er->embd_acc, 0, (size_t)dim * sizeof(float));
+    for (int k = 0; k < it->n; k++) {
+        const float *h = rows + (size_t)k * dim;
+        if (er->embed == ENGINE_EMBED_MEAN)
+            for (int d = 0; d < dim; d++) er->embd_acc[d] += h[d];
+        else if (it->start + k == it->r->n_prompt - 1)
+            memcpy(er->embd_acc, h, (size_t)dim * sizeof(float));
+    }
+}
+
+// The prompt has been run: mean (if so), L2-normalise, and finish with the vector in the FINISH event.
+static void embed_finish(engine *e, sched_req *r) {
+    eng_req *er = r->owner;
+    double ss = 0;
+    for (int d = 0; d < e->dim; d++) ss += (double)er->embd_acc[d] * er->embd_acc[d];
+    float inv = ss > 0 ? (float)(1.0 / sqrt(ss)) : 0.0f; // the mean's 1/n cancels in the normalisation
+    for (int d = 0; d < e->dim; d++) er->embd_acc[d] *= inv;
+    sched_finish(e->s, r, SCHED_END_STOP);
+    finish_event(e, r, NULL);
 }
 
 void eng_step(engine *e, double now) {
@@ -200,12 +240,20 @@ void eng_step(engine *e, double now) {
     }
     sched_commit(e->s); // the plan stays readable until the next sched_step
     double t = tc_now();
-    int row = 0;
+    int row = 0, erow = 0;
     int n_items = p->n_items;
+    for (int i = 0; i < n_items; i++) { // before any request of the plan can finish and be freed
+        const sched_item *it = &p->items[i];
+        if (((const eng_req *)it->r->owner)->embed) {
+            embed_accumulate(e, it, e->embd_out + (size_t)erow * e->dim);
+            erow += it->n;
+        }
+    }
     for (int i = 0; i < n_items; i++) {
         const sched_item *it = &p->items[i];
         if (!it->sample) continue;
-        take_token(e, it->r, e->logits + (size_t)row * e->n_vocab, t);
+        if (((const eng_req *)it->r->owner)->embed) embed_finish(e, it->r);
+        else take_token(e, it->r, e->logits + (size_t)row * e->n_vocab, t);
         row++;
     }
 }

@@ -61,6 +61,11 @@ typedef struct model_batch {
     const int32_t *const *block_tables; // (n_seqs) block ids; table s covers positions 0..max pos of seq s
     int n_logits;
     const int32_t *logits_rows; // (n_logits) ascending token rows whose logits are wanted
+    // (optional) rows whose final hidden state (after the output norm, before the output projection) is
+    // wanted, for embeddings; written to embd (n_embd, dim) row-major
+    int n_embd;
+    const int32_t *embd_rows; // (n_embd)
+    float *embd;              // (n_embd, dim)
 } model_batch;
 // Contract: within a sequence, the batch's tokens have increasing positions; KV of every earlier position
 // of that sequence is already in the cache (written by a previous forward or earlier in this batch). A

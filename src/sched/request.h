@@ -31,6 +31,7 @@ typedef struct sched_req {
     int max_tokens;   // generated tokens at most
     int num_computed; // leading tokens whose KV is in the cache
     int n_cached;     // prompt tokens served from the prefix cache at the first admission
+    int no_prefix;    // 1: never served from the prefix cache (every row must be computed)
     kv_seq kv;        // block table
     sched_state state;
     sched_end end;    // why it ended (valid once SCHED_DONE)

@@ -13,6 +13,7 @@
 #include "server/srv_internal.h"
 
 typedef struct gen_choice {
+    srv_ev_sink sink; // fn NULL: a generation choice (first member: engine events are routed on it)
     struct gen_req *g;
     int index;        // OpenAI's choice index: prompt_i * n + j
     int prompt_i;     // which prompt (completions with several)
@@ -362,8 +363,16 @@ void gen_on_engine_events(server *s) {
     int n;
     while ((n = engine_poll(s->eng, evs, 64)) > 0) {
         for (int i = 0; i < n; i++) {
-            gen_choice *c = evs[i].user;
-            if (!c) continue;
+            srv_ev_sink *sink = evs[i].user;
+            if (!sink) {
+                free(evs[i].embedding);
+                continue;
+            }
+            if (sink->fn) { // not a generation choice (embeddings)
+                sink->fn(s, sink, &evs[i]);
+                continue;
+            }
+            gen_choice *c = (gen_choice *)sink;
             if (evs[i].type == ENGINE_EV_TOKEN) on_token(c, &evs[i]);
             else if (evs[i].type == ENGINE_EV_FINISH) {
                 gen_req *g = c->g;

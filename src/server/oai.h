@@ -11,7 +11,7 @@
 #include "sampling/sampling.h"
 #include "tokenizer/chat.h"
 
-typedef enum { OAI_CHAT = 1, OAI_COMPLETION = 2 } oai_kind;
+typedef enum { OAI_CHAT = 1, OAI_COMPLETION = 2, OAI_EMBEDDING = 3 } oai_kind;
 
 // An error as OpenAI returns it: HTTP status + {"error": {"message", "type", "param", "code"}}.
 typedef struct oai_err {
@@ -34,7 +34,7 @@ char *oai_err_json(const oai_err *e); // malloc'd compact JSON, owned by the cal
 #define OAI_MAX_BIAS 1024 // logit_bias entries
 
 // --- the field table (oai_fields.c) -----------------------------------------------------------------
-enum { OAI_FIELD_CHAT = 1, OAI_FIELD_COMPLETION = 2 };
+enum { OAI_FIELD_CHAT = 1, OAI_FIELD_COMPLETION = 2, OAI_FIELD_EMBEDDING = 4 };
 typedef enum { OAI_F_HANDLED = 1, OAI_F_REFUSED, OAI_F_IGNORED } oai_field_status;
 typedef struct oai_field {
     const char *name;

@@ -11,13 +11,14 @@
 #define C OAI_FIELD_CHAT
 #define P OAI_FIELD_COMPLETION
 #define B (OAI_FIELD_CHAT | OAI_FIELD_COMPLETION)
+#define E OAI_FIELD_EMBEDDING
 #define H OAI_F_HANDLED
 #define R OAI_F_REFUSED
 #define I OAI_F_IGNORED
 
 static const oai_field fields[] = {
     // --- honoured (see oai_parse) ---------------------------------------------------------------------
-    {"model", B, H, NULL},
+    {"model", B | E, H, NULL},
     {"messages", C, H, NULL},
     {"prompt", P, H, NULL},
     {"stream", B, H, NULL},
@@ -47,6 +48,10 @@ static const oai_field fields[] = {
     {"ignore_eos", B, H, NULL},
     {"min_tokens", B, H, NULL},  // only with ignore_eos (then nothing but a stop string ends early) or 0
     {"timeout", B, H, NULL},
+    // embeddings (embed.c)
+    {"input", E, H, NULL},
+    {"encoding_format", E, H, NULL}, // "float" | "base64"
+    {"dimensions", E, H, NULL},      // only the model's width (no truncation / Matryoshka)
     // --- refused: being implemented elsewhere (rows to flip) ---------------------------------------------
     {"response_format", C, R, "structured outputs are not supported yet"},
     {"tools", C, R, "tool calling is not supported yet"},
@@ -62,7 +67,7 @@ static const oai_field fields[] = {
     {"verbosity", C, R, "this model has no verbosity control"},
     {"web_search_options", C, R, "web search is not available"},
     // --- ignored: documented as not affecting the generated tokens ----------------------------------------
-    {"user", B, I, "end-user identifier for abuse monitoring"},
+    {"user", B | E, I, "end-user identifier for abuse monitoring"},
     {"safety_identifier", C, I, "end-user identifier for abuse monitoring"},
     {"store", C, I, "stored completions are an OpenAI platform feature"},
     {"metadata", C, I, "tags for stored completions"},
@@ -73,6 +78,7 @@ static const oai_field fields[] = {
 #undef C
 #undef P
 #undef B
+#undef E
 #undef H
 #undef R
 #undef I
@@ -83,7 +89,7 @@ const oai_field *oai_field_table(int *n) {
 }
 
 const oai_field *oai_field_find(oai_kind kind, const char *name) {
-    unsigned bit = kind == OAI_CHAT ? OAI_FIELD_CHAT : OAI_FIELD_COMPLETION;
+    unsigned bit = kind == OAI_CHAT ? OAI_FIELD_CHAT : kind == OAI_COMPLETION ? OAI_FIELD_COMPLETION : OAI_FIELD_EMBEDDING;
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
         if ((fields[i].kinds & bit) && !strcmp(fields[i].name, name)) return &fields[i];
     return NULL;

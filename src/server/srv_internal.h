@@ -31,6 +31,13 @@ typedef struct srv_metrics {
 } srv_metrics;
 
 struct gen_req;
+struct server;
+
+// The target of an engine event (engine_req.user points at one): gen.c's choices leave fn NULL; other
+// handlers (embed.c) set fn and get their events through it.
+typedef struct srv_ev_sink {
+    void (*fn)(struct server *s, struct srv_ev_sink *self, const engine_event *ev);
+} srv_ev_sink;
 
 typedef struct server {
     server_opts o;
@@ -94,6 +101,9 @@ void gen_on_engine_events(server *s); // drains engine_poll and flushes dirty st
 void gen_check_disconnects(server *s);               // timer: notice clients that left
 void gen_cancel_all(server *s, engine_finish why); // engine_cancel every live request
 void gen_free_all(server *s);                        // after engine_free: drop every request
+
+// --- embed.c: /v1/embeddings ----------------------------------------------------------------------
+void embed_handle(server *s, struct evhttp_request *req);
 
 // --- srv_stats.c ------------------------------------------------------------------------------------
 int srv_metrics_init(srv_metrics *mt, tc_err *err);

@@ -120,10 +120,11 @@ static int alloc_scratch(engine *e, tc_err *err) {
     e->logits = malloc(ns * (size_t)e->n_vocab * sizeof(float));
     e->b_embd_rows = malloc(nbt * sizeof(int32_t));
     e->embd_out = malloc(nbt * (size_t)e->dim * sizeof(float));
+    e->plp_logits = malloc(ENG_PLP_ROWS * (size_t)e->n_vocab * sizeof(float));
     e->ev_cap = (int)ns * 2 + 16;
     e->evs = malloc((size_t)e->ev_cap * sizeof *e->evs);
     if (!e->b_tokens || !e->b_pos || !e->b_seq || !e->b_tables || !e->b_logit_rows || !e->logits || !e->evs ||
-        !e->b_embd_rows || !e->embd_out)
+        !e->b_embd_rows || !e->embd_out || !e->plp_logits)
         return tc_err_set(err, TC_ERR_NOMEM, "engine: out of memory for step buffers");
     return 0;
 }
@@ -153,6 +154,7 @@ static void engine_destroy(engine *e) {
     free(e->logits);
     free(e->b_embd_rows);
     free(e->embd_out);
+    free(e->plp_logits);
     free(e->evs);
     free(e->eog);
     free(e);
@@ -312,7 +314,9 @@ int engine_submit(engine *e, engine_req *q, uint64_t *id, tc_err *err) {
         return rc;
     }
     r->owner = er;
-    r->no_prefix = er->embed != 0; // every prompt row's hidden state is needed
+    if (q->prompt_logprobs > 0 && q->prompt_logprobs <= SAMP_MAX_LOGPROBS + 1) er->plp = q->prompt_logprobs;
+    er->plp_next = 1;
+    r->no_prefix = er->embed || er->plp; // every prompt row's hidden state is needed
     r->deadline = q->deadline;
     r->t_arrival = tc_now();
 

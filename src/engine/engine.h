@@ -52,18 +52,21 @@ typedef struct engine_req {
     int embed;        // ENGINE_EMBED_*: 0 generates; otherwise the prompt is only run through the model and
                       // its FINISH (STOP) carries the pooled, L2-normalised final hidden state (no TOKEN events;
                       // max_tokens and sp are ignored; the prefix cache is not used, every row is computed)
+    int prompt_logprobs; // 0: off; 1 + n_top: one PROMPT_LP event per prompt token after the first (its logprob
+                         // given the tokens before it, and n_top alternatives), in order, before any TOKEN;
+                         // the prefix cache is not used for it
     void *user;       // opaque to the engine, returned in every event of this request
 } engine_req;
 
 enum { ENGINE_EMBED_NONE = 0, ENGINE_EMBED_MEAN, ENGINE_EMBED_LAST };
 
-typedef enum { ENGINE_EV_TOKEN = 1, ENGINE_EV_FINISH = 2 } engine_ev_type;
+typedef enum { ENGINE_EV_TOKEN = 1, ENGINE_EV_FINISH = 2, ENGINE_EV_PROMPT_LP = 3 } engine_ev_type;
 
 typedef struct engine_event {
     engine_ev_type type;
     uint64_t id;
     void *user;
-    samp_result tok;          // TOKEN: the sampled token and its logprobs
+    samp_result tok;          // TOKEN: the sampled token and its logprobs; PROMPT_LP: the prompt token and its
     engine_finish finish;     // FINISH: why
     int n_prompt, n_cached, n_generated; // FINISH: usage; n_cached = prompt tokens served from the prefix cache
     double t_arrival, t_first_sched, t_first_token, t_finish; // monotonic seconds (FINISH)

@@ -17,8 +17,12 @@ typedef struct eng_req {
     int ignore_eos;
     int embed;       // ENGINE_EMBED_*
     float *embd_acc; // (dim) owned: embedding requests' running sum (mean) or last row
+    int plp;         // prompt logprobs: 0 off, else 1 + alternatives
+    int plp_next;    // next prompt position to report (rows recomputed after a preemption are not re-sent)
     int counted; // 1: no longer counted in the inbox's n_queued (scheduled once, or ended)
 } eng_req;
+
+#define ENG_PLP_ROWS 8 // prompt rows scored per output matmul (bounds the scratch, not the prompt)
 
 struct engine {
     model *m;            // borrowed
@@ -38,6 +42,7 @@ struct engine {
     int32_t *b_logit_rows;              // (max_seqs)
     int32_t *b_embd_rows;               // (max_batch_tokens) rows of embedding requests
     float *embd_out;                    // (max_batch_tokens, dim) their final-normed hidden states
+    float *plp_logits;                  // (ENG_PLP_ROWS, n_vocab) scratch for scoring prompt tokens
     int dim;
     float *logits;                      // (max_seqs, n_vocab)
     engine_event *evs;                  // (ev_cap) events of the step being run

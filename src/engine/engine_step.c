@@ -128,7 +128,8 @@ static model_batch build_batch(engine *e, const sched_plan *p) {
         const sched_item *it = &p->items[i];
         const sched_req *r = it->r;
         e->b_tables[i] = r->kv.blocks;
-        int embed = ((const eng_req *)r->owner)->embed != 0;
+        const eng_req *er = r->owner;
+        int embed = er->embed || (er->plp && it->start < r->n_prompt - 1);
         for (int k = 0; k < it->n; k++, nt++) {
             e->b_tokens[nt] = r->tokens[it->start + k];
             e->b_pos[nt] = it->start + k;
@@ -195,6 +196,35 @@ static void embed_accumulate(engine *e, const sched_item *it, const float *rows)
     }
 }
 
+// Scores the prompt tokens whose preceding row was computed this step: the row at position p gives the
+// logprob of token p+1. Emits one PROMPT_LP event per token, in order; rows already reported (a recompute
+// after preemption) are skipped.
+static void prompt_logprobs(engine *e, const sched_item *it, const float *rows) {
+    sched_req *r = it->r;
+    eng_req *er = r->owner;
+    int k = 0;
+    while (k < it->n) {
+        int pos0 = it->start + k, m = 0;
+        while (k + m < it->n && m < ENG_PLP_ROWS && it->start + k + m < r->n_prompt - 1) m++;
+        if (m == 0) break;
+        tc_err err = {0};
+        if (pos0 + m >= er->plp_next &&
+            model_logits_rows(e->mctx, rows + (size_t)k * e->dim, m, e->plp_logits, &err) == 0) {
+            for (int j = 0; j < m; j++) {
+                int pos = pos0 + j + 1; // the scored prompt token
+                if (pos < er->plp_next) continue;
+                engine_event *ev = ev_next(e);
+                ev->type = ENGINE_EV_PROMPT_LP;
+                ev->id = r->id;
+                ev->user = er->user;
+                samp_logprobs(e->plp_logits + (size_t)j * e->n_vocab, e->n_vocab, r->tokens[pos], er->plp - 1, &ev->tok);
+                er->plp_next = pos + 1;
+            }
+        }
+        k += m;
+    }
+}
+
 // The prompt has been run: mean (if so), L2-normalise, and finish with the vector in the FINISH event.
 static void embed_finish(engine *e, sched_req *r) {
     eng_req *er = r->owner;
@@ -244,10 +274,11 @@ void eng_step(engine *e, double now) {
     int n_items = p->n_items;
     for (int i = 0; i < n_items; i++) { // before any request of the plan can finish and be freed
         const sched_item *it = &p->items[i];
-        if (((const eng_req *)it->r->owner)->embed) {
-            embed_accumulate(e, it, e->embd_out + (size_t)erow * e->dim);
-            erow += it->n;
-        }
+        const eng_req *er = it->r->owner;
+        if (er->embed) embed_accumulate(e, it, e->embd_out + (size_t)erow * e->dim);
+        else if (er->plp && it->start < it->r->n_prompt - 1) prompt_logprobs(e, it, e->embd_out + (size_t)erow * e->dim);
+        else continue;
+        erow += it->n;
     }
     for (int i = 0; i < n_items; i++) {
         const sched_item *it = &p->items[i];

@@ -203,6 +203,13 @@ static int layer_forward(model_ctx *c, model_kv *kv, const model_batch *b, int l
     return 0;
 }
 
+int model_logits_rows(model_ctx *c, const float *normed, int n, float *logits, tc_err *err) {
+    const model *m = c->m;
+    if (n < 0 || n > c->max_tokens) return tc_err_set(err, TC_ERR_INVALID, "%d rows (max %d)", n, c->max_tokens);
+    int rc = n ? matmul(c, logits, normed, n, &m->output, m->hp.n_vocab) : 0;
+    return rc ? tc_err_set(err, rc, "output matmul failed (type %s)", tt_name(m->output.type)) : 0;
+}
+
 int model_forward(model_ctx *c, model_kv *kv, const model_batch *b, float *logits, tc_err *err) {
     const model *m = c->m;
     const model_hparams *hp = &m->hp;

@@ -406,7 +406,11 @@ static void prepare(samp_state *s, const float *logits) {
 
 // log-softmax of the raw logits at `token` and the top-n alternatives.
 static void fill_logprobs(const samp_state *s, const float *logits, int32_t token, samp_result *res) {
-    int n = s->n_vocab, nt = s->p.n_logprobs;
+    samp_logprobs(logits, s->n_vocab, token, s->p.n_logprobs, res);
+}
+
+void samp_logprobs(const float *logits, int n, int32_t token, int nt, samp_result *res) {
+    res->token = token;
     float vmax = samp_max(logits, n);
     float lse = vmax == -INFINITY ? 0.0f : vmax + (float)log(samp_sumexp(logits, n, vmax));
     float lt = logits[token];

@@ -19,6 +19,7 @@ typedef struct gen_choice {
     int prompt_i;     // which prompt (completions with several)
     char *echo;       // (echo_len) owned: the prompt text prepended to the choice (completions echo), or NULL
     size_t echo_len;
+    long plp_off;     // echo with logprobs: text offset of the next prompt token
     uint64_t id;      // engine request id
     int live;         // submitted, FINISH not yet received
     int text_done;    // finish chunk queued / text closed (stop matched or engine finished)
@@ -199,7 +200,34 @@ static void close_text(gen_choice *c, const char *reason, int aborted) {
     }
 }
 
+static void lp_append_at(gen_choice *c, const samp_result *r, long offset);
+
 static void lp_append(gen_choice *c, const samp_result *r) {
+    lp_append_at(c, r, (long)(c->echo_len + c->sb.len)); // generated text follows the echoed prompt
+}
+
+// echo + logprobs: the first prompt token as OpenAI reports it (no logprob: nothing precedes it).
+static void lp_first_prompt_token(gen_choice *c, int32_t tok) {
+    char buf[64];
+    int n = tok_piece(c->g->s->vocab, tok, TOK_DEC_SKIP_SPECIAL, buf, sizeof buf);
+    n = n < 0 ? 0 : n > 64 ? 64 : n;
+    json_array_append_new(json_object_get(c->lp, "tokens"), oai_json_text(buf, (size_t)n));
+    json_array_append_new(json_object_get(c->lp, "token_logprobs"), json_null());
+    json_array_append_new(json_object_get(c->lp, "top_logprobs"), json_null());
+    json_array_append_new(json_object_get(c->lp, "text_offset"), json_integer(0));
+    c->plp_off = n;
+}
+
+// echo + logprobs: one scored prompt token (engine PROMPT_LP event), offsets within the echoed prompt.
+static void on_prompt_lp(gen_choice *c, const engine_event *ev) {
+    if (!c->lp || c->text_done) return;
+    char buf[64];
+    int n = tok_piece(c->g->s->vocab, ev->tok.token, TOK_DEC_SKIP_SPECIAL, buf, sizeof buf);
+    lp_append_at(c, &ev->tok, c->plp_off);
+    c->plp_off += n < 0 ? 0 : n;
+}
+
+static void lp_append_at(gen_choice *c, const samp_result *r, long offset) {
     server *s = c->g->s;
     char bufs[SAMP_MAX_LOGPROBS + 1][64];
     oai_lp_tok chosen, top[SAMP_MAX_LOGPROBS];
@@ -212,7 +240,7 @@ static void lp_append(gen_choice *c, const samp_result *r) {
     }
     if (c->g->q.kind == OAI_CHAT)
         json_array_append_new(json_object_get(c->lp, "content"), oai_lp_chat_entry(&chosen, top, nt));
-    else oai_lp_cmpl_append(c->lp, &chosen, top, nt, (long)c->sb.len);
+    else oai_lp_cmpl_append(c->lp, &chosen, top, nt, offset);
 }
 
 // --- engine events -----------------------------------------------------------------------------------
@@ -374,6 +402,7 @@ void gen_on_engine_events(server *s) {
             }
             gen_choice *c = (gen_choice *)sink;
             if (evs[i].type == ENGINE_EV_TOKEN) on_token(c, &evs[i]);
+            else if (evs[i].type == ENGINE_EV_PROMPT_LP) on_prompt_lp(c, &evs[i]);
             else if (evs[i].type == ENGINE_EV_FINISH) {
                 gen_req *g = c->g;
                 on_finish(c, &evs[i]);
@@ -644,6 +673,7 @@ void gen_handle(server *s, struct evhttp_request *req, oai_kind kind) {
         c->ts = tok_stream_new(s->vocab, TOK_DEC_SKIP_SPECIAL | TOK_DEC_CONTINUATION);
         oai_stopbuf_init(&c->sb, q->stop, q->n_stop);
         if (q->logprobs) c->lp = lp_new(g);
+        if (c->lp && q->echo) lp_first_prompt_token(c, all_ids[c->prompt_i][0]);
         if (!c->ts || !g->out || (q->logprobs && !c->lp) ||
             (q->echo && echo_text(s, &q->prompts[c->prompt_i], &c->echo, &c->echo_len))) {
             oai_err_set(&e, 500, "server_error", NULL, NULL, "out of memory");
@@ -669,6 +699,7 @@ void gen_handle(server *s, struct evhttp_request *req, oai_kind kind) {
         er.sp.seed = seed + (uint64_t)i;
         er.deadline = timeout > 0 ? t_recv + timeout : 0;
         er.ignore_eos = q->ignore_eos;
+        er.prompt_logprobs = q->echo && q->logprobs ? 1 + q->top_logprobs : 0;
         er.user = &g->ch[i];
         tc_err err = {0};
         int rc = engine_submit(s->eng, &er, &g->ch[i].id, &err);

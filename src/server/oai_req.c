@@ -416,10 +416,6 @@ int oai_parse_ex(oai_kind kind, const char *body, size_t len, int lenient, oai_r
         r->logprobs = x >= 0;
         r->top_logprobs = x > 0 ? (int)x : 0;
         if (get_bool(o, "echo", &r->echo, e)) goto err;
-        if (r->echo && r->logprobs) {
-            BAD(e, "echo", "'echo' with 'logprobs' (prompt logprobs) is not supported yet");
-            goto err;
-        }
         x = r->n;
         if (get_int(o, "best_of", 1, OAI_MAX_N, &x, e)) goto err;
         if (x != r->n) {

@@ -333,9 +333,39 @@ def test_completions_echo(stories):
     st, events, _ = stories.stream("/v1/completions", {"prompt": PROMPT, "max_tokens": 8, "temperature": 0,
                                                        "echo": True, "stream": True})
     assert stream_text(events, kind="cmpl") == PROMPT + plain
-    with pytest.raises(openai.BadRequestError) as ei:  # prompt logprobs: not yet
-        client.completions.create(model=M, prompt=PROMPT, max_tokens=2, echo=True, logprobs=1)
-    assert ei.value.body["param"] == "echo"
+
+
+@pytest.mark.parametrize("chunk", [None, 4])
+def test_completions_echo_logprobs_match_reference(stories, make_server, chunk):
+    """echo + logprobs: the prompt tokens' logprobs (first one null, as OpenAI) equal the reference model's
+    log-softmax, then the generated tokens follow; also across prefill chunks and for each prompt of a list."""
+    import os
+    import sys
+    import numpy as np
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "ref"))
+    from llama_ref import LlamaRef
+    from conftest import STORIES
+    ids = [1, 403, 407, 261, 378, 432, 383, 286, 261, 376, 298, 315]  # > 8 rows scored per output matmul
+    if chunk:  # prefill in chunks of 4: prompt rows arrive over several steps
+        stories = make_server(STORIES, "--ctx-size", 256, "--max-batch-tokens", chunk)
+    client = openai.OpenAI(base_url=stories.base + "/v1", api_key="unused")
+    plain = client.completions.create(model=M, prompt=ids, max_tokens=4, temperature=0, logprobs=2)
+    r = client.completions.create(model=M, prompt=[ids, ids[:5]], max_tokens=4, temperature=0, logprobs=2, echo=True)
+    ref = LlamaRef(STORIES, act_quant=True).forward(ids)
+    ref = ref - np.log(np.exp(ref - ref.max(1, keepdims=True)).sum(1, keepdims=True)) - ref.max(1, keepdims=True)
+    for c, seq in zip(r.choices, [ids, ids[:5]]):
+        lp = c.logprobs
+        n = len(seq)
+        assert lp.token_logprobs[0] is None and lp.top_logprobs[0] is None
+        got = np.array(lp.token_logprobs[1:n])
+        want = np.array([ref[i - 1, seq[i]] for i in range(1, n)])
+        assert np.abs(got - want).max() < 5e-3, (got, want)
+        assert all(len(t) == 2 for t in lp.top_logprobs[1:])
+        assert lp.text_offset == sorted(lp.text_offset)
+    # the generated part is unchanged by echo
+    assert r.choices[0].logprobs.tokens[len(ids):] == plain.choices[0].logprobs.tokens
+    assert np.allclose(r.choices[0].logprobs.token_logprobs[len(ids):], plain.choices[0].logprobs.token_logprobs)
+    assert r.choices[0].text.endswith(plain.choices[0].text)
 
 
 def test_completions_suffix_refused_without_fim(stories):

@@ -182,7 +182,6 @@ static void test_parse_bad(void) {
     expect_bad(OAI_COMPLETION, "{\"prompt\":[1,-2]}", "prompt");
     expect_bad(OAI_COMPLETION, "{\"prompt\":\"x\",\"logprobs\":true}", "logprobs");
     expect_bad(OAI_COMPLETION, "{\"prompt\":\"x\",\"logprobs\":50}", "logprobs");
-    expect_bad(OAI_COMPLETION, "{\"prompt\":\"x\",\"echo\":true,\"logprobs\":1}", "echo");
     expect_bad(OAI_COMPLETION, "{\"prompt\":\"x\",\"best_of\":3}", "best_of");
     expect_bad(OAI_COMPLETION, "{\"prompt\":\"x\",\"suffix\":5}", "suffix");
     expect_bad(OAI_COMPLETION, "{\"prompt\":\"x\",\"messages\":[]}", "messages"); // chat-only field

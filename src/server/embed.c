@@ -169,8 +169,7 @@ static int parse(server *s, const char *body, size_t len, oai_req *r, int *base6
         return BAD(e, NULL, "We could not parse the JSON body of your request: %s", je.text);
     if (!json_is_object(r->root)) return BAD(e, NULL, "The request body must be a JSON object");
     if (oai_check_fields(OAI_EMBEDDING, s->o.lenient, r, e)) return -1;
-    if (r->lenient_dropped[0])
-        srv_log(s, SRV_LOG_WARN, "--lenient: ignored unsupported embeddings fields: %s", r->lenient_dropped);
+    gen_log_dropped(s, r);
     json_t *v = json_object_get(r->root, "model");
     if (v && !json_is_null(v) && !json_is_string(v)) return BAD(e, "model", "'model' must be a string");
     if (!srv_model_ok(s, json_string_value(v)))

@@ -573,7 +573,7 @@ static int echo_text(server *s, const oai_prompt *p, char **out, size_t *len) {
 }
 
 // Lenient mode: fields dropped instead of refused are logged, at most once every 10 s (the rest counted).
-static void log_dropped(server *s, const oai_req *q) {
+void gen_log_dropped(server *s, const oai_req *q) {
     if (!q->lenient_dropped[0]) return;
     double now = tc_now();
     if (s->lenient_t_log > 0 && now - s->lenient_t_log < 10) {
@@ -616,7 +616,7 @@ void gen_handle(server *s, struct evhttp_request *req, oai_kind kind) {
     g->t_recv = t_recv;
     if (oai_parse_ex(kind, body, len, s->o.lenient, &g->q, &e)) goto fail;
     const oai_req *q = &g->q;
-    log_dropped(s, q);
+    gen_log_dropped(s, q);
     if (!srv_model_ok(s, q->model)) {
         oai_err_set(&e, 404, "invalid_request_error", "model_not_found", "model",
                     "The model `%.200s` does not exist or you do not have access to it.", q->model);

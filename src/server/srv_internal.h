@@ -98,6 +98,7 @@ void gen_handle(server *s, struct evhttp_request *req, oai_kind kind);
 // message text plain); *ids malloc'd. Also serves /tokenize {"messages": …}.
 int gen_prompt_ids(server *s, const oai_req *q, int32_t **ids, int *n, oai_err *e);
 void gen_on_engine_events(server *s); // drains engine_poll and flushes dirty streams
+void gen_log_dropped(server *s, const oai_req *q); // --lenient: logs dropped fields (at most once per 10 s)
 void gen_check_disconnects(server *s);               // timer: notice clients that left
 void gen_cancel_all(server *s, engine_finish why); // engine_cancel every live request
 void gen_free_all(server *s);                        // after engine_free: drop every request

@@ -37,7 +37,15 @@ static void serve_usage(void) {
             "  --chat-template NAME        chatml, llama2, llama3, mistral, gemma, phi3, zephyr, deepseek\n"
             "  --log-level LEVEL           debug, info, warn, error (info)\n"
             "  --max-body BYTES            request body limit; larger → 413 (8 MiB)\n"
-            "  --http-timeout S            idle / slow-request timeout per connection (10)\n"
+            "  --http-timeout S            close a connection idle this long between requests, or whose\n"
+            "                              client stops reading a reply this long (10)\n"
+            "  --request-read-timeout S    total time to receive a request's headers and body, from its first\n"
+            "                              byte; beyond → 408 and close (30; 0 = none)\n"
+            "  --max-connections N         open connections at most; beyond, a new one is answered 503 and\n"
+            "                              closed (default: from the descriptor limit, raised to its maximum)\n"
+            "  --max-body-buffer BYTES     request bytes buffered across all connections; a connection that\n"
+            "                              goes beyond → 503 (64 MiB; 0 = unlimited)\n"
+            "  --sse-ping S                ': ping' comment on a stream silent this long (5; 0 = off)\n"
             "  --served-model-name NAME    model id in the API (file name without .gguf)\n"
             "  --no-prefix-cache           do not reuse KV of identical prompt prefixes\n"
             "  --pooling mean|last         /v1/embeddings: mean of the final hidden states (default) or the last\n"
@@ -57,7 +65,8 @@ int cli_serve(int argc, char **argv) {
     server_opts_default(&o);
     enum {
         O_HOST = 256, O_PORT, O_KEY, O_CORS, O_CTX, O_MBT, O_SEQS, O_KV, O_QUEUE, O_QTOK, O_RTO, O_GRACE, O_THREADS,
-        O_TMPL, O_LOG, O_BODY, O_HTO, O_NAME, O_NOPC, O_ITL, O_PUBLIC, O_HOSTS, O_LENIENT, O_POOL
+        O_TMPL, O_LOG, O_BODY, O_HTO, O_NAME, O_NOPC, O_ITL, O_PUBLIC, O_HOSTS, O_LENIENT, O_POOL,
+        O_READTO, O_MAXCONN, O_BODYBUF, O_PING // connection limits
     };
     static const struct option lo[] = {
         {"model", required_argument, 0, 'm'},         {"host", required_argument, 0, O_HOST},
@@ -73,6 +82,8 @@ int cli_serve(int argc, char **argv) {
         {"served-model-name", required_argument, 0, O_NAME}, {"no-prefix-cache", no_argument, 0, O_NOPC},
         {"public-routes", required_argument, 0, O_PUBLIC}, {"allowed-hosts", required_argument, 0, O_HOSTS},
         {"lenient", no_argument, 0, O_LENIENT},     {"pooling", required_argument, 0, O_POOL},
+        {"request-read-timeout", required_argument, 0, O_READTO}, {"max-connections", required_argument, 0, O_MAXCONN},
+        {"max-body-buffer", required_argument, 0, O_BODYBUF}, {"sse-ping", required_argument, 0, O_PING},
         {"help", no_argument, 0, 'h'},                {0, 0, 0, 0}};
     optind = 1;
     int c;
@@ -123,6 +134,10 @@ int cli_serve(int argc, char **argv) {
                 bad = 1;
             }
             break;
+        case O_READTO: bad = num("--request-read-timeout", optarg, 0, 86400, &v); o.read_timeout = v; break;
+        case O_MAXCONN: bad = num("--max-connections", optarg, 1, 1 << 20, &v); o.max_connections = (int)v; break;
+        case O_BODYBUF: bad = num("--max-body-buffer", optarg, 0, 1e12, &v); o.max_body_buffer = (size_t)v; break;
+        case O_PING: bad = num("--sse-ping", optarg, 0, 86400, &v); o.sse_ping = v; break;
         default: serve_usage(); return 2;
         }
         if (bad) {

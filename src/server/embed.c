@@ -82,7 +82,7 @@ static json_t *b64_floats(const float *v, int n) {
 static void reply(emb_req *q) {
     server *s = q->s;
     struct evhttp_request *req = q->req;
-    if (q->conn) evhttp_connection_set_closecb(q->conn, NULL, NULL);
+    if (q->conn) srv_conn_set_closecb(s, q->conn, NULL, NULL);
     q->req = NULL;
     q->conn = NULL;
     if (!req) return;
@@ -266,7 +266,7 @@ void embed_handle(server *s, struct evhttp_request *req) {
     oai_req_free(&r);
     q->req = req;
     q->conn = evhttp_request_get_connection(req);
-    evhttp_connection_set_closecb(q->conn, on_close, q);
+    srv_conn_set_closecb(s, q->conn, on_close, q);
     return;
 
 fail_ids:

@@ -1,6 +1,8 @@
 // Generation requests (/v1/chat/completions, /v1/completions): prompt → engine requests (one per choice),
 // engine events → detokenized text → stop-string holdback → SSE chunks or one JSON response. SSE bytes
 // produced while handling one batch of engine events are flushed together at the end of the batch.
+// A large body is parsed, rendered and tokenized on the worker thread (srv_work.c) so that the event loop
+// keeps streaming meanwhile; a stream silent for --sse-ping seconds gets a ": ping" comment.
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -47,6 +49,17 @@ typedef struct gen_req {
     int writing; // counted in s->n_writing until the reply is handed to libevent or the client is gone
     char errmsg[160];
     struct gen_req *next_dirty, *prev, *next;
+    // preparation: parse, chat render, tokenize (inline, or on the worker thread for a large body)
+    oai_kind kind;
+    struct evbuffer *body; // owned while preparing on the worker
+    int preparing;         // the worker owns q, ids and perr until its done callback
+    int32_t **ids;         // (n_pr) each prompt's token ids, owned (completions may have several prompts)
+    int *n_ids;            // (n_pr)
+    int n_pr;
+    int prep_rc;
+    oai_err perr;
+    int streaming;      // SSE headers sent
+    double t_last_send; // monotonic seconds of the last bytes queued on the stream (pings after silence)
     double t_recv, t_first_tok;                                 // monotonic seconds (server side)
     double t_arrival, t_first_sched, t_first_token, t_finish;   // engine timestamps of choice 0
 } gen_req;
@@ -61,6 +74,14 @@ static void g_unlink(gen_req *g) {
     g->prev = g->next = NULL;
 }
 
+static void free_ids(gen_req *g) {
+    for (int i = 0; g->ids && i < g->n_pr; i++) free(g->ids[i]);
+    free(g->ids);
+    free(g->n_ids);
+    g->ids = NULL;
+    g->n_ids = NULL;
+}
+
 static void g_free(gen_req *g) {
     g_unlink(g);
     g->s->n_inflight--;
@@ -72,14 +93,16 @@ static void g_free(gen_req *g) {
         free(c->echo);
     }
     if (g->out) evbuffer_free(g->out);
+    if (g->body) evbuffer_free(g->body);
+    free_ids(g);
     oai_req_free(&g->q);
     free(g);
 }
 
 // Called by libevent once a finished reply is fully written: the drain on shutdown waits for this.
 static void on_reply_done(struct evhttp_request *req, void *arg) {
-    (void)req;
     ((server *)arg)->n_writing--;
+    srv_conn_reply_done(req, arg);
 }
 
 static void g_detach(gen_req *g) {
@@ -88,7 +111,7 @@ static void g_detach(gen_req *g) {
         if (g->req) evhttp_request_set_on_complete_cb(g->req, on_reply_done, g->s);
         else g->s->n_writing--;
     }
-    if (g->conn) evhttp_connection_set_closecb(g->conn, NULL, NULL);
+    if (g->conn) srv_conn_set_closecb(g->s, g->conn, NULL, NULL);
     g->conn = NULL;
     g->req = NULL;
 }
@@ -104,7 +127,7 @@ static void g_log(gen_req *g, int status, const char *finish) {
 }
 
 static void g_maybe_free(gen_req *g) {
-    if (!g->req && g->n_live == 0 && !g->dirty) {
+    if (!g->req && g->n_live == 0 && !g->dirty && !g->preparing) {
         if (!g->logged) g_log(g, 499, "cancelled"); // client closed the connection
         g_free(g);
     }
@@ -134,7 +157,10 @@ static void flush_dirty(server *s) {
         gen_req *next = g->next_dirty;
         g->dirty = 0;
         g->next_dirty = NULL;
-        if (g->req && evbuffer_get_length(g->out)) evhttp_send_reply_chunk(g->req, g->out);
+        if (g->req && evbuffer_get_length(g->out)) {
+            evhttp_send_reply_chunk(g->req, g->out);
+            g->t_last_send = tc_now();
+        }
         if (g->req && g->ended) {
             struct evhttp_request *req = g->req;
             g_log(g, 200, g->ch[0].finish_reason);
@@ -453,11 +479,19 @@ void gen_check_disconnects(server *s) {
         ssize_t n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
         if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
             struct evhttp_connection *conn = g->conn;
-            evhttp_connection_set_closecb(conn, NULL, NULL);
+            srv_conn_set_closecb(s, conn, NULL, NULL);
             on_close(conn, g); // cancels; g may be freed here
             evhttp_connection_free(conn);
+            continue;
+        }
+        // Keep-alive comments on a silent stream (queued, in a long prefill, preempted): clients and proxies
+        // see a live connection, and the request's own deadline decides how long it may take.
+        if (g->streaming && !g->ended && s->o.sse_ping > 0 && tc_now() - g->t_last_send >= s->o.sse_ping) {
+            evbuffer_add(g->out, ": ping\n\n", 8);
+            mark_dirty(g);
         }
     }
+    if (s->dirty) flush_dirty(s);
 }
 
 void gen_cancel_all(server *s, engine_finish why) {
@@ -586,15 +620,74 @@ void gen_log_dropped(server *s, const oai_req *q) {
     s->lenient_suppressed = 0;
 }
 
-static void free_ids(int32_t **ids, int *n, int n_pr) {
-    for (int i = 0; ids && i < n_pr; i++) free(ids[i]);
-    free(ids);
-    free(n);
-}
-
 static void reply_error(server *s, struct evhttp_request *req, const oai_err *e, double t_recv) {
     srv_send_error(s, req, e);
     srv_access_log(s, req, NULL, e->status, 0, 0, 0, tc_now() - t_recv, NULL);
+}
+
+
+// Bodies above this size are parsed, rendered and tokenized on the worker thread (bytes). Below it the work
+// takes well under a millisecond, and the inline path answers without a thread hop.
+#define GEN_ASYNC_BODY (64 * 1024)
+
+// Parse, model check, prompt ids: on the loop thread, or on the worker while g->preparing (then it touches
+// only g->q, g->ids, g->perr and s's read-only model data: vocab, chat template).
+static void gen_prepare(gen_req *g, const char *body, size_t len) {
+    server *s = g->s;
+    oai_err *e = &g->perr;
+    g->prep_rc = -1;
+    if (oai_parse_ex(g->kind, body, len, s->o.lenient, &g->q, e)) return;
+    if (!srv_model_ok(s, g->q.model)) {
+        oai_err_set(e, 404, "invalid_request_error", "model_not_found", "model",
+                    "The model `%.200s` does not exist or you do not have access to it.", g->q.model);
+        return;
+    }
+    // every prompt is tokenized (and checked in gen_launch) before anything is submitted: all choices go in
+    // at once, and the engine batches them
+    int n_pr = g->kind == OAI_CHAT ? 1 : g->q.n_prompts;
+    g->ids = calloc((size_t)n_pr, sizeof *g->ids);
+    g->n_ids = calloc((size_t)n_pr, sizeof *g->n_ids);
+    if (!g->ids || !g->n_ids) {
+        oai_err_set(e, 500, "server_error", NULL, NULL, "out of memory");
+        return;
+    }
+    g->n_pr = n_pr;
+    for (int pi = 0; pi < n_pr; pi++)
+        if (prompt_ids_at(s, &g->q, pi, &g->ids[pi], &g->n_ids[pi], e)) return;
+    g->prep_rc = 0;
+}
+
+static void prep_run(void *arg) {
+    gen_req *g = arg;
+    size_t len = evbuffer_get_length(g->body);
+    const char *p = len ? (const char *)evbuffer_pullup(g->body, -1) : "";
+    gen_prepare(g, p ? p : "", p ? len : 0);
+}
+
+static void gen_launch(gen_req *g);
+
+static void prep_done(void *arg) {
+    gen_req *g = arg;
+    g->preparing = 0;
+    evbuffer_free(g->body);
+    g->body = NULL;
+    if (!g->req) { // the client left meanwhile
+        g_maybe_free(g);
+        return;
+    }
+    gen_launch(g);
+}
+
+// Answers an error for a request that owns its connection (g->req set); g lives on while choices finish.
+static void gen_fail(gen_req *g, const oai_err *e) {
+    server *s = g->s;
+    struct evhttp_request *req = g->req;
+    for (int i = 0; i < g->n_choices; i++)
+        if (g->ch[i].live) engine_cancel(s->eng, g->ch[i].id, ENGINE_FINISH_CANCELLED);
+    g->logged = 1;
+    g_detach(g);
+    reply_error(s, req, e, g->t_recv);
+    g_maybe_free(g);
 }
 
 void gen_handle(server *s, struct evhttp_request *req, oai_kind kind) {
@@ -602,10 +695,7 @@ void gen_handle(server *s, struct evhttp_request *req, oai_kind kind) {
     oai_err e = {0};
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
     size_t len = evbuffer_get_length(in);
-    const char *body = len ? (const char *)evbuffer_pullup(in, -1) : "";
     gen_req *g = calloc(1, sizeof *g);
-    int32_t **all_ids = NULL; // (n_pr) token ids of each prompt
-    int *all_n = NULL, n_ids = 0, n_pr = 0;
     if (!g) {
         oai_err_set(&e, 500, "server_error", NULL, NULL, "out of memory");
         reply_error(s, req, &e, t_recv);
@@ -614,32 +704,53 @@ void gen_handle(server *s, struct evhttp_request *req, oai_kind kind) {
     g->s = s;
     s->n_inflight++; // balanced by g_free
     g->t_recv = t_recv;
-    if (oai_parse_ex(kind, body, len, s->o.lenient, &g->q, &e)) goto fail;
+    g->kind = kind;
+    // link before anything can finish: events can only arrive on this thread, after we return
+    g->next = s->inflight;
+    if (s->inflight) s->inflight->prev = g;
+    s->inflight = g;
+    g->req = req;
+    g->writing = 1;
+    s->n_writing++;
+    g->conn = evhttp_request_get_connection(req);
+    srv_conn_set_closecb(s, g->conn, on_close, g);
+    if (len > GEN_ASYNC_BODY && (g->body = evbuffer_new())) {
+        evbuffer_add_buffer(g->body, in); // moves the chains: the request keeps no copy
+        g->preparing = 1;
+        if (srv_work_submit(s, prep_run, prep_done, g) == 0) return;
+        g->preparing = 0;
+        evbuffer_add_buffer(in, g->body);
+        evbuffer_free(g->body);
+        g->body = NULL;
+    }
+    const char *body = len ? (const char *)evbuffer_pullup(in, -1) : "";
+    gen_prepare(g, body ? body : "", body ? len : 0);
+    evbuffer_drain(in, len); // parsed into g->q: free the body now rather than with the request
+    gen_launch(g);
+}
+
+// The prompt is ready (g->prep_rc, g->perr, g->ids): check it against the context, submit one engine request
+// per choice, start the reply.
+static void gen_launch(gen_req *g) {
+    server *s = g->s;
+    struct evhttp_request *req = g->req;
+    oai_kind kind = g->kind;
+    oai_err e = {0};
+    if (g->prep_rc) {
+        gen_fail(g, &g->perr);
+        return;
+    }
     const oai_req *q = &g->q;
     gen_log_dropped(s, q);
-    if (!srv_model_ok(s, q->model)) {
-        oai_err_set(&e, 404, "invalid_request_error", "model_not_found", "model",
-                    "The model `%.200s` does not exist or you do not have access to it.", q->model);
-        goto fail;
-    }
-    n_pr = kind == OAI_CHAT ? 1 : q->n_prompts;
     for (int i = 0; i < q->n_bias; i++)
         if (q->bias[i].id >= tok_n_vocab(s->vocab)) {
             oai_err_set(&e, 400, NULL, NULL, "logit_bias", "'logit_bias' token id %d is out of range (vocabulary %d)",
                         q->bias[i].id, tok_n_vocab(s->vocab));
             goto fail;
         }
-    // every prompt is tokenized and checked before anything is submitted: all choices go in at once
-    all_ids = calloc((size_t)n_pr, sizeof *all_ids);
-    all_n = calloc((size_t)n_pr, sizeof *all_n);
-    if (!all_ids || !all_n) {
-        oai_err_set(&e, 500, "server_error", NULL, NULL, "out of memory");
-        goto fail;
-    }
     const char *pparam = kind == OAI_CHAT ? "messages" : "prompt";
-    for (int pi = 0; pi < n_pr; pi++) {
-        if (prompt_ids_at(s, q, pi, &all_ids[pi], &all_n[pi], &e)) goto fail;
-        n_ids = all_n[pi];
+    for (int pi = 0; pi < g->n_pr; pi++) {
+        int n_ids = g->n_ids[pi];
         if (n_ids >= s->ctx_size) {
             oai_err_set(&e, 400, "invalid_request_error", "context_length_exceeded", pparam,
                         "This model's maximum context length is %d tokens. However, your %s resulted in %d tokens. "
@@ -656,15 +767,19 @@ void gen_handle(server *s, struct evhttp_request *req, oai_kind kind) {
         }
         g->n_prompt += n_ids;
     }
+    if (!s->eng) {
+        oai_err_set(&e, 503, "unavailable_error", "shutting_down", NULL, "The server is shutting down");
+        goto fail;
+    }
     double timeout = s->o.request_timeout;
     if (q->timeout > 0 && (timeout <= 0 || q->timeout < timeout)) timeout = q->timeout;
     uint64_t seed = q->seed_given ? q->sp.seed : mix64(++s->seed_ctr ^ (uint64_t)(tc_wall() * 1e6));
     g->created = (long)tc_wall();
     uint64_t idn = ++s->seed_ctr;
     snprintf(g->id, sizeof g->id, "%s%016llx%08x", kind == OAI_CHAT ? "chatcmpl-" : "cmpl-",
-             (unsigned long long)mix64(idn ^ (uint64_t)(t_recv * 1e9)), (unsigned)idn);
+             (unsigned long long)mix64(idn ^ (uint64_t)(g->t_recv * 1e9)), (unsigned)idn);
     g->out = evbuffer_new();
-    g->n_choices = n_pr * q->n;
+    g->n_choices = g->n_pr * q->n;
     for (int i = 0; i < g->n_choices; i++) { // choice index as OpenAI: prompt_i * n + j
         gen_choice *c = &g->ch[i];
         c->g = g;
@@ -673,31 +788,27 @@ void gen_handle(server *s, struct evhttp_request *req, oai_kind kind) {
         c->ts = tok_stream_new(s->vocab, TOK_DEC_SKIP_SPECIAL | TOK_DEC_CONTINUATION);
         oai_stopbuf_init(&c->sb, q->stop, q->n_stop);
         if (q->logprobs) c->lp = lp_new(g);
-        if (c->lp && q->echo) lp_first_prompt_token(c, all_ids[c->prompt_i][0]);
+        if (c->lp && q->echo) lp_first_prompt_token(c, g->ids[c->prompt_i][0]);
         if (!c->ts || !g->out || (q->logprobs && !c->lp) ||
             (q->echo && echo_text(s, &q->prompts[c->prompt_i], &c->echo, &c->echo_len))) {
             oai_err_set(&e, 500, "server_error", NULL, NULL, "out of memory");
             goto fail;
         }
     }
-    // link before submitting: events can only arrive on this thread, after we return
-    g->next = s->inflight;
-    if (s->inflight) s->inflight->prev = g;
-    s->inflight = g;
     for (int i = 0; i < g->n_choices; i++) {
         engine_req er = {0};
-        n_ids = all_n[g->ch[i].prompt_i];
+        int n_ids = g->n_ids[g->ch[i].prompt_i];
         er.prompt = malloc((size_t)n_ids * sizeof *er.prompt);
         if (!er.prompt) {
             oai_err_set(&e, 500, "server_error", NULL, NULL, "out of memory");
-            goto fail_submitted;
+            goto fail;
         }
-        memcpy(er.prompt, all_ids[g->ch[i].prompt_i], (size_t)n_ids * sizeof *er.prompt);
+        memcpy(er.prompt, g->ids[g->ch[i].prompt_i], (size_t)n_ids * sizeof *er.prompt);
         er.n_prompt = n_ids;
         er.max_tokens = q->max_tokens > 0 ? q->max_tokens : s->ctx_size - n_ids;
         er.sp = q->sp;
         er.sp.seed = seed + (uint64_t)i;
-        er.deadline = timeout > 0 ? t_recv + timeout : 0;
+        er.deadline = timeout > 0 ? g->t_recv + timeout : 0;
         er.ignore_eos = q->ignore_eos;
         er.prompt_logprobs = q->echo && q->logprobs ? 1 + q->top_logprobs : 0;
         er.user = &g->ch[i];
@@ -714,17 +825,12 @@ void gen_handle(server *s, struct evhttp_request *req, oai_kind kind) {
             } else {
                 oai_err_set(&e, 500, "server_error", NULL, NULL, "submit failed: %s", err.msg);
             }
-            goto fail_submitted;
+            goto fail; // choices already submitted finish through the engine; g lives until then
         }
         g->ch[i].live = 1;
         g->n_live++;
     }
-    free_ids(all_ids, all_n, n_pr);
-    g->req = req;
-    g->writing = 1;
-    s->n_writing++;
-    g->conn = evhttp_request_get_connection(req);
-    evhttp_connection_set_closecb(g->conn, on_close, g);
+    free_ids(g);
     if (q->stream) {
         struct evkeyvalq *h = evhttp_request_get_output_headers(req);
         evhttp_add_header(h, "Content-Type", "text/event-stream");
@@ -732,6 +838,8 @@ void gen_handle(server *s, struct evhttp_request *req, oai_kind kind) {
         evhttp_add_header(h, "X-Accel-Buffering", "no");
         srv_add_common_headers(s, req);
         evhttp_send_reply_start(req, 200, "OK");
+        g->streaming = 1;
+        g->t_last_send = tc_now();
         if (kind == OAI_CHAT)
             for (int i = 0; i < q->n; i++)
                 queue_json(g, oai_chunk(kind, g->id, g->created, s->name, i, "assistant", "", 0, NULL, NULL));
@@ -742,22 +850,6 @@ void gen_handle(server *s, struct evhttp_request *req, oai_kind kind) {
         flush_dirty(s);
     }
     return;
-
-fail_submitted:
-    // choices already submitted finish through the engine; g lives until their FINISH events arrive
-    for (int i = 0; i < g->n_choices; i++)
-        if (g->ch[i].live) engine_cancel(s->eng, g->ch[i].id, ENGINE_FINISH_CANCELLED);
-    free_ids(all_ids, all_n, n_pr);
-    reply_error(s, req, &e, t_recv);
-    g->logged = 1;
-    g_maybe_free(g);
-    return;
 fail:
-    free_ids(all_ids, all_n, n_pr);
-    reply_error(s, req, &e, t_recv);
-    if (g->prev || s->inflight == g) g_unlink(g);
-    g->logged = 1;
-    g->n_live = 0;
-    g->req = NULL;
-    g_free(g);
+    gen_fail(g, &e);
 }

@@ -26,6 +26,10 @@ void server_opts_default(server_opts *o) {
     o->max_body = 8u << 20;
     o->max_headers = 16384;
     o->http_timeout = 10;
+    o->read_timeout = 30;
+    o->max_connections = 0;
+    o->max_body_buffer = 64u << 20;
+    o->sse_ping = 5;
     o->request_timeout = 0;
     o->shutdown_grace = 10;
     o->log_level = SRV_LOG_INFO;
@@ -82,6 +86,13 @@ static void send_body(server *s, struct evhttp_request *req, int status, const c
     struct evkeyvalq *h = evhttp_request_get_output_headers(req);
     evhttp_add_header(h, "Content-Type", ctype);
     srv_add_common_headers(s, req);
+    if (evhttp_request_get_command(req) == EVHTTP_REQ_HEAD) { // the length a GET would get, and no body
+        char n[32];
+        snprintf(n, sizeof n, "%zu", body ? len : 0);
+        evhttp_add_header(h, "Content-Length", n);
+        evhttp_send_reply(req, status, srv_reason(status), NULL);
+        return;
+    }
     struct evbuffer *b = evbuffer_new();
     if (b && body) evbuffer_add(b, body, len);
     evhttp_send_reply(req, status, srv_reason(status), b);
@@ -265,6 +276,7 @@ static void set_nodelay(struct evhttp_request *req) {
 
 static void route_cb(struct evhttp_request *req, void *arg) {
     server *s = arg;
+    srv_conn_dispatch(s, req);
     set_nodelay(req);
     const struct evhttp_uri *u = evhttp_request_get_evhttp_uri(req);
     const char *path = u ? evhttp_uri_get_path(u) : NULL;
@@ -514,14 +526,15 @@ int server_run(const server_opts *o, tc_err *err) {
         rc = tc_err_set(err, TC_ERR_NOMEM, "libevent: cannot create the HTTP server");
         goto out;
     }
+    if ((rc = srv_conn_init(s, err)) || (rc = srv_work_init(s, err))) goto out;
     evhttp_set_gencb(s->http, route_cb, s);
     evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD | EVHTTP_REQ_OPTIONS);
     evhttp_set_max_body_size(s->http, (ev_ssize_t)o->max_body);
     evhttp_set_max_headers_size(s->http, (ev_ssize_t)o->max_headers);
     evhttp_set_timeout(s->http, o->http_timeout);
-    s->bound = evhttp_bind_socket_with_handle(s->http, o->host, (ev_uint16_t)o->port);
+    s->bound = srv_conn_listen(s, err);
     if (!s->bound) {
-        rc = tc_err_set(err, TC_ERR_IO, "cannot listen on %s:%d: %s", o->host, o->port, strerror(errno));
+        rc = TC_ERR_IO;
         goto out;
     }
     evutil_socket_t lfd = evhttp_bound_socket_get_fd(s->bound);
@@ -558,8 +571,10 @@ out:
     if (s->loader_started) pthread_join(s->loader, NULL);
     if (s->eng) engine_free(s->eng, 0.5); // in-flight requests were drained or cut above
     s->eng = NULL;
-    gen_free_all(s); // before evhttp_free, whose close callbacks must not see them
+    srv_work_free(s); // joins the worker: no job touches a request after this
+    gen_free_all(s);  // before evhttp_free, whose close callbacks must not see them
     if (s->http) evhttp_free(s->http);
+    srv_conn_free(s);
     if (s->ev_engine) event_free(s->ev_engine);
     if (s->ev_loaded) event_free(s->ev_loaded);
     if (s->ev_drain) event_free(s->ev_drain);

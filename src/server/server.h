@@ -22,7 +22,12 @@ typedef struct server_opts {
     const char *cors;          // NULL = off; "*" or a comma list of origins echoed in Access-Control-Allow-Origin
     size_t max_body;           // bytes; larger bodies → 413
     size_t max_headers;        // bytes of request line + headers
-    int http_timeout;          // seconds a connection may stay idle or take to send a request
+    int http_timeout;          // seconds a connection may stay idle between requests, or a write may stall
+    // connection hardening (srv_conn.c)
+    double read_timeout;       // seconds to receive a whole request (headers + body) from its first byte → 408
+    int max_connections;       // open connections at most; beyond → 503 and close (0 = auto from RLIMIT_NOFILE)
+    size_t max_body_buffer;    // bytes of unfinished requests buffered across all connections; beyond → 503
+    double sse_ping;           // seconds of silence on a stream before a ": ping" comment (0 = never)
     double request_timeout;    // seconds per generation request (0 = none)
     double shutdown_grace;     // seconds to drain on SIGTERM/SIGINT
     const char *model_path;

@@ -38,6 +38,8 @@ struct server;
 typedef struct srv_ev_sink {
     void (*fn)(struct server *s, struct srv_ev_sink *self, const engine_event *ev);
 } srv_ev_sink;
+struct srv_conns;
+struct srv_work;
 
 typedef struct server {
     server_opts o;
@@ -74,6 +76,8 @@ typedef struct server {
     srv_metrics mt;
     double lenient_t_log;   // monotonic seconds of the last --lenient warning (rate limit)
     int lenient_suppressed; // warnings not logged since
+    struct srv_conns *conns; // owned (srv_conn.c): per-connection state, limits, listener
+    struct srv_work *work;   // owned (srv_work.c): the worker thread for large prompts
 } server;
 
 // --- server.c helpers --------------------------------------------------------------------------------
@@ -92,6 +96,32 @@ int srv_access_check(server *s, struct evhttp_request *req, const char *path, oa
 const char *srv_cors_origin(const server *s, struct evhttp_request *req); // NULL: no CORS for this request
 void srv_add_common_headers(server *s, struct evhttp_request *req);        // CORS headers on a reply
 
+// --- srv_conn.c: connection-level limits (see the top of srv_conn.c) ----------------------------------
+enum { SRV_RL_ACCEPT = 0, SRV_RL_REFUSED, SRV_RL_TIMEOUT, SRV_RL_BUFFER, SRV_RL_HTTP, SRV_RL_LIBEVENT, SRV_RL_N };
+// Raises RLIMIT_NOFILE, installs the evhttp hooks. 0 or a negative TC_ERR_* (message in err).
+int srv_conn_init(server *s, tc_err *err);
+// Listens on o.host:o.port through our own evconnlistener (accept back-off on EMFILE); NULL + err on failure.
+struct evhttp_bound_socket *srv_conn_listen(server *s, tc_err *err);
+void srv_conn_free(server *s); // after evhttp_free
+// route_cb calls this first: the request is complete, so its read deadline stops and, while its reply is
+// pending, the connection has no idle timeout (a stream may wait in the queue for as long as it needs).
+void srv_conn_dispatch(server *s, struct evhttp_request *req);
+// The reply to req is fully written (chained from gen.c's own completion callback).
+void srv_conn_reply_done(struct evhttp_request *req, void *arg);
+// The connection close callback (evhttp keeps one per connection, and srv_conn uses it): gen.c's is chained.
+void srv_conn_set_closecb(server *s, struct evhttp_connection *conn,
+                          void (*cb)(struct evhttp_connection *, void *), void *arg);
+// At most one line per second per kind; the rest are counted and reported as "(N suppressed)".
+void srv_log_limited(server *s, int kind, int level, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+// --- srv_work.c: one worker thread for work too slow for the event loop (large prompts) -------------
+typedef void (*srv_work_fn)(void *arg);
+int srv_work_init(server *s, tc_err *err);
+// run(arg) on the worker thread, then done(arg) on the loop thread. 0, or -1 if it cannot be queued.
+int srv_work_submit(server *s, srv_work_fn run, srv_work_fn done, void *arg);
+// Stops and joins the thread; queued and finished jobs are dropped without their done().
+void srv_work_free(server *s);
+
 // --- gen.c ------------------------------------------------------------------------------------------
 void gen_handle(server *s, struct evhttp_request *req, oai_kind kind);
 // Prompt token ids of a parsed request exactly as generation uses them (chat: rendered with the template,
@@ -99,7 +129,7 @@ void gen_handle(server *s, struct evhttp_request *req, oai_kind kind);
 int gen_prompt_ids(server *s, const oai_req *q, int32_t **ids, int *n, oai_err *e);
 void gen_on_engine_events(server *s); // drains engine_poll and flushes dirty streams
 void gen_log_dropped(server *s, const oai_req *q); // --lenient: logs dropped fields (at most once per 10 s)
-void gen_check_disconnects(server *s);               // timer: notice clients that left
+void gen_check_disconnects(server *s);               // timer: notice clients that left, ping idle streams
 void gen_cancel_all(server *s, engine_finish why); // engine_cancel every live request
 void gen_free_all(server *s);                        // after engine_free: drop every request
 

@@ -109,7 +109,7 @@ class Server:
         c.close()
         events = []
         for block in raw.split("\n\n"):
-            if not block.strip():
+            if not block.strip() or block.startswith(":"):  # ": ping" keep-alive comments
                 continue
             assert block.startswith("data: "), "bad SSE block %r" % block
             d = block[6:]

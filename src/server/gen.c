@@ -518,94 +518,6 @@ static uint64_t mix64(uint64_t x) {
     return x ^ (x >> 31);
 }
 
-// Fill-in-the-middle: <fim_prefix>prompt<fim_suffix>suffix<fim_middle>, for models whose vocabulary has
-// those tokens; the others refuse 'suffix' (silently dropping it would answer a different question).
-static int fim_ids(server *s, const oai_prompt *p, const char *suffix, int32_t **ids, int *n, oai_err *e) {
-    int32_t pre = tok_find(s->vocab, "<fim_prefix>"), suf = tok_find(s->vocab, "<fim_suffix>"),
-            mid = tok_find(s->vocab, "<fim_middle>");
-    if (pre < 0 || suf < 0 || mid < 0)
-        return oai_err_set(e, 400, NULL, NULL, "suffix", "'suffix' (fill-in-the-middle) is not supported: this "
-                           "model's vocabulary has no <fim_prefix>/<fim_suffix>/<fim_middle> tokens");
-    if (!p->text) return oai_err_set(e, 400, NULL, NULL, "suffix", "'suffix' needs a text prompt, not token ids");
-    tc_err err = {0};
-    int32_t *a = NULL, *b = NULL;
-    int na = 0, nb = 0;
-    if (tok_encode(s->vocab, p->text, p->len, 0, &a, &na, &err) ||
-        tok_encode(s->vocab, suffix, strlen(suffix), 0, &b, &nb, &err)) {
-        free(a);
-        return oai_err_set(e, 400, NULL, NULL, "prompt", "%s", err.msg);
-    }
-    *ids = malloc((size_t)(na + nb + 3) * sizeof **ids);
-    if (!*ids) {
-        free(a);
-        free(b);
-        return oai_err_set(e, 500, "server_error", NULL, NULL, "out of memory");
-    }
-    int k = 0;
-    (*ids)[k++] = pre;
-    for (int i = 0; i < na; i++) (*ids)[k++] = a[i];
-    (*ids)[k++] = suf;
-    for (int i = 0; i < nb; i++) (*ids)[k++] = b[i];
-    (*ids)[k++] = mid;
-    *n = k;
-    free(a);
-    free(b);
-    return 0;
-}
-
-static int prompt_ids_at(server *s, const oai_req *q, int pi, int32_t **ids, int *n, oai_err *e) {
-    tc_err err = {0};
-    const oai_prompt *p = q->kind == OAI_CHAT ? NULL : &q->prompts[pi];
-    if (q->kind == OAI_CHAT) {
-        // message text is plain text: only the template's own markers become control tokens
-        if (chat_encode(s->vocab, s->chat, s->chat_src, q->msgs, q->n_msgs, 1, s->bos_text, ids, n, &err))
-            return oai_err_set(e, 400, NULL, NULL, "messages", "%s", err.msg);
-    } else if (q->suffix) {
-        if (fim_ids(s, p, q->suffix, ids, n, e)) return -1;
-    } else if (p->text) {
-        if (tok_encode(s->vocab, p->text, p->len, tok_add_bos(s->vocab) ? TOK_ENC_ADD_BOS : 0, ids, n, &err))
-            return oai_err_set(e, 400, NULL, NULL, "prompt", "%s", err.msg);
-    } else {
-        int nv = tok_n_vocab(s->vocab);
-        for (int i = 0; i < p->n_ids; i++)
-            if (p->ids[i] >= nv)
-                return oai_err_set(e, 400, NULL, NULL, "prompt", "token id %d at position %d is out of range (vocab %d)",
-                                   p->ids[i], i, nv);
-        *ids = malloc((size_t)p->n_ids * sizeof **ids);
-        if (!*ids) return oai_err_set(e, 500, "server_error", NULL, NULL, "out of memory");
-        memcpy(*ids, p->ids, (size_t)p->n_ids * sizeof **ids);
-        *n = p->n_ids;
-    }
-    if (*n == 0) {
-        int32_t bos = tok_bos(s->vocab);
-        free(*ids);
-        *ids = NULL;
-        if (bos < 0) return oai_err_set(e, 400, NULL, NULL, q->kind == OAI_CHAT ? "messages" : "prompt", "empty prompt");
-        *ids = malloc(sizeof **ids);
-        if (!*ids) return oai_err_set(e, 500, "server_error", NULL, NULL, "out of memory");
-        (*ids)[0] = bos;
-        *n = 1;
-    }
-    return 0;
-}
-
-int gen_prompt_ids(server *s, const oai_req *q, int32_t **ids, int *n, oai_err *e) {
-    return prompt_ids_at(s, q, 0, ids, n, e);
-}
-
-// The text echoed before a completions choice: the prompt as sent, or its token ids detokenized.
-static int echo_text(server *s, const oai_prompt *p, char **out, size_t *len) {
-    if (p->text) {
-        *out = malloc(p->len + 1);
-        if (!*out) return -1;
-        memcpy(*out, p->text, p->len);
-        *len = p->len;
-        return 0;
-    }
-    tc_err err = {0};
-    return tok_decode(s->vocab, p->ids, p->n_ids, 0, out, len, &err) ? -1 : 0;
-}
-
 // Lenient mode: fields dropped instead of refused are logged, at most once every 10 s (the rest counted).
 void gen_log_dropped(server *s, const oai_req *q) {
     if (!q->lenient_dropped[0]) return;
@@ -653,7 +565,7 @@ static void gen_prepare(gen_req *g, const char *body, size_t len) {
     }
     g->n_pr = n_pr;
     for (int pi = 0; pi < n_pr; pi++)
-        if (prompt_ids_at(s, &g->q, pi, &g->ids[pi], &g->n_ids[pi], e)) return;
+        if (gen_prompt_ids_at(s, &g->q, pi, &g->ids[pi], &g->n_ids[pi], e)) return;
     g->prep_rc = 0;
 }
 
@@ -790,7 +702,7 @@ static void gen_launch(gen_req *g) {
         if (q->logprobs) c->lp = lp_new(g);
         if (c->lp && q->echo) lp_first_prompt_token(c, g->ids[c->prompt_i][0]);
         if (!c->ts || !g->out || (q->logprobs && !c->lp) ||
-            (q->echo && echo_text(s, &q->prompts[c->prompt_i], &c->echo, &c->echo_len))) {
+            (q->echo && gen_echo_text(s, &q->prompts[c->prompt_i], &c->echo, &c->echo_len))) {
             oai_err_set(&e, 500, "server_error", NULL, NULL, "out of memory");
             goto fail;
         }

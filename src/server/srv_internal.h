@@ -127,6 +127,11 @@ void gen_handle(server *s, struct evhttp_request *req, oai_kind kind);
 // Prompt token ids of a parsed request exactly as generation uses them (chat: rendered with the template,
 // message text plain); *ids malloc'd. Also serves /tokenize {"messages": …}.
 int gen_prompt_ids(server *s, const oai_req *q, int32_t **ids, int *n, oai_err *e);
+// gen_prompt.c: the same for prompt pi of a completions request (0 for chat); with `suffix`, the FIM prompt
+// (400 naming suffix when the vocabulary has no FIM tokens).
+int gen_prompt_ids_at(server *s, const oai_req *q, int pi, int32_t **ids, int *n, oai_err *e);
+// The text a completions `echo` prepends for prompt p (*out malloc'd): the text as sent, or the ids decoded.
+int gen_echo_text(server *s, const oai_prompt *p, char **out, size_t *len);
 void gen_on_engine_events(server *s); // drains engine_poll and flushes dirty streams
 void gen_log_dropped(server *s, const oai_req *q); // --lenient: logs dropped fields (at most once per 10 s)
 void gen_check_disconnects(server *s);               // timer: notice clients that left, ping idle streams

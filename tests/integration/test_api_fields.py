@@ -316,6 +316,10 @@ def test_completions_list_of_prompts_equals_single(stories):
     r2 = client.completions.create(model=M, prompt=ids, max_tokens=16, temperature=0)
     assert [c.text for c in r2.choices] == singles
     assert r2.usage.prompt_tokens == sum(len(x) for x in ids)
+    # a body over 64 KiB is prepared on the worker thread: same result
+    st, _, j = stories.post("/v1/completions", {"prompt": prompts, "max_tokens": 16, "temperature": 0,
+                                                "user": "u" * 70000})
+    assert st == 200 and [c["text"] for c in j["choices"]] == singles
     # streamed: each choice's text in order
     st, events, _ = stories.stream("/v1/completions", {"prompt": prompts, "max_tokens": 16, "temperature": 0,
                                                        "stream": True})

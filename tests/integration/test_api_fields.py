@@ -4,11 +4,12 @@ tachyon honours, is sent to a real server; each one is either honoured (and its 
 a 400 whose `param` names it. Also: unknown fields, --lenient, logit_bias, completions with several prompts,
 echo and suffix, through the official `openai` client where it can express the request."""
 import json
+import re
 
 import openai
 import pytest
 
-from conftest import stream_text
+from conftest import STORIES, stream_text
 
 MSGS = [{"role": "user", "content": "Once upon a time"}]
 M = "stories260K"  # the served model name (the file name)
@@ -26,22 +27,21 @@ CMPL_FIELDS = ["model", "prompt", "best_of", "echo", "frequency_penalty", "logit
                "top_p", "user"]
 # extensions (vLLM / llama.cpp names) tachyon honours
 EXT_FIELDS = ["top_k", "min_p", "repetition_penalty", "ignore_eos", "timeout", "min_tokens", "priority",
-              "chat_template_kwargs"]
+              "chat_template_kwargs", "grammar"]
+# chat fields tachyon also honours on completions
+CMPL_EXT_FIELDS = ["response_format", "prediction"]
 
 # Fields refused today (400 naming them), with a value a client would send. Features that land move a field
 # from here to HONOURED below (and flip its row in src/server/oai_fields.c).
-TOOL = {"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {}}}}
+TOOL = {"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {},
+                                                                      "additionalProperties": False}}}
+TOOL2 = {"type": "function", "function": {"name": "g", "parameters": TOOL["function"]["parameters"]}}
 REFUSED = {
     "chat": {
         "audio": {"voice": "alloy", "format": "wav"},
         "function_call": "auto",
         "functions": [TOOL["function"]],
-        "parallel_tool_calls": False,
-        "prediction": {"type": "content", "content": "Once upon a time"},
         "reasoning_effort": "low",
-        "response_format": {"type": "json_object"},
-        "tool_choice": "auto",
-        "tools": [TOOL],
         "verbosity": "low",
         "web_search_options": {},
     },
@@ -72,8 +72,15 @@ def expect_refused(st, j, field):
     assert field in j["error"]["message"], j
 
 
+def expect_bad_value(st, j, field):
+    """400 for a malformed value of a handled field: param names it or a part of it ("tools[0].function")."""
+    assert st == 400, (field, st, j)
+    p = j["error"]["param"]
+    assert p == field or p.startswith(field + ".") or p.startswith(field + "["), (field, j)
+
+
 # Honoured fields: each gets a request and a check of its effect against the greedy baseline.
-def honoured_checks(srv, kind, base_text):
+def honoured_checks(srv, kind, base_text, make_server):
     model = json.loads(srv.request("GET", "/v1/models")[2])["data"][0]["id"]
 
     def ok(extra, **kw):
@@ -165,6 +172,77 @@ def honoured_checks(srv, kind, base_text):
     for f, v in [("user", "u-1"), ("store", False), ("metadata", {"k": "v"}), ("service_tier", "auto"),
                  ("safety_identifier", "s"), ("prompt_cache_key", "k")]:
         chk[f] = (lambda f=f, v=v: text(kind, ok({f: v})) == base_text or pytest.fail(f))
+    # structured outputs (src/grammar/): a bounded schema always parses; json_object parses when it ends
+    def response_format():
+        schema = {"type": "object", "additionalProperties": False, "required": ["n"],
+                  "properties": {"n": {"enum": [1, 2, 3]}}}
+        j = ok({"response_format": {"type": "json_schema", "json_schema": {"name": "s", "schema": schema}},
+                "max_tokens": 40})
+        assert json.loads(text(kind, j))["n"] in (1, 2, 3), j
+        j = ok({"response_format": {"type": "json_object"}, "max_tokens": 200})
+        t = text(kind, j)
+        assert t.lstrip().startswith("{"), t
+        if j["choices"][0]["finish_reason"] == "stop":
+            assert isinstance(json.loads(t), dict), t
+        expect_bad_value(*post(srv, kind, {"response_format": {"type": "xml"}})[::2], "response_format")
+    chk["response_format"] = response_format
+
+    def grammar():
+        t = text(kind, ok({"grammar": 'root ::= ("yes" | "no") " " [a-z]{1,5}', "max_tokens": 20}))
+        assert re.fullmatch(r"(yes|no) [a-z]{1,5}", t), t
+        expect_bad_value(*post(srv, kind, {"grammar": "root ::= missing"})[::2], "grammar")
+    chk["grammar"] = grammar
+
+    # predicted outputs: a draft source only: same greedy text, usage reports the prediction tokens
+    def prediction():
+        j = ok({"prediction": {"type": "content", "content": base_text}})
+        assert text(kind, j) == base_text
+        d = j["usage"]["completion_tokens_details"]
+        assert "accepted_prediction_tokens" in d and "rejected_prediction_tokens" in d, j["usage"]
+        expect_bad_value(*post(srv, kind, {"prediction": {"type": "image"}})[::2], "prediction")
+    chk["prediction"] = prediction
+    if kind == "chat":  # tool definitions take ~400 of stories260K's tokens: a server with room for the calls
+        big = []
+
+        def tool_srv():
+            if not big:
+                big.append(make_server(STORIES, "--ctx-size", 1024))
+            return big[0]
+
+        def call(tools, **kw):
+            b = {"messages": MSGS, "tools": tools, "max_tokens": 120, "temperature": 0, **kw}
+            st, _, j = tool_srv().post("/v1/chat/completions", b)
+            assert st == 200, j
+            return j["choices"][0]
+
+        def tools():
+            c = call([TOOL], tool_choice="required", parallel_tool_calls=False)
+            assert c["finish_reason"] == "tool_calls", c
+            calls = c["message"]["tool_calls"]
+            assert len(calls) == 1 and calls[0]["function"]["name"] == "f", c
+            assert json.loads(calls[0]["function"]["arguments"]) == {}, c
+            c = call([TOOL, TOOL2], tool_choice={"type": "function", "function": {"name": "g"}},
+                     parallel_tool_calls=False)
+            assert [x["function"]["name"] for x in c["message"]["tool_calls"]] == ["g"], c
+            c = call([TOOL], tool_choice="none", max_tokens=12)  # plain text, no calls
+            assert not c["message"].get("tool_calls") and "<tool_call>" not in c["message"]["content"], c
+            expect_bad_value(*post(srv, kind, {"tools": [{"type": "function"}]})[::2], "tools")
+            expect_bad_value(*post(srv, kind, {"tools": [TOOL], "tool_choice": "maybe"})[::2], "tool_choice")
+        chk["tools"] = chk["tool_choice"] = tools
+
+        def parallel_tool_calls():
+            # required calls: with parallel_tool_calls false the grammar ends after one call; allowed several,
+            # this tiny model keeps calling (up to max_tokens)
+            def n_calls(c):
+                return len(c["message"].get("tool_calls") or []) or (c["message"]["content"] or "").count("<tool_call>")
+            for seed in range(3):
+                one = call([TOOL, TOOL2], tool_choice="required", parallel_tool_calls=False, temperature=1.0, seed=seed)
+                assert one["finish_reason"] == "tool_calls" and n_calls(one) == 1, one
+                many = call([TOOL, TOOL2], tool_choice="required", temperature=1.0, seed=seed)
+                assert n_calls(many) > 1, many
+            expect_bad_value(*post(srv, kind, {"tools": [TOOL], "parallel_tool_calls": "no"})[::2],
+                           "parallel_tool_calls")
+        chk["parallel_tool_calls"] = parallel_tool_calls
     if kind == "chat":
         chk["modalities"] = lambda: (ok({"modalities": ["text"]}),
                                      expect_refused(*post(srv, kind, {"modalities": ["text", "audio"]})[::2],
@@ -199,13 +277,13 @@ def token_id(srv, piece, prompt=PROMPT):
 
 
 @pytest.mark.parametrize("kind", ["chat", "cmpl"])
-def test_every_schema_field_honoured_or_refused(stories, kind):
+def test_every_schema_field_honoured_or_refused(stories, make_server, kind):
     st, _, base = post(stories, kind, {})
     assert st == 200, base
     base_text = text(kind, base)
     assert base_text
-    checks = honoured_checks(stories, kind, base_text)
-    fields = (CHAT_FIELDS if kind == "chat" else CMPL_FIELDS) + EXT_FIELDS
+    checks = honoured_checks(stories, kind, base_text, make_server)
+    fields = (CHAT_FIELDS if kind == "chat" else CMPL_FIELDS + CMPL_EXT_FIELDS) + EXT_FIELDS
     if kind == "cmpl":
         fields = [f for f in fields if f != "chat_template_kwargs"]
     unaccounted = []
@@ -231,11 +309,11 @@ def test_unknown_fields_refused(stories, kind):
 def test_refusal_through_openai_client(stories):
     client = openai.OpenAI(base_url=stories.base + "/v1", api_key="unused")
     with pytest.raises(openai.BadRequestError) as ei:
-        client.chat.completions.create(model=M, messages=MSGS, max_tokens=4, tools=[TOOL])
-    assert ei.value.body["param"] == "tools"
+        client.chat.completions.create(model=M, messages=MSGS, max_tokens=4, functions=[TOOL["function"]])
+    assert ei.value.body["param"] == "functions"
     with pytest.raises(openai.BadRequestError) as ei:
-        client.chat.completions.create(model=M, messages=MSGS, max_tokens=4, response_format={"type": "json_object"})
-    assert ei.value.body["param"] == "response_format"
+        client.chat.completions.create(model=M, messages=MSGS, max_tokens=4, reasoning_effort="low")
+    assert ei.value.body["param"] == "reasoning_effort"
     with pytest.raises(openai.BadRequestError) as ei:
         client.chat.completions.create(model=M, messages=MSGS, max_tokens=4, extra_body={"frobnicate": 1})
     assert ei.value.body["param"] == "frobnicate"
@@ -250,11 +328,11 @@ def test_lenient_drops_with_warning(make_server):
     st, _, ref = post(srv, "chat", {})
     assert st == 200
     for i in range(3):
-        st, _, j = post(srv, "chat", {"tools": [TOOL], "frobnicate": i})
+        st, _, j = post(srv, "chat", {"functions": [TOOL["function"]], "frobnicate": i})
         assert st == 200, j
         assert text("chat", j) == text("chat", ref)
     log = srv.read_log()
-    assert "--lenient" in log and "frobnicate" in log and "tools" in log, log
+    assert "--lenient" in log and "frobnicate" in log and "functions" in log, log
     assert log.count("ignored unsupported request fields") == 1, log  # rate-limited
     # values of honoured fields are still validated
     st, _, j = post(srv, "chat", {"logit_bias": {"x": 1}})

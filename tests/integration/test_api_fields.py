@@ -455,3 +455,41 @@ def test_completions_suffix_refused_without_fim(stories):
     with pytest.raises(openai.BadRequestError) as ei:
         client.completions.create(model=M, prompt="def f(", suffix="    return x\n", max_tokens=4)
     assert ei.value.body["param"] == "suffix" and "fim" in ei.value.body["message"].lower()
+
+
+# --- with speculative decoding ---------------------------------------------------------------------------
+
+def _drafted(srv):
+    return sum(v for k, v in srv.metrics().items() if k.startswith("tachyon:spec_draft_tokens_total"))
+
+
+def test_logit_bias_and_echo_logprobs_under_speculation(make_server):
+    """logit_bias is a sampler step, so the speculative verifier (which samples every row with the request's
+    sampler) honours it: the same text with drafting forced on as with it off, greedy and seeded. Prompt-logprob
+    (echo + logprobs) and embedding requests are never drafted for."""
+    off = make_server(STORIES, "--ctx-size", 512, "--spec", "off")
+    ng = make_server(STORIES, "--ctx-size", 512, "--spec", "ngram", "--spec-k", 4)
+    body = {"prompt": PROMPT, "max_tokens": 80, "temperature": 0, "ignore_eos": True, "logprobs": 0}
+    st, _, plain = off.post("/v1/completions", body)
+    assert st == 200, plain
+    toks = plain["choices"][0]["logprobs"]["tokens"]
+    banned = token_id(off, toks[0])
+    for extra in ({"logit_bias": {str(banned): -100}},
+                  {"logit_bias": {str(banned): -100, "300": 4}, "temperature": 1.0, "seed": 11}):
+        b = {**body, **extra}
+        d0 = _drafted(ng)
+        st, _, a = off.post("/v1/completions", b)
+        st2, _, c = ng.post("/v1/completions", b)
+        assert st == st2 == 200, (a, c)
+        assert a["choices"][0]["text"] == c["choices"][0]["text"], extra
+        assert a["choices"][0]["logprobs"]["tokens"][0] != toks[0]
+        assert _drafted(ng) > d0, "no drafts: the verifier was not exercised"
+    # echo + logprobs: prompt rows scored, no drafts; the same request without echo is drafted for
+    d0 = _drafted(ng)
+    st, _, e = ng.post("/v1/completions", {**body, "echo": True})
+    assert st == 200 and e["choices"][0]["text"] == PROMPT + plain["choices"][0]["text"], e
+    assert _drafted(ng) == d0
+    st, _, _ = ng.post("/v1/embeddings", {"input": PROMPT * 8})
+    assert st == 200 and _drafted(ng) == d0
+    st, _, j = ng.post("/v1/completions", body)
+    assert st == 200 and j["choices"][0]["text"] == plain["choices"][0]["text"] and _drafted(ng) > d0

@@ -55,7 +55,11 @@ static void serve_usage(void) {
             "  --spec MODE                 speculative decoding: off, ngram (prompt lookup, k drafts whenever it\n"
             "                              matches), auto (the request's prediction if given, else prompt\n"
             "                              lookup; k adapted per request, none when it does not pay) (auto)\n"
-            "  --spec-k N                  drafted tokens per request per step at most (8; 1..16)\n");
+            "  --spec-k N                  drafted tokens per request per step at most (8; 1..16)\n"
+            "  --pooling mean|last         /v1/embeddings: mean of the final hidden states (default) or the last\n"
+            "                              token's\n"
+            "  --lenient                   accept unknown or unsupported request fields, ignoring them with a\n"
+            "                              logged warning (default: 400 naming the field)\n");
 }
 
 static int num(const char *flag, const char *s, double lo, double hi, double *out) {
@@ -70,6 +74,7 @@ int cli_serve(int argc, char **argv) {
     enum {
         O_HOST = 256, O_PORT, O_KEY, O_CORS, O_CTX, O_MBT, O_SEQS, O_KV, O_QUEUE, O_QTOK, O_RTO, O_GRACE, O_THREADS,
         O_TMPL, O_LOG, O_BODY, O_HTO, O_NAME, O_NOPC, O_ITL, O_PUBLIC, O_HOSTS, O_SPEC, O_SPECK,
+        O_LENIENT, O_POOL,
         O_READTO, O_MAXCONN, O_BODYBUF, O_PING, // connection limits
         O_KVT, O_KVTK, O_KVTV // KV cache types
     };
@@ -87,6 +92,7 @@ int cli_serve(int argc, char **argv) {
         {"max-body", required_argument, 0, O_BODY},   {"http-timeout", required_argument, 0, O_HTO},
         {"served-model-name", required_argument, 0, O_NAME}, {"no-prefix-cache", no_argument, 0, O_NOPC},
         {"public-routes", required_argument, 0, O_PUBLIC}, {"allowed-hosts", required_argument, 0, O_HOSTS},
+        {"lenient", no_argument, 0, O_LENIENT},     {"pooling", required_argument, 0, O_POOL},
         {"request-read-timeout", required_argument, 0, O_READTO}, {"max-connections", required_argument, 0, O_MAXCONN},
         {"max-body-buffer", required_argument, 0, O_BODYBUF}, {"sse-ping", required_argument, 0, O_PING},
         {"kv-type", required_argument, 0, O_KVT}, {"kv-type-k", required_argument, 0, O_KVTK},
@@ -139,6 +145,15 @@ int cli_serve(int argc, char **argv) {
             } else o.eng.spec = spec_mode_parse(optarg);
             break;
         case O_SPECK: bad = num(flag, optarg, 1, SPEC_MAX_K, &v); o.eng.spec_k = (int)v; break;
+        case O_LENIENT: o.lenient = 1; break;
+        case O_POOL:
+            if (!strcmp(optarg, "mean")) o.pooling = ENGINE_EMBED_MEAN;
+            else if (!strcmp(optarg, "last")) o.pooling = ENGINE_EMBED_LAST;
+            else {
+                fprintf(stderr, "tachyon serve: --pooling expects mean|last\n");
+                bad = 1;
+            }
+            break;
         case O_READTO: bad = num("--request-read-timeout", optarg, 0, 86400, &v); o.read_timeout = v; break;
         case O_MAXCONN: bad = num("--max-connections", optarg, 1, 1 << 20, &v); o.max_connections = (int)v; break;
         case O_BODYBUF: bad = num("--max-body-buffer", optarg, 0, 1e12, &v); o.max_body_buffer = (size_t)v; break;

@@ -128,9 +128,13 @@ static int alloc_scratch(engine *e, tc_err *err) {
     e->max_logit_rows = (int)rows;
     e->b_logit_rows = malloc(rows * sizeof(int32_t));
     e->logits = malloc(rows * (size_t)e->n_vocab * sizeof(float));
+    e->b_embd_rows = malloc(nbt * sizeof(int32_t));
+    e->embd_out = malloc(nbt * (size_t)e->dim * sizeof(float));
+    e->plp_logits = malloc(ENG_PLP_ROWS * (size_t)e->n_vocab * sizeof(float));
     e->ev_cap = (int)ns * 2 + 16;
     e->evs = malloc((size_t)e->ev_cap * sizeof *e->evs);
-    if (!e->b_tokens || !e->b_pos || !e->b_seq || !e->b_tables || !e->b_logit_rows || !e->logits || !e->evs)
+    if (!e->b_tokens || !e->b_pos || !e->b_seq || !e->b_tables || !e->b_logit_rows || !e->logits || !e->evs ||
+        !e->b_embd_rows || !e->embd_out || !e->plp_logits)
         return tc_err_set(err, TC_ERR_NOMEM, "engine: out of memory for step buffers");
     return 0;
 }
@@ -158,6 +162,9 @@ static void engine_destroy(engine *e) {
     free(e->b_tables);
     free(e->b_logit_rows);
     free(e->logits);
+    free(e->b_embd_rows);
+    free(e->embd_out);
+    free(e->plp_logits);
     free(e->evs);
     free(e->eog);
     free(e);
@@ -208,6 +215,7 @@ int engine_new(model *m, const engine_opts *o, engine **out, tc_err *err) {
     e->m = m;
     e->o = *o;
     e->n_vocab = hp->n_vocab;
+    e->dim = hp->dim;
     e->ctx_limit = o->ctx_size > 0 ? o->ctx_size : hp->ctx_train;
     // Test-only fault injection, read once: the integration tests need a way to make the forward pass fail
     // mid-generation to check that engine errors reach clients as HTTP 500 / an SSE error event.
@@ -309,9 +317,19 @@ int engine_submit(engine *e, engine_req *q, uint64_t *id, tc_err *err) {
     er->user = q->user;
     er->ignore_eos = q->ignore_eos;
     er->grammar = q->grammar;
+    if (q->embed) {
+        er->embed = q->embed;
+        max_tokens = 1;
+        if (!(er->embd_acc = calloc((size_t)e->dim, sizeof(float)))) {
+            samp_free(er->samp);
+            free(er);
+            return tc_err_set(err, TC_ERR_NOMEM, "engine: out of memory");
+        }
+    }
     sched_req *r;
     if ((rc = sched_req_new(q->prompt, q->n_prompt, max_tokens, e->o.block_size, &r, err))) {
         samp_free(er->samp); // er->grammar stays the caller's
+        free(er->embd_acc);
         free(er);
         return rc;
     }
@@ -320,6 +338,9 @@ int engine_submit(engine *e, engine_req *q, uint64_t *id, tc_err *err) {
         er->pred.tokens = q->prediction;
         er->pred.n = q->n_prediction;
     }
+    if (q->prompt_logprobs > 0 && q->prompt_logprobs <= SAMP_MAX_LOGPROBS + 1) er->plp = q->prompt_logprobs;
+    er->plp_next = 1;
+    r->no_prefix = er->embed || er->plp; // every prompt row's hidden state is needed
     r->deadline = q->deadline;
     r->t_arrival = tc_now();
 

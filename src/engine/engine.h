@@ -61,22 +61,32 @@ typedef struct engine_req {
     gram_matcher *grammar; // NULL, or the grammar the output must follow: ownership passes to the engine on a
                            // successful submit (freed with the request); generation ends (STOP) when the
                            // grammar is complete and nothing can follow
+    int embed;        // ENGINE_EMBED_*: 0 generates; otherwise the prompt is only run through the model and
+                      // its FINISH (STOP) carries the pooled, L2-normalised final hidden state (no TOKEN events;
+                      // max_tokens and sp are ignored; the prefix cache is not used, every row is computed)
+    int prompt_logprobs; // 0: off; 1 + n_top: one PROMPT_LP event per prompt token after the first (its logprob
+                         // given the tokens before it, and n_top alternatives), in order, before any TOKEN;
+                         // the prefix cache is not used for it
     void *user;       // opaque to the engine, returned in every event of this request
 } engine_req;
 
-typedef enum { ENGINE_EV_TOKEN = 1, ENGINE_EV_FINISH = 2 } engine_ev_type;
+enum { ENGINE_EMBED_NONE = 0, ENGINE_EMBED_MEAN, ENGINE_EMBED_LAST };
+
+typedef enum { ENGINE_EV_TOKEN = 1, ENGINE_EV_FINISH = 2, ENGINE_EV_PROMPT_LP = 3 } engine_ev_type;
 
 typedef struct engine_event {
     engine_ev_type type;
     uint64_t id;
     void *user;
-    samp_result tok;          // TOKEN: the sampled token and its logprobs
+    samp_result tok;          // TOKEN: the sampled token and its logprobs; PROMPT_LP: the prompt token and its
     engine_finish finish;     // FINISH: why
     int n_prompt, n_cached, n_generated; // FINISH: usage; n_cached = prompt tokens served from the prefix cache
     double t_arrival, t_first_sched, t_first_token, t_finish; // monotonic seconds (FINISH)
     int n_spec_drafted, n_spec_accepted; // FINISH: speculative tokens proposed / accepted by the target
     int n_pred_accepted;                 // FINISH: of the accepted ones, drafted from the request's prediction
     char msg[128];            // FINISH with ERROR: message
+    float *embedding;         // FINISH (STOP) of an embedding request: (n_embd) malloc'd, owned by the receiver
+    int n_embd;
 } engine_event;
 
 typedef struct engine_stats {

@@ -17,12 +17,18 @@ typedef struct eng_req {
     void *user;
     int ignore_eos;
     gram_matcher *grammar; // owned, or NULL
+    int embed;       // ENGINE_EMBED_*
+    float *embd_acc; // (dim) owned: embedding requests' running sum (mean) or last row
+    int plp;         // prompt logprobs: 0 off, else 1 + alternatives
+    int plp_next;    // next prompt position to report (rows recomputed after a preemption are not re-sent)
     int counted; // 1: no longer counted in the inbox's n_queued (scheduled once, or ended)
     spec_pred pred;      // predicted output (empty when none)
     spec_accept acc;     // acceptance-rate estimate (adaptive k)
     int draft_method;    // of the current draft: 0 n-gram, 1 prediction
     int n_drafted, n_accepted, n_pred_accepted;
 } eng_req;
+
+#define ENG_PLP_ROWS 8 // prompt rows scored per output matmul (bounds the scratch, not the prompt)
 
 struct engine {
     model *m;            // borrowed
@@ -45,6 +51,10 @@ struct engine {
     int spec_rows_left;                 // speculative rows still free in the step being planned
     int32_t spec_tok[SPEC_MAX_K + 1];   // verify scratch
     samp_result spec_res[SPEC_MAX_K + 1];
+    int32_t *b_embd_rows;               // (max_batch_tokens) rows of embedding requests
+    float *embd_out;                    // (max_batch_tokens, dim) their final-normed hidden states
+    float *plp_logits;                  // (ENG_PLP_ROWS, n_vocab) scratch for scoring prompt tokens
+    int dim;
     engine_event *evs;                  // (ev_cap) events of the step being run
     int ev_cap, n_evs;
     int n_dequeued;                     // requests that left the queue bound this step

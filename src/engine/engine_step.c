@@ -1,6 +1,7 @@
 // One engine step: the scheduler's plan → a ragged model_batch → model_forward → sample the rows that
 // finish a request's known tokens → TOKEN / FINISH events. Runs on the engine thread without holding the
 // inbox lock; allocates nothing (events go through a fixed buffer flushed to the outbox when full).
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +80,7 @@ void eng_req_release(sched_req *r) {
         samp_free(er->samp);
         spec_pred_free(&er->pred);
         gram_matcher_free(er->grammar);
+        free(er->embd_acc);
     }
     free(er);
     sched_req_free(r);
@@ -105,6 +107,11 @@ static void finish_event(engine *e, sched_req *r, const char *msg) {
     ev->n_spec_accepted = er->n_accepted;
     ev->n_pred_accepted = er->n_pred_accepted;
     if (msg) snprintf(ev->msg, sizeof ev->msg, "%s", msg);
+    if (er->embed && r->end == SCHED_END_STOP) { // the embedding goes to the receiver
+        ev->embedding = er->embd_acc;
+        ev->n_embd = e->dim;
+        er->embd_acc = NULL;
+    }
     eng_req_release(r);
 }
 
@@ -125,15 +132,18 @@ static int is_eog(const engine *e, int32_t tok) {
 
 // Fills the batch arrays from the plan. Returns the model_batch view.
 static model_batch build_batch(engine *e, const sched_plan *p) {
-    int nt = 0, nl = 0;
+    int nt = 0, nl = 0, ne = 0;
     for (int i = 0; i < p->n_items; i++) {
         const sched_item *it = &p->items[i];
         const sched_req *r = it->r;
         e->b_tables[i] = r->kv.blocks;
+        const eng_req *er = r->owner;
+        int embed = er->embed || (er->plp && it->start < r->n_prompt - 1);
         for (int k = 0; k < it->n; k++, nt++) {
             e->b_tokens[nt] = r->tokens[it->start + k];
             e->b_pos[nt] = it->start + k;
             e->b_seq[nt] = i;
+            if (embed) e->b_embd_rows[ne++] = nt;
         }
         if (it->sample) // the last row, and every drafted row before it: each row's logits verify the next
             for (int k = it->n_draft; k >= 0; k--) e->b_logit_rows[nl++] = nt - 1 - k;
@@ -147,6 +157,9 @@ static model_batch build_batch(engine *e, const sched_plan *p) {
         .block_tables = e->b_tables,
         .n_logits = nl,
         .logits_rows = e->b_logit_rows,
+        .n_embd = ne,
+        .embd_rows = e->b_embd_rows,
+        .embd = e->embd_out,
     };
     return b;
 }
@@ -160,6 +173,7 @@ int eng_draft(void *ctx, sched_req *r, const sched_draft_info *info) {
     if (k > e->spec_rows_left) k = e->spec_rows_left;
     if (k <= 0) return 0;
     if (er->grammar) return 0; // the grammar's mask is applied by samp_sample_grammar, one row at a time
+    if (er->embed || er->plp) return 0; // embeddings generate nothing; prompt logprobs keep one row per step
     int32_t *out = r->tokens + r->n_tokens;
     if (e->o.spec == SPEC_AUTO) {
         // Back off while prompts wait or prefill (their chunks need the budget), else pick k from this
@@ -243,6 +257,61 @@ static void take_tokens(engine *e, sched_req *r, float *logits, int n_draft, dou
     sched_rollback(e->s, r);
 }
 
+// Pools the hidden states of an embedding request's rows computed this step (rows: its item's rows of
+// embd_out). A chunk starting at position 0 starts over (first chunk, or a recompute after preemption).
+static void embed_accumulate(engine *e, const sched_item *it, const float *rows) {
+    eng_req *er = it->r->owner;
+    int dim = e->dim;
+    if (it->start == 0) memset(er->embd_acc, 0, (size_t)dim * sizeof(float));
+    for (int k = 0; k < it->n; k++) {
+        const float *h = rows + (size_t)k * dim;
+        if (er->embed == ENGINE_EMBED_MEAN)
+            for (int d = 0; d < dim; d++) er->embd_acc[d] += h[d];
+        else if (it->start + k == it->r->n_prompt - 1)
+            memcpy(er->embd_acc, h, (size_t)dim * sizeof(float));
+    }
+}
+
+// Scores the prompt tokens whose preceding row was computed this step: the row at position p gives the
+// logprob of token p+1. Emits one PROMPT_LP event per token, in order; rows already reported (a recompute
+// after preemption) are skipped.
+static void prompt_logprobs(engine *e, const sched_item *it, const float *rows) {
+    sched_req *r = it->r;
+    eng_req *er = r->owner;
+    int k = 0;
+    while (k < it->n) {
+        int pos0 = it->start + k, m = 0;
+        while (k + m < it->n && m < ENG_PLP_ROWS && it->start + k + m < r->n_prompt - 1) m++;
+        if (m == 0) break;
+        tc_err err = {0};
+        if (pos0 + m >= er->plp_next &&
+            model_logits_rows(e->mctx, rows + (size_t)k * e->dim, m, e->plp_logits, &err) == 0) {
+            for (int j = 0; j < m; j++) {
+                int pos = pos0 + j + 1; // the scored prompt token
+                if (pos < er->plp_next) continue;
+                engine_event *ev = ev_next(e);
+                ev->type = ENGINE_EV_PROMPT_LP;
+                ev->id = r->id;
+                ev->user = er->user;
+                samp_logprobs(e->plp_logits + (size_t)j * e->n_vocab, e->n_vocab, r->tokens[pos], er->plp - 1, &ev->tok);
+                er->plp_next = pos + 1;
+            }
+        }
+        k += m;
+    }
+}
+
+// The prompt has been run: mean (if so), L2-normalise, and finish with the vector in the FINISH event.
+static void embed_finish(engine *e, sched_req *r) {
+    eng_req *er = r->owner;
+    double ss = 0;
+    for (int d = 0; d < e->dim; d++) ss += (double)er->embd_acc[d] * er->embd_acc[d];
+    float inv = ss > 0 ? (float)(1.0 / sqrt(ss)) : 0.0f; // the mean's 1/n cancels in the normalisation
+    for (int d = 0; d < e->dim; d++) er->embd_acc[d] *= inv;
+    sched_finish(e->s, r, SCHED_END_STOP);
+    finish_event(e, r, NULL);
+}
+
 void eng_step(engine *e, double now) {
     e->spec_rows_left = e->max_logit_rows - e->o.max_seqs;
     const sched_plan *p = sched_step(e->s, now);
@@ -278,12 +347,21 @@ void eng_step(engine *e, double now) {
     }
     sched_commit(e->s); // the plan stays readable until the next sched_step
     double t = tc_now();
-    int row = 0;
+    int row = 0, erow = 0;
     int n_items = p->n_items;
+    for (int i = 0; i < n_items; i++) { // before any request of the plan can finish and be freed
+        const sched_item *it = &p->items[i];
+        const eng_req *er = it->r->owner;
+        if (er->embed) embed_accumulate(e, it, e->embd_out + (size_t)erow * e->dim);
+        else if (er->plp && it->start < it->r->n_prompt - 1) prompt_logprobs(e, it, e->embd_out + (size_t)erow * e->dim);
+        else continue;
+        erow += it->n;
+    }
     for (int i = 0; i < n_items; i++) {
         const sched_item *it = &p->items[i];
         if (!it->sample) continue;
-        take_tokens(e, it->r, e->logits + (size_t)row * e->n_vocab, it->n_draft, t);
+        if (((const eng_req *)it->r->owner)->embed) embed_finish(e, it->r); // never drafted (eng_draft)
+        else take_tokens(e, it->r, e->logits + (size_t)row * e->n_vocab, it->n_draft, t);
         row += 1 + it->n_draft;
     }
 }

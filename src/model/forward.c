@@ -168,6 +168,9 @@ static int validate(const model_ctx *c, const model_kv *kv, const model_batch *b
     for (int i = 0; i < b->n_logits; i++)
         if (b->logits_rows[i] < 0 || b->logits_rows[i] >= b->n_tokens || (i && b->logits_rows[i] <= b->logits_rows[i - 1]))
             return tc_err_set(err, TC_ERR_INVALID, "logits rows must be ascending rows of the batch");
+    for (int i = 0; i < b->n_embd; i++)
+        if (!b->embd || b->embd_rows[i] < 0 || b->embd_rows[i] >= b->n_tokens)
+            return tc_err_set(err, TC_ERR_INVALID, "embedding rows must be rows of the batch, with an output");
     return 0;
 }
 
@@ -255,6 +258,13 @@ static int layer_forward(model_ctx *c, model_kv *kv, const model_batch *b, int l
     return 0;
 }
 
+int model_logits_rows(model_ctx *c, const float *normed, int n, float *logits, tc_err *err) {
+    const model *m = c->m;
+    if (n < 0 || n > c->max_tokens) return tc_err_set(err, TC_ERR_INVALID, "%d rows (max %d)", n, c->max_tokens);
+    int rc = n ? matmul(c, logits, normed, n, &m->output, m->hp.n_vocab) : 0;
+    return rc ? tc_err_set(err, rc, "output matmul failed (type %s)", tt_name(m->output.type)) : 0;
+}
+
 int model_forward(model_ctx *c, model_kv *kv, const model_batch *b, float *logits, tc_err *err) {
     const model *m = c->m;
     const model_hparams *hp = &m->hp;
@@ -278,6 +288,10 @@ int model_forward(model_ctx *c, model_kv *kv, const model_batch *b, float *logit
     }
     for (int l = 0; l < hp->n_layers; l++)
         if ((rc = layer_forward(c, kv, b, l))) return tc_err_set(err, rc, "matmul failed in layer %d", l);
+    // Embedding rows (optional): the final-normed hidden state, as pooled embeddings use it.
+    for (int i = 0; i < b->n_embd; i++)
+        ops_rmsnorm(b->embd + (size_t)i * dim, c->x + (size_t)b->embd_rows[i] * dim, m->output_norm.data, dim,
+                    hp->norm_eps);
     if (b->n_logits == 0) return 0;
     // Only the rows that sample: gather, final norm, output projection straight into logits.
     for (int i = 0; i < b->n_logits; i++)

@@ -81,6 +81,11 @@ typedef struct model_batch {
     const int32_t *const *block_tables; // (n_seqs) block ids; table s covers positions 0..max pos of seq s
     int n_logits;
     const int32_t *logits_rows; // (n_logits) ascending token rows whose logits are wanted
+    // (optional) rows whose final hidden state (after the output norm, before the output projection) is
+    // wanted, for embeddings; written to embd (n_embd, dim) row-major
+    int n_embd;
+    const int32_t *embd_rows; // (n_embd)
+    float *embd;              // (n_embd, dim)
 } model_batch;
 // Contract: within a sequence, the batch's tokens have increasing positions; KV of every earlier position
 // of that sequence is already in the cache (written by a previous forward or earlier in this batch). A
@@ -93,5 +98,8 @@ int model_ctx_new(model *m, int max_batch_tokens, int n_threads, model_ctx **out
 void model_ctx_free(model_ctx *c);
 // Runs the batch, writes KV for every token, and fills logits (n_logits, n_vocab) row-major.
 int model_forward(model_ctx *c, model_kv *kv, const model_batch *b, float *logits, tc_err *err);
+// The output projection alone: logits (n, n_vocab) of n final-normed hidden rows (model_batch.embd's rows),
+// n <= max_batch_tokens. Used to score given tokens (prompt logprobs) from rows computed by model_forward.
+int model_logits_rows(model_ctx *c, const float *normed, int n, float *logits, tc_err *err);
 
 #endif

@@ -18,6 +18,8 @@ struct samp_state {
     int n_vocab;
     uint64_t rng[4];   // xoshiro256** state
     samp_cand *cand;   // (n_vocab) scratch
+    samp_bias *bias;   // (n_bias) owned copy of p.bias
+    int n_bias;
     // penalty window: the last penalty_last_n accepted tokens (prompt and generated), as a ring buffer;
     // with penalty_last_n == -1 nothing is ever evicted and the ring is not used.
     int32_t *ring;     // (ring_cap) token ids; negative id = -(id+1) marks a prompt token
@@ -88,6 +90,16 @@ static int validate(const samp_params *p, int n_vocab, tc_err *err) {
         return tc_err_set(err, TC_ERR_INVALID, "n_logprobs (top_logprobs) must be in [0, %d] (got %d)",
                           SAMP_MAX_LOGPROBS, p->n_logprobs);
     if (n_vocab <= 0) return tc_err_set(err, TC_ERR_INVALID, "sampler: n_vocab must be > 0 (got %d)", n_vocab);
+    if (p->n_bias < 0 || (p->n_bias > 0 && !p->bias))
+        return tc_err_set(err, TC_ERR_INVALID, "logit_bias: bad entry count %d", p->n_bias);
+    for (int i = 0; i < p->n_bias; i++) {
+        if (p->bias[i].id < 0 || p->bias[i].id >= n_vocab)
+            return tc_err_set(err, TC_ERR_INVALID, "logit_bias: token id %d is out of range (vocabulary %d)",
+                              p->bias[i].id, n_vocab);
+        if (!(p->bias[i].bias >= -SAMP_BIAS_MAX && p->bias[i].bias <= SAMP_BIAS_MAX))
+            return tc_err_set(err, TC_ERR_INVALID, "logit_bias: value %g for token %d is outside [-100, 100]",
+                              p->bias[i].bias, p->bias[i].id);
+    }
     return 0;
 }
 
@@ -98,7 +110,17 @@ int samp_new(const samp_params *p, int n_vocab, samp_state **out, tc_err *err) {
     samp_state *s = calloc(1, sizeof *s);
     if (!s) return tc_err_set(err, TC_ERR_NOMEM, "sampler: out of memory");
     s->p = *p;
+    s->p.bias = NULL; // borrowed by the caller: the copy below is ours
     s->n_vocab = n_vocab;
+    if (p->n_bias) {
+        s->bias = malloc((size_t)p->n_bias * sizeof *s->bias);
+        if (!s->bias) {
+            free(s);
+            return tc_err_set(err, TC_ERR_NOMEM, "sampler: out of memory");
+        }
+        memcpy(s->bias, p->bias, (size_t)p->n_bias * sizeof *s->bias);
+        s->n_bias = p->n_bias;
+    }
     size_t nv = (size_t)n_vocab;
     s->cand = malloc(nv * sizeof *s->cand);
     s->cnt_all = calloc(nv, sizeof *s->cnt_all);
@@ -120,6 +142,7 @@ int samp_new(const samp_params *p, int n_vocab, samp_state **out, tc_err *err) {
 
 void samp_free(samp_state *s) {
     if (!s) return;
+    free(s->bias);
     free(s->cand);
     free(s->cnt_all);
     free(s->cnt_gen);
@@ -264,6 +287,25 @@ static float apply_penalties(samp_state *s, float vmax) {
     return m > vmax ? m : vmax;
 }
 
+// Adds logit_bias to cand (in id order) before anything else sees the logits, so greedy, sampling and
+// samp_probs (the speculative verifier's distribution) agree. Returns the new maximum.
+static float apply_bias(samp_state *s, float vmax) {
+    int lowered_max = 0;
+    float m = -INFINITY;
+    for (int i = 0; i < s->n_bias; i++) {
+        samp_cand *c = &s->cand[s->bias[i].id];
+        lowered_max |= c->v == vmax;
+        c->v = s->bias[i].bias <= -SAMP_BIAS_MAX ? -INFINITY : c->v + s->bias[i].bias;
+        m = c->v > m ? c->v : m;
+    }
+    if (lowered_max) {
+        m = -INFINITY;
+        for (int i = 0; i < s->n_vocab; i++) m = s->cand[i].v > m ? s->cand[i].v : m;
+        return m;
+    }
+    return m > vmax ? m : vmax;
+}
+
 // Builds the final distribution into cand[0..n_kept) (weights summing to z_kept).
 static void prepare(samp_state *s, const float *logits) {
     const samp_params *p = &s->p;
@@ -274,7 +316,9 @@ static void prepare(samp_state *s, const float *logits) {
         c[i].v = isnan(v) ? -INFINITY : v;
         c[i].id = i;
     }
-    float vmax = apply_penalties(s, samp_max(logits, n));
+    float vmax = samp_max(logits, n);
+    if (s->n_bias) vmax = apply_bias(s, vmax);
+    vmax = apply_penalties(s, vmax);
 
     if (p->temperature == 0.0f) { // greedy: argmax, ties to the lowest id
         int best = 0;
@@ -362,7 +406,11 @@ static void prepare(samp_state *s, const float *logits) {
 
 // log-softmax of the raw logits at `token` and the top-n alternatives.
 static void fill_logprobs(const samp_state *s, const float *logits, int32_t token, samp_result *res) {
-    int n = s->n_vocab, nt = s->p.n_logprobs;
+    samp_logprobs(logits, s->n_vocab, token, s->p.n_logprobs, res);
+}
+
+void samp_logprobs(const float *logits, int n, int32_t token, int nt, samp_result *res) {
+    res->token = token;
     float vmax = samp_max(logits, n);
     float lse = vmax == -INFINITY ? 0.0f : vmax + (float)log(samp_sumexp(logits, n, vmax));
     float lt = logits[token];

@@ -1,6 +1,6 @@
 // Token sampling: greedy, temperature, top-k, top-p, min-p, repetition/presence/frequency penalties,
 // seeded RNG (same seed + same logits → same tokens), top-logprobs. Order of transforms (as llama.cpp):
-// penalties → top-k → softmax at temperature → top-p → min-p → draw. temperature == 0 means greedy
+// logit bias → penalties → top-k → softmax at temperature → top-p → min-p → draw. temperature == 0 means greedy
 // (argmax of the penalized logits; ties → lowest id).
 #ifndef TACHYON_SAMPLING_H
 #define TACHYON_SAMPLING_H
@@ -10,6 +10,14 @@
 #include "common/err.h"
 
 #define SAMP_MAX_LOGPROBS 20
+
+// One logit_bias entry: added to the token's logit before every other transform (greedy included).
+// bias <= -100 bans the token outright (its logit becomes -inf), as OpenAI documents -100.
+typedef struct samp_bias {
+    int32_t id;
+    float bias;
+} samp_bias;
+#define SAMP_BIAS_MAX 100.0f
 
 typedef struct samp_params {
     float temperature;        // 0 = greedy
@@ -22,6 +30,8 @@ typedef struct samp_params {
     int penalty_last_n;       // window of history for penalties; -1 = all
     uint64_t seed;            // RNG seed
     int n_logprobs;           // 0..SAMP_MAX_LOGPROBS top alternatives to report (logprob of the chosen token is always reported)
+    const samp_bias *bias;    // (n_bias) borrowed until samp_new returns (it copies them); ids < n_vocab
+    int n_bias;
 } samp_params;
 
 void samp_params_default(samp_params *p); // greedy, all filters off, penalty_last_n 64, seed 0
@@ -49,5 +59,8 @@ int32_t samp_sample(samp_state *s, const float *logits, samp_result *res);
 // into probs (n_vocab). Used by speculative verification.
 void samp_probs(samp_state *s, const float *logits, float *probs);
 int samp_is_greedy(const samp_state *s);
+// Logprob of `token` under the raw logits (log-softmax, as samp_sample reports) and the n_top best
+// alternatives (n_top <= SAMP_MAX_LOGPROBS): scoring tokens that were given, not sampled (prompt logprobs).
+void samp_logprobs(const float *logits, int n_vocab, int32_t token, int n_top, samp_result *res);
 
 #endif

@@ -34,6 +34,7 @@ typedef struct sched_req {
     int n_draft;      // speculative tokens proposed for this step, stored at tokens[n_tokens, n_tokens+n_draft)
                       // (unverified: never counted in n_tokens, never registered in the prefix cache)
     int n_cached;     // prompt tokens served from the prefix cache at the first admission
+    int no_prefix;    // 1: never served from the prefix cache (every row must be computed)
     kv_seq kv;        // block table
     sched_state state;
     sched_end end;    // why it ended (valid once SCHED_DONE)

@@ -150,7 +150,7 @@ static int schedule_running(sched *s, sched_req *r, int n) {
 static int admit_head(sched *s, double now) {
     sched_req *r = s->waiting.head;
     int cached = 0;
-    if (s->o.prefix_cache) cached = kv_seq_match_prefix(s->pool, &r->kv, r->tokens, r->n_tokens);
+    if (s->o.prefix_cache && !r->no_prefix) cached = kv_seq_match_prefix(s->pool, &r->kv, r->tokens, r->n_tokens);
     r->num_computed = cached;
     int n = r->n_tokens - cached;
     if (n > s->budget) n = s->budget;

@@ -15,8 +15,13 @@
 #include "server/srv_internal.h"
 
 typedef struct gen_choice {
+    srv_ev_sink sink; // fn NULL: a generation choice (first member: engine events are routed on it)
     struct gen_req *g;
-    int index;
+    int index;        // OpenAI's choice index: prompt_i * n + j
+    int prompt_i;     // which prompt (completions with several)
+    char *echo;       // (echo_len) owned: the prompt text prepended to the choice (completions echo), or NULL
+    size_t echo_len;
+    long plp_off;     // echo with logprobs: text offset of the next prompt token
     uint64_t id;      // engine request id
     int live;         // submitted, FINISH not yet received
     int text_done;    // finish chunk queued / text closed (stop matched or engine finished)
@@ -37,7 +42,7 @@ typedef struct gen_req {
     long created; // unix seconds
     int n_prompt, n_cached;
     int n_choices, n_live;
-    gen_choice ch[OAI_MAX_N];
+    gen_choice ch[OAI_MAX_CHOICES];
     struct evbuffer *out; // SSE bytes waiting for this loop turn's flush
     int dirty, ended, logged, status;
     int error; // 0, or the HTTP status of a failed generation: 500 engine error, 503 cut by the shutdown
@@ -48,8 +53,9 @@ typedef struct gen_req {
     oai_kind kind;
     struct evbuffer *body; // owned while preparing on the worker
     int preparing;         // the worker owns q, ids and perr until its done callback
-    int32_t *ids;          // (n_ids) prompt token ids; owned
-    int n_ids;
+    int32_t **ids;         // (n_pr) each prompt's token ids, owned (completions may have several prompts)
+    int *n_ids;            // (n_pr)
+    int n_pr;
     int prep_rc;
     oai_err perr;
     int streaming;      // SSE headers sent
@@ -71,6 +77,14 @@ static void g_unlink(gen_req *g) {
     g->prev = g->next = NULL;
 }
 
+static void free_ids(gen_req *g) {
+    for (int i = 0; g->ids && i < g->n_pr; i++) free(g->ids[i]);
+    free(g->ids);
+    free(g->n_ids);
+    g->ids = NULL;
+    g->n_ids = NULL;
+}
+
 static void g_free(gen_req *g) {
     g_unlink(g);
     g->s->n_inflight--;
@@ -79,11 +93,12 @@ static void g_free(gen_req *g) {
         if (c->ts) tok_stream_free(c->ts);
         oai_stopbuf_free(&c->sb);
         if (c->lp) json_decref(c->lp);
+        free(c->echo);
     }
     if (g->out) evbuffer_free(g->out);
     free(g->pred_ids);
     if (g->body) evbuffer_free(g->body);
-    free(g->ids);
+    free_ids(g);
     oai_req_free(&g->q);
     free(g);
 }
@@ -240,7 +255,34 @@ static void close_text(gen_choice *c, const char *reason, int aborted) {
     }
 }
 
+static void lp_append_at(gen_choice *c, const samp_result *r, long offset);
+
 static void lp_append(gen_choice *c, const samp_result *r) {
+    lp_append_at(c, r, (long)(c->echo_len + c->sb.len)); // generated text follows the echoed prompt
+}
+
+// echo + logprobs: the first prompt token as OpenAI reports it (no logprob: nothing precedes it).
+static void lp_first_prompt_token(gen_choice *c, int32_t tok) {
+    char buf[64];
+    int n = tok_piece(c->g->s->vocab, tok, TOK_DEC_SKIP_SPECIAL, buf, sizeof buf);
+    n = n < 0 ? 0 : n > 64 ? 64 : n;
+    json_array_append_new(json_object_get(c->lp, "tokens"), oai_json_text(buf, (size_t)n));
+    json_array_append_new(json_object_get(c->lp, "token_logprobs"), json_null());
+    json_array_append_new(json_object_get(c->lp, "top_logprobs"), json_null());
+    json_array_append_new(json_object_get(c->lp, "text_offset"), json_integer(0));
+    c->plp_off = n;
+}
+
+// echo + logprobs: one scored prompt token (engine PROMPT_LP event), offsets within the echoed prompt.
+static void on_prompt_lp(gen_choice *c, const engine_event *ev) {
+    if (!c->lp || c->text_done) return;
+    char buf[64];
+    int n = tok_piece(c->g->s->vocab, ev->tok.token, TOK_DEC_SKIP_SPECIAL, buf, sizeof buf);
+    lp_append_at(c, &ev->tok, c->plp_off);
+    c->plp_off += n < 0 ? 0 : n;
+}
+
+static void lp_append_at(gen_choice *c, const samp_result *r, long offset) {
     server *s = c->g->s;
     char bufs[SAMP_MAX_LOGPROBS + 1][64];
     oai_lp_tok chosen, top[SAMP_MAX_LOGPROBS];
@@ -253,7 +295,7 @@ static void lp_append(gen_choice *c, const samp_result *r) {
     }
     if (c->g->q.kind == OAI_CHAT)
         json_array_append_new(json_object_get(c->lp, "content"), oai_lp_chat_entry(&chosen, top, nt));
-    else oai_lp_cmpl_append(c->lp, &chosen, top, nt, (long)c->sb.len);
+    else oai_lp_cmpl_append(c->lp, &chosen, top, nt, offset);
 }
 
 // --- engine events -----------------------------------------------------------------------------------
@@ -352,7 +394,17 @@ static void complete(gen_req *g) {
     json_t *choices = json_array();
     for (int i = 0; i < g->n_choices; i++) {
         gen_choice *c = &g->ch[i];
-        json_t *ch = oai_choice(g->q.kind, i, c->sb.text ? c->sb.text : "", c->sb.len, c->finish_reason, c->lp);
+        const char *text = c->sb.text ? c->sb.text : "";
+        size_t len = c->sb.len;
+        char *joined = NULL;
+        if (c->echo && (joined = malloc(c->echo_len + len + 1))) {
+            memcpy(joined, c->echo, c->echo_len);
+            memcpy(joined + c->echo_len, text, len);
+            text = joined;
+            len += c->echo_len;
+        }
+        json_t *ch = oai_choice(g->q.kind, c->index, text, len, c->finish_reason, c->lp);
+        free(joined);
         c->lp = NULL;
         if (oai_tools_active(&g->q) && !strcmp(c->finish_reason, "stop")) {
             char *content = NULL;
@@ -409,9 +461,18 @@ void gen_on_engine_events(server *s) {
     int n;
     while ((n = engine_poll(s->eng, evs, 64)) > 0) {
         for (int i = 0; i < n; i++) {
-            gen_choice *c = evs[i].user;
-            if (!c) continue;
+            srv_ev_sink *sink = evs[i].user;
+            if (!sink) {
+                free(evs[i].embedding);
+                continue;
+            }
+            if (sink->fn) { // not a generation choice (embeddings)
+                sink->fn(s, sink, &evs[i]);
+                continue;
+            }
+            gen_choice *c = (gen_choice *)sink;
             if (evs[i].type == ENGINE_EV_TOKEN) on_token(c, &evs[i]);
+            else if (evs[i].type == ENGINE_EV_PROMPT_LP) on_prompt_lp(c, &evs[i]);
             else if (evs[i].type == ENGINE_EV_FINISH) {
                 gen_req *g = c->g;
                 on_finish(c, &evs[i]);
@@ -501,46 +562,18 @@ static uint64_t mix64(uint64_t x) {
     return x ^ (x >> 31);
 }
 
-int gen_prompt_ids(server *s, const oai_req *q, int32_t **ids, int *n, oai_err *e) {
-    tc_err err = {0};
-    if (q->kind == OAI_CHAT) {
-        // message text is plain text: only the template's own markers become control tokens
-        const chat_msg *msgs = q->msgs;
-        int n_msgs = q->n_msgs, n_owned = 0;
-        chat_msg *tmsgs = NULL;
-        char **owned = NULL;
-        if (oai_tools_needed(q)) { // tool definitions, calls and results in the family's format (oai_tools_fmt.c)
-            if (oai_tools_messages(q, s->chat, &tmsgs, &n_msgs, &owned, &n_owned, e)) return -1;
-            msgs = tmsgs;
-        }
-        int rc = chat_encode(s->vocab, s->chat, s->chat_src, msgs, n_msgs, 1, s->bos_text, ids, n, &err);
-        if (tmsgs) oai_tools_msgs_free(tmsgs, owned, n_owned);
-        if (rc) return oai_err_set(e, 400, NULL, NULL, "messages", "%s", err.msg);
-    } else if (q->prompt) {
-        if (tok_encode(s->vocab, q->prompt, q->prompt_len, tok_add_bos(s->vocab) ? TOK_ENC_ADD_BOS : 0, ids, n, &err))
-            return oai_err_set(e, 400, NULL, NULL, "prompt", "%s", err.msg);
-    } else {
-        int nv = tok_n_vocab(s->vocab);
-        for (int i = 0; i < q->n_prompt_ids; i++)
-            if (q->prompt_ids[i] >= nv)
-                return oai_err_set(e, 400, NULL, NULL, "prompt", "token id %d at position %d is out of range (vocab %d)",
-                                   q->prompt_ids[i], i, nv);
-        *ids = malloc((size_t)q->n_prompt_ids * sizeof **ids);
-        if (!*ids) return oai_err_set(e, 500, "server_error", NULL, NULL, "out of memory");
-        memcpy(*ids, q->prompt_ids, (size_t)q->n_prompt_ids * sizeof **ids);
-        *n = q->n_prompt_ids;
+// Lenient mode: fields dropped instead of refused are logged, at most once every 10 s (the rest counted).
+void gen_log_dropped(server *s, const oai_req *q) {
+    if (!q->lenient_dropped[0]) return;
+    double now = tc_now();
+    if (s->lenient_t_log > 0 && now - s->lenient_t_log < 10) {
+        s->lenient_suppressed++;
+        return;
     }
-    if (*n == 0) {
-        int32_t bos = tok_bos(s->vocab);
-        free(*ids);
-        *ids = NULL;
-        if (bos < 0) return oai_err_set(e, 400, NULL, NULL, q->kind == OAI_CHAT ? "messages" : "prompt", "empty prompt");
-        *ids = malloc(sizeof **ids);
-        if (!*ids) return oai_err_set(e, 500, "server_error", NULL, NULL, "out of memory");
-        (*ids)[0] = bos;
-        *n = 1;
-    }
-    return 0;
+    srv_log(s, SRV_LOG_WARN, "--lenient: ignored unsupported request fields: %s (%d similar warnings suppressed)",
+            q->lenient_dropped, s->lenient_suppressed);
+    s->lenient_t_log = now;
+    s->lenient_suppressed = 0;
 }
 
 static void reply_error(server *s, struct evhttp_request *req, const oai_err *e, double t_recv) {
@@ -559,13 +592,24 @@ static void gen_prepare(gen_req *g, const char *body, size_t len) {
     server *s = g->s;
     oai_err *e = &g->perr;
     g->prep_rc = -1;
-    if (oai_parse(g->kind, body, len, &g->q, e)) return;
+    if (oai_parse_ex(g->kind, body, len, s->o.lenient, &g->q, e)) return;
     if (!srv_model_ok(s, g->q.model)) {
         oai_err_set(e, 404, "invalid_request_error", "model_not_found", "model",
                     "The model `%.200s` does not exist or you do not have access to it.", g->q.model);
         return;
     }
-    if (gen_prompt_ids(s, &g->q, &g->ids, &g->n_ids, e)) return;
+    // every prompt is tokenized (and checked in gen_launch) before anything is submitted: all choices go in
+    // at once, and the engine batches them
+    int n_pr = g->kind == OAI_CHAT ? 1 : g->q.n_prompts;
+    g->ids = calloc((size_t)n_pr, sizeof *g->ids);
+    g->n_ids = calloc((size_t)n_pr, sizeof *g->n_ids);
+    if (!g->ids || !g->n_ids) {
+        oai_err_set(e, 500, "server_error", NULL, NULL, "out of memory");
+        return;
+    }
+    g->n_pr = n_pr;
+    for (int pi = 0; pi < n_pr; pi++)
+        if (gen_prompt_ids_at(s, &g->q, pi, &g->ids[pi], &g->n_ids[pi], e)) return;
     g->prep_rc = 0;
 }
 
@@ -653,21 +697,31 @@ static void gen_launch(gen_req *g) {
         return;
     }
     const oai_req *q = &g->q;
-    int n_ids = g->n_ids;
+    gen_log_dropped(s, q);
+    for (int i = 0; i < q->n_bias; i++)
+        if (q->bias[i].id >= tok_n_vocab(s->vocab)) {
+            oai_err_set(&e, 400, NULL, NULL, "logit_bias", "'logit_bias' token id %d is out of range (vocabulary %d)",
+                        q->bias[i].id, tok_n_vocab(s->vocab));
+            goto fail;
+        }
     const char *pparam = kind == OAI_CHAT ? "messages" : "prompt";
-    if (n_ids >= s->ctx_size) {
-        oai_err_set(&e, 400, "invalid_request_error", "context_length_exceeded", pparam,
-                    "This model's maximum context length is %d tokens. However, your %s resulted in %d tokens. "
-                    "Please reduce the length of the %s.", s->ctx_size, pparam, n_ids, pparam);
-        goto fail;
-    }
-    int max_tokens = q->max_tokens > 0 ? q->max_tokens : s->ctx_size - n_ids;
-    if ((long long)n_ids + max_tokens > s->ctx_size) {
-        oai_err_set(&e, 400, "invalid_request_error", "context_length_exceeded", "max_tokens",
-                    "This model's maximum context length is %d tokens. However, you requested %lld tokens (%d in "
-                    "the %s, %d for the completion). Please reduce the length of the %s or the completion.",
-                    s->ctx_size, (long long)n_ids + max_tokens, n_ids, pparam, max_tokens, pparam);
-        goto fail;
+    for (int pi = 0; pi < g->n_pr; pi++) {
+        int n_ids = g->n_ids[pi];
+        if (n_ids >= s->ctx_size) {
+            oai_err_set(&e, 400, "invalid_request_error", "context_length_exceeded", pparam,
+                        "This model's maximum context length is %d tokens. However, your %s resulted in %d tokens. "
+                        "Please reduce the length of the %s.", s->ctx_size, pparam, n_ids, pparam);
+            goto fail;
+        }
+        int mt = q->max_tokens > 0 ? q->max_tokens : s->ctx_size - n_ids;
+        if ((long long)n_ids + mt > s->ctx_size) {
+            oai_err_set(&e, 400, "invalid_request_error", "context_length_exceeded", "max_tokens",
+                        "This model's maximum context length is %d tokens. However, you requested %lld tokens (%d in "
+                        "the %s, %d for the completion). Please reduce the length of the %s or the completion.",
+                        s->ctx_size, (long long)n_ids + mt, n_ids, pparam, mt, pparam);
+            goto fail;
+        }
+        g->n_prompt += n_ids;
     }
     if (!s->eng) {
         oai_err_set(&e, 503, "unavailable_error", "shutting_down", NULL, "The server is shutting down");
@@ -676,21 +730,23 @@ static void gen_launch(gen_req *g) {
     double timeout = s->o.request_timeout;
     if (q->timeout > 0 && (timeout <= 0 || q->timeout < timeout)) timeout = q->timeout;
     uint64_t seed = q->seed_given ? q->sp.seed : mix64(++s->seed_ctr ^ (uint64_t)(tc_wall() * 1e6));
-    g->n_prompt = n_ids;
     g->created = (long)tc_wall();
     uint64_t idn = ++s->seed_ctr;
     snprintf(g->id, sizeof g->id, "%s%016llx%08x", kind == OAI_CHAT ? "chatcmpl-" : "cmpl-",
              (unsigned long long)mix64(idn ^ (uint64_t)(g->t_recv * 1e9)), (unsigned)idn);
     g->out = evbuffer_new();
-    g->n_choices = q->n;
-    for (int i = 0; i < q->n; i++) {
+    g->n_choices = g->n_pr * q->n;
+    for (int i = 0; i < g->n_choices; i++) { // choice index as OpenAI: prompt_i * n + j
         gen_choice *c = &g->ch[i];
         c->g = g;
         c->index = i;
+        c->prompt_i = i / q->n;
         c->ts = tok_stream_new(s->vocab, TOK_DEC_SKIP_SPECIAL | TOK_DEC_CONTINUATION);
         oai_stopbuf_init(&c->sb, q->stop, q->n_stop);
         if (q->logprobs) c->lp = lp_new(g);
-        if (!c->ts || !g->out || (q->logprobs && !c->lp)) {
+        if (c->lp && q->echo) lp_first_prompt_token(c, g->ids[c->prompt_i][0]);
+        if (!c->ts || !g->out || (q->logprobs && !c->lp) ||
+            (q->echo && gen_echo_text(s, &q->prompts[c->prompt_i], &c->echo, &c->echo_len))) {
             oai_err_set(&e, 500, "server_error", NULL, NULL, "out of memory");
             goto fail;
         }
@@ -705,17 +761,18 @@ static void gen_launch(gen_req *g) {
     }
     char *gbnf = NULL; // the grammar the output must follow (oai_output_grammar), or NULL
     if (oai_output_grammar(q, s->chat, &gbnf, &e)) goto fail;
-    for (int i = 0; i < q->n; i++) {
+    for (int i = 0; i < g->n_choices; i++) {
         engine_req er = {0};
+        int n_ids = g->n_ids[g->ch[i].prompt_i];
         er.prompt = malloc((size_t)n_ids * sizeof *er.prompt);
         if (!er.prompt) {
             oai_err_set(&e, 500, "server_error", NULL, NULL, "out of memory");
             free(gbnf);
             goto fail;
         }
-        memcpy(er.prompt, g->ids, (size_t)n_ids * sizeof *er.prompt);
+        memcpy(er.prompt, g->ids[g->ch[i].prompt_i], (size_t)n_ids * sizeof *er.prompt);
         er.n_prompt = n_ids;
-        er.max_tokens = max_tokens;
+        er.max_tokens = q->max_tokens > 0 ? q->max_tokens : s->ctx_size - n_ids;
         er.sp = q->sp;
         er.sp.seed = seed + (uint64_t)i;
         er.deadline = timeout > 0 ? g->t_recv + timeout : 0;
@@ -724,6 +781,7 @@ static void gen_launch(gen_req *g) {
             memcpy(er.prediction, g->pred_ids, (size_t)g->n_pred_ids * sizeof(int32_t));
             er.n_prediction = g->n_pred_ids; // (out of memory: no draft source, still correct)
         }
+        er.prompt_logprobs = q->echo && q->logprobs ? 1 + q->top_logprobs : 0;
         er.user = &g->ch[i];
         if (gbnf && srv_grammar_matcher(s, gbnf, &er.grammar, &e)) {
             free(er.prompt);
@@ -752,8 +810,7 @@ static void gen_launch(gen_req *g) {
         g->n_live++;
     }
     free(gbnf);
-    free(g->ids);
-    g->ids = NULL;
+    free_ids(g);
     if (q->stream) {
         struct evkeyvalq *h = evhttp_request_get_output_headers(req);
         evhttp_add_header(h, "Content-Type", "text/event-stream");
@@ -766,6 +823,10 @@ static void gen_launch(gen_req *g) {
         if (kind == OAI_CHAT)
             for (int i = 0; i < q->n; i++)
                 queue_json(g, oai_chunk(kind, g->id, g->created, s->name, i, "assistant", "", 0, NULL, NULL));
+        for (int i = 0; i < g->n_choices; i++) // completions echo: the prompt text comes first
+            if (g->ch[i].echo)
+                queue_json(g, oai_chunk(kind, g->id, g->created, s->name, i, NULL, g->ch[i].echo, g->ch[i].echo_len,
+                                        NULL, NULL));
         flush_dirty(s);
     }
     return;

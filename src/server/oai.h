@@ -12,7 +12,7 @@
 #include "server/oai_tools.h"
 #include "tokenizer/chat.h"
 
-typedef enum { OAI_CHAT = 1, OAI_COMPLETION = 2 } oai_kind;
+typedef enum { OAI_CHAT = 1, OAI_COMPLETION = 2, OAI_EMBEDDING = 3 } oai_kind;
 
 // An error as OpenAI returns it: HTTP status + {"error": {"message", "type", "param", "code"}}.
 typedef struct oai_err {
@@ -31,6 +31,28 @@ char *oai_err_json(const oai_err *e); // malloc'd compact JSON, owned by the cal
 #define OAI_MAX_STOP_LEN 256
 #define OAI_MAX_N 16      // choices per request
 #define OAI_MAX_MSGS 4096 // chat messages per request
+#define OAI_MAX_CHOICES 64 // prompts × n per completions request
+#define OAI_MAX_BIAS 1024 // logit_bias entries
+
+// --- the field table (oai_fields.c) -----------------------------------------------------------------
+enum { OAI_FIELD_CHAT = 1, OAI_FIELD_COMPLETION = 2, OAI_FIELD_EMBEDDING = 4 };
+typedef enum { OAI_F_HANDLED = 1, OAI_F_REFUSED, OAI_F_IGNORED } oai_field_status;
+typedef struct oai_field {
+    const char *name;
+    unsigned kinds;          // OAI_FIELD_* mask: the endpoints whose schema has it
+    oai_field_status status;
+    const char *why;         // refused / ignored: the reason (static string); NULL when handled
+} oai_field;
+const oai_field *oai_field_table(int *n);                        // the whole table (static)
+const oai_field *oai_field_find(oai_kind kind, const char *name); // NULL: unknown for this endpoint
+
+// One completions prompt: text, or token ids.
+typedef struct oai_prompt {
+    const char *text;  // borrowed from root; NULL when the prompt is token ids
+    size_t len;        // bytes
+    int32_t *ids;      // (n_ids) owned, or NULL
+    int n_ids;
+} oai_prompt;
 
 typedef struct oai_req {
     oai_kind kind;
@@ -41,11 +63,15 @@ typedef struct oai_req {
     int n_msgs;
     char **owned;      // (n_owned) strings joined from content parts, owned
     int n_owned;
-    // completions: either text or token ids
+    // completions: one or more prompts, each text or token ids; prompt/prompt_ids mirror prompts[0]
+    oai_prompt *prompts; // (n_prompts) owned array
+    int n_prompts;
     const char *prompt;  // NULL when the prompt is token ids
     size_t prompt_len;   // bytes
-    int32_t *prompt_ids; // (n_prompt_ids) owned, or NULL
+    int32_t *prompt_ids; // (n_prompt_ids) borrowed from prompts[0], or NULL
     int n_prompt_ids;
+    int echo;            // completions: prepend the prompt to each choice
+    const char *suffix;  // completions: text after the insertion (FIM), borrowed; NULL = none
     int stream, include_usage;
     int max_tokens; // -1: not given
     int n;          // choices (1..OAI_MAX_N)
@@ -60,12 +86,19 @@ typedef struct oai_req {
     const char *prediction; // Predicted Outputs text (borrowed from root or owned[]), NULL if none
     size_t prediction_len;  // bytes
     oai_ext ext;    // response_format, grammar, tools (oai_tools.c)
+    samp_bias *bias; // (n_bias) owned logit_bias, validated ids >= 0 and values in [-100, 100]
+    int n_bias;      // (the id's upper bound is the vocabulary's: checked where the model is known)
+    char lenient_dropped[256]; // lenient parse: unknown/unsupported fields dropped, comma-separated ("" = none)
 } oai_req;
 
 // Parses and validates a request body (len bytes, need not be NUL-terminated). Defaults follow OpenAI
 // (temperature 1, top_p 1, n 1). On failure returns -1 with *e filled (status 400, param named) and *out
 // cleared; on success *out must be released with oai_req_free.
 int oai_parse(oai_kind kind, const char *body, size_t len, oai_req *out, oai_err *e);
+// Same; lenient = 1 drops unknown and refused fields (listed in out->lenient_dropped) instead of a 400.
+int oai_parse_ex(oai_kind kind, const char *body, size_t len, int lenient, oai_req *out, oai_err *e);
+// Checks r->root's keys against the field table (called by oai_parse_ex; see oai_fields.c).
+int oai_check_fields(oai_kind kind, int lenient, oai_req *r, oai_err *e);
 void oai_req_free(oai_req *r);
 
 // --- responses -------------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
 // OpenAI request parsing and validation.
+#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -163,32 +164,119 @@ static int parse_messages(oai_req *r, oai_err *e) {
     return 0;
 }
 
-static int parse_prompt(oai_req *r, oai_err *e) {
-    json_t *p = json_object_get(r->root, "prompt");
-    if (!p || json_is_null(p)) return BAD(e, "prompt", "Missing required parameter: 'prompt'");
-    if (json_is_array(p) && json_array_size(p) == 1 && json_is_string(json_array_get(p, 0)))
-        p = json_array_get(p, 0); // ["text"] is the same as "text"
+// One prompt: a string, or a non-empty array of token ids. where: "prompt" or "prompt[i]" for messages.
+static int parse_one_prompt(json_t *p, const char *where, oai_prompt *out, oai_err *e) {
     if (json_is_string(p)) {
-        r->prompt = json_string_value(p);
-        r->prompt_len = json_string_length(p);
-        if (strlen(r->prompt) != r->prompt_len) return BAD(e, "prompt", "'prompt' contains NUL");
+        out->text = json_string_value(p);
+        out->len = json_string_length(p);
+        if (strlen(out->text) != out->len) return BAD(e, "prompt", "'%s' contains NUL", where);
         return 0;
     }
-    if (!json_is_array(p))
-        return BAD(e, "prompt", "'prompt' must be a string or an array of token ids, got %s", jtype(p));
     size_t n = json_array_size(p);
-    if (n == 0) return BAD(e, "prompt", "'prompt' must not be empty");
-    if (json_is_string(json_array_get(p, 0)))
-        return BAD(e, "prompt", "several prompts in one request are not supported; send one request per prompt");
-    r->prompt_ids = malloc(n * sizeof(int32_t));
-    if (!r->prompt_ids) return oai_err_set(e, 500, "server_error", NULL, NULL, "out of memory");
+    if (!json_is_array(p) || n == 0)
+        return BAD(e, "prompt", "'%s' must be a string or a non-empty array of token ids, got %s", where,
+                   json_is_array(p) ? "an empty array" : jtype(p));
+    out->ids = malloc(n * sizeof(int32_t));
+    if (!out->ids) return oai_err_set(e, 500, "server_error", NULL, NULL, "out of memory");
     for (size_t i = 0; i < n; i++) {
         json_t *t = json_array_get(p, i);
         if (!json_is_integer(t) || json_integer_value(t) < 0 || json_integer_value(t) > INT32_MAX)
-            return BAD(e, "prompt", "'prompt' token ids must be non-negative integers (element %zu)", i);
-        r->prompt_ids[i] = (int32_t)json_integer_value(t);
+            return BAD(e, "prompt", "'%s' token ids must be non-negative integers (element %zu)", where, i);
+        out->ids[i] = (int32_t)json_integer_value(t);
     }
-    r->n_prompt_ids = (int)n;
+    out->n_ids = (int)n;
+    return 0;
+}
+
+// prompt: "text" | [ids…] | ["text", …] | [[ids…], …] (several prompts: each gets its own n choices).
+static int parse_prompt(oai_req *r, oai_err *e) {
+    json_t *p = json_object_get(r->root, "prompt");
+    if (!p || json_is_null(p)) return BAD(e, "prompt", "Missing required parameter: 'prompt'");
+    if (json_is_array(p) && json_array_size(p) == 0) return BAD(e, "prompt", "'prompt' must not be empty");
+    json_t *first = json_is_array(p) ? json_array_get(p, 0) : NULL;
+    int several = first && (json_is_string(first) || json_is_array(first));
+    size_t n = several ? json_array_size(p) : 1;
+    if (n > OAI_MAX_CHOICES) return BAD(e, "prompt", "at most %d prompts per request, got %zu", OAI_MAX_CHOICES, n);
+    r->prompts = calloc(n, sizeof *r->prompts);
+    if (!r->prompts) return oai_err_set(e, 500, "server_error", NULL, NULL, "out of memory");
+    r->n_prompts = (int)n;
+    for (size_t i = 0; i < n; i++) {
+        char where[32];
+        snprintf(where, sizeof where, several ? "prompt[%zu]" : "prompt", i);
+        json_t *pi = several ? json_array_get(p, i) : p;
+        if (several && !json_is_string(pi) && !json_is_array(pi))
+            return BAD(e, "prompt", "'%s' must be a string or an array of token ids, got %s", where, jtype(pi));
+        if (parse_one_prompt(pi, where, &r->prompts[i], e)) return -1;
+    }
+    r->prompt = r->prompts[0].text;
+    r->prompt_len = r->prompts[0].len;
+    r->prompt_ids = r->prompts[0].ids;
+    r->n_prompt_ids = r->prompts[0].n_ids;
+    return 0;
+}
+
+// logit_bias: {"<token id>": bias, …} with string keys (JSON has no others) and biases in [-100, 100].
+static int parse_logit_bias(oai_req *r, oai_err *e) {
+    json_t *b = json_object_get(r->root, "logit_bias");
+    if (!b || json_is_null(b)) return 0;
+    if (!json_is_object(b)) return BAD(e, "logit_bias", "'logit_bias' must be an object mapping token ids to biases, got %s", jtype(b));
+    size_t n = json_object_size(b);
+    if (n > OAI_MAX_BIAS) return BAD(e, "logit_bias", "'logit_bias' has %zu entries; at most %d", n, OAI_MAX_BIAS);
+    if (n == 0) return 0;
+    r->bias = malloc(n * sizeof *r->bias);
+    if (!r->bias) return oai_err_set(e, 500, "server_error", NULL, NULL, "out of memory");
+    const char *key;
+    json_t *v;
+    json_object_foreach(b, key, v) {
+        char *end;
+        errno = 0;
+        long id = strtol(key, &end, 10);
+        if (!*key || *end || errno || id < 0 || id > INT32_MAX || (key[0] < '0' || key[0] > '9'))
+            return BAD(e, "logit_bias", "'logit_bias' keys must be token ids (decimal integers), got '%.40s'", key);
+        if (!json_is_number(v))
+            return BAD(e, "logit_bias", "'logit_bias' value for token %ld must be a number, got %s", id, jtype(v));
+        double x = json_number_value(v);
+        if (!isfinite(x) || x < -100 || x > 100)
+            return BAD(e, "logit_bias", "'logit_bias' value for token %ld must be between -100 and 100, got %g", id, x);
+        r->bias[r->n_bias++] = (samp_bias){(int32_t)id, (float)x};
+    }
+    r->sp.bias = r->bias;
+    r->sp.n_bias = r->n_bias;
+    return 0;
+}
+
+// Fields honoured only for some values: anything else is refused rather than half-honoured.
+static int parse_restricted(oai_req *r, oai_err *e) {
+    json_t *o = r->root, *v;
+    if ((v = json_object_get(o, "priority")) && !json_is_null(v)) {
+        if (!json_is_integer(v)) return BAD(e, "priority", "'priority' must be an integer, got %s", jtype(v));
+        if (json_integer_value(v) != 0)
+            return BAD(e, "priority", "'priority' other than 0 is not supported: the scheduler has no priorities yet");
+    }
+    if ((v = json_object_get(o, "modalities")) && !json_is_null(v)) {
+        size_t i;
+        json_t *m;
+        if (!json_is_array(v)) return BAD(e, "modalities", "'modalities' must be an array, got %s", jtype(v));
+        json_array_foreach(v, i, m) if (!json_is_string(m) || strcmp(json_string_value(m), "text"))
+            return BAD(e, "modalities", "'modalities': only the \"text\" modality is supported");
+    }
+    if ((v = json_object_get(o, "chat_template_kwargs")) && !json_is_null(v)) {
+        if (!json_is_object(v))
+            return BAD(e, "chat_template_kwargs", "'chat_template_kwargs' must be an object, got %s", jtype(v));
+        const char *key;
+        json_t *kv;
+        json_object_foreach(v, key, kv) {
+            if (!strcmp(key, "enable_thinking"))
+                return BAD(e, "chat_template_kwargs", "'chat_template_kwargs.enable_thinking' is not supported: this "
+                           "model's chat template has no thinking switch");
+            return BAD(e, "chat_template_kwargs", "'chat_template_kwargs.%.40s' is not supported by this chat template", key);
+        }
+    }
+    if ((v = json_object_get(o, "suffix")) && !json_is_null(v)) {
+        if (!json_is_string(v)) return BAD(e, "suffix", "'suffix' must be a string, got %s", jtype(v));
+        if (strlen(json_string_value(v)) != json_string_length(v)) return BAD(e, "suffix", "'suffix' contains NUL");
+        if (json_string_length(v)) r->suffix = json_string_value(v);
+    }
     return 0;
 }
 
@@ -250,6 +338,10 @@ static int parse_prediction(oai_req *r, oai_err *e) {
 }
 
 int oai_parse(oai_kind kind, const char *body, size_t len, oai_req *r, oai_err *e) {
+    return oai_parse_ex(kind, body, len, 0, r, e);
+}
+
+int oai_parse_ex(oai_kind kind, const char *body, size_t len, int lenient, oai_req *r, oai_err *e) {
     memset(r, 0, sizeof *r);
     r->kind = kind;
     r->max_tokens = -1;
@@ -276,6 +368,7 @@ int oai_parse(oai_kind kind, const char *body, size_t len, oai_req *r, oai_err *
         BAD(e, NULL, "The request body must be a JSON object, got %s", jtype(r->root));
         goto err;
     }
+    if (oai_check_fields(kind, lenient, r, e)) goto err;
     json_t *o = r->root, *v;
     if ((v = json_object_get(o, "model")) && !json_is_null(v)) {
         if (!json_is_string(v)) {
@@ -360,13 +453,19 @@ int oai_parse(oai_kind kind, const char *body, size_t len, oai_req *r, oai_err *
         if (get_int(o, "logprobs", 0, SAMP_MAX_LOGPROBS, &x, e)) goto err;
         r->logprobs = x >= 0;
         r->top_logprobs = x > 0 ? (int)x : 0;
-        int echo = 0;
-        if (get_bool(o, "echo", &echo, e)) goto err;
-        if (echo) {
-            BAD(e, "echo", "'echo' is not supported");
+        if (get_bool(o, "echo", &r->echo, e)) goto err;
+        x = r->n;
+        if (get_int(o, "best_of", 1, OAI_MAX_N, &x, e)) goto err;
+        if (x != r->n) {
+            BAD(e, "best_of", "'best_of' must equal 'n' (%d): ranking candidates server-side is not supported", r->n);
+            goto err;
+        }
+        if (r->n_prompts * r->n > OAI_MAX_CHOICES) {
+            BAD(e, "n", "%d prompts x n=%d choices exceeds %d choices per request", r->n_prompts, r->n, OAI_MAX_CHOICES);
             goto err;
         }
     }
+    if (parse_logit_bias(r, e) || parse_restricted(r, e)) goto err;
     r->sp.n_logprobs = r->top_logprobs;
     if (parse_stop(r, e)) goto err;
     d = 0;
@@ -375,6 +474,12 @@ int oai_parse(oai_kind kind, const char *body, size_t len, oai_req *r, oai_err *
     if (get_bool(o, "ignore_eos", &r->ignore_eos, e)) goto err;
     if (parse_prediction(r, e)) goto err;
     if (oai_ext_parse(r, e)) goto err; // structured outputs and tools: oai_tools.c
+    x = 0;
+    if (get_int(o, "min_tokens", 0, INT_MAX, &x, e)) goto err;
+    if (x > 0 && !r->ignore_eos) { // the engine cannot hold back end-of-generation tokens for a while yet
+        BAD(e, "min_tokens", "'min_tokens' > 0 is only supported together with 'ignore_eos': true");
+        goto err;
+    }
     return 0;
 err:
     oai_req_free(r);
@@ -385,7 +490,9 @@ void oai_req_free(oai_req *r) {
     for (int i = 0; i < r->n_owned; i++) free(r->owned[i]);
     free(r->owned);
     free(r->msgs);
-    free(r->prompt_ids);
+    for (int i = 0; i < r->n_prompts; i++) free(r->prompts[i].ids);
+    free(r->prompts);
+    free(r->bias);
     oai_ext_free(&r->ext);
     if (r->root) json_decref(r->root);
     memset(r, 0, sizeof *r);

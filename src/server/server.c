@@ -33,6 +33,7 @@ void server_opts_default(server_opts *o) {
     o->request_timeout = 0;
     o->shutdown_grace = 10;
     o->log_level = SRV_LOG_INFO;
+    o->pooling = ENGINE_EMBED_MEAN;
     engine_opts_default(&o->eng);
 }
 
@@ -323,7 +324,7 @@ static void route_cb(struct evhttp_request *req, void *arg) {
         goto done;
     }
     int known = !strcmp(path, "/v1/chat/completions") || !strcmp(path, "/v1/completions") ||
-                !strcmp(path, "/v1/models") || is_tok || !strcmp(path, "/metrics") || !strcmp(path, "/stats");
+                !strcmp(path, "/v1/embeddings") || !strcmp(path, "/v1/models") || is_tok || !strcmp(path, "/metrics") || !strcmp(path, "/stats");
     if (!known) {
         oai_err_set(&e, 404, "invalid_request_error", "not_found", NULL, "Unknown endpoint: %s %.200s",
                     method_name(req), path);
@@ -338,6 +339,11 @@ static void route_cb(struct evhttp_request *req, void *arg) {
         if (!is_post) goto method;
         gen_handle(s, req, path[4] == 'c' && path[5] == 'h' ? OAI_CHAT : OAI_COMPLETION);
         return; // gen.c logs
+    }
+    if (!strcmp(path, "/v1/embeddings")) {
+        if (!is_post) goto method;
+        embed_handle(s, req);
+        return; // embed.c logs
     }
     if (!strcmp(path, "/v1/models")) {
         if (!is_get) goto method;

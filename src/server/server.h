@@ -35,6 +35,9 @@ typedef struct server_opts {
     const char *chat_template; // NULL = detect from the model (fallback chatml)
     engine_opts eng;           // eog_ids are filled in by the server
     int log_level;             // SRV_LOG_*
+    int pooling;               // ENGINE_EMBED_MEAN (default) or ENGINE_EMBED_LAST for /v1/embeddings
+    int lenient;               // 1: unknown / unsupported request fields are dropped with a logged warning
+                               // instead of a 400
 } server_opts;
 
 void server_opts_default(server_opts *o);

@@ -35,6 +35,13 @@ typedef struct srv_metrics {
 } srv_metrics;
 
 struct gen_req;
+struct server;
+
+// The target of an engine event (engine_req.user points at one): gen.c's choices leave fn NULL; other
+// handlers (embed.c) set fn and get their events through it.
+typedef struct srv_ev_sink {
+    void (*fn)(struct server *s, struct srv_ev_sink *self, const engine_event *ev);
+} srv_ev_sink;
 struct srv_conns;
 struct srv_work;
 
@@ -72,6 +79,8 @@ typedef struct server {
     int n_inflight;
     int n_writing; // generation replies whose last bytes are not yet written (drain waits for them)
     srv_metrics mt;
+    double lenient_t_log;   // monotonic seconds of the last --lenient warning (rate limit)
+    int lenient_suppressed; // warnings not logged since
     struct srv_conns *conns; // owned (srv_conn.c): per-connection state, limits, listener
     struct srv_work *work;   // owned (srv_work.c): the worker thread for large prompts
 } server;
@@ -123,7 +132,13 @@ void gen_handle(server *s, struct evhttp_request *req, oai_kind kind);
 // Prompt token ids of a parsed request exactly as generation uses them (chat: rendered with the template,
 // message text plain); *ids malloc'd. Also serves /tokenize {"messages": …}.
 int gen_prompt_ids(server *s, const oai_req *q, int32_t **ids, int *n, oai_err *e);
+// gen_prompt.c: the same for prompt pi of a completions request (0 for chat); with `suffix`, the FIM prompt
+// (400 naming suffix when the vocabulary has no FIM tokens).
+int gen_prompt_ids_at(server *s, const oai_req *q, int pi, int32_t **ids, int *n, oai_err *e);
+// The text a completions `echo` prepends for prompt p (*out malloc'd): the text as sent, or the ids decoded.
+int gen_echo_text(server *s, const oai_prompt *p, char **out, size_t *len);
 void gen_on_engine_events(server *s); // drains engine_poll and flushes dirty streams
+void gen_log_dropped(server *s, const oai_req *q); // --lenient: logs dropped fields (at most once per 10 s)
 void gen_check_disconnects(server *s);               // timer: notice clients that left, ping idle streams
 void gen_cancel_all(server *s, engine_finish why); // engine_cancel every live request
 void gen_free_all(server *s);                        // after engine_free: drop every request
@@ -132,6 +147,8 @@ void gen_free_all(server *s);                        // after engine_free: drop 
 int srv_grammar_vocab(server *s, tc_err *err); // builds s->gvocab (loader thread, after eog_ids)
 // A matcher for one choice over s->gvocab; errors → 400 (grammar) or 500 (memory).
 int srv_grammar_matcher(server *s, const char *gbnf, gram_matcher **out, oai_err *e);
+// --- embed.c: /v1/embeddings ----------------------------------------------------------------------
+void embed_handle(server *s, struct evhttp_request *req);
 
 // --- srv_stats.c ------------------------------------------------------------------------------------
 int srv_metrics_init(srv_metrics *mt, tc_err *err);

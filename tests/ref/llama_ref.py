@@ -129,6 +129,11 @@ class LlamaRef:
 
     def forward(self, ids):
         """Logits (n, vocab) for every position of one sequence, float64."""
+        out_name = "output.weight" if self.has("output.weight") else "token_embd.weight"
+        return self.matmul(self.hidden(ids), out_name)
+
+    def hidden(self, ids):
+        """Final hidden states after the output norm (n, dim) for every position, float64 (embeddings)."""
         ids = np.asarray(ids)
         n, hd = len(ids), self.head_dim
         emb, _ = self.w("token_embd.weight")
@@ -181,9 +186,7 @@ class LlamaRef:
             if self.gemma:
                 f = self.rmsnorm(f, p + "post_ffw_norm.weight")
             x = x + f
-        x = self.rmsnorm(x, "output_norm.weight")
-        out_name = "output.weight" if self.has("output.weight") else "token_embd.weight"
-        return self.matmul(x, out_name)
+        return self.rmsnorm(x, "output_norm.weight")
 
     def greedy(self, ids, n_new, eos=None):
         ids = list(ids)

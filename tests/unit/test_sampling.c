@@ -359,6 +359,56 @@ static void time_sample(void) {
     free(l);
 }
 
+// logit_bias: added before every transform (greedy too); -100 bans outright; the copy outlives the caller's.
+static void test_logit_bias(void) {
+    enum { NV = 300 };
+    float l[NV];
+    rand_logits(l, NV, 3.0f);
+    int top = 0;
+    for (int i = 1; i < NV; i++) top = l[i] > l[top] ? i : top;
+    samp_params p;
+    samp_params_default(&p);
+    samp_bias b[2] = {{top, -100.0f}, {5, 0.0f}};
+    p.bias = b;
+    p.n_bias = 1;
+    samp_state *s = mk(&p, NV);
+    b[0].id = 0; // the sampler must have copied the entries
+    CHECK_MSG(samp_sample(s, l, NULL) != top, "greedy picked the -100-biased token %d", top);
+    samp_free(s);
+    // +100 forces any token, greedy or sampled
+    b[0] = (samp_bias){17, 100.0f};
+    p.temperature = 1.0f;
+    p.seed = 3;
+    s = mk(&p, NV);
+    for (int k = 0; k < 200; k++) CHECK_EQ_INT(samp_sample(s, l, NULL), 17);
+    samp_free(s);
+    // -100 on the argmax under sampling: never drawn; samp_probs gives it 0
+    b[0] = (samp_bias){top, -100.0f};
+    b[1] = (samp_bias){(top + 1) % NV, 1.5f};
+    p.n_bias = 2;
+    s = mk(&p, NV);
+    float lt[NV];
+    memcpy(lt, l, sizeof lt);
+    for (int k = 0; k < 2000; k++) CHECK(samp_sample(s, lt, NULL) != top);
+    float probs[NV];
+    samp_probs(s, l, probs);
+    CHECK(probs[top] == 0.0f);
+    // a moderate bias shifts the distribution exactly: p ∝ exp(l + bias)
+    float ref[NV];
+    double z = 0;
+    for (int i = 0; i < NV; i++) z += i == top ? 0 : exp(l[i] + (i == (top + 1) % NV ? 1.5 : 0));
+    for (int i = 0; i < NV; i++) ref[i] = i == top ? 0 : (float)(exp(l[i] + (i == (top + 1) % NV ? 1.5 : 0)) / z);
+    for (int i = 0; i < NV; i++) CHECK_NEAR(probs[i], ref[i], 1e-5);
+    samp_free(s);
+    // validation
+    tc_err err = {0};
+    b[0] = (samp_bias){NV, 1.0f};
+    p.n_bias = 1;
+    CHECK(samp_new(&p, NV, &s, &err) == TC_ERR_INVALID);
+    b[0] = (samp_bias){1, 100.5f};
+    CHECK(samp_new(&p, NV, &s, &err) == TC_ERR_INVALID);
+}
+
 int main(void) {
     test_greedy();
     test_seed_reproducible();
@@ -367,6 +417,7 @@ int main(void) {
     test_penalties();
     test_logprobs();
     test_invalid();
+    test_logit_bias();
     test_kernels();
     time_sample();
     TEST_MAIN_END();

@@ -91,6 +91,48 @@ static void test_parse_ok(void) {
     oai_req_free(&r);
 }
 
+static void test_parse_new_fields(void) {
+    oai_req r;
+    oai_err e;
+    CHECK(parse(OAI_COMPLETION, "{\"prompt\":[\"a\",\"bc\"],\"n\":2,\"best_of\":2,\"echo\":true,"
+                                "\"logit_bias\":{\"7\":-100,\"12\":2.5},\"user\":\"u\",\"priority\":0}", &r, &e) == 0);
+    CHECK_EQ_INT(r.n_prompts, 2);
+    CHECK(r.prompts[1].text && r.prompts[1].len == 2);
+    CHECK_EQ_INT(r.echo, 1);
+    CHECK_EQ_INT(r.n_bias, 2);
+    CHECK_EQ_INT(r.sp.n_bias, 2);
+    CHECK(r.bias[0].id == 7 && r.bias[0].bias == -100.0f && r.bias[1].id == 12);
+    oai_req_free(&r);
+    CHECK(parse(OAI_COMPLETION, "{\"prompt\":[[1,2],[3]]}", &r, &e) == 0);
+    CHECK_EQ_INT(r.n_prompts, 2);
+    CHECK(r.prompts[1].n_ids == 1 && r.prompts[1].ids[0] == 3);
+    CHECK(r.prompt_ids == r.prompts[0].ids && r.n_prompt_ids == 2);
+    oai_req_free(&r);
+    const char *b;
+    // main's structured-output, tool and prediction fields have handled rows (not refused as unknown)
+    b = "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"response_format\":{\"type\":\"json_object\"},"
+        "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"parameters\":{\"type\":\"object\"}}}],"
+        "\"tool_choice\":\"auto\",\"parallel_tool_calls\":false,\"prediction\":{\"type\":\"content\",\"content\":\"y\"}}";
+    CHECK_MSG(oai_parse(OAI_CHAT, b, strlen(b), &r, &e) == 0, "%s", e.msg);
+    oai_req_free(&r);
+    b = "{\"prompt\":\"x\",\"grammar\":\"root ::= \\\"a\\\"\",\"prediction\":{\"type\":\"content\",\"content\":\"y\"}}";
+    CHECK_MSG(oai_parse(OAI_COMPLETION, b, strlen(b), &r, &e) == 0, "%s", e.msg);
+    oai_req_free(&r);
+    // lenient: unknown and refused fields are dropped and listed
+    b = "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"functions\":[],\"frob\":1}";
+    CHECK(oai_parse_ex(OAI_CHAT, b, strlen(b), 1, &r, &e) == 0);
+    CHECK_MSG(!strcmp(r.lenient_dropped, "functions, frob") || !strcmp(r.lenient_dropped, "frob, functions"), "dropped '%s'",
+              r.lenient_dropped);
+    oai_req_free(&r);
+    // every row of the table names a real endpoint and refused/ignored rows say why
+    int n;
+    const oai_field *f = oai_field_table(&n);
+    for (int i = 0; i < n; i++) {
+        CHECK_MSG(f[i].kinds != 0, "field %s has no endpoint", f[i].name);
+        CHECK_MSG(f[i].status == OAI_F_HANDLED || (f[i].why && f[i].why[0]), "field %s has no reason", f[i].name);
+    }
+}
+
 static void test_parse_bad(void) {
     expect_bad(OAI_CHAT, "", "");
     expect_bad(OAI_CHAT, "{\"messages\":[", "");
@@ -144,11 +186,26 @@ static void test_parse_bad(void) {
     expect_bad(OAI_COMPLETION, "{}", "prompt");
     expect_bad(OAI_COMPLETION, "{\"prompt\":7}", "prompt");
     expect_bad(OAI_COMPLETION, "{\"prompt\":[]}", "prompt");
-    expect_bad(OAI_COMPLETION, "{\"prompt\":[\"a\",\"b\"]}", "prompt");
+    expect_bad(OAI_COMPLETION, "{\"prompt\":[\"a\",7]}", "prompt");
+    expect_bad(OAI_COMPLETION, "{\"prompt\":[[1],[]]}", "prompt");
+    expect_bad(OAI_COMPLETION, "{\"prompt\":[[1],[-1]]}", "prompt");
     expect_bad(OAI_COMPLETION, "{\"prompt\":[1,-2]}", "prompt");
     expect_bad(OAI_COMPLETION, "{\"prompt\":\"x\",\"logprobs\":true}", "logprobs");
     expect_bad(OAI_COMPLETION, "{\"prompt\":\"x\",\"logprobs\":50}", "logprobs");
-    expect_bad(OAI_COMPLETION, "{\"prompt\":\"x\",\"echo\":true}", "echo");
+    expect_bad(OAI_COMPLETION, "{\"prompt\":\"x\",\"best_of\":3}", "best_of");
+    expect_bad(OAI_COMPLETION, "{\"prompt\":\"x\",\"suffix\":5}", "suffix");
+    expect_bad(OAI_COMPLETION, "{\"prompt\":\"x\",\"messages\":[]}", "messages"); // chat-only field
+    expect_bad(OAI_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"echo\":true}", "echo");
+    const char *bad_bias[] = {"[1]", "{\"a\":1}", "{\"-1\":1}", "{\"1.5\":1}", "{\"\":1}", "{\"5\":101}",
+                              "{\"5\":-100.5}", "{\"5\":\"1\"}", "{\"5\":null}", "{\"99999999999\":1}"};
+    for (size_t i = 0; i < sizeof bad_bias / sizeof *bad_bias; i++) {
+        char body[256];
+        snprintf(body, sizeof body, "{\"prompt\":\"x\",\"logit_bias\":%s}", bad_bias[i]);
+        expect_bad(OAI_COMPLETION, body, "logit_bias");
+    }
+    expect_bad(OAI_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"frobnicate\":1}", "frobnicate");
+    expect_bad(OAI_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"functions\":[]}", "functions");
+    expect_bad(OAI_COMPLETION, "{\"prompt\":\"x\",\"tools\":[]}", "tools"); // chat-only row
     expect_bad(OAI_COMPLETION, "{\"prompt\":\"a\",\"prompt\":\"b\"}", ""); // duplicate keys
 }
 
@@ -339,6 +396,7 @@ static void test_stopbuf(void) {
 int main(void) {
     test_parse_ok();
     test_parse_bad();
+    test_parse_new_fields();
     test_error_json();
     test_utf8();
     test_shapes();

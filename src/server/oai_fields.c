@@ -1,0 +1,125 @@
+// The one table of request fields: every top-level field of OpenAI's CreateChatCompletionRequest and
+// CreateCompletionRequest, plus the vLLM / llama.cpp extensions tachyon honours. Each row says whether the
+// field is handled (parsed in oai_req.c), refused (400 naming it: we cannot honour it, and silently
+// dropping it would change what the client gets), or ignored with a reason (OpenAI documents it as not
+// affecting generation). A field in no row is unknown and refused too. A feature that lands flips its row.
+#include <stdio.h>
+#include <string.h>
+
+#include "server/oai.h"
+
+#define C OAI_FIELD_CHAT
+#define P OAI_FIELD_COMPLETION
+#define B (OAI_FIELD_CHAT | OAI_FIELD_COMPLETION)
+#define E OAI_FIELD_EMBEDDING
+#define H OAI_F_HANDLED
+#define R OAI_F_REFUSED
+#define I OAI_F_IGNORED
+
+static const oai_field fields[] = {
+    // --- honoured (see oai_parse) ---------------------------------------------------------------------
+    {"model", B | E, H, NULL},
+    {"messages", C, H, NULL},
+    {"prompt", P, H, NULL},
+    {"stream", B, H, NULL},
+    {"stream_options", B, H, NULL},
+    {"max_tokens", B, H, NULL},
+    {"max_completion_tokens", B, H, NULL},
+    {"n", B, H, NULL},
+    {"temperature", B, H, NULL},
+    {"top_p", B, H, NULL},
+    {"presence_penalty", B, H, NULL},
+    {"frequency_penalty", B, H, NULL},
+    {"logit_bias", B, H, NULL},
+    {"seed", B, H, NULL},
+    {"stop", B, H, NULL},
+    {"logprobs", B, H, NULL},
+    {"top_logprobs", C, H, NULL},
+    {"echo", P, H, NULL},
+    {"suffix", P, H, NULL},      // needs FIM tokens in the vocabulary (checked at generation)
+    {"best_of", P, H, NULL},     // only best_of == n (no server-side ranking)
+    {"modalities", C, H, NULL},  // only ["text"]
+    {"priority", B, H, NULL},    // only 0: the scheduler has no priorities yet
+    {"chat_template_kwargs", C, H, NULL}, // enable_thinking refused: no template with a thinking switch yet
+    // extensions (vLLM / llama.cpp names)
+    {"top_k", B, H, NULL},
+    {"min_p", B, H, NULL},
+    {"repetition_penalty", B, H, NULL},
+    {"ignore_eos", B, H, NULL},
+    {"min_tokens", B, H, NULL},  // only with ignore_eos (then nothing but a stop string ends early) or 0
+    {"timeout", B, H, NULL},
+    // embeddings (embed.c)
+    {"input", E, H, NULL},
+    {"encoding_format", E, H, NULL}, // "float" | "base64"
+    {"dimensions", E, H, NULL},      // only the model's width (no truncation / Matryoshka)
+    // structured outputs and tools (oai_tools.c), predicted outputs (oai_req.c, drafts for src/spec/)
+    {"response_format", B, H, NULL},     // text | json_object | json_schema
+    {"grammar", B, H, NULL},             // llama.cpp extension: GBNF text
+    {"tools", C, H, NULL},
+    {"tool_choice", C, H, NULL},
+    {"parallel_tool_calls", C, H, NULL},
+    {"prediction", B, H, NULL},          // {"type": "content", ...}: a draft source, never changes the output
+    // --- refused: the deprecated function-calling fields (not parsed: 'tools' replaces them) ----------------
+    {"functions", C, R, "the deprecated 'functions' is not supported: use 'tools'"},
+    {"function_call", C, R, "the deprecated 'function_call' is not supported: use 'tool_choice'"},
+    // --- refused: nothing here can honour them ------------------------------------------------------------
+    {"audio", C, R, "audio output is not supported: this server generates text only"},
+    {"reasoning_effort", C, R, "this model has no reasoning-effort control"},
+    {"verbosity", C, R, "this model has no verbosity control"},
+    {"web_search_options", C, R, "web search is not available"},
+    // --- ignored: documented as not affecting the generated tokens ----------------------------------------
+    {"user", B | E, I, "end-user identifier for abuse monitoring"},
+    {"safety_identifier", C, I, "end-user identifier for abuse monitoring"},
+    {"store", C, I, "stored completions are an OpenAI platform feature"},
+    {"metadata", C, I, "tags for stored completions"},
+    {"service_tier", B, I, "one processing tier"},
+    {"prompt_cache_key", C, I, "prefix caching is automatic"},
+};
+
+#undef C
+#undef P
+#undef B
+#undef E
+#undef H
+#undef R
+#undef I
+
+const oai_field *oai_field_table(int *n) {
+    *n = (int)(sizeof fields / sizeof fields[0]);
+    return fields;
+}
+
+const oai_field *oai_field_find(oai_kind kind, const char *name) {
+    unsigned bit = kind == OAI_CHAT ? OAI_FIELD_CHAT : kind == OAI_COMPLETION ? OAI_FIELD_COMPLETION : OAI_FIELD_EMBEDDING;
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+        if ((fields[i].kinds & bit) && !strcmp(fields[i].name, name)) return &fields[i];
+    return NULL;
+}
+
+// Walks the body's top-level keys against the table. Strict: the first unknown or refused field is a 400
+// naming it. Lenient: they are dropped from the body (so nothing downstream can half-use them) and listed in
+// r->lenient_dropped for the server to log.
+int oai_check_fields(oai_kind kind, int lenient, oai_req *r, oai_err *e) {
+    const char *key;
+    json_t *v;
+    void *tmp;
+    json_object_foreach_safe(r->root, tmp, key, v) {
+        const oai_field *f = oai_field_find(kind, key);
+        if (f && f->status != OAI_F_REFUSED) continue;
+        if (f && json_is_null(v)) continue; // an explicit null is the default: nothing asked for
+        if (lenient) {
+            size_t used = strlen(r->lenient_dropped);
+            snprintf(r->lenient_dropped + used, sizeof r->lenient_dropped - used, "%s%s", used ? ", " : "", key);
+            json_object_del(r->root, key);
+            continue;
+        }
+        char param[64];
+        snprintf(param, sizeof param, "%s", key);
+        if (f)
+            return oai_err_set(e, 400, "invalid_request_error", "unsupported_parameter", param,
+                               "'%s' is not supported by this server: %s", param, f->why);
+        return oai_err_set(e, 400, "invalid_request_error", "unknown_parameter", param,
+                           "Unrecognized request argument supplied: %s", param);
+    }
+    return 0;
+}

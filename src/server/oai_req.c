@@ -95,6 +95,31 @@ static int take_owned(oai_req *r, char *s) {
     return 0;
 }
 
+// [{"type":"text","text":…}, …] → one string (owned by r, NUL-terminated, *len bytes: may contain NUL).
+static int join_text_parts(oai_req *r, json_t *c, const char *param, char **out, size_t *len, oai_err *e) {
+    size_t total = 0, k;
+    json_t *part;
+    json_array_foreach(c, k, part) {
+        json_t *ty = json_object_get(part, "type"), *tx = json_object_get(part, "text");
+        if (!json_is_object(part) || !json_is_string(ty) || strcmp(json_string_value(ty), "text") || !json_is_string(tx))
+            return BAD(e, param, "only parts of type 'text' with a string 'text' are supported (part %zu)", k);
+        total += json_string_length(tx);
+    }
+    char *s = malloc(total + 1);
+    if (!s || take_owned(r, s)) // take_owned frees s when it fails
+        return oai_err_set(e, 500, "server_error", NULL, NULL, "out of memory");
+    size_t off = 0;
+    json_array_foreach(c, k, part) {
+        json_t *tx = json_object_get(part, "text");
+        memcpy(s + off, json_string_value(tx), json_string_length(tx));
+        off += json_string_length(tx);
+    }
+    s[off] = 0;
+    *out = s;
+    *len = off;
+    return 0;
+}
+
 // content: string | null | [{"type":"text","text":…}, …]
 static int parse_content(oai_req *r, json_t *c, int i, const char **out, oai_err *e) {
     char param[64];
@@ -109,28 +134,10 @@ static int parse_content(oai_req *r, json_t *c, int i, const char **out, oai_err
         return 0;
     }
     if (!json_is_array(c)) return BAD(e, param, "'%s' must be a string or an array of parts, got %s", param, jtype(c));
-    size_t total = 0, k;
-    json_t *part;
-    json_array_foreach(c, k, part) {
-        json_t *ty = json_object_get(part, "type"), *tx = json_object_get(part, "text");
-        if (!json_is_object(part) || !json_is_string(ty) || strcmp(json_string_value(ty), "text") || !json_is_string(tx))
-            return BAD(e, param, "only parts of type 'text' with a string 'text' are supported (part %zu)", k);
-        total += json_string_length(tx);
-    }
-    char *s = malloc(total + 1);
-    if (!s) return oai_err_set(e, 500, "server_error", NULL, NULL, "out of memory");
-    size_t off = 0;
-    json_array_foreach(c, k, part) {
-        json_t *tx = json_object_get(part, "text");
-        memcpy(s + off, json_string_value(tx), json_string_length(tx));
-        off += json_string_length(tx);
-    }
-    s[off] = 0;
-    if (strlen(s) != off) {
-        free(s);
-        return BAD(e, param, "content contains NUL");
-    }
-    if (take_owned(r, s)) return oai_err_set(e, 500, "server_error", NULL, NULL, "out of memory");
+    char *s;
+    size_t n;
+    if (join_text_parts(r, c, param, &s, &n, e)) return -1;
+    if (strlen(s) != n) return BAD(e, param, "content contains NUL");
     *out = s;
     return 0;
 }
@@ -313,27 +320,9 @@ static int parse_prediction(oai_req *r, oai_err *e) {
     }
     if (!json_is_array(c))
         return BAD(e, "prediction.content", "'prediction.content' must be a string or an array of text parts");
-    size_t total = 0, k;
-    json_t *part;
-    json_array_foreach(c, k, part) {
-        json_t *pt = json_object_get(part, "type"), *tx = json_object_get(part, "text");
-        if (!json_is_object(part) || !json_is_string(pt) || strcmp(json_string_value(pt), "text") || !json_is_string(tx))
-            return BAD(e, "prediction.content", "only parts of type 'text' with a string 'text' are supported "
-                       "(part %zu)", k);
-        total += json_string_length(tx);
-    }
-    char *s = malloc(total + 1);
-    if (!s) return oai_err_set(e, 500, "server_error", NULL, NULL, "out of memory");
-    size_t off = 0;
-    json_array_foreach(c, k, part) {
-        json_t *tx = json_object_get(part, "text");
-        memcpy(s + off, json_string_value(tx), json_string_length(tx));
-        off += json_string_length(tx);
-    }
-    s[off] = 0;
-    if (take_owned(r, s)) return oai_err_set(e, 500, "server_error", NULL, NULL, "out of memory");
+    char *s;
+    if (join_text_parts(r, c, "prediction.content", &s, &r->prediction_len, e)) return -1;
     r->prediction = s;
-    r->prediction_len = off;
     return 0;
 }
 

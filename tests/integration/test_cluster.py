@@ -388,7 +388,9 @@ def test_prometheus_scrapes_every_replica(cluster_factory):
             targets = json.load(r)["data"]["activeTargets"]
         up = prom_query(c.prom, "cluster:tachyon_replicas_up:sum")
         hit = prom_query(c.prom, "cluster:tachyon_prefix_cache_hit_tokens:sum")
-        if (sum(t["health"] == "up" for t in targets if t["labels"]["job"] == "tachyon") == 2 and up
+        # every target (the replicas and HAProxy's exporter) scraped at least once, and the rules evaluated
+        if (targets and all(t["health"] == "up" for t in targets)
+                and sum(t["labels"]["job"] == "tachyon" for t in targets) == 2 and up
                 and float(up[0]["value"][1]) == 2 and hit and float(hit[0]["value"][1]) > 0):
             break
         time.sleep(1)

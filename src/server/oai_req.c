@@ -25,7 +25,7 @@ int oai_err_set(oai_err *e, int status, const char *type, const char *code, cons
 char *oai_err_json(const oai_err *e) {
     json_t *o = json_pack("{s:{s:o,s:s,s:o,s:o}}", "error", "message", oai_json_text(e->msg, strlen(e->msg)),
                           "type", e->type ? e->type : "invalid_request_error", "param",
-                          e->param[0] ? json_string(e->param) : json_null(), "code",
+                          e->param[0] ? oai_json_text(e->param, strlen(e->param)) : json_null(), "code",
                           e->code ? json_string(e->code) : json_null());
     if (!o) return NULL;
     char *s = json_dumps(o, JSON_COMPACT);

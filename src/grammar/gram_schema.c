@@ -3,6 +3,8 @@
 // which is what lets a recursive schema refer to itself.
 #include "grammar/gram_schema.h"
 
+#include "common/strbuf.h"
+
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -33,43 +35,20 @@ static const char PRELUDE[] =
     "uuid ::= \"\\\"\" [0-9a-fA-F]{8} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} \"-\" "
     "[0-9a-fA-F]{12} \"\\\"\" space\n";
 
-typedef struct sbuf {
-    char *p;
-    size_t n, cap;
-    int oom;
-} sbuf;
-
-static void sb_add(sbuf *b, const char *s, size_t n) {
-    if (b->oom) return;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->n + n + 1) cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) {
-            b->oom = 1;
-            return;
-        }
-        b->p = p, b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = 0;
-}
-static void sb_str(sbuf *b, const char *s) { sb_add(b, s, strlen(s)); }
-static void sb_fmt(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_fmt(sbuf *b, const char *fmt, ...) {
+static void sb_fmt(tc_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_fmt(tc_strbuf *b, const char *fmt, ...) {
     char tmp[256];
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
     va_end(ap);
-    if (n > 0) sb_add(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
+    if (n > 0) tc_strbuf_add(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
 }
-static void sb_lit(sbuf *b, const char *s, size_t n) {
+static void sb_lit(tc_strbuf *b, const char *s, size_t n) {
     char tmp[512];
     size_t need = gram_literal(s, n, tmp, sizeof tmp);
     if (need < sizeof tmp) {
-        sb_add(b, tmp, need);
+        tc_strbuf_add(b, tmp, need);
         return;
     }
     char *big = malloc(need + 1);
@@ -78,7 +57,7 @@ static void sb_lit(sbuf *b, const char *s, size_t n) {
         return;
     }
     gram_literal(s, n, big, need + 1);
-    sb_add(b, big, need);
+    tc_strbuf_add(b, big, need);
     free(big);
 }
 
@@ -88,7 +67,7 @@ typedef struct gs_ref {
 } gs_ref;
 
 struct gram_schema {
-    sbuf rules;
+    tc_strbuf rules;
     int strict;
     int counter;
     gs_ref *refs;
@@ -101,7 +80,7 @@ gram_schema *gram_schema_new(int strict) {
     gram_schema *b = calloc(1, sizeof *b);
     if (!b) return NULL;
     b->strict = strict;
-    sb_str(&b->rules, PRELUDE);
+    tc_strbuf_str(&b->rules, PRELUDE);
     if (b->rules.oom) {
         gram_schema_free(b);
         return NULL;
@@ -121,8 +100,8 @@ const char *gram_schema_text(gram_schema *b) { return b->rules.oom ? NULL : b->r
 
 int gram_schema_add_rule(gram_schema *b, const char *name, const char *body) {
     sb_fmt(&b->rules, "%s ::= ", name);
-    sb_str(&b->rules, body);
-    sb_str(&b->rules, "\n");
+    tc_strbuf_str(&b->rules, body);
+    tc_strbuf_str(&b->rules, "\n");
     return b->rules.oom ? TC_ERR_NOMEM : 0;
 }
 
@@ -159,7 +138,7 @@ static int bad(gram_schema *b, tc_err *err, const char *fmt, ...) {
 
 static void new_name(gram_schema *b, char *name) { snprintf(name, 32, "s%d", ++b->counter); }
 
-static int emit(gram_schema *b, const char *name, sbuf *body) {
+static int emit(gram_schema *b, const char *name, tc_strbuf *body) {
     if (body->oom) return TC_ERR_NOMEM;
     return gram_schema_add_rule(b, name, body->p ? body->p : "\"\"");
 }
@@ -203,7 +182,7 @@ static int get_count(gram_schema *b, const json_t *s, const char *key, long long
 }
 
 // A value as a literal (const / enum members): its compact JSON text.
-static int literal_value(sbuf *body, const json_t *v) {
+static int literal_value(tc_strbuf *body, const json_t *v) {
     char *t = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
     if (!t) return TC_ERR_NOMEM;
     sb_lit(body, t, strlen(t));
@@ -216,10 +195,10 @@ static int visit_object(gram_schema *b, const json_t *s, char *name, int depth, 
     json_t *addl = json_object_get(s, "additionalProperties");
     if (props && !json_is_object(props)) return bad(b, err, "'properties' must be an object");
     if (req && !json_is_array(req)) return bad(b, err, "'required' must be an array");
-    sbuf body = {0};
+    tc_strbuf body = {0};
     if (!props || json_object_size(props) == 0) { // a map: values of additionalProperties (any by default)
         char vname[32] = "value";
-        if (json_is_false(addl)) sb_str(&body, "\"{\" space \"}\" space");
+        if (json_is_false(addl)) tc_strbuf_str(&body, "\"{\" space \"}\" space");
         else {
             if (json_is_object(addl)) {
                 size_t old = path_push(b, "%s", "/additionalProperties");
@@ -259,7 +238,7 @@ static int visit_object(gram_schema *b, const json_t *s, char *name, int depth, 
         rc = visit(b, ps, vname, depth + 1, err);
         b->path[old] = 0;
         if (rc) break;
-        sbuf kb = {0};
+        tc_strbuf kb = {0};
         json_t *ks = json_string(key);
         char *kt = ks ? json_dumps(ks, JSON_ENCODE_ANY) : NULL;
         json_decref(ks);
@@ -277,8 +256,8 @@ static int visit_object(gram_schema *b, const json_t *s, char *name, int depth, 
     // build rest rules from the end: rest[n][*] = ""
     for (int k = n; !rc && k >= 0; k--) {
         for (int e = 0; e < 2 && !rc; e++) {
-            sbuf rb = {0};
-            if (k == n) sb_str(&rb, "\"\"");
+            tc_strbuf rb = {0};
+            if (k == n) tc_strbuf_str(&rb, "\"\"");
             else {
                 const char *comma = e ? "\",\" space " : "";
                 sb_fmt(&rb, "%s%s %s", comma, kv[k], rest[k + 1][1]);
@@ -303,7 +282,7 @@ static int visit_object(gram_schema *b, const json_t *s, char *name, int depth, 
 
 static int visit_typed(gram_schema *b, const json_t *s, const char *type, char *name, int depth, tc_err *err) {
     if (!strcmp(type, "object")) return visit_object(b, s, name, depth, err);
-    sbuf body = {0};
+    tc_strbuf body = {0};
     int rc = 0;
     if (!strcmp(type, "array")) {
         json_t *items = json_object_get(s, "items");
@@ -318,16 +297,16 @@ static int visit_typed(gram_schema *b, const json_t *s, const char *type, char *
         if (!rc) rc = get_count(b, s, "maxItems", &hi, err);
         if (!rc && hi >= 0 && hi < lo) rc = bad(b, err, "maxItems < minItems");
         if (rc) return rc;
-        if (hi == 0) sb_str(&body, "\"[\" space \"]\" space");
+        if (hi == 0) tc_strbuf_str(&body, "\"[\" space \"]\" space");
         else {
-            sb_str(&body, "\"[\" space ");
-            if (lo == 0) sb_str(&body, "(");
+            tc_strbuf_str(&body, "\"[\" space ");
+            if (lo == 0) tc_strbuf_str(&body, "(");
             sb_fmt(&body, "%s (\",\" space %s)", iname, iname);
             long long l1 = lo > 0 ? lo - 1 : 0;
             if (hi < 0) sb_fmt(&body, "{%lld,}", l1);
             else sb_fmt(&body, "{%lld,%lld}", l1, hi - 1);
-            if (lo == 0) sb_str(&body, ")?");
-            sb_str(&body, " \"]\" space");
+            if (lo == 0) tc_strbuf_str(&body, ")?");
+            tc_strbuf_str(&body, " \"]\" space");
         }
     } else if (!strcmp(type, "string")) {
         json_t *fmt = json_object_get(s, "format");
@@ -336,20 +315,20 @@ static int visit_typed(gram_schema *b, const json_t *s, const char *type, char *
         if (hi >= 0 && hi < lo) return bad(b, err, "maxLength < minLength");
         if (fmt && json_is_string(fmt)) {
             const char *f = json_string_value(fmt);
-            if (!strcmp(f, "date")) sb_str(&body, "date-string");
-            else if (!strcmp(f, "time")) sb_str(&body, "time-string");
-            else if (!strcmp(f, "date-time")) sb_str(&body, "date-time-string");
-            else if (!strcmp(f, "uuid")) sb_str(&body, "uuid");
+            if (!strcmp(f, "date")) tc_strbuf_str(&body, "date-string");
+            else if (!strcmp(f, "time")) tc_strbuf_str(&body, "time-string");
+            else if (!strcmp(f, "date-time")) tc_strbuf_str(&body, "date-time-string");
+            else if (!strcmp(f, "uuid")) tc_strbuf_str(&body, "uuid");
             else if (b->strict) return bad(b, err, "unsupported string format '%s' (strict mode)", f);
         }
         if (!body.n) {
-            if (lo == 0 && hi < 0) sb_str(&body, "string");
+            if (lo == 0 && hi < 0) tc_strbuf_str(&body, "string");
             else if (hi < 0) sb_fmt(&body, "\"\\\"\" char{%lld,} \"\\\"\" space", lo);
             else sb_fmt(&body, "\"\\\"\" char{%lld,%lld} \"\\\"\" space", lo, hi);
         }
     } else if (!strcmp(type, "number") || !strcmp(type, "integer") || !strcmp(type, "boolean") ||
                !strcmp(type, "null"))
-        sb_str(&body, type);
+        tc_strbuf_str(&body, type);
     else return bad(b, err, "unknown type '%s'", type);
     new_name(b, name);
     rc = emit(b, name, &body);
@@ -399,21 +378,21 @@ static int visit(gram_schema *b, const json_t *s, char *name, int depth, tc_err 
     int rc = check_keywords(b, s, err);
     if (rc) return rc;
     json_t *v;
-    sbuf body = {0};
+    tc_strbuf body = {0};
     if ((v = json_object_get(s, "$ref"))) {
         if (!json_is_string(v)) return bad(b, err, "'$ref' must be a string");
         return resolve_ref(b, json_string_value(v), name, depth, err);
     }
     if ((v = json_object_get(s, "const"))) {
-        if ((rc = literal_value(&body, v)) == 0) sb_str(&body, " space");
+        if ((rc = literal_value(&body, v)) == 0) tc_strbuf_str(&body, " space");
     } else if ((v = json_object_get(s, "enum"))) {
         if (!json_is_array(v) || json_array_size(v) == 0) return bad(b, err, "'enum' must be a non-empty array");
-        sb_str(&body, "(");
+        tc_strbuf_str(&body, "(");
         for (size_t i = 0; i < json_array_size(v) && !rc; i++) {
-            if (i) sb_str(&body, " | ");
+            if (i) tc_strbuf_str(&body, " | ");
             rc = literal_value(&body, json_array_get(v, i));
         }
-        sb_str(&body, ") space");
+        tc_strbuf_str(&body, ") space");
     } else if ((v = json_object_get(s, "anyOf")) || (v = json_object_get(s, "oneOf"))) {
         const char *kw = json_object_get(s, "anyOf") ? "anyOf" : "oneOf";
         if (!json_is_array(v) || json_array_size(v) == 0) return bad(b, err, "'%s' must be a non-empty array", kw);
@@ -423,8 +402,8 @@ static int visit(gram_schema *b, const json_t *s, char *name, int depth, tc_err 
             size_t old = path_push(b, "%s", seg);
             rc = visit(b, json_array_get(v, i), sub, depth + 1, err);
             b->path[old] = 0;
-            if (i) sb_str(&body, " | ");
-            sb_str(&body, sub);
+            if (i) tc_strbuf_str(&body, " | ");
+            tc_strbuf_str(&body, sub);
         }
     } else {
         json_t *t = json_object_get(s, "type");
@@ -445,8 +424,8 @@ static int visit(gram_schema *b, const json_t *s, char *name, int depth, tc_err 
             if (!json_is_string(ti)) return bad(b, err, "'type' must list type names");
             char sub[32];
             rc = visit_typed(b, s, json_string_value(ti), sub, depth, err);
-            if (i) sb_str(&body, " | ");
-            sb_str(&body, sub);
+            if (i) tc_strbuf_str(&body, " | ");
+            tc_strbuf_str(&body, sub);
         }
     }
     if (!rc) {

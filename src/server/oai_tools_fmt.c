@@ -4,44 +4,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/strbuf.h"
 #include "grammar/gram_schema.h"
 #include "server/oai.h"
 #include "server/oai_tools.h"
 
-typedef struct tbuf {
-    char *p;
-    size_t n, cap;
-    int oom;
-} tbuf;
-
-static void tb_add(tbuf *b, const char *s, size_t n) {
-    if (b->oom) return;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 256;
-        while (cap < b->n + n + 1) cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) {
-            b->oom = 1;
-            return;
-        }
-        b->p = p, b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = 0;
-}
-static void tb_str(tbuf *b, const char *s) { tb_add(b, s, strlen(s)); }
-static void tb_json(tbuf *b, const json_t *j, size_t flags) {
+static void tb_json(tc_strbuf *b, const json_t *j, size_t flags) {
     char *t = json_dumps(j, flags | JSON_ENCODE_ANY);
     if (!t) b->oom = 1;
-    else tb_str(b, t);
+    else tc_strbuf_str(b, t);
     free(t);
 }
 // A call's arguments as the model writes them: the JSON re-serialized, or the string as given.
-static void tb_args(tbuf *b, const char *args) {
+static void tb_args(tc_strbuf *b, const char *args) {
     json_t *j = json_loads(args, JSON_DECODE_ANY, NULL);
     if (j) tb_json(b, j, 0);
-    else tb_str(b, args);
+    else tc_strbuf_str(b, args);
     json_decref(j);
 }
 
@@ -49,51 +27,51 @@ static void tb_args(tbuf *b, const char *args) {
 
 static json_t *tools_json(const oai_req *r) { return json_object_get(r->root, "tools"); }
 
-static void tools_block(const oai_req *r, oai_tool_style st, tbuf *b) {
+static void tools_block(const oai_req *r, oai_tool_style st, tc_strbuf *b) {
     json_t *tools = tools_json(r), *t;
     size_t i;
     if (st == OAI_TS_HERMES) {
-        tb_str(b, "# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided "
+        tc_strbuf_str(b, "# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided "
                   "with function signatures within <tools></tools> XML tags:\n<tools>");
         json_array_foreach(tools, i, t) {
-            tb_str(b, "\n");
+            tc_strbuf_str(b, "\n");
             tb_json(b, t, 0);
         }
-        tb_str(b, "\n</tools>\n\nFor each function call, return a json object with function name and arguments "
+        tc_strbuf_str(b, "\n</tools>\n\nFor each function call, return a json object with function name and arguments "
                   "within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": "
                   "<args-json-object>}\n</tool_call>");
     } else if (st == OAI_TS_LLAMA3) {
-        tb_str(b, "Given the following functions, please respond with a JSON for a function call with its proper "
+        tc_strbuf_str(b, "Given the following functions, please respond with a JSON for a function call with its proper "
                   "arguments that best answers the given prompt.\n\nRespond in the format {\"name\": function name, "
                   "\"parameters\": dictionary of argument name and its value}.Do not use variables.\n\n");
         json_array_foreach(tools, i, t) {
             tb_json(b, t, JSON_INDENT(4));
-            tb_str(b, "\n\n");
+            tc_strbuf_str(b, "\n\n");
         }
     } else {
-        tb_str(b, "[AVAILABLE_TOOLS] ");
+        tc_strbuf_str(b, "[AVAILABLE_TOOLS] ");
         tb_json(b, tools, 0);
-        tb_str(b, "[/AVAILABLE_TOOLS]");
+        tc_strbuf_str(b, "[/AVAILABLE_TOOLS]");
     }
 }
 
-static void calls_text(oai_tool_style st, const json_t *calls, tbuf *b) {
+static void calls_text(oai_tool_style st, const json_t *calls, tc_strbuf *b) {
     size_t k;
     json_t *c;
-    if (st == OAI_TS_MISTRAL) tb_str(b, "[TOOL_CALLS] [");
+    if (st == OAI_TS_MISTRAL) tc_strbuf_str(b, "[TOOL_CALLS] [");
     json_array_foreach(calls, k, c) {
         json_t *fn = json_object_get(c, "function");
         json_t *name = json_object_get(fn, "name");
-        if (k) tb_str(b, st == OAI_TS_MISTRAL ? ", " : "\n");
-        if (st == OAI_TS_HERMES) tb_str(b, "<tool_call>\n");
-        tb_str(b, "{\"name\": ");
+        if (k) tc_strbuf_str(b, st == OAI_TS_MISTRAL ? ", " : "\n");
+        if (st == OAI_TS_HERMES) tc_strbuf_str(b, "<tool_call>\n");
+        tc_strbuf_str(b, "{\"name\": ");
         tb_json(b, name, 0);
-        tb_str(b, st == OAI_TS_LLAMA3 ? ", \"parameters\": " : ", \"arguments\": ");
+        tc_strbuf_str(b, st == OAI_TS_LLAMA3 ? ", \"parameters\": " : ", \"arguments\": ");
         tb_args(b, json_string_value(json_object_get(fn, "arguments")));
-        tb_str(b, "}");
-        if (st == OAI_TS_HERMES) tb_str(b, "\n</tool_call>");
+        tc_strbuf_str(b, "}");
+        if (st == OAI_TS_HERMES) tc_strbuf_str(b, "\n</tool_call>");
     }
-    if (st == OAI_TS_MISTRAL) tb_str(b, "]");
+    if (st == OAI_TS_MISTRAL) tc_strbuf_str(b, "]");
 }
 
 void oai_tools_msgs_free(chat_msg *msgs, char **owned, int n_owned) {
@@ -115,10 +93,10 @@ int oai_tools_messages(const oai_req *r, chat_family f, chat_msg **out, int *n_o
     for (int i = 0; i < n; i++)
         if (!strcmp(r->msgs[i].role, "user")) last_user = i, first_user = first_user < 0 ? i : first_user;
     if (!oom && active && st == OAI_TS_HERMES) { // definitions go into the system message
-        tbuf b = {0};
+        tc_strbuf b = {0};
         if (n > 0 && !strcmp(r->msgs[0].role, "system") && r->msgs[0].content[0]) {
-            tb_str(&b, r->msgs[0].content);
-            tb_str(&b, "\n\n");
+            tc_strbuf_str(&b, r->msgs[0].content);
+            tc_strbuf_str(&b, "\n\n");
         }
         tools_block(r, st, &b);
         oom |= b.oom;
@@ -129,43 +107,43 @@ int oai_tools_messages(const oai_req *r, chat_family f, chat_msg **out, int *n_o
         const chat_msg *m = &r->msgs[i];
         json_t *jmsg = json_array_get(jm, (size_t)i);
         json_t *calls = json_object_get(jmsg, "tool_calls");
-        tbuf b = {0};
+        tc_strbuf b = {0};
         if (i == 0 && active && st == OAI_TS_HERMES && !strcmp(m->role, "system")) continue; // merged above
         if (!strcmp(m->role, "tool")) {
             if (st == OAI_TS_HERMES) { // consecutive results share one user turn
                 int merge = k > 0 && i > 0 && !strcmp(r->msgs[i - 1].role, "tool");
                 if (merge) {
-                    tb_str(&b, msgs[k - 1].content);
-                    tb_str(&b, "\n");
+                    tc_strbuf_str(&b, msgs[k - 1].content);
+                    tc_strbuf_str(&b, "\n");
                 }
-                tb_str(&b, "<tool_response>\n");
-                tb_str(&b, m->content);
-                tb_str(&b, "\n</tool_response>");
+                tc_strbuf_str(&b, "<tool_response>\n");
+                tc_strbuf_str(&b, m->content);
+                tc_strbuf_str(&b, "\n</tool_response>");
                 if (merge) k--;
                 msgs[k] = (chat_msg){"user", NULL};
             } else if (st == OAI_TS_LLAMA3) {
-                tb_str(&b, m->content);
+                tc_strbuf_str(&b, m->content);
                 msgs[k] = (chat_msg){"ipython", NULL};
             } else {
-                tb_str(&b, "[TOOL_RESULTS] ");
+                tc_strbuf_str(&b, "[TOOL_RESULTS] ");
                 json_t *res = json_pack("{s:s,s:s}", "call_id", json_string_value(json_object_get(jmsg, "tool_call_id")),
                                         "content", m->content);
                 tb_json(&b, res, 0);
                 json_decref(res);
-                tb_str(&b, "[/TOOL_RESULTS]");
+                tc_strbuf_str(&b, "[/TOOL_RESULTS]");
                 msgs[k] = (chat_msg){"user", NULL};
             }
         } else if (!strcmp(m->role, "assistant") && json_is_array(calls) && json_array_size(calls)) {
             if (m->content[0]) {
-                tb_str(&b, m->content);
-                tb_str(&b, "\n");
+                tc_strbuf_str(&b, m->content);
+                tc_strbuf_str(&b, "\n");
             }
             calls_text(st, calls, &b);
             msgs[k] = (chat_msg){"assistant", NULL};
         } else if (active && !strcmp(m->role, "user") &&
                    ((st == OAI_TS_LLAMA3 && i == first_user) || (st == OAI_TS_MISTRAL && i == last_user))) {
             tools_block(r, st, &b);
-            tb_str(&b, m->content);
+            tc_strbuf_str(&b, m->content);
             msgs[k] = (chat_msg){"user", NULL};
         } else {
             msgs[k++] = *m;
@@ -194,7 +172,7 @@ int oai_output_grammar(const oai_req *r, chat_family f, char **gbnf, oai_err *e)
     if (!oai_tools_active(r) || r->ext.choice == OAI_TC_AUTO) return 0;
     oai_tool_style st = oai_tool_style_of(f);
     gram_schema *b = gram_schema_new(0);
-    tbuf alts = {0};
+    tc_strbuf alts = {0};
     int rc = b ? 0 : TC_ERR_NOMEM;
     tc_err err = {0};
     for (int i = 0; i < r->ext.n_tools && !rc; i++) {
@@ -210,8 +188,8 @@ int oai_output_grammar(const oai_req *r, chat_family f, char **gbnf, oai_err *e)
         snprintf(body, sizeof body, "%s %s", lit, args);
         snprintf(name, sizeof name, "call%d", i);
         rc = gram_schema_add_rule(b, name, body);
-        if (alts.n) tb_str(&alts, " | ");
-        tb_str(&alts, name);
+        if (alts.n) tc_strbuf_str(&alts, " | ");
+        tc_strbuf_str(&alts, name);
     }
     if (!rc) {
         char call[64 * 1024];
@@ -266,12 +244,12 @@ static char *trimmed_copy(const char *p, size_t n) {
 static json_t *parse_hermes(const char *text, size_t len, const char *id_base, char **content) {
     static const char OPEN[] = "<tool_call>", CLOSE[] = "</tool_call>";
     json_t *calls = json_array();
-    tbuf rest = {0};
+    tc_strbuf rest = {0};
     const char *p = text, *end = text + len;
     while (p < end) {
         const char *o = memmem(p, (size_t)(end - p), OPEN, sizeof OPEN - 1);
         if (!o) break;
-        tb_add(&rest, p, (size_t)(o - p));
+        tc_strbuf_add(&rest, p, (size_t)(o - p));
         const char *in = o + sizeof OPEN - 1;
         const char *c = memmem(in, (size_t)(end - in), CLOSE, sizeof CLOSE - 1);
         const char *in_end = c ? c : end;
@@ -279,14 +257,14 @@ static json_t *parse_hermes(const char *text, size_t len, const char *id_base, c
         json_t *call = j ? api_call(j, id_base, json_array_size(calls)) : NULL;
         json_decref(j);
         if (!call) { // not a call after all: keep the text
-            tb_add(&rest, o, (size_t)(in_end - o));
+            tc_strbuf_add(&rest, o, (size_t)(in_end - o));
             p = in_end;
             continue;
         }
         json_array_append_new(calls, call);
         p = c ? c + sizeof CLOSE - 1 : end;
     }
-    if (p < end) tb_add(&rest, p, (size_t)(end - p));
+    if (p < end) tc_strbuf_add(&rest, p, (size_t)(end - p));
     if (!json_array_size(calls)) {
         json_decref(calls);
         free(rest.p);

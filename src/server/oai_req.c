@@ -260,6 +260,12 @@ static int parse_restricted(oai_req *r, oai_err *e) {
         if (json_integer_value(v) != 0)
             return BAD(e, "priority", "'priority' other than 0 is not supported: the scheduler has no priorities yet");
     }
+    if ((v = json_object_get(o, "truncation")) && !json_is_null(v)) {
+        const char *t = json_string_value(v);
+        if (!t || (strcmp(t, "disabled") && strcmp(t, "auto")))
+            return BAD(e, "truncation", "'truncation' must be \"disabled\" or \"auto\"");
+        r->truncation = !strcmp(t, "auto");
+    }
     if ((v = json_object_get(o, "modalities")) && !json_is_null(v)) {
         size_t i;
         json_t *m;
@@ -334,6 +340,7 @@ int oai_parse_ex(oai_kind kind, const char *body, size_t len, int lenient, oai_r
     memset(r, 0, sizeof *r);
     r->kind = kind;
     r->max_tokens = -1;
+    r->truncation = -1;
     r->n = 1;
     // OpenAI defaults (set field by field: the request must not depend on the sampler's greedy default)
     r->sp.temperature = 1.0f;

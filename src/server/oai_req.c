@@ -260,12 +260,6 @@ static int parse_restricted(oai_req *r, oai_err *e) {
         if (json_integer_value(v) != 0)
             return BAD(e, "priority", "'priority' other than 0 is not supported: the scheduler has no priorities yet");
     }
-    if ((v = json_object_get(o, "truncation")) && !json_is_null(v)) {
-        const char *t = json_string_value(v);
-        if (!t || (strcmp(t, "disabled") && strcmp(t, "auto")))
-            return BAD(e, "truncation", "'truncation' must be \"disabled\" or \"auto\"");
-        r->truncation = !strcmp(t, "auto");
-    }
     if ((v = json_object_get(o, "modalities")) && !json_is_null(v)) {
         size_t i;
         json_t *m;
@@ -475,6 +469,14 @@ int oai_parse_ex(oai_kind kind, const char *body, size_t len, int lenient, oai_r
     if (x > 0 && !r->ignore_eos) { // the engine cannot hold back end-of-generation tokens for a while yet
         BAD(e, "min_tokens", "'min_tokens' > 0 is only supported together with 'ignore_eos': true");
         goto err;
+    }
+    if ((v = json_object_get(o, "truncation")) && !json_is_null(v)) { // context overflow policy (gen_trunc.c)
+        const char *t = json_string_value(v);
+        if (!t || (strcmp(t, "disabled") && strcmp(t, "auto"))) {
+            BAD(e, "truncation", "'truncation' must be \"disabled\" or \"auto\"");
+            goto err;
+        }
+        r->truncation = !strcmp(t, "auto");
     }
     return 0;
 err:

@@ -233,3 +233,19 @@ def test_truncation_field_validated(srv):
         client(srv).chat.completions.create(model=M, messages=[LAST], max_tokens=2,
                                             extra_body={"truncation": "middle"})
     assert "truncation" in str(ei.value)
+
+
+def test_chat_auto_long_history_on_the_worker(srv):
+    """A 300-turn history (a body over 64 KiB: prepared on the worker thread): the oldest turns go, exactly as
+    many as needed (the kept conversation fits, one more turn would not)."""
+    tl = turns(300)
+    msgs = [SYSTEM] + [m for t in tl for m in t] + [LAST]
+    assert len(json.dumps({"messages": msgs})) > 64 * 1024
+    raw = client(srv).chat.completions.with_raw_response.create(
+        model=M, messages=msgs, max_tokens=MAXTOK, temperature=0, extra_body={"truncation": "auto"})
+    r = raw.parse()
+    k = int(raw.headers["x-tachyon-truncated-messages"]) // 2
+    assert 0 < k < 300
+    assert r.usage.prompt_tokens == ntok(srv, [SYSTEM] + [m for t in tl[k:] for m in t] + [LAST])
+    assert ntok(srv, [SYSTEM] + [m for t in tl[k - 1:] for m in t] + [LAST]) + MAXTOK > CTX
+    assert truncated_tokens(r.usage) == ntok(srv, msgs) - r.usage.prompt_tokens

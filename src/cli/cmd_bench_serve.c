@@ -230,10 +230,15 @@ static int measure_capacity(opts *o, const bench_target *t, bench_workload *wl, 
     int rc = bench_run_exec(&r, t, &cfg, wl, err);
     if (rc) return rc;
     size_t ok = 0;
-    for (size_t i = 0; i < r.n; i++) ok += r.recs[i].index >= 0 && r.recs[i].ok;
+    const char *why = NULL;
+    for (size_t i = 0; i < r.n; i++) {
+        ok += r.recs[i].index >= 0 && r.recs[i].ok;
+        if (!why && !r.recs[i].ok) why = r.recs[i].error;
+    }
     if (ok && r.duration > 0) o->capacity = (double)ok / r.duration;
+    if (!(o->capacity > 0)) rc = tc_err_set(err, TC_ERR_IO, "capacity run: every request failed (%.300s)", why ? why : "?");
     bench_run_free(&r);
-    if (!(o->capacity > 0)) return tc_err_set(err, TC_ERR_IO, "capacity run: every request failed");
+    if (rc) return rc;
     if (!o->quiet) fprintf(stderr, "measured capacity: %.3f req/s (%zu requests at once)\n", o->capacity, ok);
     return 0;
 }

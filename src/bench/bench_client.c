@@ -176,6 +176,7 @@ static int dispatch(runner *rn, int64_t idx, tc_err *err) {
     if (push_record(rn->run, rn->cfg->warmup ? -idx - 1 : idx, &pos))
         return tc_err_set(err, TC_ERR_NOMEM, "out of memory");
     bench_record *r = &rn->run->recs[pos];
+    bench_workload_class(rn->wl, idx, &r->has_priority, &r->priority, &r->len_class);
     xfer *x = calloc(1, sizeof *x);
     if (!x) return tc_err_set(err, TC_ERR_NOMEM, "out of memory");
     x->rn = rn;

@@ -130,6 +130,87 @@ static void label_of(const bench_result *r, char *buf, size_t cap) {
     snprintf(buf, cap, "%s%s%s", r->label[0] ? r->label : "run", r->server[0] ? " " : "", r->server);
 }
 
+// Per-class table of every result (priority / length classes).
+static void class_tables(FILE *f, const bench_result *res, size_t n) {
+    int any = 0;
+    for (size_t i = 0; i < n; i++) any |= res[i].cls.n > 0;
+    if (!any) return;
+    fputs("<h2>Per class</h2>\n<table><tr><th>run</th><th>class</th><th>ok</th><th>failed / refused</th><th>good</th>"
+          "<th>goodput req/s</th><th>TTFT p50</th><th>TTFT p99</th></tr>\n", f);
+    for (size_t i = 0; i < n; i++)
+        for (int k = 0; k < res[i].cls.n; k++) {
+            const bench_class_sum *c = &res[i].cls.c[k];
+            char lb[128];
+            label_of(&res[i], lb, sizeof lb);
+            fputs("<tr><td>", f);
+            esc(f, lb);
+            fputs("</td><td>", f);
+            esc(f, c->name);
+            fprintf(f, "</td><td>%zu</td><td>%zu</td><td>%zu</td><td>%.3f</td><td>%.2f</td><td>%.2f</td></tr>\n",
+                    c->completed, c->failed, c->good, c->goodput, c->ttft.median, c->ttft.p99);
+        }
+    fputs("</table>\n", f);
+}
+
+// Sweeps: goodput (all requests and per class) and p99 TTFT per class against the sweep value, one series per
+// (server, class). Returns 0 or TC_ERR_NOMEM.
+static int class_sweep_charts(FILE *f, const bench_result *res, size_t n, int sweep) {
+    const char *names[BENCH_MAX_CLASSES + 1];
+    int nn = 0;
+    names[nn++] = "all";
+    for (size_t i = 0; i < n; i++)
+        for (int k = 0; k < res[i].cls.n; k++) {
+            int seen = 0;
+            for (int j = 0; j < nn; j++) seen |= !strcmp(names[j], res[i].cls.c[k].name);
+            if (!seen && nn < BENCH_MAX_CLASSES + 1) names[nn++] = res[i].cls.c[k].name;
+        }
+    int has_slo = 0;
+    for (size_t i = 0; i < n; i++) has_slo |= res[i].sum.has_slo;
+    if (!has_slo && nn == 1) return 0;
+    const char *servers[2] = {"", "B"};
+    int n_servers = 1;
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(res[i].server, "B")) n_servers = 2;
+    if (n_servers == 2) servers[0] = "A";
+    size_t ns_max = (size_t)(nn * n_servers);
+    series *ss = calloc(ns_max, sizeof *ss);
+    double *buf = calloc(ns_max * 2 * (n + 1), sizeof *buf);
+    if (!ss || !buf) {
+        free(ss);
+        free(buf);
+        return TC_ERR_NOMEM;
+    }
+    const char *xl = sweep == 2 ? "offered load (x measured capacity)" : "sweep value (request rate or concurrency)";
+    fputs(sweep == 2 ? "<h2>Overload sweep (Poisson arrivals)</h2>\n" : "<h2>Goodput per class</h2>\n", f);
+    for (int metric = 0; metric < 2; metric++) {
+        size_t ns = 0;
+        for (int sv = 0; sv < n_servers; sv++)
+            for (int j = 0; j < nn; j++) {
+                if (metric == 1 && j == 0) continue; // p99 TTFT of all requests is in the throughput chart
+                double *x = buf + ns * 2 * (n + 1), *y = x + n + 1;
+                size_t m = 0;
+                for (size_t i = 0; i < n; i++) {
+                    if (strcmp(res[i].server, servers[sv])) continue;
+                    double v = NAN;
+                    if (j == 0) v = res[i].sum.goodput;
+                    for (int k = 0; j > 0 && k < res[i].cls.n; k++)
+                        if (!strcmp(res[i].cls.c[k].name, names[j]))
+                            v = metric == 0 ? res[i].cls.c[k].goodput : res[i].cls.c[k].ttft.p99;
+                    if (isnan(v)) continue;
+                    x[m] = res[i].x, y[m++] = v;
+                }
+                series *s = &ss[ns++];
+                snprintf(s->label, sizeof s->label, "%s%s%s", names[j], servers[sv][0] ? " server " : "", servers[sv]);
+                s->x = x, s->y = y, s->n = m, s->markers = 1;
+            }
+        chart(f, metric == 0 ? "goodput (requests meeting the SLOs per second)" : "p99 TTFT per class", xl,
+              metric == 0 ? "req/s" : "ms", ss, ns);
+    }
+    free(ss);
+    free(buf);
+    return 0;
+}
+
 int bench_write_html(const char *path, const char *title, const bench_result *res, size_t n, int sweep,
                      tc_err *err) {
     FILE *f = fopen(path, "w");
@@ -157,10 +238,15 @@ int bench_write_html(const char *path, const char *title, const bench_result *re
                 s->tpot.median, s->tpot.p99, s->itl.p99, s->e2e.p99);
     }
     fputs("</table><p>Latencies in ms. All times measured by the client on a monotonic clock.</p>\n", f);
+    class_tables(f, res, n);
     int rc = 0;
     series *ss = calloc(n * 2 + 1, sizeof *ss);
     double **bufs = calloc(n * 8 + 1, sizeof *bufs);
     if (!ss || !bufs) {
+        rc = tc_err_set(err, TC_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    if (sweep && class_sweep_charts(f, res, n, sweep)) {
         rc = tc_err_set(err, TC_ERR_NOMEM, "out of memory");
         goto done;
     }

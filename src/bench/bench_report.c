@@ -59,6 +59,14 @@ void bench_print_table(FILE *f, const bench_result *r, const bench_slo *slo) {
                 "note: %zu of %zu completed requests had no usage from the server; their output tokens are counted "
                 "as content chunks and input tokens are the workload's estimate\n",
                 s->completed - s->usage_from_server, s->completed);
+    if (r->cls.n) {
+        fprintf(f, "%-14s%8s%8s%8s%12s%12s%12s\n", "class", "ok", "failed", "good", "goodput/s", "TTFT p50", "TTFT p99");
+        for (int k = 0; k < r->cls.n; k++) {
+            const bench_class_sum *c = &r->cls.c[k];
+            fprintf(f, "%-14s%8zu%8zu%8zu%12.2f%12.2f%12.2f\n", c->name, c->completed, c->failed, c->good, c->goodput,
+                    c->ttft.median, c->ttft.p99);
+        }
+    }
     size_t shown = 0;
     for (size_t i = 0; i < r->run.n && shown < 5; i++)
         if (r->run.recs[i].index >= 0 && !r->run.recs[i].ok)
@@ -133,6 +141,17 @@ static json_t *summary_json(const bench_summary *s) {
     return o;
 }
 
+static json_t *classes_json(const bench_classes *cl) {
+    json_t *a = json_array();
+    for (int k = 0; a && k < cl->n; k++) {
+        const bench_class_sum *c = &cl->c[k];
+        json_array_append_new(a, json_pack("{s:s, s:I, s:I, s:I, s:f, s:o}", "class", c->name, "completed",
+                                           (json_int_t)c->completed, "failed", (json_int_t)c->failed, "good",
+                                           (json_int_t)c->good, "goodput", c->goodput, "ttft", dist_json(&c->ttft)));
+    }
+    return a;
+}
+
 static json_t *record_json(const bench_record *r) {
     json_t *itl = json_array();
     for (size_t i = 0; i < r->n_itl; i++) json_array_append_new(itl, json_real(r->itl[i] * 1e3));
@@ -145,6 +164,9 @@ static json_t *record_json(const bench_record *r) {
     if (!o) return NULL;
     json_object_set_new(o, "error", r->error ? json_string(r->error) : json_null());
     json_object_set_new(o, "id", r->id ? json_string(r->id) : json_null());
+    if (r->has_priority) json_object_set_new(o, "priority", json_integer(r->priority));
+    if (r->len_class)
+        json_object_set_new(o, "length_class", json_string(r->len_class == BENCH_LEN_LONG ? "long" : "short"));
     if (r->error && !json_is_string(json_object_get(o, "error"))) // not valid UTF-8
         json_object_set_new(o, "error", json_string("(error message not valid UTF-8)"));
     return o;
@@ -161,6 +183,7 @@ int bench_write_json(const char *path, void *config_json, const bench_result *re
                                 res[i].url ? res[i].url : "", "summary", summary_json(&res[i].sum), "requests", reqs);
         if (!run) goto oom;
         json_object_set_new(run, "t0_monotonic_s", json_real(res[i].run.t0));
+        json_object_set_new(run, "classes", classes_json(&res[i].cls));
         json_object_set_new(run, "x", isfinite(res[i].x) ? json_real(res[i].x) : json_string("inf"));
         json_array_append_new(runs, run);
     }

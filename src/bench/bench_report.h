@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 
+#include "bench/bench_class.h"
 #include "bench/bench_client.h"
 #include "bench/bench_stats.h"
 #include "common/err.h"
@@ -17,6 +18,7 @@ typedef struct bench_result {
     double x;        // sweep value (INFINITY for rate=inf), 0 when not sweeping
     bench_run run;
     bench_summary sum;
+    bench_classes cls; // per priority / length class (empty when the workload has no classes)
 } bench_result;
 
 // The console table for one result.
@@ -27,7 +29,8 @@ void bench_print_compare(FILE *f, const bench_result *a, const bench_result *b, 
 // config may be NULL. Returns 0 or TC_ERR_IO / TC_ERR_NOMEM.
 int bench_write_json(const char *path, void *config_json, const bench_result *res, size_t n, tc_err *err);
 // The HTML report: latency CDFs for every result; with more than one sweep point, p50/p99 TTFT and TPOT
-// against output throughput.
+// against output throughput; with per-class results, goodput and p99 TTFT per class against the sweep value
+// (sweep == 2: an overload sweep, x = offered load as a multiple of the measured capacity).
 int bench_write_html(const char *path, const char *title, const bench_result *res, size_t n, int sweep,
                      tc_err *err);
 

@@ -29,6 +29,9 @@ typedef struct bench_record {
     int usage_from_server;   // 1 when both counts came from the server's usage object
     char *text;              // owned, concatenated content (only collected when the workload needs it)
     size_t text_len, text_cap;
+    int has_priority;        // the request carried a priority (workload --priority-mix): its value
+    int priority;
+    int len_class;           // BENCH_LEN_* (bench_class.h): short / long of the mixed-length dataset, or none
 } bench_record;
 
 void bench_record_free(bench_record *r); // frees owned fields, not r itself

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/bench_class.h"
 #include "bench/bench_rng.h"
 
 // Common short English words: each is one token (with its leading space) in typical BPE and SPM vocabularies,
@@ -37,7 +38,7 @@ struct bench_workload {
 };
 
 // Streams of the per-request generator, so different uses of the seed never overlap.
-enum { S_LEN = 1, S_TEXT = 2, S_PREFIX = 3, S_CODE = 4 };
+enum { S_LEN = 1, S_TEXT = 2, S_PREFIX = 3, S_CODE = 4, S_CLASS = 5, S_PRIO = 6 };
 
 static uint64_t stream_id(int kind, int64_t idx) { return ((uint64_t)idx << 4) | (uint64_t)kind; }
 
@@ -101,10 +102,12 @@ int bench_ds_parse(const char *s, bench_ds_kind *kind, const char **path, tc_err
     else if (!strcmp(s, "shared-prefix")) *kind = BENCH_DS_SHARED_PREFIX;
     else if (!strcmp(s, "multi-turn")) *kind = BENCH_DS_MULTI_TURN;
     else if (!strcmp(s, "repetitive")) *kind = BENCH_DS_REPETITIVE;
+    else if (!strcmp(s, "mixed-length")) *kind = BENCH_DS_MIXED_LENGTH;
     else if (!strncmp(s, "jsonl:", 6) && s[6]) *kind = BENCH_DS_JSONL, *path = s + 6;
     else
         return tc_err_set(err, TC_ERR_INVALID,
-                          "unknown dataset '%s' (random, shared-prefix, multi-turn, repetitive, jsonl:FILE)", s);
+                          "unknown dataset '%s' (random, shared-prefix, multi-turn, repetitive, mixed-length, jsonl:FILE)",
+                          s);
     return 0;
 }
 
@@ -149,7 +152,8 @@ static int load_jsonl(bench_workload *w, tc_err *err) {
 int bench_workload_init(bench_workload **out, const bench_wl_cfg *cfg, tc_err *err) {
     *out = NULL;
     if (cfg->input_len < 1 || cfg->output_len < 1 || cfg->range_ratio < 0 || cfg->range_ratio >= 1 ||
-        cfg->num_groups < 1 || cfg->turns < 1 || cfg->prefix_len < 0)
+        cfg->num_groups < 1 || cfg->turns < 1 || cfg->prefix_len < 0 ||
+        (cfg->kind == BENCH_DS_MIXED_LENGTH && (cfg->long_len < 1 || cfg->long_frac < 0 || cfg->long_frac > 1)))
         return tc_err_set(err, TC_ERR_INVALID, "workload: lengths must be >= 1 and 0 <= range-ratio < 1");
     bench_workload *w = calloc(1, sizeof *w);
     if (!w) return tc_err_set(err, TC_ERR_NOMEM, "out of memory");
@@ -183,6 +187,22 @@ void bench_workload_free(bench_workload *w) {
     for (size_t i = 0; i < w->n_lines; i++) free(w->lines[i]);
     free(w->lines);
     free(w);
+}
+
+void bench_workload_class(const bench_workload *w, int64_t idx, int *has_prio, int *prio, int *len_class) {
+    const bench_wl_cfg *c = &w->cfg;
+    bench_rng r;
+    *has_prio = c->prio != NULL;
+    *prio = 0;
+    if (c->prio) {
+        bench_rng_seed(&r, c->seed, stream_id(S_PRIO, idx));
+        *prio = bench_prio_mix_pick(c->prio, bench_rng_uniform(&r));
+    }
+    *len_class = BENCH_LEN_NONE;
+    if (c->kind == BENCH_DS_MIXED_LENGTH) {
+        bench_rng_seed(&r, c->seed, stream_id(S_CLASS, idx));
+        *len_class = bench_rng_uniform(&r) < c->long_frac ? BENCH_LEN_LONG : BENCH_LEN_SHORT;
+    }
 }
 
 int64_t bench_workload_depends_on(const bench_workload *w, int64_t idx) {
@@ -297,6 +317,14 @@ int bench_workload_body(bench_workload *w, int64_t idx, char **body, int64_t *es
         if (text) json_array_append_new(msgs, msg("user", text));
         break;
     }
+    case BENCH_DS_MIXED_LENGTH: {
+        int hp, pr, lc;
+        bench_workload_class(w, idx, &hp, &pr, &lc);
+        if (lc == BENCH_LEN_LONG) *est_input = in_len = spread(&lr, c->long_len, c->range_ratio);
+        text = words(NULL, &r, in_len);
+        if (text) json_array_append_new(msgs, msg("user", text));
+        break;
+    }
     case BENCH_DS_REPETITIVE:
         text = code_edit_prompt(&r, in_len);
         if (text) json_array_append_new(msgs, msg("user", text));
@@ -345,6 +373,11 @@ int bench_workload_body(bench_workload *w, int64_t idx, char **body, int64_t *es
         json_object_set_new(req, "ignore_eos", json_true());
         json_object_set_new(req, "min_tokens", json_integer(out_len));
     }
+    int hp, pr, lc;
+    bench_workload_class(w, idx, &hp, &pr, &lc);
+    if (hp) json_object_set_new(req, c->prio_field ? c->prio_field : "priority", json_integer(pr));
+    if (c->ttft_slo_ms > 0)
+        json_object_set_new(req, c->ttft_field ? c->ttft_field : "ttft_slo_ms", json_real(c->ttft_slo_ms));
     *body = json_dumps(req, JSON_COMPACT);
     if (!*body) rc = tc_err_set(err, TC_ERR_NOMEM, "out of memory");
 done:

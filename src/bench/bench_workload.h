@@ -15,7 +15,10 @@ typedef enum {
     BENCH_DS_MULTI_TURN,
     BENCH_DS_REPETITIVE,
     BENCH_DS_JSONL,
+    BENCH_DS_MIXED_LENGTH, // random words; a fraction long_frac of the prompts is long_len tokens, the rest input_len
 } bench_ds_kind;
+
+struct bench_prio_mix;
 
 typedef struct bench_wl_cfg {
     bench_ds_kind kind;
@@ -30,6 +33,13 @@ typedef struct bench_wl_cfg {
     int chat;           // 1: /v1/chat/completions bodies (messages); 0: /v1/completions (prompt)
     const char *model;  // borrowed
     uint64_t seed;
+    // scheduling workloads (bench_class.h)
+    int64_t long_len;                  // mixed-length: tokens of a long prompt
+    double long_frac;                  // mixed-length: fraction of long prompts (each request drawn at random)
+    const struct bench_prio_mix *prio; // NULL: no priority field; else each request draws one (borrowed)
+    const char *prio_field;            // the request field carrying it ("priority")
+    double ttft_slo_ms;                // > 0: sent with every request as ttft_field
+    const char *ttft_field;            // ("ttft_slo_ms")
 } bench_wl_cfg;
 
 typedef struct bench_workload bench_workload;
@@ -41,13 +51,16 @@ void bench_workload_free(bench_workload *w);
 void bench_workload_reset(bench_workload *w);
 // Request body (JSON text, owned by the caller, free()) for request idx >= 0, and the estimated prompt tokens.
 int bench_workload_body(bench_workload *w, int64_t idx, char **body, int64_t *est_input, tc_err *err);
+// The class of request idx (deterministic, as its body): whether it has a priority and which, and its length
+// class (BENCH_LEN_*).
+void bench_workload_class(const bench_workload *w, int64_t idx, int *has_prio, int *prio, int *len_class);
 // Index of the request that must complete before idx may be sent, or -1.
 int64_t bench_workload_depends_on(const bench_workload *w, int64_t idx);
 // Whether the runner should collect response text and report it with bench_workload_complete.
 int bench_workload_wants_text(const bench_workload *w);
 // Reports request idx finished with the given response text (may be empty when it failed).
 int bench_workload_complete(bench_workload *w, int64_t idx, const char *text, size_t len, tc_err *err);
-// Parses a --dataset value ("random", "shared-prefix", "multi-turn", "repetitive", "jsonl:FILE").
+// Parses a --dataset value ("random", "shared-prefix", "multi-turn", "repetitive", "mixed-length", "jsonl:FILE").
 int bench_ds_parse(const char *s, bench_ds_kind *kind, const char **path, tc_err *err);
 
 #endif

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/bench_class.h"
 #include "bench/bench_client.h"
 #include "bench/bench_report.h"
 #include "bench/bench_workload.h"
@@ -23,6 +24,11 @@ typedef struct opts {
     bench_run_cfg run;
     bench_slo slo;
     int has_slo;
+    // scheduling workloads: classes, per-request fields, the overload sweep
+    bench_prio_mix prio;
+    const char *prio_mix; // as given, for the JSON config
+    int input_len_set;
+    double capacity;      // req/s for --sweep overload=...; 0 = measure it first
 } opts;
 
 static void usage(FILE *f) {
@@ -30,11 +36,17 @@ static void usage(FILE *f) {
           "  target:    --url URL  --api-key KEY  --model NAME  --endpoint chat|completions  --timeout S\n"
           "  load:      --num-requests N  --duration S  --request-rate R|inf  --burstiness B\n"
           "             --max-concurrency N  --warmup N  --seed N\n"
-          "  workload:  --dataset random|shared-prefix|multi-turn|repetitive|jsonl:FILE\n"
+          "  workload:  --dataset random|shared-prefix|multi-turn|repetitive|mixed-length|jsonl:FILE\n"
           "             --input-len N  --output-len N  --range-ratio R  --prefix-len N  --num-groups N  --turns N\n"
+          "             --long-len N  --long-frac F (mixed-length: 4000, 0.1; short prompts --input-len, 100)\n"
           "             --ignore-eos | --no-ignore-eos\n"
+          "  classes:   --priority-mix P:W,P:W (e.g. 0:0.8,5:0.2)  --priority-field NAME (priority)\n"
+          "             --ttft-slo-ms MS (sent per request, and the goodput TTFT SLO)  --ttft-slo-field NAME\n"
+          "             (ttft_slo_ms)\n"
           "  output:    --slo ttft=MS,tpot=MS,e2e=MS  --json FILE  --report FILE.html  --quiet\n"
-          "  runs:      --sweep rate=1,2,4,inf | --sweep concurrency=1,4,8  --compare URL2  --compare-rounds N\n"
+          "  runs:      --sweep rate=1,2,4,inf | --sweep concurrency=1,4,8 | --sweep overload=0.5,1,2,5\n"
+          "             (Poisson arrivals at multiples of the capacity, measured first or --capacity R)\n"
+          "             --compare URL2  --compare-rounds N\n"
           "see docs/BENCHMARKING.md\n",
           f);
 }
@@ -53,7 +65,7 @@ static int num(const char *flag, const char *s, double lo, double *out) {
 static int parse(opts *o, int argc, char **argv) {
     enum { O_URL = 256, O_KEY, O_MODEL, O_EP, O_TIMEOUT, O_NREQ, O_DUR, O_RATE, O_BURST, O_CONC, O_WARM, O_SEED,
            O_DS, O_IN, O_OUT, O_RR, O_PREFIX, O_GROUPS, O_TURNS, O_IEOS, O_NOIEOS, O_SLO, O_JSON, O_REPORT, O_SWEEP,
-           O_CMP, O_ROUNDS, O_QUIET, O_HELP };
+           O_CMP, O_ROUNDS, O_QUIET, O_HELP, O_LONGLEN, O_LONGFRAC, O_PMIX, O_PFIELD, O_TSLO, O_TFIELD, O_CAP };
     static const struct option lo[] = {
         {"url", 1, 0, O_URL}, {"api-key", 1, 0, O_KEY}, {"model", 1, 0, O_MODEL}, {"endpoint", 1, 0, O_EP},
         {"timeout", 1, 0, O_TIMEOUT}, {"num-requests", 1, 0, O_NREQ}, {"duration", 1, 0, O_DUR},
@@ -63,12 +75,15 @@ static int parse(opts *o, int argc, char **argv) {
         {"num-groups", 1, 0, O_GROUPS}, {"turns", 1, 0, O_TURNS}, {"ignore-eos", 0, 0, O_IEOS},
         {"no-ignore-eos", 0, 0, O_NOIEOS}, {"slo", 1, 0, O_SLO}, {"json", 1, 0, O_JSON}, {"report", 1, 0, O_REPORT},
         {"sweep", 1, 0, O_SWEEP}, {"compare", 1, 0, O_CMP}, {"compare-rounds", 1, 0, O_ROUNDS},
-        {"quiet", 0, 0, O_QUIET}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
+        {"quiet", 0, 0, O_QUIET}, {"help", 0, 0, O_HELP}, {"long-len", 1, 0, O_LONGLEN},
+        {"long-frac", 1, 0, O_LONGFRAC}, {"priority-mix", 1, 0, O_PMIX}, {"priority-field", 1, 0, O_PFIELD},
+        {"ttft-slo-ms", 1, 0, O_TSLO}, {"ttft-slo-field", 1, 0, O_TFIELD}, {"capacity", 1, 0, O_CAP}, {0, 0, 0, 0}};
     o->chat = 1;
     o->rounds = 2;
     o->api_key = getenv("OPENAI_API_KEY");
     o->wl = (bench_wl_cfg){.kind = BENCH_DS_RANDOM, .input_len = 256, .output_len = 128, .prefix_len = 512,
-                           .num_groups = 4, .turns = 4};
+                           .num_groups = 4, .turns = 4, .long_len = 4000, .long_frac = 0.1,
+                           .prio_field = "priority", .ttft_field = "ttft_slo_ms"};
     o->run = (bench_run_cfg){.rate = INFINITY, .burstiness = 1, .num_requests = -1, .timeout = 600};
     double v;
     int c;
@@ -93,7 +108,18 @@ static int parse(opts *o, int argc, char **argv) {
         case O_WARM: if (num("--warmup", optarg, 0, &v) || !isfinite(v)) return -1; o->warmup = (int64_t)v; break;
         case O_SEED: if (num("--seed", optarg, 0, &v) || !isfinite(v)) return -1; o->run.seed = (uint64_t)v; break;
         case O_DS: if (bench_ds_parse(optarg, &o->wl.kind, &o->wl.path, &err)) return fprintf(stderr, "bench-serve: %s\n", err.msg), -1; break;
-        case O_IN: if (num("--input-len", optarg, 1, &v) || !isfinite(v)) return -1; o->wl.input_len = (int64_t)v; break;
+        case O_IN: if (num("--input-len", optarg, 1, &v) || !isfinite(v)) return -1; o->wl.input_len = (int64_t)v; o->input_len_set = 1; break;
+        case O_LONGLEN: if (num("--long-len", optarg, 1, &v) || !isfinite(v)) return -1; o->wl.long_len = (int64_t)v; break;
+        case O_LONGFRAC: if (num("--long-frac", optarg, 0, &o->wl.long_frac) || o->wl.long_frac > 1) return -1; break;
+        case O_PMIX:
+            if (bench_prio_mix_parse(&o->prio, optarg, &err)) return fprintf(stderr, "bench-serve: %s\n", err.msg), -1;
+            o->prio_mix = optarg;
+            o->wl.prio = &o->prio;
+            break;
+        case O_PFIELD: o->wl.prio_field = optarg; break;
+        case O_TSLO: if (num("--ttft-slo-ms", optarg, 1e-9, &o->wl.ttft_slo_ms) || !isfinite(o->wl.ttft_slo_ms)) return -1; break;
+        case O_TFIELD: o->wl.ttft_field = optarg; break;
+        case O_CAP: if (num("--capacity", optarg, 1e-9, &o->capacity) || !isfinite(o->capacity)) return -1; break;
         case O_OUT: if (num("--output-len", optarg, 1, &v) || !isfinite(v)) return -1; o->wl.output_len = (int64_t)v; break;
         case O_RR: if (num("--range-ratio", optarg, 0, &o->wl.range_ratio) || o->wl.range_ratio >= 1) return -1; break;
         case O_PREFIX: if (num("--prefix-len", optarg, 0, &v) || !isfinite(v)) return -1; o->wl.prefix_len = (int64_t)v; break;
@@ -118,6 +144,8 @@ static int parse(opts *o, int argc, char **argv) {
     if (optind < argc) return fprintf(stderr, "bench-serve: unexpected argument '%s'\n", argv[optind]), -1;
     if (!o->url) return fprintf(stderr, "bench-serve: --url is required\n"), usage(stderr), -1;
     if (o->run.num_requests < 0 && !(o->run.duration > 0)) o->run.num_requests = 100;
+    if (o->wl.kind == BENCH_DS_MIXED_LENGTH && !o->input_len_set) o->wl.input_len = 100;
+    if (o->wl.ttft_slo_ms > 0 && !(o->slo.ttft_ms > 0)) o->slo.ttft_ms = o->wl.ttft_slo_ms, o->has_slo = 1;
     if (!o->ignore_eos_set) o->ignore_eos = o->wl.kind != BENCH_DS_JSONL && o->wl.kind != BENCH_DS_REPETITIVE;
     o->wl.ignore_eos = o->ignore_eos;
     o->wl.chat = o->chat;
@@ -127,24 +155,27 @@ static int parse(opts *o, int argc, char **argv) {
     return 0;
 }
 
-// "rate=1,2,inf" or "concurrency=1,4" -> values; *is_rate tells which.
+// "rate=1,2,inf", "concurrency=1,4" or "overload=0.5,1,2,5" -> values; *is_rate: 1 rate, 0 concurrency,
+// 2 overload (rates as multiples of the capacity).
 static int parse_sweep(const char *s, int *is_rate, double *vals, int *n) {
     const char *eq = strchr(s, '=');
     if (!eq) goto bad;
     if (!strncmp(s, "rate=", 5)) *is_rate = 1;
     else if (!strncmp(s, "concurrency=", 12)) *is_rate = 0;
+    else if (!strncmp(s, "overload=", 9)) *is_rate = 2;
     else goto bad;
     *n = 0;
     char buf[512];
     snprintf(buf, sizeof buf, "%s", eq + 1);
     for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         if (*n == MAX_POINTS || num("--sweep", t, *is_rate ? 1e-9 : 1, &vals[*n])) goto bad;
-        if (!*is_rate && !isfinite(vals[*n])) goto bad;
+        if (*is_rate != 1 && !isfinite(vals[*n])) goto bad;
         (*n)++;
     }
     if (*n) return 0;
 bad:
-    fprintf(stderr, "bench-serve: --sweep rate=R1,R2,...|concurrency=N1,N2,... (at most %d points)\n", MAX_POINTS);
+    fprintf(stderr, "bench-serve: --sweep rate=R1,R2,...|concurrency=N1,N2,...|overload=M1,M2,... (at most %d points)\n",
+            MAX_POINTS);
     return -1;
 }
 
@@ -188,6 +219,30 @@ static int warmup(const opts *o, const bench_target *t, tc_err *err) {
     return rc;
 }
 
+// The overload sweep's reference: completed requests per second of the workload sent all at once (within
+// --max-concurrency), against the first server. Not part of the results.
+static int measure_capacity(opts *o, const bench_target *t, bench_workload *wl, tc_err *err) {
+    if (o->capacity > 0) return 0;
+    bench_run_cfg cfg = o->run;
+    cfg.rate = INFINITY, cfg.quiet = 1;
+    bench_workload_reset(wl);
+    bench_run r;
+    int rc = bench_run_exec(&r, t, &cfg, wl, err);
+    if (rc) return rc;
+    size_t ok = 0;
+    const char *why = NULL;
+    for (size_t i = 0; i < r.n; i++) {
+        ok += r.recs[i].index >= 0 && r.recs[i].ok;
+        if (!why && !r.recs[i].ok) why = r.recs[i].error;
+    }
+    if (ok && r.duration > 0) o->capacity = (double)ok / r.duration;
+    if (!(o->capacity > 0)) rc = tc_err_set(err, TC_ERR_IO, "capacity run: every request failed (%.300s)", why ? why : "?");
+    bench_run_free(&r);
+    if (rc) return rc;
+    if (!o->quiet) fprintf(stderr, "measured capacity: %.3f req/s (%zu requests at once)\n", o->capacity, ok);
+    return 0;
+}
+
 static json_t *config_json(const opts *o, int argc, char **argv) {
     json_t *args = json_array();
     for (int i = 0; i < argc; i++) json_array_append_new(args, json_string(argv[i]));
@@ -201,6 +256,13 @@ static json_t *config_json(const opts *o, int argc, char **argv) {
     json_object_set_new(c, "duration_s", json_real(o->run.duration));
     json_object_set_new(c, "output_len", json_integer(o->wl.output_len));
     json_object_set_new(c, "ignore_eos", json_boolean(o->ignore_eos));
+    if (o->capacity > 0) json_object_set_new(c, "capacity_rps", json_real(o->capacity));
+    if (o->prio_mix) json_object_set_new(c, "priority_mix", json_string(o->prio_mix));
+    if (o->wl.ttft_slo_ms > 0) json_object_set_new(c, "ttft_slo_ms", json_real(o->wl.ttft_slo_ms));
+    if (o->wl.kind == BENCH_DS_MIXED_LENGTH)
+        json_object_set_new(c, "mixed_length", json_pack("{s:I, s:I, s:f}", "short_len", (json_int_t)o->wl.input_len,
+                                                         "long_len", (json_int_t)o->wl.long_len, "long_frac",
+                                                         o->wl.long_frac));
     if (o->has_slo)
         json_object_set_new(c, "slo_ms", json_pack("{s:f, s:f, s:f}", "ttft", o->slo.ttft_ms, "tpot", o->slo.tpot_ms,
                                                    "e2e", o->slo.e2e_ms));
@@ -228,13 +290,16 @@ int cli_bench_serve(int argc, char **argv) {
         if ((rc = bench_pool_init(&tg[s].pool, &err))) goto out;
     for (int s = 0; s < n_servers; s++)
         if ((rc = warmup(&o, &tg[s], &err))) goto out;
+    if (sweeping && is_rate == 2 && (rc = measure_capacity(&o, &tg[0], wl, &err))) goto out;
     for (int p = 0; p < n_points; p++) {
         bench_run_cfg cfg = o.run;
         char label[64] = "";
         if (sweeping) {
-            if (is_rate) cfg.rate = vals[p];
+            if (is_rate == 2) cfg.rate = vals[p] * o.capacity; // Poisson unless --burstiness says otherwise
+            else if (is_rate) cfg.rate = vals[p];
             else cfg.max_concurrency = (int)vals[p];
-            if (is_rate && !isfinite(vals[p])) snprintf(label, sizeof label, "rate=inf");
+            if (is_rate == 2) snprintf(label, sizeof label, "overload=%gx", vals[p]);
+            else if (is_rate && !isfinite(vals[p])) snprintf(label, sizeof label, "rate=inf");
             else snprintf(label, sizeof label, "%s=%g", is_rate ? "rate" : "concurrency", vals[p]);
         }
         // --compare: rounds alternate the order A,B / B,A (ABBA...) so drift hits both servers alike.
@@ -264,7 +329,9 @@ int cli_bench_serve(int argc, char **argv) {
     for (size_t i = 0; i < n_res; i++) {
         res[i].sum.max_inflight = res[i].run.max_inflight;
         if ((rc = bench_summarize(&res[i].sum, res[i].run.recs, res[i].run.n, res[i].run.duration,
-                                  o.has_slo ? &o.slo : NULL, &err)))
+                                  o.has_slo ? &o.slo : NULL, &err)) ||
+            (rc = bench_classes_compute(&res[i].cls, res[i].run.recs, res[i].run.n, res[i].run.duration,
+                                        o.has_slo ? &o.slo : NULL, &err)))
             goto out;
         completed += res[i].sum.completed;
     }
@@ -283,7 +350,8 @@ int cli_bench_serve(int argc, char **argv) {
         json_decref(cfg);
         if (rc) goto out;
     }
-    if (o.html_path && (rc = bench_write_html(o.html_path, "tachyon bench-serve", res, n_res, sweeping, &err)))
+    if (o.html_path && (rc = bench_write_html(o.html_path, "tachyon bench-serve", res, n_res,
+                                                sweeping ? (is_rate == 2 ? 2 : 1) : 0, &err)))
         goto out;
     if (completed == 0) {
         fprintf(stderr, "bench-serve: every request failed\n");

@@ -58,6 +58,9 @@ static void serve_usage(void) {
             "  --spec-k N                  drafted tokens per request per step at most (8; 1..16)\n"
             "  --pooling mean|last         /v1/embeddings: mean of the final hidden states (default) or the last\n"
             "                              token's\n"
+            "  --truncation disabled|auto  context overflow of a request that does not say ('truncation'):\n"
+            "                              refuse with context_length_exceeded (disabled, default), or drop the\n"
+            "                              oldest chat turns / the middle of a completions prompt (auto)\n"
             "  --lenient                   accept unknown or unsupported request fields, ignoring them with a\n"
             "                              logged warning (default: 400 naming the field)\n");
 }
@@ -74,7 +77,7 @@ int cli_serve(int argc, char **argv) {
     enum {
         O_HOST = 256, O_PORT, O_KEY, O_CORS, O_CTX, O_MBT, O_SEQS, O_KV, O_QUEUE, O_QTOK, O_RTO, O_GRACE, O_THREADS,
         O_TMPL, O_LOG, O_BODY, O_HTO, O_NAME, O_NOPC, O_ITL, O_PUBLIC, O_HOSTS, O_SPEC, O_SPECK,
-        O_LENIENT, O_POOL,
+        O_LENIENT, O_POOL, O_TRUNC,
         O_READTO, O_MAXCONN, O_BODYBUF, O_PING, // connection limits
         O_KVT, O_KVTK, O_KVTV // KV cache types
     };
@@ -92,6 +95,7 @@ int cli_serve(int argc, char **argv) {
         {"max-body", required_argument, 0, O_BODY},   {"http-timeout", required_argument, 0, O_HTO},
         {"served-model-name", required_argument, 0, O_NAME}, {"no-prefix-cache", no_argument, 0, O_NOPC},
         {"public-routes", required_argument, 0, O_PUBLIC}, {"allowed-hosts", required_argument, 0, O_HOSTS},
+        {"truncation", required_argument, 0, O_TRUNC},
         {"lenient", no_argument, 0, O_LENIENT},     {"pooling", required_argument, 0, O_POOL},
         {"request-read-timeout", required_argument, 0, O_READTO}, {"max-connections", required_argument, 0, O_MAXCONN},
         {"max-body-buffer", required_argument, 0, O_BODYBUF}, {"sse-ping", required_argument, 0, O_PING},
@@ -146,6 +150,12 @@ int cli_serve(int argc, char **argv) {
             break;
         case O_SPECK: bad = num(flag, optarg, 1, SPEC_MAX_K, &v); o.eng.spec_k = (int)v; break;
         case O_LENIENT: o.lenient = 1; break;
+        case O_TRUNC:
+            if (strcmp(optarg, "disabled") && strcmp(optarg, "auto")) {
+                fprintf(stderr, "tachyon serve: --truncation expects disabled|auto\n");
+                bad = 1;
+            } else o.truncation = !strcmp(optarg, "auto");
+            break;
         case O_POOL:
             if (!strcmp(optarg, "mean")) o.pooling = ENGINE_EMBED_MEAN;
             else if (!strcmp(optarg, "last")) o.pooling = ENGINE_EMBED_LAST;

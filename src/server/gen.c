@@ -65,6 +65,7 @@ typedef struct gen_req {
     int32_t *pred_ids;                                          // (n_pred_ids) tokenized prediction, owned
     int n_pred_ids;
     int pred_accepted, pred_rejected;                           // over choices (usage)
+    int n_trunc_tokens, n_trunc_msgs;                           // dropped by truncation "auto" (gen_trunc.c)
 } gen_req;
 
 // --- lifetime ----------------------------------------------------------------------------------------
@@ -331,6 +332,7 @@ static void on_token(gen_choice *c, const engine_event *ev) {
 static json_t *usage_json(const gen_req *g, int n_out) {
     json_t *u = oai_usage(g->n_prompt, n_out, g->n_cached);
     if (g->q.prediction) oai_usage_prediction(u, g->pred_accepted, g->pred_rejected);
+    if (gen_trunc_auto(g->s, &g->q)) oai_usage_truncated(u, g->n_trunc_tokens);
     return u;
 }
 
@@ -610,6 +612,7 @@ static void gen_prepare(gen_req *g, const char *body, size_t len) {
     g->n_pr = n_pr;
     for (int pi = 0; pi < n_pr; pi++)
         if (gen_prompt_ids_at(s, &g->q, pi, &g->ids[pi], &g->n_ids[pi], e)) return;
+    if (gen_truncate(s, &g->q, g->ids, g->n_ids, n_pr, &g->n_trunc_tokens, &g->n_trunc_msgs, e)) return;
     g->prep_rc = 0;
 }
 
@@ -811,6 +814,7 @@ static void gen_launch(gen_req *g) {
     }
     free(gbnf);
     free_ids(g);
+    gen_trunc_headers(s, req, q, g->n_trunc_tokens, g->n_trunc_msgs);
     if (q->stream) {
         struct evkeyvalq *h = evhttp_request_get_output_headers(req);
         evhttp_add_header(h, "Content-Type", "text/event-stream");

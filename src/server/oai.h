@@ -88,6 +88,7 @@ typedef struct oai_req {
     oai_ext ext;    // response_format, grammar, tools (oai_tools.c)
     samp_bias *bias; // (n_bias) owned logit_bias, validated ids >= 0 and values in [-100, 100]
     int n_bias;      // (the id's upper bound is the vocabulary's: checked where the model is known)
+    int truncation;  // "truncation": -1 not given (server default), 0 "disabled", 1 "auto"
     char lenient_dropped[256]; // lenient parse: unknown/unsupported fields dropped, comma-separated ("" = none)
 } oai_req;
 
@@ -116,6 +117,8 @@ json_t *oai_usage_chunk(oai_kind kind, const char *id, long created, const char 
 json_t *oai_usage(int prompt_tokens, int completion_tokens, int cached_tokens); // new reference
 // Adds usage.completion_tokens_details {accepted,rejected}_prediction_tokens (Predicted Outputs) to usage.
 void oai_usage_prediction(json_t *usage, int accepted, int rejected);
+// Adds usage.prompt_tokens_details.truncated_tokens (prompt tokens dropped by truncation "auto").
+void oai_usage_truncated(json_t *usage, int truncated);
 // Complete (non-stream) response. choices is stolen: an array built with oai_choice. New reference.
 json_t *oai_response(oai_kind kind, const char *id, long created, const char *model, json_t *choices,
                      json_t *usage);

@@ -58,7 +58,8 @@ static const oai_field fields[] = {
     {"tools", C, H, NULL},
     {"tool_choice", C, H, NULL},
     {"parallel_tool_calls", C, H, NULL},
-    {"prediction", B, H, NULL},          // {"type": "content", ...}: a draft source, never changes the output
+    {"prediction", B, H, NULL},
+    {"truncation", B, H, NULL},          // "disabled" | "auto" (Responses API): context-overflow policy, gen_trunc.c          // {"type": "content", ...}: a draft source, never changes the output
     // --- refused: the deprecated function-calling fields (not parsed: 'tools' replaces them) ----------------
     {"functions", C, R, "the deprecated 'functions' is not supported: use 'tools'"},
     {"function_call", C, R, "the deprecated 'function_call' is not supported: use 'tool_choice'"},

@@ -334,6 +334,7 @@ int oai_parse_ex(oai_kind kind, const char *body, size_t len, int lenient, oai_r
     memset(r, 0, sizeof *r);
     r->kind = kind;
     r->max_tokens = -1;
+    r->truncation = -1;
     r->n = 1;
     // OpenAI defaults (set field by field: the request must not depend on the sampler's greedy default)
     r->sp.temperature = 1.0f;
@@ -468,6 +469,14 @@ int oai_parse_ex(oai_kind kind, const char *body, size_t len, int lenient, oai_r
     if (x > 0 && !r->ignore_eos) { // the engine cannot hold back end-of-generation tokens for a while yet
         BAD(e, "min_tokens", "'min_tokens' > 0 is only supported together with 'ignore_eos': true");
         goto err;
+    }
+    if ((v = json_object_get(o, "truncation")) && !json_is_null(v)) { // context overflow policy (gen_trunc.c)
+        const char *t = json_string_value(v);
+        if (!t || (strcmp(t, "disabled") && strcmp(t, "auto"))) {
+            BAD(e, "truncation", "'truncation' must be \"disabled\" or \"auto\"");
+            goto err;
+        }
+        r->truncation = !strcmp(t, "auto");
     }
     return 0;
 err:

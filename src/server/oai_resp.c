@@ -115,6 +115,11 @@ void oai_usage_prediction(json_t *usage, int accepted, int rejected) {
                                   rejected));
 }
 
+void oai_usage_truncated(json_t *usage, int truncated) {
+    json_t *d = json_object_get(usage, "prompt_tokens_details");
+    if (d) json_object_set_new(d, "truncated_tokens", json_integer(truncated));
+}
+
 json_t *oai_usage_chunk(oai_kind kind, const char *id, long created, const char *model, json_t *usage) {
     return json_pack("{s:s,s:s,s:I,s:s,s:n,s:[],s:o}", "id", id, "object", obj_name(kind, 1), "created",
                      (json_int_t)created, "model", model, "system_fingerprint", "choices", "usage", usage);

@@ -38,6 +38,8 @@ typedef struct server_opts {
     int pooling;               // ENGINE_EMBED_MEAN (default) or ENGINE_EMBED_LAST for /v1/embeddings
     int lenient;               // 1: unknown / unsupported request fields are dropped with a logged warning
                                // instead of a 400
+    int truncation;            // context overflow when a request does not say: 0 refuse (context_length_exceeded),
+                               // 1 auto (drop the oldest turns / middle-out; gen_trunc.c)
 } server_opts;
 
 void server_opts_default(server_opts *o);

@@ -137,6 +137,14 @@ int gen_prompt_ids(server *s, const oai_req *q, int32_t **ids, int *n, oai_err *
 int gen_prompt_ids_at(server *s, const oai_req *q, int pi, int32_t **ids, int *n, oai_err *e);
 // The text a completions `echo` prepends for prompt p (*out malloc'd): the text as sent, or the ids decoded.
 int gen_echo_text(server *s, const oai_prompt *p, char **out, size_t *len);
+// gen_trunc.c: the context-overflow policy. With truncation "auto" (request field, else --truncation), drops
+// the oldest chat turns (re-rendering ids[0]; q's messages are reduced to those kept) or middle-out truncates
+// each completions prompt until prompt + room fits; *n_tok / *n_msg get what was dropped. What cannot fit
+// is left as it is (gen_launch refuses it). 0, or -1 with *e filled.
+int gen_truncate(server *s, oai_req *q, int32_t **ids, int *n_ids, int n_pr, int *n_tok, int *n_msg, oai_err *e);
+int gen_trunc_auto(const server *s, const oai_req *q); // 1: truncation "auto" applies to q
+// x-tachyon-truncated-tokens (and -messages for chat) on the reply, when truncation "auto" applies.
+void gen_trunc_headers(const server *s, struct evhttp_request *req, const oai_req *q, int n_tok, int n_msg);
 void gen_on_engine_events(server *s); // drains engine_poll and flushes dirty streams
 void gen_log_dropped(server *s, const oai_req *q); // --lenient: logs dropped fields (at most once per 10 s)
 void gen_check_disconnects(server *s);               // timer: notice clients that left, ping idle streams

@@ -4,7 +4,7 @@
 stdlib only (asyncio), HTTP/1.1 keep-alive, chunked transfer encoding, one SSE event per HTTP chunk. The
 k-th request the server receives (k = 0, 1, ...) is answered by a fixed script:
 
-  first content chunk at  t_recv + ttft_ms + ttft_step_ms * (k % ttft_cycle)
+  first content chunk at  t_recv + ttft_ms + ttft_step_ms * (k % ttft_cycle) + ttft_per_word_ms * prompt words
   content chunk i (i>=1) at first + i * itl_ms        (absolute deadlines, so gaps do not drift)
   then the usage chunk (unless --no-usage) and data: [DONE], immediately after the last content chunk.
 
@@ -88,7 +88,7 @@ async def stream(st, writer, k, req, chat):
         writer.write(chunk(sse({"id": rid, "object": "chat.completion.chunk",
                                 "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]})))
     loop = asyncio.get_running_loop()
-    first = t_recv + (a.ttft_ms + a.ttft_step_ms * (k % a.ttft_cycle)) / 1e3
+    first = t_recv + (a.ttft_ms + a.ttft_step_ms * (k % a.ttft_cycle) + a.ttft_per_word_ms * words) / 1e3
     drop = a.drop_every and k % a.drop_every == a.drop_every - 1
     bad = a.malformed_every and k % a.malformed_every == a.malformed_every - 1
     for i in range(n):
@@ -166,6 +166,7 @@ async def main():
     p.add_argument("--ttft-ms", type=float, default=100)
     p.add_argument("--ttft-step-ms", type=float, default=0)
     p.add_argument("--ttft-cycle", type=int, default=1)
+    p.add_argument("--ttft-per-word-ms", type=float, default=0, help="prefill cost: TTFT grows with the prompt")
     p.add_argument("--itl-ms", type=float, default=20)
     p.add_argument("--tokens", type=int, default=10, help="content chunks per response (0: the request's max_tokens)")
     p.add_argument("--fail-every", type=int, default=0)

@@ -1,6 +1,8 @@
 // Continuous-batching scheduler (see sched.h for the order of work in a step).
 #include "sched/sched.h"
 
+#include "sched/sched_fair.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -227,6 +229,11 @@ const sched_plan *sched_step(sched *s, double now) {
     }
     // Step 4: admission.
     while (p->n_preempted == 0 && s->waiting.head && s->running.n < s->o.max_seqs && s->budget > 0) {
+        sched_req *f = sched_fair_pick(s->running.head, s->waiting.head); // tenants' fair share (sched_fair.c)
+        if (f != s->waiting.head) {
+            list_unlink(&s->waiting, f);
+            list_push_head(&s->waiting, f);
+        }
         if (admit_head(s, now) < 0) break;
     }
     if (p->n_items > 0) s->steps++;

@@ -250,10 +250,13 @@ def test_fair_share_flooding_tenant_leaves_slot(make_server, tmp_path):
     done = []  # (key, index) in the order responses completed
     lock = threading.Lock()
 
+    texts = []
+
     def go(key, i):
-        completion(srv, key, prompt="Once upon a time", max_tokens=120, extra_body={"ignore_eos": True})
+        r = completion(srv, key, prompt="Once upon a time", max_tokens=120, extra_body={"ignore_eos": True})
         with lock:
             done.append((key, i))
+            texts.append(r.choices[0].text)
 
     def waiting():
         return json.loads(srv.request("GET", "/stats", headers=bearer("sk-a"))[2])["waiting"]
@@ -272,3 +275,7 @@ def test_fair_share_flooding_tenant_leaves_slot(make_server, tmp_path):
     after_b = order[order.index("sk-b") + 1:]
     # FIFO would run B last (after all 6 of A); fair share gives B the next free slot: A's last waves follow
     assert after_b.count("sk-a") >= 2, order
+    # B took its slot by preempting one of A's requests: greedy output is the same for all (recomputed)
+    st, _, data = srv.request("GET", "/stats", headers=bearer("sk-a"))
+    assert json.loads(data)["preemptions"] >= 1
+    assert len(set(texts)) == 1, texts

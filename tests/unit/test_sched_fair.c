@@ -80,28 +80,54 @@ static void test_flood(void) {
     fh_free(&h);
 }
 
-// Nothing is preempted for fairness: A holds every slot; B waits until one frees, then goes before A's queue.
-static void test_next_slot(void) {
+// A holds every slot when B arrives: B takes one at once (A's most recently admitted request is preempted and
+// waits again at the head of the queue), and the slots then stay put (no ping-pong).
+static void test_takes_slot(void) {
     fh h;
     fh_init(&h, 2);
     for (int i = 0; i < 6; i++) fh_add(&h, 1, 1);
     int a = fh_step(&h, 1, NULL);
     CHECK_EQ_INT(a, 2); // A alone: work-conserving, takes both slots
+    fh_step(&h, 1, NULL);
     sched_req *b = fh_add(&h, 2, 1);
+    fh_add(&h, 2, 1);
     int other = 0;
     a = fh_step(&h, 1, &other);
     CHECK_EQ_INT(a, 0);
-    CHECK_EQ_INT(other, 0);
-    CHECK_EQ_INT(fh_running(&h, 1), 2);
-    sched_finish(h.s, h.r[0], SCHED_END_STOP);
-    a = fh_step(&h, 1, &other);
-    CHECK_EQ_INT(a, 0);
-    CHECK_MSG(other == 1 && b->state == SCHED_RUNNING, "B not admitted into the freed slot");
-    // both at their share now (1 each): the next free slot goes back to A
+    CHECK_MSG(other == 1 && b->state == SCHED_RUNNING, "B not admitted at once");
+    CHECK_MSG(h.r[1]->state == SCHED_WAITING && h.r[0]->state == SCHED_RUNNING,
+              "the victim must be A's most recently admitted request");
+    sched_counters c;
+    sched_get_counters(h.s, &c);
+    CHECK_EQ_INT(c.preemptions, 1);
+    for (int i = 0; i < 5; i++) fh_step(&h, 1, NULL);
+    CHECK_EQ_INT(fh_running(&h, 1), 1);
+    CHECK_EQ_INT(fh_running(&h, 2), 1);
+    sched_get_counters(h.s, &c);
+    CHECK_EQ_INT(c.preemptions, 1);
+    // B's request ends: its slot goes to its next request (B at 0 running is below A at 1)
     sched_finish(h.s, b, SCHED_END_STOP);
-    a = fh_step(&h, 1, NULL);
-    CHECK_EQ_INT(a, 1);
-    sched_finish(h.s, h.r[0], SCHED_END_STOP); // already done: ignored
+    fh_step(&h, 1, NULL);
+    CHECK(h.r[7]->state == SCHED_RUNNING);
+    // no more B: A takes the freed slot back (work-conserving)
+    sched_finish(h.s, h.r[7], SCHED_END_STOP);
+    fh_step(&h, 1, NULL);
+    CHECK_EQ_INT(fh_running(&h, 1), 2);
+    fh_free(&h);
+}
+
+// Weights with preemption: A (share 3) holds all 4 slots, B (share 1) arrives → 3:1, and stays 3:1 while
+// more of B wait.
+static void test_weighted_takeover(void) {
+    fh h;
+    fh_init(&h, 4);
+    for (int i = 0; i < 6; i++) fh_add(&h, 1, 3);
+    fh_step(&h, 1, NULL);
+    CHECK_EQ_INT(fh_running(&h, 1), 4);
+    for (int i = 0; i < 3; i++) fh_add(&h, 2, 1);
+    for (int i = 0; i < 4; i++) fh_step(&h, 1, NULL);
+    CHECK_EQ_INT(fh_running(&h, 1), 3);
+    CHECK_EQ_INT(fh_running(&h, 2), 1);
     fh_free(&h);
 }
 
@@ -136,7 +162,8 @@ static void test_untagged_fifo(void) {
 
 int main(void) {
     test_flood();
-    test_next_slot();
+    test_takes_slot();
+    test_weighted_takeover();
     test_weights();
     test_untagged_fifo();
     TEST_MAIN_END();

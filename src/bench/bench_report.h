@@ -17,6 +17,7 @@ typedef struct bench_result {
     double x;        // sweep value (INFINITY for rate=inf), 0 when not sweeping
     bench_run run;
     bench_summary sum;
+    void *tenants_json; // (optional) borrowed json_t: per-tenant breakdown, written as the run's "tenants"
 } bench_result;
 
 // The console table for one result.

@@ -279,3 +279,22 @@ def test_fair_share_flooding_tenant_leaves_slot(make_server, tmp_path):
     st, _, data = srv.request("GET", "/stats", headers=bearer("sk-a"))
     assert json.loads(data)["preemptions"] >= 1
     assert len(set(texts)) == 1, texts
+
+
+# --- bench-serve per-tenant breakdown ------------------------------------------------------------------
+
+def test_bench_serve_per_tenant(make_server, tmp_path):
+    from benchutil import bench
+    kf = keyfile(tmp_path, "sk-a acme\nsk-b beta rpm=3\n")
+    srv = make_server(STORIES, "--served-model-name", "x", "--ctx-size", 256, "--api-key-file", kf)
+    p, doc = bench(tmp_path, srv.base, "--num-requests", 16, "--input-len", 16, "--output-len", 8, "--model", "x",
+                   "--endpoint", "completions", "--tenant", "sk-a:1", "--tenant", "sk-b:1")
+    ten = doc["tenants"]
+    assert set(ten) == {"t1 (sk-a)", "t2 (sk-b)"}, ten
+    a, b = ten["t1 (sk-a)"], ten["t2 (sk-b)"]
+    assert a["completed"] + a["failed"] + b["completed"] + b["failed"] == 16
+    assert 5 <= a["completed"] + a["failed"] <= 11  # split close to 1:1
+    assert a["failed"] == 0 and a["completed"] > 0
+    assert b["completed"] == 3 and b["http_429"] == b["failed"] > 0, b  # rpm=3: the rest get 429
+    assert {r["tenant"] for r in doc["requests"]} == {0, 1}
+    assert "Per tenant" in p.stdout and "t2 (sk-b)" in p.stdout

@@ -3,6 +3,7 @@
 # different tenants in the key file) and without (both keys in one tenant: plain FIFO admission).
 # SmolLM2-135M Q4_1, --max-seqs 4. B: 12 requests at 0.5 req/s, 64 prompt / 16 output tokens.
 # A: 24 requests at once, 64 / 64. Rounds interleave solo, fair, fifo. Usage: bench/tenant_flood.sh [ROUNDS]
+# (SERVE_ARGS="..." adds server options, MODES="solo fair" picks the runs)
 set -e
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${TACHYON_BIN:-$ROOT/build/tachyon}
@@ -16,13 +17,13 @@ A_ARGS="--request-rate inf --num-requests 24 --input-len 64 --output-len 64 --en
 serve() {
   PORT=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
   $BIN serve -m "$M" --port $PORT --served-model-name m --max-seqs 4 --ctx-size 1024 --api-key-file $1 \
-    --log-level warn > serve_$2.log 2>&1 &
+    --log-level warn $SERVE_ARGS > serve_$2.log 2>&1 &
   SP=$!
   for i in $(seq 300); do curl -s localhost:$PORT/health | grep -q ok && break; sleep 0.2; done
   kill -0 $SP
 }
 for round in $(seq ${1:-2}); do
-  for mode in solo fair fifo; do
+  for mode in ${MODES:-solo fair fifo}; do
     kf=keys_fair.txt; [ $mode = fifo ] && kf=keys_fifo.txt
     serve $kf $mode
     $BIN bench-serve --url http://127.0.0.1:$PORT --api-key kb --warmup 2 $B_ARGS --quiet --json b_${mode}_$round.json > /dev/null &

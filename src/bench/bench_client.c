@@ -1,4 +1,5 @@
 #include "bench/bench_client.h"
+#include "bench/bench_tenant.h"
 
 #include <curl/curl.h>
 #include <math.h>
@@ -160,6 +161,7 @@ static int push_record(bench_run *run, int64_t index, size_t *pos) {
     memset(&run->recs[*pos], 0, sizeof run->recs[*pos]);
     run->recs[*pos].index = index;
     run->recs[*pos].t_first = -1;
+    run->recs[*pos].tenant = -1;
     return 0;
 }
 
@@ -198,9 +200,11 @@ static int dispatch(runner *rn, int64_t idx, tc_err *err) {
     x->headers = curl_slist_append(NULL, "Content-Type: application/json");
     x->headers = curl_slist_append(x->headers, "Accept: text/event-stream");
     x->headers = curl_slist_append(x->headers, "Expect:"); // no 100-continue round trip for large bodies
-    if (rn->t->api_key) {
+    const char *key = rn->t->api_key;
+    if ((r->tenant = bench_tenant_of(rn->t->tenants, idx)) >= 0) key = rn->t->tenants->key[r->tenant];
+    if (key) {
         char auth[1024];
-        snprintf(auth, sizeof auth, "Authorization: Bearer %s", rn->t->api_key);
+        snprintf(auth, sizeof auth, "Authorization: Bearer %s", key);
         x->headers = curl_slist_append(x->headers, auth);
     }
     if (!x->easy || !x->headers) {

@@ -19,6 +19,7 @@ void bench_pool_free(bench_pool *p);
 typedef struct bench_target {
     const char *url;     // base URL, e.g. "http://127.0.0.1:8080" (a trailing "/v1" is accepted), borrowed
     const char *api_key; // sent as "Authorization: Bearer KEY" when non-NULL, borrowed
+    const struct bench_tenants *tenants; // (optional) borrowed: several keys, one per request (bench_tenant.h)
     int chat;            // 1: POST /v1/chat/completions; 0: POST /v1/completions
     bench_pool *pool;    // optional, borrowed: connection cache shared by every run against this target
 } bench_target;

@@ -162,6 +162,7 @@ static json_t *record_json(const bench_record *r) {
                           "output_tokens", (json_int_t)r->output_tokens, "chunks", (json_int_t)r->n_chunks,
                           "usage_from_server", r->usage_from_server, "itl_ms", itl);
     if (!o) return NULL;
+    if (r->tenant >= 0) json_object_set_new(o, "tenant", json_integer(r->tenant));
     json_object_set_new(o, "error", r->error ? json_string(r->error) : json_null());
     json_object_set_new(o, "id", r->id ? json_string(r->id) : json_null());
     if (r->has_priority) json_object_set_new(o, "priority", json_integer(r->priority));
@@ -184,12 +185,14 @@ int bench_write_json(const char *path, void *config_json, const bench_result *re
         if (!run) goto oom;
         json_object_set_new(run, "t0_monotonic_s", json_real(res[i].run.t0));
         json_object_set_new(run, "classes", classes_json(&res[i].cls));
+        if (res[i].tenants_json) json_object_set(run, "tenants", (json_t *)res[i].tenants_json);
         json_object_set_new(run, "x", isfinite(res[i].x) ? json_real(res[i].x) : json_string("inf"));
         json_array_append_new(runs, run);
     }
     if (n == 1) {
         json_t *r0 = json_array_get(runs, 0);
         json_object_set(root, "summary", json_object_get(r0, "summary"));
+        if (json_object_get(r0, "tenants")) json_object_set(root, "tenants", json_object_get(r0, "tenants"));
         json_object_set(root, "requests", json_object_get(r0, "requests"));
     }
     json_object_set_new(root, "runs", runs);

@@ -19,6 +19,7 @@ typedef struct bench_result {
     bench_run run;
     bench_summary sum;
     bench_classes cls; // per priority / length class (empty when the workload has no classes)
+    void *tenants_json; // (optional) borrowed json_t: per-tenant breakdown, written as the run's "tenants"
 } bench_result;
 
 // The console table for one result.

@@ -11,6 +11,7 @@
 // One request as the client saw it. Times are seconds on the monotonic clock relative to the run's start (t0).
 typedef struct bench_record {
     int64_t index;           // request index in the workload (warmup requests are negative: -1, -2, ...)
+    int tenant;              // --tenant index whose key it was sent with (bench_tenant.h), -1 = none
     int ok;                  // 1 = completed with a full stream ([DONE] seen, HTTP 2xx)
     int http_status;         // 0 when no response arrived
     char *error;             // owned (malloc), NULL when ok

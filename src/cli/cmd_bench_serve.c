@@ -11,6 +11,7 @@
 #include "bench/bench_class.h"
 #include "bench/bench_client.h"
 #include "bench/bench_report.h"
+#include "bench/bench_tenant.h"
 #include "bench/bench_workload.h"
 #include "cli/cli.h"
 
@@ -29,11 +30,13 @@ typedef struct opts {
     const char *prio_mix; // as given, for the JSON config
     int input_len_set;
     double capacity;      // req/s for --sweep overload=...; 0 = measure it first
+    bench_tenants tenants; // --tenant KEY[:WEIGHT] (repeated)
 } opts;
 
 static void usage(FILE *f) {
     fputs("usage: tachyon bench-serve --url URL [options]\n"
           "  target:    --url URL  --api-key KEY  --model NAME  --endpoint chat|completions  --timeout S\n"
+          "             --tenant KEY[:WEIGHT] (repeat: requests split over the keys by weight, per-tenant report)\n"
           "  load:      --num-requests N  --duration S  --request-rate R|inf  --burstiness B\n"
           "             --max-concurrency N  --warmup N  --seed N\n"
           "  workload:  --dataset random|shared-prefix|multi-turn|repetitive|mixed-length|jsonl:FILE\n"
@@ -65,7 +68,7 @@ static int num(const char *flag, const char *s, double lo, double *out) {
 static int parse(opts *o, int argc, char **argv) {
     enum { O_URL = 256, O_KEY, O_MODEL, O_EP, O_TIMEOUT, O_NREQ, O_DUR, O_RATE, O_BURST, O_CONC, O_WARM, O_SEED,
            O_DS, O_IN, O_OUT, O_RR, O_PREFIX, O_GROUPS, O_TURNS, O_IEOS, O_NOIEOS, O_SLO, O_JSON, O_REPORT, O_SWEEP,
-           O_CMP, O_ROUNDS, O_QUIET, O_HELP, O_LONGLEN, O_LONGFRAC, O_PMIX, O_PFIELD, O_TSLO, O_TFIELD, O_CAP };
+           O_CMP, O_ROUNDS, O_QUIET, O_HELP, O_LONGLEN, O_LONGFRAC, O_PMIX, O_PFIELD, O_TSLO, O_TFIELD, O_CAP, O_TENANT };
     static const struct option lo[] = {
         {"url", 1, 0, O_URL}, {"api-key", 1, 0, O_KEY}, {"model", 1, 0, O_MODEL}, {"endpoint", 1, 0, O_EP},
         {"timeout", 1, 0, O_TIMEOUT}, {"num-requests", 1, 0, O_NREQ}, {"duration", 1, 0, O_DUR},
@@ -77,7 +80,8 @@ static int parse(opts *o, int argc, char **argv) {
         {"sweep", 1, 0, O_SWEEP}, {"compare", 1, 0, O_CMP}, {"compare-rounds", 1, 0, O_ROUNDS},
         {"quiet", 0, 0, O_QUIET}, {"help", 0, 0, O_HELP}, {"long-len", 1, 0, O_LONGLEN},
         {"long-frac", 1, 0, O_LONGFRAC}, {"priority-mix", 1, 0, O_PMIX}, {"priority-field", 1, 0, O_PFIELD},
-        {"ttft-slo-ms", 1, 0, O_TSLO}, {"ttft-slo-field", 1, 0, O_TFIELD}, {"capacity", 1, 0, O_CAP}, {0, 0, 0, 0}};
+        {"ttft-slo-ms", 1, 0, O_TSLO}, {"ttft-slo-field", 1, 0, O_TFIELD}, {"capacity", 1, 0, O_CAP},
+        {"tenant", 1, 0, O_TENANT}, {0, 0, 0, 0}};
     o->chat = 1;
     o->rounds = 2;
     o->api_key = getenv("OPENAI_API_KEY");
@@ -137,6 +141,9 @@ static int parse(opts *o, int argc, char **argv) {
         case O_CMP: o->url2 = optarg; break;
         case O_ROUNDS: if (num("--compare-rounds", optarg, 1, &v) || !isfinite(v)) return -1; o->rounds = (int)v; break;
         case O_QUIET: o->quiet = 1; break;
+        case O_TENANT:
+            if (bench_tenant_add(&o->tenants, optarg, &err)) return fprintf(stderr, "bench-serve: %s\n", err.msg), -1;
+            break;
         case O_HELP: case 'h': usage(stdout); return 1;
         default: usage(stderr); return -1;
         }
@@ -277,8 +284,9 @@ int cli_bench_serve(int argc, char **argv) {
     int n_points = 1, is_rate = 1, sweeping = o.sweep != NULL;
     if (sweeping && parse_sweep(o.sweep, &is_rate, vals, &n_points)) return 2;
     int n_servers = o.url2 ? 2 : 1;
-    bench_target tg[2] = {{.url = o.url, .api_key = o.api_key, .chat = o.chat},
-                          {.url = o.url2, .api_key = o.api_key, .chat = o.chat}};
+    const bench_tenants *tn = o.tenants.n ? &o.tenants : NULL;
+    bench_target tg[2] = {{.url = o.url, .api_key = o.api_key, .chat = o.chat, .tenants = tn},
+                          {.url = o.url2, .api_key = o.api_key, .chat = o.chat, .tenants = tn}};
     bench_result *res = calloc((size_t)(n_points * n_servers), sizeof *res);
     bench_workload *wl = NULL;
     tc_err err = {0};
@@ -334,6 +342,7 @@ int cli_bench_serve(int argc, char **argv) {
                                         o.has_slo ? &o.slo : NULL, &err)))
             goto out;
         completed += res[i].sum.completed;
+        if (tn) res[i].tenants_json = bench_tenant_json(tn, res[i].run.recs, res[i].run.n, res[i].run.duration);
     }
     for (int p = 0; p < n_points; p++) {
         if (n_servers == 2) {
@@ -343,6 +352,9 @@ int cli_bench_serve(int argc, char **argv) {
         } else {
             bench_print_table(stdout, &res[p], &o.slo);
         }
+        for (int k = 0; tn && k < n_servers; k++)
+            bench_tenant_print(stdout, tn, res[p * n_servers + k].run.recs, res[p * n_servers + k].run.n,
+                               res[p * n_servers + k].run.duration);
     }
     if (o.json_path) {
         json_t *cfg = config_json(&o, argc, argv);
@@ -362,7 +374,10 @@ out:
         fprintf(stderr, "bench-serve: %s\n", err.msg);
         status = 1;
     }
-    for (int i = 0; i < n_points * n_servers; i++) bench_run_free(&res[i].run);
+    for (int i = 0; i < n_points * n_servers; i++) {
+        bench_run_free(&res[i].run);
+        json_decref(res[i].tenants_json);
+    }
     free(res);
     bench_workload_free(wl);
     bench_pool_free(tg[0].pool);

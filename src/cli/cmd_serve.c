@@ -16,6 +16,10 @@ static void serve_usage(void) {
             "  --port N                    listen port (8080)\n"
             "  --api-key KEY               require 'Authorization: Bearer KEY' on every route except /health and\n"
             "                              the dashboard page / (which asks for the key)\n"
+            "  --api-key-file FILE         API keys and tenants, one per line: KEY TENANT [rpm=N] [tpm=N] [share=W]\n"
+            "                              ('#' comments; rpm/tpm: requests/tokens per minute, tokens = prompt +\n"
+            "                              max_tokens, unused max_tokens refunded; share: fair-share weight of\n"
+            "                              running slots). Reloaded on SIGHUP; --api-key joins as tenant 'default'\n"
             "  --public-routes LIST        comma list of routes open without the key, e.g. /metrics,/stats\n"
             "  --allowed-hosts LIST        Host header names accepted besides localhost, 127.0.0.1, [::1] and\n"
             "                              the --host address ('*' = any; bound to 0.0.0.0 or :: any Host is\n"
@@ -79,7 +83,8 @@ int cli_serve(int argc, char **argv) {
         O_TMPL, O_LOG, O_BODY, O_HTO, O_NAME, O_NOPC, O_ITL, O_PUBLIC, O_HOSTS, O_SPEC, O_SPECK,
         O_LENIENT, O_POOL, O_TRUNC,
         O_READTO, O_MAXCONN, O_BODYBUF, O_PING, // connection limits
-        O_KVT, O_KVTK, O_KVTV // KV cache types
+        O_KVT, O_KVTK, O_KVTV, // KV cache types
+        O_KEYFILE
     };
     static const struct option lo[] = {
         {"model", required_argument, 0, 'm'},         {"host", required_argument, 0, O_HOST},
@@ -100,7 +105,7 @@ int cli_serve(int argc, char **argv) {
         {"request-read-timeout", required_argument, 0, O_READTO}, {"max-connections", required_argument, 0, O_MAXCONN},
         {"max-body-buffer", required_argument, 0, O_BODYBUF}, {"sse-ping", required_argument, 0, O_PING},
         {"kv-type", required_argument, 0, O_KVT}, {"kv-type-k", required_argument, 0, O_KVTK},
-        {"kv-type-v", required_argument, 0, O_KVTV},
+        {"kv-type-v", required_argument, 0, O_KVTV}, {"api-key-file", required_argument, 0, O_KEYFILE},
         {"help", no_argument, 0, 'h'},                {0, 0, 0, 0}};
     optind = 1;
     int c;
@@ -114,6 +119,7 @@ int cli_serve(int argc, char **argv) {
         case O_HOST: o.host = optarg; break;
         case O_PORT: bad = num(flag, optarg, 0, 65535, &v); o.port = (int)v; break;
         case O_KEY: o.api_key = optarg; break;
+        case O_KEYFILE: o.api_key_file = optarg; break;
         case O_CORS: o.cors = optarg; bad = !*optarg; break;
         case O_PUBLIC: o.public_routes = optarg; break;
         case O_HOSTS: o.allowed_hosts = optarg; bad = !*optarg; break;

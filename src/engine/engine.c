@@ -341,6 +341,9 @@ int engine_submit(engine *e, engine_req *q, uint64_t *id, tc_err *err) {
     if (q->prompt_logprobs > 0 && q->prompt_logprobs <= SAMP_MAX_LOGPROBS + 1) er->plp = q->prompt_logprobs;
     er->plp_next = 1;
     r->no_prefix = er->embed || er->plp; // every prompt row's hidden state is needed
+    r->tenant = q->tenant;
+    r->share = q->share;
+    kv_seq_set_salt(&r->kv, q->cache_salt);
     r->deadline = q->deadline;
     r->t_arrival = tc_now();
 

@@ -67,6 +67,10 @@ typedef struct engine_req {
     int prompt_logprobs; // 0: off; 1 + n_top: one PROMPT_LP event per prompt token after the first (its logprob
                          // given the tokens before it, and n_top alternatives), in order, before any TOKEN;
                          // the prefix cache is not used for it
+    uint64_t cache_salt; // 0 = shared prefix cache; else the prefix-cache namespace (per tenant / cache_salt):
+                         // blocks cached under another salt are never matched
+    int tenant;       // fair-share group for admission (0 = none), see sched_fair.c
+    float share;      // that tenant's weight (0 = 1)
     void *user;       // opaque to the engine, returned in every event of this request
 } engine_req;
 

@@ -149,6 +149,18 @@ void kv_pool_stats(const kv_pool *p, kv_stats *s) {
 }
 
 // --- sequences
+// The parent "hash" of a sequence's first block: the salt enters the chain here, so every block hash (and
+// the parent check in ht_find) differs between salts from the first block on.
+static uint64_t root_hash(uint64_t salt) {
+    return salt ? XXH3_64bits_withSeed(&salt, sizeof salt, KV_ROOT_HASH) : KV_ROOT_HASH;
+}
+
+void kv_seq_set_salt(kv_seq *s, uint64_t salt) {
+    if (s->n_blocks != 0) return;
+    s->salt = salt;
+    s->last_hash = root_hash(salt);
+}
+
 int kv_seq_init(kv_seq *s, int max_tokens, int block_size, tc_err *err) {
     memset(s, 0, sizeof *s);
     if (max_tokens < 1 || block_size < 1) return tc_err_set(err, TC_ERR_INVALID, "kv seq: bad size %d", max_tokens);
@@ -193,7 +205,7 @@ void kv_seq_free(kv_pool *p, kv_seq *s) {
     }
     s->n_blocks = 0;
     s->n_hashed = 0;
-    s->last_hash = KV_ROOT_HASH;
+    s->last_hash = root_hash(s->salt);
 }
 
 void kv_seq_truncate(kv_pool *p, kv_seq *s, int n_tokens) {
@@ -209,9 +221,10 @@ void kv_seq_truncate(kv_pool *p, kv_seq *s, int n_tokens) {
 }
 
 // Walks the chain; writes matched block ids to ids (if non-NULL). Returns the number of blocks matched.
-static int match_chain(const kv_pool *p, const int32_t *tokens, int n, int32_t *ids, uint64_t *last) {
+static int match_chain(const kv_pool *p, uint64_t salt, const int32_t *tokens, int n, int32_t *ids,
+                       uint64_t *last) {
     int bs = p->block_size, max = n > 0 ? (n - 1) / bs : 0, k = 0;
-    uint64_t parent = KV_ROOT_HASH;
+    uint64_t parent = root_hash(salt);
     for (; k < max; k++) {
         const int32_t *t = tokens + (size_t)k * bs;
         uint64_t h = block_hash(parent, t, bs);
@@ -225,14 +238,14 @@ static int match_chain(const kv_pool *p, const int32_t *tokens, int n, int32_t *
 }
 
 int kv_lookup_prefix(const kv_pool *p, const int32_t *tokens, int n) {
-    return match_chain(p, tokens, n, NULL, NULL) * p->block_size;
+    return match_chain(p, 0, tokens, n, NULL, NULL) * p->block_size;
 }
 
 int kv_seq_match_prefix(kv_pool *p, kv_seq *s, const int32_t *tokens, int n) {
     if (s->n_blocks != 0) return 0;
     if (n > s->cap * p->block_size) n = s->cap * p->block_size;
     uint64_t last;
-    int k = match_chain(p, tokens, n, s->blocks, &last);
+    int k = match_chain(p, s->salt, tokens, n, s->blocks, &last);
     for (int j = 0; j < k; j++) {
         int32_t i = s->blocks[j];
         if (p->b[i].ref++ == 0) fl_remove(p, i);

@@ -22,6 +22,8 @@ typedef struct kv_seq {
     int cap;            // most blocks this sequence may ever hold
     int n_hashed;       // leading blocks whose chain hash is known (registered, or matched from the cache)
     uint64_t last_hash; // chain hash of block n_hashed-1 (parent of the next one)
+    uint64_t salt;      // 0 = none; else mixed into the root of the chain (per tenant / cache_salt), so a
+                        // sequence with another salt can never match these blocks. Set with kv_seq_set_salt.
 } kv_seq;
 
 typedef struct kv_stats {
@@ -43,6 +45,9 @@ void kv_pool_stats(const kv_pool *p, kv_stats *s);
 // Table for a sequence of at most max_tokens tokens. Owned by the caller: kv_seq_destroy (after kv_seq_free).
 int kv_seq_init(kv_seq *s, int max_tokens, int block_size, tc_err *err);
 void kv_seq_destroy(kv_seq *s);
+
+// Sets the prefix-cache salt of an EMPTY sequence (0 = unsalted, the shared namespace).
+void kv_seq_set_salt(kv_seq *s, uint64_t salt);
 
 // Ensures the table covers positions [0, n_tokens). All or nothing: TC_ERR_FULL (table unchanged) when the
 // pool lacks blocks, TC_ERR_INVALID past the table's capacity.

@@ -35,6 +35,8 @@ typedef struct sched_req {
                       // (unverified: never counted in n_tokens, never registered in the prefix cache)
     int n_cached;     // prompt tokens served from the prefix cache at the first admission
     int no_prefix;    // 1: never served from the prefix cache (every row must be computed)
+    int tenant;       // fair-share group (sched_fair.c): 0 = none (all untagged requests form one group)
+    float share;      // the tenant's weight for fair share (> 0; 0 counts as 1)
     kv_seq kv;        // block table
     sched_state state;
     sched_end end;    // why it ended (valid once SCHED_DONE)

@@ -1,6 +1,8 @@
 // Continuous-batching scheduler (see sched.h for the order of work in a step).
 #include "sched/sched.h"
 
+#include "sched/sched_fair.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -114,10 +116,8 @@ static void plan_remove(sched *s, sched_req *r) {
     r->plan_idx = -1;
 }
 
-// Frees the KV of the most recently admitted running request and puts it back at the head of the waiting
-// queue. Returns the victim.
-static sched_req *preempt_tail(sched *s) {
-    sched_req *v = s->running.tail;
+// Frees the KV of running request v and puts it back at the head of the waiting queue.
+static void preempt(sched *s, sched_req *v) {
     if (v->plan_idx >= 0) plan_remove(s, v);
     list_unlink(&s->running, v);
     kv_seq_free(s->pool, &v->kv);
@@ -126,6 +126,12 @@ static sched_req *preempt_tail(sched *s) {
     v->n_preempted++;
     list_push_head(&s->waiting, v);
     s->preemptions++;
+}
+
+// Preempts the most recently admitted running request (out of KV blocks). Returns the victim.
+static sched_req *preempt_tail(sched *s) {
+    sched_req *v = s->running.tail;
+    preempt(s, v);
     s->plan.n_preempted++;
     return v;
 }
@@ -225,8 +231,18 @@ const sched_plan *sched_step(sched *s, double now) {
             r = r->next;
         }
     }
-    // Step 4: admission.
+    // Step 4: admission. Fair share first (sched_fair.c): when every slot is taken, a waiting tenant below
+    // its share takes one from the tenant furthest above it (the victim recomputes later, mostly from the
+    // prefix cache); this does not count as a KV preemption, so admission goes on in this step.
+    sched_req *fv = p->n_preempted == 0 && s->running.n >= s->o.max_seqs
+                        ? sched_fair_victim(s->running.head, s->waiting.head) : NULL;
+    if (fv) preempt(s, fv);
     while (p->n_preempted == 0 && s->waiting.head && s->running.n < s->o.max_seqs && s->budget > 0) {
+        sched_req *f = sched_fair_pick(s->running.head, s->waiting.head); // tenants' fair share (sched_fair.c)
+        if (f != s->waiting.head) {
+            list_unlink(&s->waiting, f);
+            list_push_head(&s->waiting, f);
+        }
         if (admit_head(s, now) < 0) break;
     }
     if (p->n_items > 0) s->steps++;

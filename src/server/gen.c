@@ -66,6 +66,7 @@ typedef struct gen_req {
     int n_pred_ids;
     int pred_accepted, pred_rejected;                           // over choices (usage)
     int n_trunc_tokens, n_trunc_msgs;                           // dropped by truncation "auto" (gen_trunc.c)
+    srv_tenant_ref tn;                                          // its tenant (srv_tenants.c), settled in g_free
 } gen_req;
 
 // --- lifetime ----------------------------------------------------------------------------------------
@@ -87,6 +88,9 @@ static void free_ids(gen_req *g) {
 }
 
 static void g_free(gen_req *g) {
+    int n_out = 0;
+    for (int i = 0; i < g->n_choices; i++) n_out += g->ch[i].n_tokens;
+    srv_tenant_end(g->s, &g->tn, g->n_prompt, n_out); // refunds the unused part of its tokens reservation
     g_unlink(g);
     g->s->n_inflight--;
     for (int i = 0; i < g->n_choices; i++) {
@@ -708,6 +712,7 @@ static void gen_launch(gen_req *g) {
             goto fail;
         }
     const char *pparam = kind == OAI_CHAT ? "messages" : "prompt";
+    double reserve = 0; // tenant's tokens per minute: prompt + max_tokens of every choice
     for (int pi = 0; pi < g->n_pr; pi++) {
         int n_ids = g->n_ids[pi];
         if (n_ids >= s->ctx_size) {
@@ -725,7 +730,9 @@ static void gen_launch(gen_req *g) {
             goto fail;
         }
         g->n_prompt += n_ids;
+        reserve += ((double)n_ids + mt) * q->n;
     }
+    if (srv_tenant_admit(s, req, &g->tn, reserve, &e)) goto fail; // 401 / 429 with headers
     if (!s->eng) {
         oai_err_set(&e, 503, "unavailable_error", "shutting_down", NULL, "The server is shutting down");
         goto fail;
@@ -786,6 +793,9 @@ static void gen_launch(gen_req *g) {
         }
         er.prompt_logprobs = q->echo && q->logprobs ? 1 + q->top_logprobs : 0;
         er.user = &g->ch[i];
+        er.cache_salt = srv_tenant_salt(&g->tn, q->cache_salt, q->cache_salt_len);
+        er.tenant = g->tn.id;
+        er.share = g->tn.share;
         if (gbnf && srv_grammar_matcher(s, gbnf, &er.grammar, &e)) {
             free(er.prompt);
             free(gbnf);

@@ -83,6 +83,8 @@ typedef struct oai_req {
     int n_stop;
     double timeout; // seconds (extension "timeout"); 0 = none
     int ignore_eos; // extension
+    const char *cache_salt; // vLLM extension: prefix-cache namespace (borrowed from root), NULL = none
+    size_t cache_salt_len;  // bytes
     const char *prediction; // Predicted Outputs text (borrowed from root or owned[]), NULL if none
     size_t prediction_len;  // bytes
     oai_ext ext;    // response_format, grammar, tools (oai_tools.c)

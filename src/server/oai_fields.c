@@ -48,6 +48,7 @@ static const oai_field fields[] = {
     {"ignore_eos", B, H, NULL},
     {"min_tokens", B, H, NULL},  // only with ignore_eos (then nothing but a stop string ends early) or 0
     {"timeout", B, H, NULL},
+    {"cache_salt", B, H, NULL},  // vLLM: prefix-cache namespace (no hits across salts or tenants)
     // embeddings (embed.c)
     {"input", E, H, NULL},
     {"encoding_format", E, H, NULL}, // "float" | "base64"

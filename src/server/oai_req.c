@@ -462,6 +462,15 @@ int oai_parse_ex(oai_kind kind, const char *body, size_t len, int lenient, oai_r
     if (get_num(o, "timeout", 0, 1e7, &d, e)) goto err;
     r->timeout = d;
     if (get_bool(o, "ignore_eos", &r->ignore_eos, e)) goto err;
+    json_t *salt = json_object_get(o, "cache_salt"); // vLLM: only requests with the same salt share cached prefixes
+    if (salt && !json_is_null(salt)) {
+        if (!json_is_string(salt) || json_string_length(salt) == 0) {
+            BAD(e, "cache_salt", "'cache_salt' must be a non-empty string");
+            goto err;
+        }
+        r->cache_salt = json_string_value(salt);
+        r->cache_salt_len = json_string_length(salt);
+    }
     if (parse_prediction(r, e)) goto err;
     if (oai_ext_parse(r, e)) goto err; // structured outputs and tools: oai_tools.c
     x = 0;

@@ -75,6 +75,7 @@ const char *srv_reason(int status) {
     case 405: return "Method Not Allowed";
     case 413: return "Payload Too Large";
     case 415: return "Unsupported Media Type";
+    case 429: return "Too Many Requests";
     case 500: return "Internal Server Error";
     case 503: return "Service Unavailable";
     default: return "Error";
@@ -529,6 +530,7 @@ int server_run(const server_opts *o, tc_err *err) {
         goto out;
     }
     if ((rc = srv_conn_init(s, err)) || (rc = srv_work_init(s, err))) goto out;
+    if ((rc = srv_tenants_init(s, err))) goto out; // API keys, tenants (srv_tenants.c)
     evhttp_set_gencb(s->http, route_cb, s);
     evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD | EVHTTP_REQ_OPTIONS);
     evhttp_set_max_body_size(s->http, (ev_ssize_t)o->max_body);
@@ -575,6 +577,7 @@ out:
     s->eng = NULL;
     srv_work_free(s); // joins the worker: no job touches a request after this
     gen_free_all(s);  // before evhttp_free, whose close callbacks must not see them
+    srv_tenants_free(s); // after gen_free_all: freed requests settle with their tenant
     if (s->http) evhttp_free(s->http);
     srv_conn_free(s);
     if (s->ev_engine) event_free(s->ev_engine);

@@ -16,6 +16,8 @@ typedef struct server_opts {
     int port;                  // 0 = any free port (the chosen one is logged)
     const char *api_key;       // NULL = no auth; else "Authorization: Bearer KEY" on every route except /health,
                                // the dashboard shell (/) and public_routes
+    const char *api_key_file;  // NULL = none; else "KEY TENANT [rpm=N] [tpm=N] [share=W]" lines (see
+                               // src/tenant/tenant_keys.h), reloaded on SIGHUP; api_key joins it as "default"
     const char *public_routes; // comma list of paths served without the key (e.g. "/metrics,/stats"), or NULL
     const char *allowed_hosts; // comma list of Host names accepted besides loopback names and the bind address;
                                // "*" = any; NULL = those only (any Host when bound to 0.0.0.0 or ::)

@@ -66,7 +66,8 @@ static int host_ok(const server *s, const char *h) {
     return a && list_has(a, name, n, 0);
 }
 
-static int auth_ok(const server *s, struct evhttp_request *req) {
+static int auth_ok(server *s, struct evhttp_request *req) {
+    if (s->tenants) return srv_tenants_auth_ok(s, req); // --api-key-file (and --api-key with it): srv_tenants.c
     if (!s->o.api_key) return 1;
     const char *h = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
     if (!h || strncasecmp(h, "Bearer ", 7)) return 0;

@@ -36,6 +36,16 @@ typedef struct srv_metrics {
 
 struct gen_req;
 struct server;
+struct srv_tenants;
+
+// A generation request's tenant (srv_tenants.c): filled at admission, settled when the request is freed.
+typedef struct srv_tenant_ref {
+    int id;          // stable tenant id (1-based, kept across key-file reloads); 0 = no tenant (no keys)
+    float share;     // fair-share weight (sched_fair.c)
+    uint64_t salt;   // prefix-cache salt of the tenant; 0 = the shared cache
+    double reserved; // tokens-per-minute units taken at admission (prompt + max_tokens per choice)
+    int admitted;    // 1: counted against the tenant; srv_tenant_end settles it
+} srv_tenant_ref;
 
 // The target of an engine event (engine_req.user points at one): gen.c's choices leave fn NULL; other
 // handlers (embed.c) set fn and get their events through it.
@@ -83,6 +93,7 @@ typedef struct server {
     int lenient_suppressed; // warnings not logged since
     struct srv_conns *conns; // owned (srv_conn.c): per-connection state, limits, listener
     struct srv_work *work;   // owned (srv_work.c): the worker thread for large prompts
+    struct srv_tenants *tenants; // owned (srv_tenants.c): API keys, tenants, rate limits; NULL = no keys
 } server;
 
 // --- server.c helpers --------------------------------------------------------------------------------
@@ -100,6 +111,23 @@ void srv_access_log(server *s, struct evhttp_request *req, const char *id, int s
 int srv_access_check(server *s, struct evhttp_request *req, const char *path, oai_err *e);
 const char *srv_cors_origin(const server *s, struct evhttp_request *req); // NULL: no CORS for this request
 void srv_add_common_headers(server *s, struct evhttp_request *req);        // CORS headers on a reply
+
+// --- srv_tenants.c: API keys → tenants, rate limits, SIGHUP reload of --api-key-file ------------------
+// Loads --api-key-file (merged with --api-key as tenant "default") and installs the SIGHUP handler. 0 or a
+// negative TC_ERR_* (message in err). Without either option s->tenants stays NULL and nothing changes.
+int srv_tenants_init(server *s, tc_err *err);
+void srv_tenants_free(server *s);
+// 1 if the request's "Authorization: Bearer KEY" names a known key (or no keys are configured), else 0.
+int srv_tenants_auth_ok(server *s, struct evhttp_request *req);
+// Identifies req's tenant and charges 1 request and `tokens` tokens to its buckets. 0: admitted (t filled,
+// x-ratelimit-* headers set on req); -1: *e is the 429 (Retry-After and x-ratelimit-* set) or the 401.
+int srv_tenant_admit(server *s, struct evhttp_request *req, srv_tenant_ref *t, double tokens, oai_err *e);
+// The request ended with n_prompt + n_out tokens used: refunds the rest of its reservation, counts usage.
+void srv_tenant_end(server *s, srv_tenant_ref *t, int n_prompt, int n_out);
+// The prefix-cache salt for a request: the tenant's salt combined with its cache_salt (NULL = none).
+uint64_t srv_tenant_salt(const srv_tenant_ref *t, const char *cache_salt, size_t len);
+// /stats: {"name": {requests, rate_limited, prompt_tokens, generation_tokens, in_flight, limits…}, …}
+json_t *srv_tenants_stats(server *s);
 
 // --- srv_conn.c: connection-level limits (see the top of srv_conn.c) ----------------------------------
 enum { SRV_RL_ACCEPT = 0, SRV_RL_REFUSED, SRV_RL_TIMEOUT, SRV_RL_BUFFER, SRV_RL_HTTP, SRV_RL_LIBEVENT, SRV_RL_N };

@@ -182,5 +182,6 @@ void srv_handle_stats(server *s, struct evhttp_request *req) {
                                                  "accepted_tokens", (json_int_t)sa, "verify_steps",
                                                  (json_int_t)st.spec_verify_steps, "acceptance_rate",
                                                  sd ? (double)sa / (double)sd : 0.0));
+    if (j && s->tenants) json_object_set_new(j, "tenants", srv_tenants_stats(s)); // srv_tenants.c
     srv_send_json(s, req, 200, j);
 }

@@ -260,7 +260,50 @@ static void test_truncate(void) {
     kv_pool_free(p);
 }
 
+// Per-tenant salt: the same tokens committed under salt A are found by A (also after kv_seq_free resets the
+// table), never by salt B or by an unsalted sequence, and unsalted blocks are never found under a salt.
+static void test_salt(void) {
+    kv_pool *p;
+    tc_err err;
+    CHECK_EQ_INT(kv_pool_new(16, BS, &p, &err), 0);
+    int32_t t[12];
+    fill(t, 12, 300);
+    kv_seq a, a2, b, z;
+    kv_seq_init(&a, 64, BS, &err);
+    kv_seq_init(&a2, 64, BS, &err);
+    kv_seq_init(&b, 64, BS, &err);
+    kv_seq_init(&z, 64, BS, &err);
+    kv_seq_set_salt(&a, 0x1111);
+    kv_seq_set_salt(&a2, 0x1111);
+    kv_seq_set_salt(&b, 0x2222);
+    CHECK_EQ_INT(kv_seq_alloc_to(p, &a, 12), 0);
+    kv_seq_commit(p, &a, t, 12);
+    kv_seq_free(p, &a); // cached, findable by salt 0x1111 only
+    CHECK_EQ_INT(kv_seq_match_prefix(p, &b, t, 12), 0);
+    CHECK_EQ_INT(kv_seq_match_prefix(p, &z, t, 12), 0);
+    CHECK_EQ_INT(kv_lookup_prefix(p, t, 12), 0); // the unsalted lookup does not see salted blocks
+    CHECK_EQ_INT(kv_seq_match_prefix(p, &a2, t, 12), 8);
+    kv_seq_free(p, &a2);
+    // the salt survives kv_seq_free: a reused table still commits and matches in its own namespace
+    CHECK_EQ_INT(kv_seq_match_prefix(p, &a, t, 12), 8);
+    kv_seq_free(p, &a);
+    // unsalted blocks stay out of reach of salted sequences
+    int32_t u[12];
+    fill(u, 12, 900);
+    CHECK_EQ_INT(kv_seq_alloc_to(p, &z, 12), 0);
+    kv_seq_commit(p, &z, u, 12);
+    kv_seq_free(p, &z);
+    CHECK_EQ_INT(kv_lookup_prefix(p, u, 12), 8);
+    CHECK_EQ_INT(kv_seq_match_prefix(p, &b, u, 12), 0);
+    kv_seq_destroy(&a);
+    kv_seq_destroy(&a2);
+    kv_seq_destroy(&b);
+    kv_seq_destroy(&z);
+    kv_pool_free(p);
+}
+
 int main(void) {
+    test_salt();
     test_alloc_free();
     test_prefix_share();
     test_lru_eviction();

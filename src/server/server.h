@@ -11,6 +11,8 @@
 
 enum { SRV_LOG_DEBUG = 0, SRV_LOG_INFO, SRV_LOG_WARN, SRV_LOG_ERROR };
 
+struct srv_config;
+
 typedef struct server_opts {
     const char *host;          // listen address ("127.0.0.1")
     int port;                  // 0 = any free port (the chosen one is logged)
@@ -38,6 +40,8 @@ typedef struct server_opts {
     int pooling;               // ENGINE_EMBED_MEAN (default) or ENGINE_EMBED_LAST for /v1/embeddings
     int lenient;               // 1: unknown / unsupported request fields are dropped with a logged warning
                                // instead of a 400
+    const struct srv_config *cfg; // NULL: the one model at model_path; else every model and router alias
+                                  // (server/srv_config.h; borrowed, finished; model_path etc. are ignored)
 } server_opts;
 
 void server_opts_default(server_opts *o);

@@ -262,3 +262,32 @@ def test_three_models_with_gemma(make_server):
     assert got.choices[0].message.content == want.choices[0].message.content
     for m in ("tiny", "smol"):
         assert chat(s, m, max_tokens=4)[0].model == m
+
+
+def test_dashboard_shows_each_model(duo):
+    sync_api = pytest.importorskip("playwright.sync_api")
+    import shutil
+    chromium = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+    if not shutil.which(chromium) and not os.path.exists(chromium):
+        pytest.skip("chromium not installed")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, headless=True, args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(duo.base + "/")
+        page.wait_for_function("() => document.getElementById('modelsel').options.length == 3", timeout=15000)
+        assert page.is_visible("#modelbox")
+        page.wait_for_function("() => /tiny: .*smol: /.test(document.getElementById('models').textContent)",
+                               timeout=15000)
+        page.select_option("#modelsel", "smol")
+        page.fill("#maxtok", "8")
+        page.fill("#temp", "0")
+        page.fill("#prompt", "Tell me a story about a dog.")
+        page.click("#send")
+        page.wait_for_selector(".msg.assistant[data-done='1']", timeout=30000)
+        assert page.get_attribute(".msg.assistant", "data-model") == "smol"
+        # the header and the charts follow the picked model
+        page.wait_for_function("() => document.getElementById('model').textContent == 'smol'", timeout=15000)
+        assert not errors, errors
+        browser.close()

@@ -417,7 +417,7 @@ static int load_model(server *s, tc_err *err) {
         s->ctx_size = eo.ctx_size > 0 ? eo.ctx_size : hp->ctx_train;
         if (s->ctx_size > hp->ctx_train && hp->ctx_train > 0) s->ctx_size = hp->ctx_train;
         eo.ctx_size = s->ctx_size;
-        if (!rc) rc = engine_new(s->m, &eo, &s->eng, err);
+        if (!rc) rc = srv_model_engine_new(s, &eo, err); // engine_new, on this model's cores
         s->ctx_asked = s->ctx_size;
         if (!rc) s->ctx_size = engine_ctx_limit(s->eng); // a small KV pool lowers it: report and enforce that
     }

@@ -7,6 +7,7 @@
 #include <event2/http.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 
 #include "engine/engine.h"
@@ -94,6 +95,8 @@ typedef struct server {
     int multi;                                 // hub only: several models or a router (model names route)
     struct srv_router *routers;                // hub only: (n_routers) owned
     int n_routers;
+    int pinned;   // 1: this model's engine and compute threads run on `cpus` only (several models, enough cores)
+    cpu_set_t cpus;
 } server;
 
 // --- server.c helpers --------------------------------------------------------------------------------
@@ -173,6 +176,9 @@ int srv_route_pick(server *hub, struct evhttp_request *req, const char *path, se
 int srv_route_is_alias(const server *s, const char *name); // a router alias of s's hub
 void srv_route_models(server *hub, struct evhttp_request *req); // GET /v1/models: every model and router
 void srv_models_sync_state(server *hub);                         // copies hub->state to the other models
+// Loader thread: engine_new for s with its threads pinned to s->cpus when s->pinned (threads inherit the
+// creating thread's affinity; the loader's own is restored after).
+int srv_model_engine_new(server *s, const engine_opts *eo, tc_err *err);
 
 // --- srv_stats.c ------------------------------------------------------------------------------------
 int srv_metrics_init(srv_metrics *mt, tc_err *err);

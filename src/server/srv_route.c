@@ -44,6 +44,45 @@ static void model_opts(server_opts *o, const srv_model_spec *m, int n_models) {
     if (m->ctx_size) o->eng.ctx_size = m->ctx_size;
 }
 
+// Partitions the cores this process may run on between the engines: model i gets the next n_threads of them,
+// so one engine's steps never wait for another's. When the threads add up to more than those cores nothing is
+// pinned (the kernel time-shares them and every step slows): logged once, here.
+static void plan_cores(server *hub, int threads) {
+    cpu_set_t allowed;
+    if (sched_getaffinity(0, sizeof allowed, &allowed)) return;
+    int n_cores = CPU_COUNT(&allowed);
+    if (threads > n_cores) {
+        srv_log(hub, SRV_LOG_WARN, "%d compute threads over %d models on %d cores: engines not pinned, they will "
+                "share cores (give each model fewer threads)", threads, hub->n_models, n_cores);
+        return;
+    }
+    int cpu = 0;
+    for (int i = 0; i < hub->n_models; i++) {
+        server *t = hub->models[i];
+        CPU_ZERO(&t->cpus);
+        char list[256] = "";
+        size_t off = 0;
+        for (int k = 0; k < t->o.eng.n_threads; k++) {
+            while (cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &allowed)) cpu++;
+            CPU_SET(cpu, &t->cpus);
+            if (off < sizeof list) off += (size_t)snprintf(list + off, sizeof list - off, "%s%d", k ? "," : "", cpu);
+            cpu++;
+        }
+        t->pinned = 1;
+        srv_log(hub, SRV_LOG_INFO, "model %s: %d compute thread(s) on core(s) %s", t->o.served_name,
+                t->o.eng.n_threads, list);
+    }
+}
+
+int srv_model_engine_new(server *s, const engine_opts *eo, tc_err *err) {
+    cpu_set_t saved;
+    int pin = s->pinned && !pthread_getaffinity_np(pthread_self(), sizeof saved, &saved) &&
+              !pthread_setaffinity_np(pthread_self(), sizeof s->cpus, &s->cpus);
+    int rc = engine_new(s->m, eo, &s->eng, err); // its engine thread and compute pool inherit the mask
+    if (pin) pthread_setaffinity_np(pthread_self(), sizeof saved, &saved);
+    return rc;
+}
+
 static server *find_model(server *hub, const char *alias) {
     for (int i = 0; i < hub->n_models; i++)
         if (!strcmp(hub->models[i]->name, alias)) return hub->models[i];
@@ -71,12 +110,7 @@ int srv_models_init(server *hub, tc_err *err) {
         snprintf(t->name, sizeof t->name, "%s", t->o.served_name);
         threads += t->o.eng.n_threads;
     }
-    // Engines are not pinned to cores: each runs its own thread pool and the kernel spreads them. More compute
-    // threads than cores makes the engines time-share cores (every step slows); said once, here.
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    if (hub->multi && cores > 0 && threads > cores)
-        srv_log(hub, SRV_LOG_WARN, "%d compute threads over %d models on %ld cores: the engines will share cores",
-                threads, hub->n_models, cores);
+    if (hub->multi) plan_cores(hub, threads);
     if (c->n_routers) {
         hub->routers = calloc((size_t)c->n_routers, sizeof *hub->routers);
         if (!hub->routers) return tc_err_set(err, TC_ERR_NOMEM, "out of memory");

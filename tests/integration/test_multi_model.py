@@ -291,3 +291,41 @@ def test_dashboard_shows_each_model(duo):
         page.wait_for_function("() => document.getElementById('model').textContent == 'smol'", timeout=15000)
         assert not errors, errors
         browser.close()
+
+
+def cpus_of_threads(pid):
+    out = []
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            st = open("/proc/%d/task/%s/status" % (pid, tid)).read()
+        except OSError:
+            continue
+        line = [ln for ln in st.splitlines() if ln.startswith("Cpus_allowed_list:")][0]
+        out.append(line.split(":", 1)[1].strip())
+    return out
+
+
+def test_engines_pinned_to_disjoint_cores(duo):
+    """Default threads: the cores are split equally (here 1 thread each on 2+ cores): each engine's threads run
+    on its own core(s), disjoint from the other's; the HTTP loop keeps every core."""
+    allowed = sorted(os.sched_getaffinity(0))
+    if len(allowed) < 2:
+        pytest.skip("one core: engines are not pinned")
+    lists = cpus_of_threads(duo.proc.pid)
+    if len(allowed) == 2:  # one thread each: exactly one core each, the first model on the first core
+        assert str(allowed[0]) in lists and str(allowed[1]) in lists, lists
+    single = [x for x in lists if x.isdigit()]
+    assert len(set(single)) >= 2, lists  # two engines on two different single cores
+    assert any(not x.isdigit() for x in lists), lists  # the main (HTTP) thread keeps every core
+    assert "model tiny: 1 compute thread(s) on core(s) %d" % allowed[0] in duo.read_log()
+
+
+def test_not_pinned_when_threads_exceed_cores(make_server):
+    need(STORIES, SMOL)
+    n = len(os.sched_getaffinity(0))
+    s = make_server("tiny=" + STORIES, "-m", "smol=" + SMOL, "--threads", 2 * n + 2, "--kv-cache-mem", 16,
+                    "--ctx-size", 256)
+    assert "engines not pinned" in s.read_log()
+    lists = cpus_of_threads(s.proc.pid)
+    assert len(set(lists)) == 1, lists  # every thread keeps the process's cores
+    assert completion(s, "smol", max_tokens=2)[0].model == "smol"

@@ -329,3 +329,16 @@ def test_not_pinned_when_threads_exceed_cores(make_server):
     lists = cpus_of_threads(s.proc.pid)
     assert len(set(lists)) == 1, lists  # every thread keeps the process's cores
     assert completion(s, "smol", max_tokens=2)[0].model == "smol"
+
+
+def test_streaming_through_router_and_single_alias(duo, make_server):
+    st, events, raw = duo.stream("/v1/completions", {"model": "auto", "prompt": LONG, "max_tokens": 4,
+                                                     "temperature": 0, "stream": True})
+    assert st == 200 and events[-1] == "[DONE]"
+    assert {e["model"] for e in events[:-1]} == {"smol"}  # every chunk names the chosen model
+    # one model under an alias: served under that name only (unknown names stay 404, as with one plain -m)
+    s = make_server("tiny=" + STORIES, "--ctx-size", 256)
+    assert [m.id for m in client(s).models.list().data] == ["tiny"]
+    assert completion(s, "tiny", max_tokens=2)[0].model == "tiny"
+    st, _, j = s.post("/v1/completions", {"model": "smol", "prompt": "x", "max_tokens": 1})
+    assert st == 404 and j["error"]["code"] == "model_not_found"

@@ -317,7 +317,7 @@ def test_engines_pinned_to_disjoint_cores(duo):
     single = [x for x in lists if x.isdigit()]
     assert len(set(single)) >= 2, lists  # two engines on two different single cores
     assert any(not x.isdigit() for x in lists), lists  # the main (HTTP) thread keeps every core
-    assert "model tiny: 1 compute thread(s) on core(s) %d" % allowed[0] in duo.read_log()
+    assert "model tiny: 1 compute thread(s) on core(s) %d" % allowed[0] in open(duo.log_path).read()
 
 
 def test_not_pinned_when_threads_exceed_cores(make_server):

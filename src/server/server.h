@@ -35,13 +35,13 @@ typedef struct server_opts {
     const char *model_path;
     const char *served_name;   // NULL = model file basename without ".gguf"
     const char *chat_template; // NULL = detect from the model (fallback chatml)
+    const struct srv_config *cfg; // NULL: the one model at model_path; else every model and router alias
+                                  // (server/srv_config.h; borrowed, finished; model_path etc. are ignored)
     engine_opts eng;           // eog_ids are filled in by the server
     int log_level;             // SRV_LOG_*
     int pooling;               // ENGINE_EMBED_MEAN (default) or ENGINE_EMBED_LAST for /v1/embeddings
     int lenient;               // 1: unknown / unsupported request fields are dropped with a logged warning
                                // instead of a 400
-    const struct srv_config *cfg; // NULL: the one model at model_path; else every model and router alias
-                                  // (server/srv_config.h; borrowed, finished; model_path etc. are ignored)
 } server_opts;
 
 void server_opts_default(server_opts *o);

@@ -210,7 +210,7 @@ int cli_serve(int argc, char **argv) {
         }
     }
     if ((!o.model_path && !config) || optind < argc) {
-        if (!o.model_path) fprintf(stderr, "tachyon serve: -m MODEL is required\n");
+        if (!o.model_path && !config) fprintf(stderr, "tachyon serve: -m MODEL (or --config FILE) is required\n");
         else fprintf(stderr, "tachyon serve: unexpected argument '%s'\n", argv[optind]);
         serve_usage();
         return 2;

@@ -6,12 +6,21 @@
 
 #include "cli/cli.h"
 #include "server/server.h"
+#include "server/srv_config.h"
 #include "spec/spec.h"
 
 static void serve_usage(void) {
     fprintf(stderr,
             "usage: tachyon serve -m MODEL [options]\n"
-            "  -m, --model PATH            GGUF model file (required)\n"
+            "  -m, --model [ALIAS=]PATH    GGUF model file (required); repeat it to serve several models, each with\n"
+            "                              its own engine, named ALIAS (or the file name without .gguf) in the API\n"
+            "  --config FILE               JSON list of models and router aliases (docs/MULTI_MODEL.md)\n"
+            "  --router ALIAS=SMALL,LARGE  a model name that routes each request to SMALL or LARGE (below)\n"
+            "  --route-max-prompt-tokens N to SMALL when the prompt has at most N tokens (256) ...\n"
+            "  --route-max-tokens N        ... and max_tokens is given and at most N (256); else to LARGE\n"
+            "  --route-degrade             to SMALL also when LARGE's predicted time to first token is above\n"
+            "                              --ttft-slo (off)\n"
+            "  --ttft-slo S                the routers' TTFT objective in seconds (1)\n"
             "  --host ADDR                 listen address (127.0.0.1)\n"
             "  --port N                    listen port (8080)\n"
             "  --api-key KEY               require 'Authorization: Bearer KEY' on every route except /health and\n"
@@ -75,6 +84,12 @@ static int num(const char *flag, const char *s, double lo, double hi, double *ou
     return cli_num("serve", f, s, lo, hi, out);
 }
 
+// `-m ALIAS=PATH`: a '=' before any '/' (srv_config_add_model_arg's rule)
+static int has_alias(const char *arg) {
+    const char *eq = strchr(arg, '='), *sl = strchr(arg, '/');
+    return eq && (!sl || eq < sl);
+}
+
 int cli_serve(int argc, char **argv) {
     server_opts o;
     server_opts_default(&o);
@@ -84,7 +99,8 @@ int cli_serve(int argc, char **argv) {
         O_LENIENT, O_POOL, O_TRUNC,
         O_READTO, O_MAXCONN, O_BODYBUF, O_PING, // connection limits
         O_KVT, O_KVTK, O_KVTV, // KV cache types
-        O_KEYFILE
+        O_KEYFILE,
+        O_CONFIG, O_ROUTER, O_RMP, O_RMT, O_RDEG, O_SLO // several models, routers
     };
     static const struct option lo[] = {
         {"model", required_argument, 0, 'm'},         {"host", required_argument, 0, O_HOST},
@@ -105,16 +121,42 @@ int cli_serve(int argc, char **argv) {
         {"request-read-timeout", required_argument, 0, O_READTO}, {"max-connections", required_argument, 0, O_MAXCONN},
         {"max-body-buffer", required_argument, 0, O_BODYBUF}, {"sse-ping", required_argument, 0, O_PING},
         {"kv-type", required_argument, 0, O_KVT}, {"kv-type-k", required_argument, 0, O_KVTK},
-        {"kv-type-v", required_argument, 0, O_KVTV}, {"api-key-file", required_argument, 0, O_KEYFILE},
+        O_KEYFILE,
+        {"kv-type-v", required_argument, 0, O_KVTV},
+        {"config", required_argument, 0, O_CONFIG}, {"router", required_argument, 0, O_ROUTER},
+        {"route-max-prompt-tokens", required_argument, 0, O_RMP}, {"route-max-tokens", required_argument, 0, O_RMT},
+        {"route-degrade", no_argument, 0, O_RDEG}, {"ttft-slo", required_argument, 0, O_SLO},
         {"help", no_argument, 0, 'h'},                {0, 0, 0, 0}};
     optind = 1;
     int c;
     double v;
+    const char *margs[SRV_CFG_MAX_MODELS], *rargs[SRV_CFG_MAX_ROUTERS], *config = NULL;
+    int n_m = 0, n_r = 0;
+    srv_router_spec rdef;
+    srv_router_defaults(&rdef);
     while ((c = getopt_long(argc, argv, "m:h", lo, NULL)) != -1) {
         const char *flag = cli_opt_name(lo, c);
         int bad = 0;
         switch (c) {
-        case 'm': o.model_path = optarg; break;
+        case 'm':
+            if (n_m == SRV_CFG_MAX_MODELS) {
+                fprintf(stderr, "tachyon serve: at most %d models\n", SRV_CFG_MAX_MODELS);
+                return 2;
+            }
+            o.model_path = margs[n_m++] = optarg;
+            break;
+        case O_CONFIG: config = optarg; break;
+        case O_ROUTER:
+            if (n_r == SRV_CFG_MAX_ROUTERS) {
+                fprintf(stderr, "tachyon serve: at most %d routers\n", SRV_CFG_MAX_ROUTERS);
+                return 2;
+            }
+            rargs[n_r++] = optarg;
+            break;
+        case O_RMP: bad = num(flag, optarg, 0, 1 << 24, &v); rdef.max_prompt_tokens = (int)v; break;
+        case O_RMT: bad = num(flag, optarg, 0, 1 << 24, &v); rdef.max_tokens = (int)v; break;
+        case O_RDEG: rdef.degrade = 1; break;
+        case O_SLO: bad = num(flag, optarg, 0.001, 86400, &v); rdef.ttft_slo = v; break;
         case 'h': serve_usage(); return 0;
         case O_HOST: o.host = optarg; break;
         case O_PORT: bad = num(flag, optarg, 0, 65535, &v); o.port = (int)v; break;
@@ -184,14 +226,31 @@ int cli_serve(int argc, char **argv) {
             return 2;
         }
     }
-    if (!o.model_path || optind < argc) {
-        if (!o.model_path) fprintf(stderr, "tachyon serve: -m MODEL is required\n");
+    if ((!o.model_path && !config) || optind < argc) {
+        if (!o.model_path && !config) fprintf(stderr, "tachyon serve: -m MODEL (or --config FILE) is required\n");
         else fprintf(stderr, "tachyon serve: unexpected argument '%s'\n", argv[optind]);
         serve_usage();
         return 2;
     }
     tc_err err = {0};
+    // several models, an alias or a router: the model list (one plain -m PATH keeps the one-model server)
+    static srv_config cfg; // large: not on the stack
+    srv_config_init(&cfg);
+    if (config || n_r || n_m > 1 || (n_m == 1 && has_alias(margs[0]))) {
+        int crc = config ? srv_config_load_file(&cfg, config, &err) : 0;
+        for (int i = 0; !crc && i < n_m; i++) crc = srv_config_add_model_arg(&cfg, margs[i], &err);
+        for (int i = 0; !crc && i < n_r; i++) crc = srv_config_add_router_arg(&cfg, rargs[i], &rdef, &err);
+        if (!crc) crc = srv_config_finish(&cfg, &err);
+        if (crc) {
+            fprintf(stderr, "tachyon serve: %s\n", err.msg);
+            srv_config_free(&cfg);
+            return 2;
+        }
+        o.cfg = &cfg;
+        o.model_path = cfg.models[0].path;
+    }
     int rc = server_run(&o, &err);
+    srv_config_free(&cfg);
     if (rc > 0) return rc; // 128 + signal: a second signal cut the drain (logged)
     if (rc) {
         fprintf(stderr, "tachyon serve: %s\n", err.msg);

@@ -135,5 +135,9 @@ int engine_event_fd(engine *e);
 // Non-blocking: moves up to cap pending events into evs; returns how many.
 int engine_poll(engine *e, engine_event *evs, int cap);
 void engine_get_stats(engine *e, engine_stats *s); // a consistent snapshot
+// (engine_predict.c) Seconds until a new request of n_prompt tokens would get its first token: the prompt
+// tokens queued ahead of it plus its own, prefilled alongside the running decodes, priced by the online
+// step-cost model. 0 while that model has no fit yet (unknown: callers must not act on it). Thread-safe.
+double engine_predict_ttft(engine *e, int n_prompt_tokens);
 
 #endif

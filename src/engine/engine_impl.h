@@ -66,6 +66,8 @@ struct engine {
 
     pthread_mutex_t stats_mu;
     engine_stats stats; // published once per step
+    double cost_a, cost_b; // published with stats: the step-cost fit, seconds ≈ a + b·tokens (engine_predict.c)
+    int cost_ready;        // 0 until the scheduler's step-cost model has a fit
     uint64_t prompt_tokens, generated_tokens;
     uint64_t spec_draft[2], spec_accepted[2], spec_verify_steps;
     int last_batch_seqs, last_batch_tokens;

@@ -26,7 +26,10 @@ static void publish_stats(engine *e) {
     sched_get_counters(e->s, &c);
     kv_stats ks;
     kv_pool_stats(e->pool, &ks);
+    double ca = 0, cb = 0;
+    int cready = sched_step_cost_fit(e->s, &ca, &cb);
     pthread_mutex_lock(&e->stats_mu);
+    e->cost_a = ca, e->cost_b = cb, e->cost_ready = cready;
     engine_stats *st = &e->stats;
     st->running = c.n_running;
     st->waiting = c.n_waiting;

@@ -122,37 +122,41 @@ int metrics_render(const metrics *m, char **out, size_t *len) {
     sbuf b = {malloc(4096), 0, 4096, 0};
     if (!b.p) return TC_ERR_NOMEM;
     b.p[0] = 0;
-    for (int i = 0; i < m->n; i++) {
-        const metric *x = m->items[i];
+    // one group per name, in order of first registration: a family's samples must be contiguous even when
+    // its series were registered apart (several models each register the whole set)
+    for (int g = 0; g < m->n; g++) {
         int first = 1;
-        for (int j = 0; j < i && first; j++)
-            if (!strcmp(m->items[j]->name, x->name)) first = 0;
-        if (first) {
-            sb_printf(&b, "# HELP %s %s\n", x->name, x->help);
-            sb_printf(&b, "# TYPE %s %s\n", x->name, type_name(x->type));
-        }
-        char num[48];
-        if (x->type != METRIC_HISTOGRAM) {
-            fmt_num(num, sizeof num, x->value);
-            if (x->labels[0]) sb_printf(&b, "%s{%s} %s\n", x->name, x->labels, num);
-            else sb_printf(&b, "%s %s\n", x->name, num);
-            continue;
-        }
-        const char *sep = x->labels[0] ? "," : "";
-        uint64_t cum = 0;
-        for (int k = 0; k <= x->n_bounds; k++) {
-            cum += x->counts[k];
-            if (k < x->n_bounds) fmt_num(num, sizeof num, x->bounds[k]);
-            else snprintf(num, sizeof num, "+Inf");
-            sb_printf(&b, "%s_bucket{%s%sle=\"%s\"} %llu\n", x->name, x->labels, sep, num, (unsigned long long)cum);
-        }
-        fmt_num(num, sizeof num, x->sum);
-        if (x->labels[0]) {
-            sb_printf(&b, "%s_sum{%s} %s\n", x->name, x->labels, num);
-            sb_printf(&b, "%s_count{%s} %llu\n", x->name, x->labels, (unsigned long long)x->count);
-        } else {
-            sb_printf(&b, "%s_sum %s\n", x->name, num);
-            sb_printf(&b, "%s_count %llu\n", x->name, (unsigned long long)x->count);
+        for (int j = 0; j < g && first; j++)
+            if (!strcmp(m->items[j]->name, m->items[g]->name)) first = 0;
+        if (!first) continue;
+        sb_printf(&b, "# HELP %s %s\n", m->items[g]->name, m->items[g]->help);
+        sb_printf(&b, "# TYPE %s %s\n", m->items[g]->name, type_name(m->items[g]->type));
+        for (int i = g; i < m->n; i++) {
+            const metric *x = m->items[i];
+            if (i != g && strcmp(x->name, m->items[g]->name)) continue;
+            char num[48];
+            if (x->type != METRIC_HISTOGRAM) {
+                fmt_num(num, sizeof num, x->value);
+                if (x->labels[0]) sb_printf(&b, "%s{%s} %s\n", x->name, x->labels, num);
+                else sb_printf(&b, "%s %s\n", x->name, num);
+                continue;
+            }
+            const char *sep = x->labels[0] ? "," : "";
+            uint64_t cum = 0;
+            for (int k = 0; k <= x->n_bounds; k++) {
+                cum += x->counts[k];
+                if (k < x->n_bounds) fmt_num(num, sizeof num, x->bounds[k]);
+                else snprintf(num, sizeof num, "+Inf");
+                sb_printf(&b, "%s_bucket{%s%sle=\"%s\"} %llu\n", x->name, x->labels, sep, num, (unsigned long long)cum);
+            }
+            fmt_num(num, sizeof num, x->sum);
+            if (x->labels[0]) {
+                sb_printf(&b, "%s_sum{%s} %s\n", x->name, x->labels, num);
+                sb_printf(&b, "%s_count{%s} %llu\n", x->name, x->labels, (unsigned long long)x->count);
+            } else {
+                sb_printf(&b, "%s_sum %s\n", x->name, num);
+                sb_printf(&b, "%s_count %llu\n", x->name, (unsigned long long)x->count);
+            }
         }
     }
     if (b.oom) {

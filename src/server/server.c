@@ -143,6 +143,7 @@ void srv_access_log(server *s, struct evhttp_request *req, const char *id, int s
 
 int srv_model_ok(const server *s, const char *name) {
     if (!name || !name[0]) return 1;
+    if (srv_route_is_alias(s, name)) return 1; // srv_route_pick chose this model for the alias
     // the served name or the file's basename (with or without .gguf); never a path: the model's location
     // on disk is not the client's business
     if (!strcmp(name, s->name) || !strcmp(name, s->basename)) return 1;
@@ -259,6 +260,10 @@ static int handle_detokenize(server *s, struct evhttp_request *req, oai_err *e) 
 }
 
 static int handle_models(server *s, struct evhttp_request *req) {
+    if (s->multi) {
+        srv_route_models(s, req);
+        return 200;
+    }
     json_t *m = json_pack("{s:s,s:s,s:I,s:s,s:i}", "id", s->name, "object", "model", "created", (json_int_t)tc_wall(),
                           "owned_by", "tachyon", "max_model_len", s->ctx_size);
     srv_send_json(s, req, 200, json_pack("{s:s,s:[o]}", "object", "list", "data", m));
@@ -336,14 +341,18 @@ static void route_cb(struct evhttp_request *req, void *arg) {
         else oai_err_set(&e, 503, "unavailable_error", "shutting_down", NULL, "The server is shutting down");
         goto done;
     }
+    server *t = s; // the model this request goes to
+    if (s->multi && is_post && (!strncmp(path, "/v1/", 4) || is_tok) && strcmp(path, "/v1/models") &&
+        srv_route_pick(s, req, path, &t, &e))
+        goto done;
     if (!strcmp(path, "/v1/chat/completions") || !strcmp(path, "/v1/completions")) {
         if (!is_post) goto method;
-        gen_handle(s, req, path[4] == 'c' && path[5] == 'h' ? OAI_CHAT : OAI_COMPLETION);
+        gen_handle(t, req, path[4] == 'c' && path[5] == 'h' ? OAI_CHAT : OAI_COMPLETION);
         return; // gen.c logs
     }
     if (!strcmp(path, "/v1/embeddings")) {
         if (!is_post) goto method;
-        embed_handle(s, req);
+        embed_handle(t, req);
         return; // embed.c logs
     }
     if (!strcmp(path, "/v1/models")) {
@@ -351,10 +360,10 @@ static void route_cb(struct evhttp_request *req, void *arg) {
         status = handle_models(s, req);
     } else if (!strcmp(path, "/tokenize")) {
         if (!is_post) goto method;
-        if ((status = handle_tokenize(s, req, &e)) < 0) goto done;
+        if ((status = handle_tokenize(t, req, &e)) < 0) goto done;
     } else if (!strcmp(path, "/detokenize")) {
         if (!is_post) goto method;
-        if ((status = handle_detokenize(s, req, &e)) < 0) goto done;
+        if ((status = handle_detokenize(t, req, &e)) < 0) goto done;
     } else if (!strcmp(path, "/metrics")) {
         if (!is_get) goto method;
         srv_handle_metrics(s, req);
@@ -377,9 +386,7 @@ done:
 
 // --- loading -----------------------------------------------------------------------------------------
 
-static void *loader_main(void *arg) {
-    server *s = arg;
-    tc_err *err = &s->load_err;
+static int load_model(server *s, tc_err *err) {
     int rc = model_load(s->o.model_path, &s->m, err);
     if (!rc) rc = tok_load(model_gguf(s->m), &s->vocab, err);
     if (!rc) {
@@ -411,9 +418,21 @@ static void *loader_main(void *arg) {
         s->ctx_size = eo.ctx_size > 0 ? eo.ctx_size : hp->ctx_train;
         if (s->ctx_size > hp->ctx_train && hp->ctx_train > 0) s->ctx_size = hp->ctx_train;
         eo.ctx_size = s->ctx_size;
-        if (!rc) rc = engine_new(s->m, &eo, &s->eng, err);
+        if (!rc) rc = srv_model_engine_new(s, &eo, err); // engine_new, on this model's cores
         s->ctx_asked = s->ctx_size;
         if (!rc) s->ctx_size = engine_ctx_limit(s->eng); // a small KV pool lowers it: report and enforce that
+    }
+    return rc;
+}
+
+// Loads every model in turn (the first is this server, the hub), stopping at the first failure.
+static void *loader_main(void *arg) {
+    server *s = arg;
+    int rc = 0;
+    for (int i = 0; !rc && i < s->n_models; i++) {
+        server *t = s->models[i];
+        rc = load_model(t, &t->load_err);
+        if (rc && t != s) tc_err_set(&s->load_err, rc, "%s: %s", t->o.model_path, t->load_err.msg);
     }
     s->load_rc = rc;
     event_active(s->ev_loaded, EV_READ, 0); // thread-safe: evthread_use_pthreads
@@ -428,6 +447,8 @@ static void engine_cb(evutil_socket_t fd, short what, void *arg) {
     gen_on_engine_events(arg);
 }
 
+static void log_ready(server *s);
+
 static void loaded_cb(evutil_socket_t fd, short what, void *arg) {
     (void)fd, (void)what;
     server *s = arg;
@@ -437,9 +458,18 @@ static void loaded_cb(evutil_socket_t fd, short what, void *arg) {
         event_base_loopexit(s->base, NULL);
         return;
     }
-    s->ev_engine = event_new(s->base, engine_event_fd(s->eng), EV_READ | EV_PERSIST, engine_cb, s);
-    event_add(s->ev_engine, NULL);
     if (s->state == SRV_LOADING) s->state = SRV_READY;
+    srv_models_sync_state(s);
+    for (int i = 0; i < s->n_models; i++) {
+        server *t = s->models[i];
+        t->ev_engine = event_new(s->base, engine_event_fd(t->eng), EV_READ | EV_PERSIST, engine_cb, t);
+        event_add(t->ev_engine, NULL);
+        log_ready(t);
+    }
+    if (s->state == SRV_DRAINING) event_active(s->ev_drain, EV_TIMEOUT, 0);
+}
+
+static void log_ready(server *s) {
     const model_hparams *hp = model_get_hparams(s->m);
     srv_log(s, SRV_LOG_INFO, "model ready: %s (%s, %d layers, ctx %d, chat template %s%s, %d end-of-generation tokens)",
             s->name, hp->arch, hp->n_layers, s->ctx_size, chat_family_name(s->chat),
@@ -449,7 +479,6 @@ static void loaded_cb(evutil_socket_t fd, short what, void *arg) {
         srv_log(s, SRV_LOG_WARN, "the KV cache (--kv-cache-mem %.2f MiB) holds only %d tokens: the per-request "
                 "context is %d tokens, not %d", s->o.eng.kv_mem_bytes / 1048576.0, s->ctx_size, s->ctx_size,
                 s->ctx_asked);
-    if (s->state == SRV_DRAINING) event_active(s->ev_drain, EV_TIMEOUT, 0);
 }
 
 // --- shutdown ----------------------------------------------------------------------------------------
@@ -458,14 +487,16 @@ static void drain_cb(evutil_socket_t fd, short what, void *arg) {
     (void)fd, (void)what;
     server *s = arg;
     double waited = tc_now() - s->t_start_drain;
-    if ((s->n_inflight == 0 && (s->n_writing <= 0 || waited > s->o.shutdown_grace)) ||
+    int n_inflight = 0, n_writing = 0;
+    for (int i = 0; i < s->n_models; i++) n_inflight += s->models[i]->n_inflight, n_writing += s->models[i]->n_writing;
+    if ((n_inflight == 0 && (n_writing <= 0 || waited > s->o.shutdown_grace)) ||
         (!s->eng && s->loader_started == 0)) {
         event_base_loopexit(s->base, NULL);
         return;
     }
-    if (!s->eng) return; // still loading: wait for it, then exit
+    if (!s->ev_engine) return; // still loading: wait for it, then exit
     if (waited > s->o.shutdown_grace) {
-        gen_cancel_all(s, ENGINE_FINISH_SHUTDOWN);
+        for (int i = 0; i < s->n_models; i++) gen_cancel_all(s->models[i], ENGINE_FINISH_SHUTDOWN);
         if (waited > s->o.shutdown_grace + 2.0) { // the engine should have answered by now
             event_base_loopexit(s->base, NULL);
             return;
@@ -475,7 +506,8 @@ static void drain_cb(evutil_socket_t fd, short what, void *arg) {
 
 static void check_cb(evutil_socket_t fd, short what, void *arg) {
     (void)fd, (void)what;
-    gen_check_disconnects(arg);
+    server *s = arg;
+    for (int i = 0; i < s->n_models; i++) gen_check_disconnects(s->models[i]);
 }
 
 static void signal_cb(evutil_socket_t sig, short what, void *arg) {
@@ -485,19 +517,20 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg) {
         srv_log(s, SRV_LOG_WARN, "second signal %d during the drain: exiting now, %d in-flight request(s) cut",
                 (int)sig, s->n_inflight);
         s->exit_sig = (int)sig;
-        gen_cancel_all(s, ENGINE_FINISH_SHUTDOWN);
+        for (int i = 0; i < s->n_models; i++) gen_cancel_all(s->models[i], ENGINE_FINISH_SHUTDOWN);
         event_base_loopexit(s->base, NULL);
         return;
     }
     srv_log(s, SRV_LOG_INFO, "signal %d: stop accepting, draining %d request(s) for up to %.1f s", (int)sig,
             s->n_inflight, s->o.shutdown_grace);
     s->state = SRV_DRAINING;
+    srv_models_sync_state(s);
     s->t_start_drain = tc_now();
     if (s->bound) evhttp_del_accept_socket(s->http, s->bound);
     s->bound = NULL;
     struct timeval tv = {0, 20000};
     event_add(s->ev_drain, &tv);
-    if (s->eng || !s->loader_started) event_active(s->ev_drain, EV_TIMEOUT, 0);
+    if (s->ev_engine || !s->loader_started) event_active(s->ev_drain, EV_TIMEOUT, 0);
 }
 
 // --- run ---------------------------------------------------------------------------------------------
@@ -519,10 +552,14 @@ int server_run(const server_opts *o, tc_err *err) {
     if (!s) return tc_err_set(err, TC_ERR_NOMEM, "out of memory");
     int rc = 0;
     s->o = *o;
+    s->hub = s;
+    s->models[0] = s;
+    s->n_models = 1;
+    if ((rc = srv_models_init(s, err))) goto out; // several models: options per model, their servers
     name_from_path(s);
     signal(SIGPIPE, SIG_IGN);
     evthread_use_pthreads();
-    if ((rc = srv_metrics_init(&s->mt, err))) goto out;
+    if ((rc = s->multi ? srv_metrics_init_model(&s->mt, NULL, s->name, err) : srv_metrics_init(&s->mt, err))) goto out;
     s->base = event_base_new();
     s->http = s->base ? evhttp_new(s->base) : NULL;
     if (!s->http) {
@@ -531,6 +568,13 @@ int server_run(const server_opts *o, tc_err *err) {
     }
     if ((rc = srv_conn_init(s, err)) || (rc = srv_work_init(s, err))) goto out;
     if ((rc = srv_tenants_init(s, err))) goto out; // API keys, tenants (srv_tenants.c)
+    for (int i = 1; i < s->n_models; i++) { // the other models borrow the hub's loop, HTTP server, connections
+        server *t = s->models[i];
+        t->base = s->base, t->http = s->http, t->conns = s->conns, t->work = s->work;
+        t->tenants = s->tenants; // borrowed: one set of keys and limits for every model
+        if ((rc = srv_metrics_init_model(&t->mt, s->mt.reg, t->name, err))) goto out;
+    }
+    if ((rc = srv_models_metrics(s, err))) goto out;
     evhttp_set_gencb(s->http, route_cb, s);
     evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD | EVHTTP_REQ_OPTIONS);
     evhttp_set_max_body_size(s->http, (ev_ssize_t)o->max_body);
@@ -551,6 +595,7 @@ int server_run(const server_opts *o, tc_err *err) {
         port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
                                               : ((struct sockaddr_in *)&ss)->sin_port);
     srv_log(s, SRV_LOG_INFO, "listening on http://%s:%d (model %s loading)", o->host, port, s->name);
+    for (int i = 1; i < s->n_models; i++) srv_log(s, SRV_LOG_INFO, "also serving model %s", s->models[i]->name);
 
     s->ev_loaded = event_new(s->base, -1, 0, loaded_cb, s);
     s->ev_drain = event_new(s->base, -1, EV_PERSIST, drain_cb, s);
@@ -568,19 +613,22 @@ int server_run(const server_opts *o, tc_err *err) {
     s->loader_started = 1;
     event_base_dispatch(s->base);
     rc = s->exit_rc;
-    if (rc) tc_err_set(err, rc, "loading %s failed: %s", o->model_path, s->load_err.msg);
+    if (rc) tc_err_set(err, rc, "loading %s failed: %s", s->o.model_path, s->load_err.msg);
     else if (s->exit_sig) rc = 128 + s->exit_sig; // like a shell reports a process killed by that signal
 
 out:
     if (s->loader_started) pthread_join(s->loader, NULL);
-    if (s->eng) engine_free(s->eng, 0.5); // in-flight requests were drained or cut above
-    s->eng = NULL;
+    for (int i = 0; i < s->n_models; i++) { // in-flight requests were drained or cut above
+        if (s->models[i]->eng) engine_free(s->models[i]->eng, 0.5);
+        s->models[i]->eng = NULL;
+    }
     srv_work_free(s); // joins the worker: no job touches a request after this
-    gen_free_all(s);  // before evhttp_free, whose close callbacks must not see them
+    for (int i = 0; i < s->n_models; i++) gen_free_all(s->models[i]); // before evhttp_free (close callbacks)
     srv_tenants_free(s); // after gen_free_all: freed requests settle with their tenant
     if (s->http) evhttp_free(s->http);
     srv_conn_free(s);
     if (s->ev_engine) event_free(s->ev_engine);
+    srv_models_free(s); // the other models' servers: their engine events, models, vocabularies, metrics
     if (s->ev_loaded) event_free(s->ev_loaded);
     if (s->ev_drain) event_free(s->ev_drain);
     if (s->ev_check) event_free(s->ev_check);

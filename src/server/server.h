@@ -11,6 +11,8 @@
 
 enum { SRV_LOG_DEBUG = 0, SRV_LOG_INFO, SRV_LOG_WARN, SRV_LOG_ERROR };
 
+struct srv_config;
+
 typedef struct server_opts {
     const char *host;          // listen address ("127.0.0.1")
     int port;                  // 0 = any free port (the chosen one is logged)
@@ -35,6 +37,8 @@ typedef struct server_opts {
     const char *model_path;
     const char *served_name;   // NULL = model file basename without ".gguf"
     const char *chat_template; // NULL = detect from the model (fallback chatml)
+    const struct srv_config *cfg; // NULL: the one model at model_path; else every model and router alias
+                                  // (server/srv_config.h; borrowed, finished; model_path etc. are ignored)
     engine_opts eng;           // eog_ids are filled in by the server
     int log_level;             // SRV_LOG_*
     int pooling;               // ENGINE_EMBED_MEAN (default) or ENGINE_EMBED_LAST for /v1/embeddings

@@ -7,6 +7,7 @@
 #include <event2/http.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 
 #include "engine/engine.h"
@@ -15,6 +16,7 @@
 #include "model/model.h"
 #include "server/oai.h"
 #include "server/server.h"
+#include "server/srv_config.h"
 #include "tokenizer/chat.h"
 #include "tokenizer/tokenizer.h"
 
@@ -32,6 +34,7 @@ typedef struct srv_metrics {
     mwindow w_ttft, w_tpot, w_itl, w_e2e; // owned
     mrate gen_rate;                       // generated tokens per second
     uint64_t n_requests;                  // finished generation requests
+    int reg_borrowed;                     // 1: reg is the hub's (several models), not freed here
 } srv_metrics;
 
 struct gen_req;
@@ -93,7 +96,18 @@ typedef struct server {
     int lenient_suppressed; // warnings not logged since
     struct srv_conns *conns; // owned (srv_conn.c): per-connection state, limits, listener
     struct srv_work *work;   // owned (srv_work.c): the worker thread for large prompts
-    struct srv_tenants *tenants; // owned (srv_tenants.c): API keys, tenants, rate limits; NULL = no keys
+    struct srv_tenants *tenants; // owned by the hub (srv_tenants.c), borrowed by the other models: API keys, tenants, rate limits; NULL = no keys
+    // Several models (srv_route.c): each model is one `server` with its own model, engine, requests and
+    // metrics; the first (the hub) owns the loop, HTTP server, connections and worker, which the others
+    // borrow (base, http, conns, work point at the hub's). Everything runs on the hub's loop thread.
+    struct server *hub;                        // the first model's server (the hub itself for the hub)
+    struct server *models[SRV_CFG_MAX_MODELS]; // hub only: every model, models[0] == the hub
+    int n_models;                              // hub only (1 with a single model)
+    int multi;                                 // hub only: several models or a router (model names route)
+    struct srv_router *routers;                // hub only: (n_routers) owned
+    int n_routers;
+    int pinned;   // 1: this model's engine and compute threads run on `cpus` only (several models, enough cores)
+    cpu_set_t cpus;
 } server;
 
 // --- server.c helpers --------------------------------------------------------------------------------
@@ -186,8 +200,26 @@ int srv_grammar_matcher(server *s, const char *gbnf, gram_matcher **out, oai_err
 // --- embed.c: /v1/embeddings ----------------------------------------------------------------------
 void embed_handle(server *s, struct evhttp_request *req);
 
+// --- srv_route.c: several models and router aliases ----------------------------------------------------
+// Creates the other models' servers from o.cfg (the hub's own options are set from cfg->models[0] first).
+int srv_models_init(server *hub, tc_err *err);
+void srv_models_free(server *hub); // the other models' servers (after their engines are freed)
+int srv_models_metrics(server *hub, tc_err *err); // the routers' counters, once the hub's registry exists
+// The model a request on `path` goes to: its JSON body's "model" names a model or a router alias (empty or
+// absent: the first model). 0 with *out set (and x-tachyon-routed-model added), or -1 with *e (404
+// model_not_found for an unknown name). Only called when hub->multi.
+int srv_route_pick(server *hub, struct evhttp_request *req, const char *path, server **out, oai_err *e);
+int srv_route_is_alias(const server *s, const char *name); // a router alias of s's hub
+void srv_route_models(server *hub, struct evhttp_request *req); // GET /v1/models: every model and router
+void srv_models_sync_state(server *hub);                         // copies hub->state to the other models
+// Loader thread: engine_new for s with its threads pinned to s->cpus when s->pinned (threads inherit the
+// creating thread's affinity; the loader's own is restored after).
+int srv_model_engine_new(server *s, const engine_opts *eo, tc_err *err);
+
 // --- srv_stats.c ------------------------------------------------------------------------------------
 int srv_metrics_init(srv_metrics *mt, tc_err *err);
+// A model's metrics in the hub's registry, every series labelled model="name" (several models).
+int srv_metrics_init_model(srv_metrics *mt, metrics *hub_reg, const char *model_name, tc_err *err);
 void srv_metrics_free(srv_metrics *mt);
 void srv_handle_metrics(server *s, struct evhttp_request *req);
 void srv_handle_stats(server *s, struct evhttp_request *req);

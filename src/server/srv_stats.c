@@ -10,60 +10,75 @@
 
 #define WINDOW_SAMPLES 65536
 
-int srv_metrics_init(srv_metrics *mt, tc_err *err) {
+// metrics_add with model="name" put before the metric's own labels (model NULL: no label, one model).
+static metric *madd(metrics *r, const char *model, metric_type type, const char *name, const char *labels,
+                    const char *help, const double *bounds, int n_bounds) {
+    char l[96];
+    if (model) {
+        int n = snprintf(l, sizeof l, "model=\"%s\"%s%s", model, labels ? "," : "", labels ? labels : "");
+        if (n < 0 || n >= (int)sizeof l) return NULL;
+        labels = l;
+    }
+    return metrics_add(r, type, name, labels, help, bounds, n_bounds);
+}
+
+int srv_metrics_init(srv_metrics *mt, tc_err *err) { return srv_metrics_init_model(mt, NULL, NULL, err); }
+
+int srv_metrics_init_model(srv_metrics *mt, metrics *hub_reg, const char *model, tc_err *err) {
     memset(mt, 0, sizeof *mt);
-    mt->reg = metrics_new();
+    mt->reg = hub_reg ? hub_reg : metrics_new();
+    mt->reg_borrowed = hub_reg != NULL;
     if (!mt->reg) return tc_err_set(err, TC_ERR_NOMEM, "out of memory");
     metrics *r = mt->reg;
     const double *B = METRICS_LATENCY_BUCKETS;
     int nb = METRICS_N_LATENCY_BUCKETS;
-    mt->ttft = metrics_add(r, METRIC_HISTOGRAM, "tachyon:time_to_first_token_seconds", NULL,
+    mt->ttft = madd(r, model, METRIC_HISTOGRAM, "tachyon:time_to_first_token_seconds", NULL,
                            "Time from request arrival to the first generated token", B, nb);
-    mt->tpot = metrics_add(r, METRIC_HISTOGRAM, "tachyon:time_per_output_token_seconds", NULL,
+    mt->tpot = madd(r, model, METRIC_HISTOGRAM, "tachyon:time_per_output_token_seconds", NULL,
                            "Mean time per output token after the first, per request", B, nb);
-    mt->itl = metrics_add(r, METRIC_HISTOGRAM, "tachyon:inter_token_latency_seconds", NULL,
+    mt->itl = madd(r, model, METRIC_HISTOGRAM, "tachyon:inter_token_latency_seconds", NULL,
                           "Time between consecutive tokens of a stream", B, nb);
-    mt->e2e = metrics_add(r, METRIC_HISTOGRAM, "tachyon:e2e_request_latency_seconds", NULL,
+    mt->e2e = madd(r, model, METRIC_HISTOGRAM, "tachyon:e2e_request_latency_seconds", NULL,
                           "Time from request arrival to its last token", B, nb);
-    mt->queue = metrics_add(r, METRIC_HISTOGRAM, "tachyon:request_queue_time_seconds", NULL,
+    mt->queue = madd(r, model, METRIC_HISTOGRAM, "tachyon:request_queue_time_seconds", NULL,
                             "Time a request waited before it was first scheduled", B, nb);
-    mt->prefill = metrics_add(r, METRIC_HISTOGRAM, "tachyon:request_prefill_time_seconds", NULL,
+    mt->prefill = madd(r, model, METRIC_HISTOGRAM, "tachyon:request_prefill_time_seconds", NULL,
                               "Time from first scheduling to the first token", B, nb);
-    mt->decode = metrics_add(r, METRIC_HISTOGRAM, "tachyon:request_decode_time_seconds", NULL,
+    mt->decode = madd(r, model, METRIC_HISTOGRAM, "tachyon:request_decode_time_seconds", NULL,
                              "Time from the first token to the last", B, nb);
-    mt->running = metrics_add(r, METRIC_GAUGE, "tachyon:num_requests_running", NULL, "Sequences in the running batch", NULL, 0);
-    mt->waiting = metrics_add(r, METRIC_GAUGE, "tachyon:num_requests_waiting", NULL, "Requests waiting to be scheduled", NULL, 0);
-    mt->kv_used = metrics_add(r, METRIC_GAUGE, "tachyon:kv_blocks_used", NULL, "KV cache blocks in use", NULL, 0);
-    mt->kv_total = metrics_add(r, METRIC_GAUGE, "tachyon:kv_blocks_total", NULL, "KV cache blocks in the pool", NULL, 0);
-    mt->kv_cap_tokens = metrics_add(r, METRIC_GAUGE, "tachyon:kv_capacity_tokens", NULL,
+    mt->running = madd(r, model, METRIC_GAUGE, "tachyon:num_requests_running", NULL, "Sequences in the running batch", NULL, 0);
+    mt->waiting = madd(r, model, METRIC_GAUGE, "tachyon:num_requests_waiting", NULL, "Requests waiting to be scheduled", NULL, 0);
+    mt->kv_used = madd(r, model, METRIC_GAUGE, "tachyon:kv_blocks_used", NULL, "KV cache blocks in use", NULL, 0);
+    mt->kv_total = madd(r, model, METRIC_GAUGE, "tachyon:kv_blocks_total", NULL, "KV cache blocks in the pool", NULL, 0);
+    mt->kv_cap_tokens = madd(r, model, METRIC_GAUGE, "tachyon:kv_capacity_tokens", NULL,
                                     "Tokens the KV cache pool holds (all blocks)", NULL, 0);
-    mt->kv_token_bytes = metrics_add(r, METRIC_GAUGE, "tachyon:kv_bytes_per_token", NULL,
+    mt->kv_token_bytes = madd(r, model, METRIC_GAUGE, "tachyon:kv_bytes_per_token", NULL,
                                      "KV cache bytes per token, all layers, K and V (depends on --kv-type)", NULL, 0);
-    mt->batch_size = metrics_add(r, METRIC_GAUGE, "tachyon:batch_size", NULL, "Sequences in the last step", NULL, 0);
-    mt->batch_tokens = metrics_add(r, METRIC_GAUGE, "tachyon:batch_tokens", NULL, "Tokens in the last step", NULL, 0);
+    mt->batch_size = madd(r, model, METRIC_GAUGE, "tachyon:batch_size", NULL, "Sequences in the last step", NULL, 0);
+    mt->batch_tokens = madd(r, model, METRIC_GAUGE, "tachyon:batch_tokens", NULL, "Tokens in the last step", NULL, 0);
     const char *hs = "Finished generation choices by finish reason";
-    mt->success_stop = metrics_add(r, METRIC_COUNTER, "tachyon:request_success_total", "finish_reason=\"stop\"", hs, NULL, 0);
-    mt->success_length = metrics_add(r, METRIC_COUNTER, "tachyon:request_success_total", "finish_reason=\"length\"", hs, NULL, 0);
-    mt->success_abort = metrics_add(r, METRIC_COUNTER, "tachyon:request_success_total", "finish_reason=\"abort\"", hs, NULL, 0);
-    mt->prompt_tokens = metrics_add(r, METRIC_COUNTER, "tachyon:prompt_tokens_total", NULL, "Prompt tokens of finished requests", NULL, 0);
-    mt->gen_tokens = metrics_add(r, METRIC_COUNTER, "tachyon:generation_tokens_total", NULL, "Generated tokens of finished requests", NULL, 0);
-    mt->preemptions = metrics_add(r, METRIC_COUNTER, "tachyon:preemptions_total", NULL, "Sequences preempted for lack of KV blocks", NULL, 0);
-    mt->rejected = metrics_add(r, METRIC_COUNTER, "tachyon:requests_rejected_total", NULL, "Requests rejected because the queue was full", NULL, 0);
-    mt->cancelled = metrics_add(r, METRIC_COUNTER, "tachyon:requests_cancelled_total", NULL, "Requests cancelled because the client went away", NULL, 0);
-    mt->prefix_hit = metrics_add(r, METRIC_COUNTER, "tachyon:prefix_cache_hit_tokens_total", NULL, "Prompt tokens served from the prefix cache", NULL, 0);
-    mt->prefix_query = metrics_add(r, METRIC_COUNTER, "tachyon:prefix_cache_queries_total", NULL, "Prompt tokens looked up in the prefix cache", NULL, 0);
+    mt->success_stop = madd(r, model, METRIC_COUNTER, "tachyon:request_success_total", "finish_reason=\"stop\"", hs, NULL, 0);
+    mt->success_length = madd(r, model, METRIC_COUNTER, "tachyon:request_success_total", "finish_reason=\"length\"", hs, NULL, 0);
+    mt->success_abort = madd(r, model, METRIC_COUNTER, "tachyon:request_success_total", "finish_reason=\"abort\"", hs, NULL, 0);
+    mt->prompt_tokens = madd(r, model, METRIC_COUNTER, "tachyon:prompt_tokens_total", NULL, "Prompt tokens of finished requests", NULL, 0);
+    mt->gen_tokens = madd(r, model, METRIC_COUNTER, "tachyon:generation_tokens_total", NULL, "Generated tokens of finished requests", NULL, 0);
+    mt->preemptions = madd(r, model, METRIC_COUNTER, "tachyon:preemptions_total", NULL, "Sequences preempted for lack of KV blocks", NULL, 0);
+    mt->rejected = madd(r, model, METRIC_COUNTER, "tachyon:requests_rejected_total", NULL, "Requests rejected because the queue was full", NULL, 0);
+    mt->cancelled = madd(r, model, METRIC_COUNTER, "tachyon:requests_cancelled_total", NULL, "Requests cancelled because the client went away", NULL, 0);
+    mt->prefix_hit = madd(r, model, METRIC_COUNTER, "tachyon:prefix_cache_hit_tokens_total", NULL, "Prompt tokens served from the prefix cache", NULL, 0);
+    mt->prefix_query = madd(r, model, METRIC_COUNTER, "tachyon:prefix_cache_queries_total", NULL, "Prompt tokens looked up in the prefix cache", NULL, 0);
     static const char *methods[2] = {"method=\"ngram\"", "method=\"prediction\""};
     for (int i = 0; i < 2; i++) {
-        mt->spec_draft[i] = metrics_add(r, METRIC_COUNTER, "tachyon:spec_draft_tokens_total", methods[i],
+        mt->spec_draft[i] = madd(r, model, METRIC_COUNTER, "tachyon:spec_draft_tokens_total", methods[i],
                                         "Speculative tokens proposed, by draft method", NULL, 0);
-        mt->spec_accepted[i] = metrics_add(r, METRIC_COUNTER, "tachyon:spec_accepted_tokens_total", methods[i],
+        mt->spec_accepted[i] = madd(r, model, METRIC_COUNTER, "tachyon:spec_accepted_tokens_total", methods[i],
                                            "Speculative tokens the target model accepted, by draft method", NULL, 0);
         if (!mt->spec_draft[i] || !mt->spec_accepted[i]) goto oom;
     }
     static const double rate_b[10] = {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0};
-    mt->spec_steps = metrics_add(r, METRIC_COUNTER, "tachyon:spec_verify_steps_total", NULL,
+    mt->spec_steps = madd(r, model, METRIC_COUNTER, "tachyon:spec_verify_steps_total", NULL,
                                  "Speculative verifications (one request's 1+k rows in a step)", NULL, 0);
-    mt->spec_rate = metrics_add(r, METRIC_HISTOGRAM, "tachyon:spec_acceptance_rate", NULL,
+    mt->spec_rate = madd(r, model, METRIC_HISTOGRAM, "tachyon:spec_acceptance_rate", NULL,
                                 "Accepted / drafted speculative tokens per finished request that speculated", rate_b, 10);
     if (!mt->spec_steps || !mt->spec_rate) goto oom;
     if (!mt->ttft || !mt->tpot || !mt->itl || !mt->e2e || !mt->queue || !mt->prefill || !mt->decode || !mt->running ||
@@ -83,7 +98,7 @@ oom:
 }
 
 void srv_metrics_free(srv_metrics *mt) {
-    metrics_free(mt->reg);
+    if (!mt->reg_borrowed) metrics_free(mt->reg);
     mwindow_free(&mt->w_ttft);
     mwindow_free(&mt->w_tpot);
     mwindow_free(&mt->w_itl);
@@ -116,7 +131,7 @@ static void refresh(server *s, engine_stats *st) {
 
 void srv_handle_metrics(server *s, struct evhttp_request *req) {
     engine_stats st;
-    refresh(s, &st);
+    for (int i = 0; i < s->hub->n_models; i++) refresh(s->hub->models[i], &st); // one registry, every model
     char *t = NULL;
     size_t len = 0;
     struct evbuffer *b = evbuffer_new();
@@ -138,7 +153,8 @@ static json_t *pct(mwindow *w, double now, double span) {
                      num_or_null(out[2]), "n", n);
 }
 
-void srv_handle_stats(server *s, struct evhttp_request *req) {
+// One model's /stats object (the whole reply with one model).
+static json_t *stats_json(server *s) {
     engine_stats st;
     refresh(s, &st);
     srv_metrics *mt = &s->mt;
@@ -182,6 +198,16 @@ void srv_handle_stats(server *s, struct evhttp_request *req) {
                                                  "accepted_tokens", (json_int_t)sa, "verify_steps",
                                                  (json_int_t)st.spec_verify_steps, "acceptance_rate",
                                                  sd ? (double)sa / (double)sd : 0.0));
-    if (j && s->tenants) json_object_set_new(j, "tenants", srv_tenants_stats(s)); // srv_tenants.c
+    if (j && s->tenants && s == s->hub) json_object_set_new(j, "tenants", srv_tenants_stats(s)); // srv_tenants.c
+    return j;
+}
+
+void srv_handle_stats(server *s, struct evhttp_request *req) {
+    json_t *j = stats_json(s->hub); // the first model's, at the top level as with one model
+    if (j && s->hub->multi) {       // and every model's under "models", keyed by name (the dashboard's list)
+        json_t *ms = json_object();
+        for (int i = 0; i < s->hub->n_models; i++) json_object_set_new(ms, s->hub->models[i]->name, stats_json(s->hub->models[i]));
+        json_object_set_new(j, "models", ms);
+    }
     srv_send_json(s, req, 200, j);
 }

@@ -6,6 +6,7 @@
 
 #include "cli/cli.h"
 #include "server/server.h"
+#include "sched/sched_order.h"
 #include "spec/spec.h"
 
 static void serve_usage(void) {
@@ -40,6 +41,15 @@ static void serve_usage(void) {
             "                              (a request that finds one of --max-seqs slots free always starts)\n"
             "  --max-queued-tokens N       prompt tokens waiting for a slot at most (0 = unlimited)\n"
             "  --request-timeout S         deadline per generation request (0 = none)\n"
+            "  --sched POLICY              fifo (default): arrival order | priority: request 'priority' (lower\n"
+            "                              first, aging one class per --sched-aging s), shortest prefill first,\n"
+            "                              a better priority may preempt | slo: as priority, and a request whose\n"
+            "                              predicted TTFT misses its target is refused at once (503 + Retry-After)\n"
+            "  --sched-aging S             seconds waited per priority class gained (5)\n"
+            "  --ttft-slo S                default time-to-first-token target per request (0 = none; field\n"
+            "                              'ttft_slo_ms' overrides)\n"
+            "  --e2e-slo S                 default end-to-end deadline per request (0 = none; field 'timeout'\n"
+            "                              may shorten it)\n"
             "  --shutdown-grace S          drain time on SIGTERM/SIGINT (10)\n"
             "  --threads N                 compute threads\n"
             "  --chat-template NAME        chatml, llama2, llama3, mistral, gemma, phi3, zephyr, deepseek\n"
@@ -84,7 +94,8 @@ int cli_serve(int argc, char **argv) {
         O_LENIENT, O_POOL, O_TRUNC,
         O_READTO, O_MAXCONN, O_BODYBUF, O_PING, // connection limits
         O_KVT, O_KVTK, O_KVTV, // KV cache types
-        O_KEYFILE
+        O_KEYFILE,
+        O_SCHED, O_AGING, O_TTFTSLO, O_E2ESLO // scheduling policy
     };
     static const struct option lo[] = {
         {"model", required_argument, 0, 'm'},         {"host", required_argument, 0, O_HOST},
@@ -106,6 +117,8 @@ int cli_serve(int argc, char **argv) {
         {"max-body-buffer", required_argument, 0, O_BODYBUF}, {"sse-ping", required_argument, 0, O_PING},
         {"kv-type", required_argument, 0, O_KVT}, {"kv-type-k", required_argument, 0, O_KVTK},
         {"kv-type-v", required_argument, 0, O_KVTV}, {"api-key-file", required_argument, 0, O_KEYFILE},
+        {"sched", required_argument, 0, O_SCHED}, {"sched-aging", required_argument, 0, O_AGING},
+        {"ttft-slo", required_argument, 0, O_TTFTSLO}, {"e2e-slo", required_argument, 0, O_E2ESLO},
         {"help", no_argument, 0, 'h'},                {0, 0, 0, 0}};
     optind = 1;
     int c;
@@ -177,6 +190,15 @@ int cli_serve(int argc, char **argv) {
         case O_KVT: bad = cli_kv_type("serve", "--kv-type", optarg, &o.eng.kv_type_k, &o.eng.kv_type_v); break;
         case O_KVTK: bad = cli_kv_type("serve", "--kv-type-k", optarg, &o.eng.kv_type_k, NULL); break;
         case O_KVTV: bad = cli_kv_type("serve", "--kv-type-v", optarg, NULL, &o.eng.kv_type_v); break;
+        case O_SCHED:
+            if ((o.eng.sched_policy = sched_policy_parse(optarg)) < 0) {
+                fprintf(stderr, "tachyon serve: --sched expects fifo|priority|slo\n");
+                bad = 1;
+            }
+            break;
+        case O_AGING: bad = num(flag, optarg, 0.001, 1e6, &v); o.eng.sched_aging = v; break;
+        case O_TTFTSLO: bad = num(flag, optarg, 0, 1e6, &v); o.eng.ttft_slo = v; break;
+        case O_E2ESLO: bad = num(flag, optarg, 0, 1e7, &v); o.e2e_slo = v; break;
         default: serve_usage(); return 2;
         }
         if (bad) {

@@ -157,11 +157,10 @@ static int schedule_running(sched *s, sched_req *r, int n) {
 static sched_req *pick_waiting(const sched *s, double now) {
     sched_req *f = sched_fair_pick(s->running.head, s->waiting.head);
     if (s->o.policy == SCHED_POL_FIFO || !f) return f;
-    int one_tenant = f == s->waiting.head; // fair pick = the head: every waiting request may compete
     sched_req *best = NULL;
     sched_key kb = {0};
     for (sched_req *r = s->waiting.head; r; r = r->next) {
-        if (!one_tenant && r->tenant != f->tenant) continue;
+        if (r->tenant != f->tenant) continue; // (one tenant waiting: all of them)
         sched_key k = sched_key_of(r);
         if (!best || sched_key_before(&k, &kb, s->o.aging_s, now)) best = r, kb = k;
     }
@@ -205,7 +204,7 @@ static int admit(sched *s, sched_req *r, double now) {
     return 0;
 }
 
-// A running request that r may displace (priority and slo policies): effective priority (aging included,
+// A running request of r's tenant that r may displace (priority and slo policies): effective priority (aging included,
 // so an aged request is not thrown out by the class it has caught up with) strictly worse than r's, not yet
 // displaced SCHED_PRIO_PREEMPT_MAX times; the worst such (most recently admitted on ties).
 static sched_req *prio_victim(const sched *s, const sched_req *r, double now) {
@@ -213,6 +212,7 @@ static sched_req *prio_victim(const sched *s, const sched_req *r, double now) {
     sched_key kr = sched_key_of(r);
     int pr = sched_eff_priority(&kr, s->o.aging_s, now), pv = 0;
     for (sched_req *q = s->running.tail; q; q = q->prev) {
+        if (q->tenant != r->tenant) continue; // across tenants, fair share (sched_fair.c) decides
         sched_key kq = sched_key_of(q);
         int pq = sched_eff_priority(&kq, s->o.aging_s, now);
         if (pq > pr && q->n_prio_preempted < SCHED_PRIO_PREEMPT_MAX && (!v || pq > pv)) v = q, pv = pq;

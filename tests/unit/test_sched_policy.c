@@ -332,6 +332,21 @@ static void test_slo_expiry_and_outcomes(void) {
     ph_free(&h);
 }
 
+// --- tenants' fair share decides whose turn it is; the rank picks within that tenant
+static void test_fair_share_then_rank(void) {
+    ph h;
+    ph_init(&h, SCHED_POL_PRIORITY, 64, 2, 100);
+    ph_add(&h, 0, 4, 50, 0, 0.0)->tenant = 1; // tenant 1 runs one request
+    ph_step(&h, 0.0);
+    ph_add(&h, 1, 4, 5, 0, 0.1)->tenant = 1; // ranks first, but tenant 1 is above its share
+    ph_add(&h, 2, 40, 5, 3, 0.2)->tenant = 2; // tenant 2: a long, low-priority one
+    ph_add(&h, 3, 8, 5, 2, 0.3)->tenant = 2;  // ...and a shorter, better one
+    const sched_plan *p = ph_step(&h, 0.3);
+    CHECK_MSG(in_plan(p, 3) >= 0 && in_plan(p, 1) < 0 && in_plan(p, 2) < 0,
+              "tenant 2's turn (fair share), its best-ranked request (3)");
+    ph_free(&h);
+}
+
 int main(void) {
     test_key_order();
     test_priority_admission();
@@ -339,5 +354,6 @@ int main(void) {
     test_short_before_long();
     test_predict();
     test_slo_expiry_and_outcomes();
+    test_fair_share_then_rank();
     TEST_MAIN_END();
 }

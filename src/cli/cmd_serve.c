@@ -7,6 +7,7 @@
 #include "cli/cli.h"
 #include "server/server.h"
 #include "server/srv_config.h"
+#include "sched/sched_order.h"
 #include "spec/spec.h"
 
 static void serve_usage(void) {
@@ -19,8 +20,7 @@ static void serve_usage(void) {
             "  --route-max-prompt-tokens N to SMALL when the prompt has at most N tokens (256) ...\n"
             "  --route-max-tokens N        ... and max_tokens is given and at most N (256); else to LARGE\n"
             "  --route-degrade             to SMALL also when LARGE's predicted time to first token is above\n"
-            "                              --ttft-slo (off)\n"
-            "  --ttft-slo S                the routers' TTFT objective in seconds (1)\n"
+            "                              --ttft-slo (off; 1 s when --ttft-slo is not given)\n"
             "  --host ADDR                 listen address (127.0.0.1)\n"
             "  --port N                    listen port (8080)\n"
             "  --api-key KEY               require 'Authorization: Bearer KEY' on every route except /health and\n"
@@ -49,6 +49,15 @@ static void serve_usage(void) {
             "                              (a request that finds one of --max-seqs slots free always starts)\n"
             "  --max-queued-tokens N       prompt tokens waiting for a slot at most (0 = unlimited)\n"
             "  --request-timeout S         deadline per generation request (0 = none)\n"
+            "  --sched POLICY              fifo (default): arrival order | priority: request 'priority' (lower\n"
+            "                              first, aging one class per --sched-aging s), shortest prefill first,\n"
+            "                              a better priority may preempt | slo: as priority, and a request whose\n"
+            "                              predicted TTFT misses its target is refused at once (503 + Retry-After)\n"
+            "  --sched-aging S             seconds waited per priority class gained (5)\n"
+            "  --ttft-slo S                default time-to-first-token target per request (0 = none; field\n"
+            "                              'ttft_slo_ms' overrides); also the routers' degradation objective\n"
+            "  --e2e-slo S                 default end-to-end deadline per request (0 = none; field 'timeout'\n"
+            "                              may shorten it)\n"
             "  --shutdown-grace S          drain time on SIGTERM/SIGINT (10)\n"
             "  --threads N                 compute threads\n"
             "  --chat-template NAME        chatml, llama2, llama3, mistral, gemma, phi3, zephyr, deepseek\n"
@@ -100,7 +109,8 @@ int cli_serve(int argc, char **argv) {
         O_READTO, O_MAXCONN, O_BODYBUF, O_PING, // connection limits
         O_KVT, O_KVTK, O_KVTV, // KV cache types
         O_KEYFILE,
-        O_CONFIG, O_ROUTER, O_RMP, O_RMT, O_RDEG, O_SLO // several models, routers
+        O_CONFIG, O_ROUTER, O_RMP, O_RMT, O_RDEG, // several models, routers (their --ttft-slo is O_TTFTSLO)
+        O_SCHED, O_AGING, O_TTFTSLO, O_E2ESLO // scheduling policy
     };
     static const struct option lo[] = {
         {"model", required_argument, 0, 'm'},         {"host", required_argument, 0, O_HOST},
@@ -124,7 +134,9 @@ int cli_serve(int argc, char **argv) {
         {"kv-type-v", required_argument, 0, O_KVTV}, {"api-key-file", required_argument, 0, O_KEYFILE},
         {"config", required_argument, 0, O_CONFIG}, {"router", required_argument, 0, O_ROUTER},
         {"route-max-prompt-tokens", required_argument, 0, O_RMP}, {"route-max-tokens", required_argument, 0, O_RMT},
-        {"route-degrade", no_argument, 0, O_RDEG}, {"ttft-slo", required_argument, 0, O_SLO},
+        {"route-degrade", no_argument, 0, O_RDEG},
+        {"sched", required_argument, 0, O_SCHED}, {"sched-aging", required_argument, 0, O_AGING},
+        {"ttft-slo", required_argument, 0, O_TTFTSLO}, {"e2e-slo", required_argument, 0, O_E2ESLO},
         {"help", no_argument, 0, 'h'},                {0, 0, 0, 0}};
     optind = 1;
     int c;
@@ -155,7 +167,6 @@ int cli_serve(int argc, char **argv) {
         case O_RMP: bad = num(flag, optarg, 0, 1 << 24, &v); rdef.max_prompt_tokens = (int)v; break;
         case O_RMT: bad = num(flag, optarg, 0, 1 << 24, &v); rdef.max_tokens = (int)v; break;
         case O_RDEG: rdef.degrade = 1; break;
-        case O_SLO: bad = num(flag, optarg, 0.001, 86400, &v); rdef.ttft_slo = v; break;
         case 'h': serve_usage(); return 0;
         case O_HOST: o.host = optarg; break;
         case O_PORT: bad = num(flag, optarg, 0, 65535, &v); o.port = (int)v; break;
@@ -218,6 +229,19 @@ int cli_serve(int argc, char **argv) {
         case O_KVT: bad = cli_kv_type("serve", "--kv-type", optarg, &o.eng.kv_type_k, &o.eng.kv_type_v); break;
         case O_KVTK: bad = cli_kv_type("serve", "--kv-type-k", optarg, &o.eng.kv_type_k, NULL); break;
         case O_KVTV: bad = cli_kv_type("serve", "--kv-type-v", optarg, NULL, &o.eng.kv_type_v); break;
+        case O_SCHED:
+            if ((o.eng.sched_policy = sched_policy_parse(optarg)) < 0) {
+                fprintf(stderr, "tachyon serve: --sched expects fifo|priority|slo\n");
+                bad = 1;
+            }
+            break;
+        case O_AGING: bad = num(flag, optarg, 0.001, 1e6, &v); o.eng.sched_aging = v; break;
+        case O_TTFTSLO: // the requests' default TTFT target, and the routers' objective for degradation
+            bad = num(flag, optarg, 0, 1e6, &v);
+            o.eng.ttft_slo = v;
+            if (v > 0) rdef.ttft_slo = v;
+            break;
+        case O_E2ESLO: bad = num(flag, optarg, 0, 1e7, &v); o.e2e_slo = v; break;
         default: serve_usage(); return 2;
         }
         if (bad) {

@@ -7,12 +7,14 @@
 
 #include "common/timeutil.h"
 #include "engine/engine_impl.h"
+#include "sched/sched_order.h"
 
 _Static_assert((int)SCHED_END_STOP == (int)ENGINE_FINISH_STOP && (int)SCHED_END_LENGTH == (int)ENGINE_FINISH_LENGTH &&
                    (int)SCHED_END_CANCELLED == (int)ENGINE_FINISH_CANCELLED &&
                    (int)SCHED_END_DEADLINE == (int)ENGINE_FINISH_DEADLINE &&
                    (int)SCHED_END_ERROR == (int)ENGINE_FINISH_ERROR &&
-                   (int)SCHED_END_SHUTDOWN == (int)ENGINE_FINISH_SHUTDOWN,
+                   (int)SCHED_END_SHUTDOWN == (int)ENGINE_FINISH_SHUTDOWN &&
+                   (int)SCHED_END_SLO == (int)ENGINE_FINISH_SLO,
                "sched_end and engine_finish must agree");
 
 void engine_opts_default(engine_opts *o) {
@@ -42,6 +44,7 @@ const char *engine_finish_name(engine_finish f) {
     case ENGINE_FINISH_DEADLINE: return "deadline";
     case ENGINE_FINISH_ERROR: return "error";
     case ENGINE_FINISH_SHUTDOWN: return "shutdown";
+    case ENGINE_FINISH_SLO: return "slo";
     }
     return "unknown";
 }
@@ -133,8 +136,10 @@ static int alloc_scratch(engine *e, tc_err *err) {
     e->plp_logits = malloc(ENG_PLP_ROWS * (size_t)e->n_vocab * sizeof(float));
     e->ev_cap = (int)ns * 2 + 16;
     e->evs = malloc((size_t)e->ev_cap * sizeof *e->evs);
+    e->load.cap_wait = (int)ns + e->o.max_queue; // every request in flight at most
+    e->load.wait = e->load_keys = malloc((size_t)e->load.cap_wait * sizeof *e->load_keys);
     if (!e->b_tokens || !e->b_pos || !e->b_seq || !e->b_tables || !e->b_logit_rows || !e->logits || !e->evs ||
-        !e->b_embd_rows || !e->embd_out || !e->plp_logits)
+        !e->b_embd_rows || !e->embd_out || !e->plp_logits || !e->load_keys)
         return tc_err_set(err, TC_ERR_NOMEM, "engine: out of memory for step buffers");
     return 0;
 }
@@ -166,6 +171,7 @@ static void engine_destroy(engine *e) {
     free(e->embd_out);
     free(e->plp_logits);
     free(e->evs);
+    free(e->load_keys);
     free(e->eog);
     free(e);
 }
@@ -204,6 +210,7 @@ int engine_new(model *m, const engine_opts *o, engine **out, tc_err *err) {
     const model_hparams *hp = model_get_hparams(m);
     if (o->max_batch_tokens < 1 || o->max_seqs < 1 || o->block_size < 1 || o->max_queue < 0 || o->n_eog < 0 ||
         o->ctx_size < 0 || (o->n_eog > 0 && !o->eog_ids) || o->spec < SPEC_OFF || o->spec > SPEC_AUTO ||
+        o->sched_policy < SCHED_POL_FIFO || o->sched_policy > SCHED_POL_SLO || !(o->ttft_slo >= 0) ||
         (o->spec != SPEC_OFF && (o->spec_k < 1 || o->spec_k > SPEC_MAX_K)))
         return tc_err_set(err, TC_ERR_INVALID,
                           "engine: bad options (max_batch_tokens %d, max_seqs %d, block_size %d, max_queue %d, "
@@ -222,6 +229,15 @@ int engine_new(model *m, const engine_opts *o, engine **out, tc_err *err) {
     const char *fault = getenv("TACHYON_FAULT");
     e->fault_pos = -1;
     if (fault && !strncmp(fault, "forward_pos:", 12)) e->fault_pos = atoi(fault + 12);
+    // ...and a deterministically slow engine, so that scheduling tests (queueing, SLO refusals, priority
+    // overtaking) do not depend on how fast this machine is.
+    // step_sleep_ms:A:B makes every step take A ms + B ms per batch token longer (a step cost the online
+    // model fits with a clear slope).
+    if (fault && !strncmp(fault, "step_sleep_ms:", 14)) {
+        e->fault_step_ms = atoi(fault + 14);
+        const char *c = strchr(fault + 14, ':');
+        e->fault_token_ms = c ? atoi(c + 1) : 0;
+    }
     if (e->ctx_limit < 2) e->ctx_limit = 2;
     int rc = 0, n_blocks = 0;
     e->eog = malloc(((size_t)o->n_eog + 1) * sizeof(int32_t));
@@ -239,10 +255,13 @@ int engine_new(model *m, const engine_opts *o, engine **out, tc_err *err) {
     if ((rc = model_kv_new(m, n_blocks, o->block_size, o->kv_type_k, o->kv_type_v, &e->kv, err))) goto fail;
     if ((rc = model_ctx_new(m, o->max_batch_tokens, o->n_threads, &e->mctx, err))) goto fail;
     if ((rc = kv_pool_new(n_blocks, o->block_size, &e->pool, err))) goto fail;
-    sched_opts so = {o->max_batch_tokens, o->max_seqs, o->prefix_cache, o->itl_guard};
+    sched_opts so = {.max_batch_tokens = o->max_batch_tokens, .max_seqs = o->max_seqs,
+                     .prefix_cache = o->prefix_cache, .itl_guard = o->itl_guard, .policy = o->sched_policy,
+                     .aging_s = o->sched_aging};
     if ((rc = sched_new(&so, e->pool, &e->s, err))) goto fail;
     if (o->spec != SPEC_OFF) sched_set_draft_fn(e->s, eng_draft, e);
     if ((rc = warm_up(e, n_blocks, err))) goto fail;
+    sched_load_fill(e->s, &e->load); // predictions work before the first step (the thread is not running yet)
     if ((rc = pthread_mutex_init(&e->stats_mu, NULL))) {
         rc = tc_err_set(err, TC_ERR, "engine: mutex init failed");
         goto fail;
@@ -290,6 +309,45 @@ void engine_free(engine *e, double grace) {
     eng_inbox_destroy(&e->in);
     pthread_mutex_destroy(&e->stats_mu);
     engine_destroy(e);
+}
+
+// --- SLO admission
+// Prompt tokens submitted but not yet taken by the engine thread (ahead of any new request).
+static long long inbox_tokens(engine *e) {
+    long long n = 0;
+    pthread_mutex_lock(&e->in.mu);
+    for (sched_req *r = e->in.new_head; r; r = r->next) n += r->n_prompt;
+    pthread_mutex_unlock(&e->in.mu);
+    return n;
+}
+
+static double predict(engine *e, const sched_key *k, double now, double *drain) {
+    long long extra = inbox_tokens(e);
+    pthread_mutex_lock(&e->stats_mu);
+    double t = sched_predict_ttft(&e->load, k, now, extra, drain);
+    pthread_mutex_unlock(&e->stats_mu);
+    return t;
+}
+
+double engine_predict_ttft(engine *e, int n_prompt) {
+    sched_key k = {0, n_prompt, tc_now(), UINT64_MAX};
+    return predict(e, &k, k.t_arrival, NULL);
+}
+
+// Refuses r (TC_ERR_FULL, q->retry_after set) when its predicted TTFT misses its target, or its deadline.
+static int slo_admit(engine *e, const sched_req *r, engine_req *q, tc_err *err) {
+    double limit = r->ttft_slo;
+    if (r->deadline > 0 && (limit <= 0 || r->deadline - r->t_arrival < limit)) limit = r->deadline - r->t_arrival;
+    if (limit <= 0) return 0;
+    sched_key k = {r->priority, r->n_prompt, r->t_arrival, UINT64_MAX};
+    double drain = 0, t = predict(e, &k, r->t_arrival, &drain);
+    if (t <= limit) return 0;
+    q->retry_after = drain > 0 ? drain : t;
+    pthread_mutex_lock(&e->stats_mu);
+    sched_stats_outcome(&e->refused, r->priority, SCHED_OUT_REFUSED);
+    pthread_mutex_unlock(&e->stats_mu);
+    return tc_err_set(err, TC_ERR_FULL, "predicted time to first token %.2f s exceeds the target %.2f s (queue "
+                      "drains in about %.1f s)", t, limit, q->retry_after);
 }
 
 // --- API
@@ -346,6 +404,15 @@ int engine_submit(engine *e, engine_req *q, uint64_t *id, tc_err *err) {
     kv_seq_set_salt(&r->kv, q->cache_salt);
     r->deadline = q->deadline;
     r->t_arrival = tc_now();
+    r->priority = q->priority;
+    r->ttft_slo = q->ttft_slo > 0 ? q->ttft_slo : e->o.ttft_slo;
+    q->retry_after = 0;
+    if (e->o.sched_policy == SCHED_POL_SLO && (rc = slo_admit(e, r, q, err))) {
+        er->pred.tokens = NULL; // prediction and grammar stay the caller's on an error
+        er->grammar = NULL;
+        eng_req_release(r);
+        return rc;
+    }
 
     eng_inbox *in = &e->in;
     pthread_mutex_lock(&in->mu);
@@ -407,6 +474,7 @@ int engine_poll(engine *e, engine_event *evs, int cap) { return cap > 0 ? eng_ou
 void engine_get_stats(engine *e, engine_stats *s) {
     pthread_mutex_lock(&e->stats_mu);
     *s = e->stats;
+    sched_stats_add(&s->sched, &e->refused);
     pthread_mutex_unlock(&e->stats_mu);
     pthread_mutex_lock(&e->in.mu);
     for (sched_req *r = e->in.new_head; r; r = r->next) s->waiting++;

@@ -11,6 +11,7 @@
 #include "grammar/gram.h"
 #include "model/model.h"
 #include "sampling/sampling.h"
+#include "sched/sched_stats.h"
 
 typedef struct engine_opts {
     int max_batch_tokens;   // token budget per step (prefill chunks + decode tokens)
@@ -33,6 +34,10 @@ typedef struct engine_opts {
     int spec_k;             // drafted tokens per request per step at most (1..SPEC_MAX_K)
     const int32_t *eog_ids; // tokens that end generation (EOS/EOT …), copied at engine_new
     int n_eog;
+    int sched_policy;       // a sched_policy (sched/sched_order.h): SCHED_POL_FIFO (default), _PRIORITY, _SLO
+    double sched_aging;     // seconds waited per priority class gained (0: SCHED_AGING_S)
+    double ttft_slo;        // default TTFT target per request, seconds (0 = none); under SCHED_POL_SLO a request
+                            // whose predicted TTFT exceeds its target is refused at submit
 } engine_opts;
 
 void engine_opts_default(engine_opts *o);
@@ -45,6 +50,7 @@ typedef enum {
     ENGINE_FINISH_DEADLINE,  // deadline passed
     ENGINE_FINISH_ERROR,     // internal error (message in the event)
     ENGINE_FINISH_SHUTDOWN,  // cut by engine_stop
+    ENGINE_FINISH_SLO,       // dropped while waiting: its TTFT target could no longer be met (SCHED_POL_SLO)
 } engine_finish;
 
 const char *engine_finish_name(engine_finish f); // "stop", "length", "cancelled", …
@@ -72,6 +78,10 @@ typedef struct engine_req {
     int tenant;       // fair-share group for admission (0 = none), see sched_fair.c
     float share;      // that tenant's weight (0 = 1)
     void *user;       // opaque to the engine, returned in every event of this request
+    int priority;     // lower runs first (0 default); ordering and preemption under SCHED_POL_PRIORITY / _SLO
+    double ttft_slo;  // TTFT target in seconds (0: engine_opts.ttft_slo)
+    double retry_after; // out: when submit refuses it for its SLO (TC_ERR_FULL), the predicted seconds until
+                        // the queued work has drained (> 0); 0 otherwise
 } engine_req;
 
 enum { ENGINE_EMBED_NONE = 0, ENGINE_EMBED_MEAN, ENGINE_EMBED_LAST };
@@ -88,6 +98,7 @@ typedef struct engine_event {
     double t_arrival, t_first_sched, t_first_token, t_finish; // monotonic seconds (FINISH)
     int n_spec_drafted, n_spec_accepted; // FINISH: speculative tokens proposed / accepted by the target
     int n_pred_accepted;                 // FINISH: of the accepted ones, drafted from the request's prediction
+    double retry_after;       // FINISH with SLO: predicted seconds until the queue drains (for Retry-After)
     char msg[128];            // FINISH with ERROR: message
     float *embedding;         // FINISH (STOP) of an embedding request: (n_embd) malloc'd, owned by the receiver
     int n_embd;
@@ -104,6 +115,9 @@ typedef struct engine_stats {
     uint64_t prompt_tokens, generated_tokens;
     uint64_t spec_draft[2], spec_accepted[2]; // speculative tokens by method: [0] n-gram, [1] prediction
     uint64_t spec_verify_steps;               // items verified (a request's 1 + k rows in one step)
+    int sched_policy;                         // engine_opts.sched_policy
+    uint64_t prio_preemptions;                // preemptions for a higher-priority request
+    sched_stats sched;                        // outcomes and queue times per priority class (refusals included)
 } engine_stats;
 
 typedef struct engine engine; // opaque
@@ -135,9 +149,8 @@ int engine_event_fd(engine *e);
 // Non-blocking: moves up to cap pending events into evs; returns how many.
 int engine_poll(engine *e, engine_event *evs, int cap);
 void engine_get_stats(engine *e, engine_stats *s); // a consistent snapshot
-// (engine_predict.c) Seconds until a new request of n_prompt tokens would get its first token: the prompt
-// tokens queued ahead of it plus its own, prefilled alongside the running decodes, priced by the online
-// step-cost model. 0 while that model has no fit yet (unknown: callers must not act on it). Thread-safe.
-double engine_predict_ttft(engine *e, int n_prompt_tokens);
+// Predicted seconds until the first token of a priority-0 request of n_prompt tokens submitted now, from the
+// queue ahead of it and the step-cost model (sched/sched_admit.h); 0 while the model has no fit. Any thread.
+double engine_predict_ttft(engine *e, int n_prompt);
 
 #endif

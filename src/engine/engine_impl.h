@@ -8,6 +8,7 @@
 #include "engine/engine_queue.h"
 #include "kv/kv.h"
 #include "sched/sched.h"
+#include "sched/sched_admit.h"
 #include "spec/spec.h"
 
 // Per-request engine data, reached through sched_req.owner. Owned by the engine from a successful submit
@@ -66,11 +67,14 @@ struct engine {
 
     pthread_mutex_t stats_mu;
     engine_stats stats; // published once per step
-    double cost_a, cost_b; // published with stats: the step-cost fit, seconds ≈ a + b·tokens (engine_predict.c)
-    int cost_ready;        // 0 until the scheduler's step-cost model has a fit
     uint64_t prompt_tokens, generated_tokens;
     uint64_t spec_draft[2], spec_accepted[2], spec_verify_steps;
     int last_batch_seqs, last_batch_tokens;
+    sched_load load;    // published each step under stats_mu, for engine_predict_ttft / SLO admission
+    sched_key *load_keys; // (max_seqs + max_queue) storage of load.wait
+    sched_stats refused;  // refusals at submit, under stats_mu
+    int fault_step_ms, fault_token_ms; // test-only (TACHYON_FAULT=step_sleep_ms:A:B): every step takes A ms
+                                       // + B ms per batch token longer; 0 = off
     int fault_pos; // test-only (TACHYON_FAULT=forward_pos:N): a step with a position >= N fails; -1 = off
 
     pthread_t thread;

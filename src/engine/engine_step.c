@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/timeutil.h"
 #include "engine/engine_impl.h"
@@ -26,10 +27,7 @@ static void publish_stats(engine *e) {
     sched_get_counters(e->s, &c);
     kv_stats ks;
     kv_pool_stats(e->pool, &ks);
-    double ca = 0, cb = 0;
-    int cready = sched_step_cost_fit(e->s, &ca, &cb);
     pthread_mutex_lock(&e->stats_mu);
-    e->cost_a = ca, e->cost_b = cb, e->cost_ready = cready;
     engine_stats *st = &e->stats;
     st->running = c.n_running;
     st->waiting = c.n_waiting;
@@ -46,6 +44,10 @@ static void publish_stats(engine *e) {
     memcpy(st->spec_draft, e->spec_draft, sizeof st->spec_draft);
     memcpy(st->spec_accepted, e->spec_accepted, sizeof st->spec_accepted);
     st->spec_verify_steps = e->spec_verify_steps;
+    st->sched_policy = e->o.sched_policy;
+    st->prio_preemptions = c.prio_preemptions;
+    st->sched = *sched_get_stats(e->s);
+    sched_load_fill(e->s, &e->load); // bounded by the requests in flight: storage sized at engine_new
     pthread_mutex_unlock(&e->stats_mu);
 }
 
@@ -109,6 +111,7 @@ static void finish_event(engine *e, sched_req *r, const char *msg) {
     ev->n_spec_drafted = er->n_drafted;
     ev->n_spec_accepted = er->n_accepted;
     ev->n_pred_accepted = er->n_pred_accepted;
+    if (r->end == SCHED_END_SLO) ev->retry_after = r->drain_s;
     if (msg) snprintf(ev->msg, sizeof ev->msg, "%s", msg);
     if (er->embed && r->end == SCHED_END_STOP) { // the embedding goes to the receiver
         ev->embedding = er->embd_acc;
@@ -339,6 +342,11 @@ void eng_step(engine *e, double now) {
     for (int i = 0; e->fault_pos >= 0 && i < b.n_tokens && !rc; i++)
         if (b.pos[i] >= e->fault_pos) rc = tc_err_set(&err, TC_ERR, "injected fault (TACHYON_FAULT) at position %d", b.pos[i]);
     if (!rc) rc = model_forward(e->mctx, e->kv, &b, e->logits, &err);
+    if (e->fault_step_ms > 0 || e->fault_token_ms > 0) { // test-only slow engine (TACHYON_FAULT=step_sleep_ms:A:B)
+        long ms = e->fault_step_ms + (long)e->fault_token_ms * b.n_tokens;
+        struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
     if (rc == 0) sched_observe(e->s, b.n_tokens, tc_now() - t_fwd);
     if (rc != 0) { // every request of the batch ends with the error; the others go on
         while (p->n_items > 0) {

@@ -20,6 +20,7 @@ typedef enum {
     SCHED_END_DEADLINE,
     SCHED_END_ERROR,
     SCHED_END_SHUTDOWN,
+    SCHED_END_SLO, // dropped while waiting: its TTFT target could no longer be met (--sched slo)
 } sched_end;
 
 typedef struct sched_req {
@@ -44,6 +45,10 @@ typedef struct sched_req {
     double deadline;  // monotonic seconds, 0 = none
     double t_arrival, t_first_sched, t_first_token, t_last_token; // monotonic seconds, 0 = not yet
     int n_preempted;
+    int n_prio_preempted; // times it lost its slot to a higher-priority request (at most SCHED_PRIO_PREEMPT_MAX)
+    int priority;     // lower runs first (vLLM's convention); 0 = default
+    double ttft_slo;  // seconds from t_arrival to the first token it targets; 0 = none
+    double drain_s;   // when it ended with SCHED_END_SLO: predicted seconds until the queue drains (Retry-After)
     int plan_idx;     // index of its item in the current plan, -1 when not scheduled
     void *owner;      // the engine's per-request data (sampler, user pointer …)
     struct sched_req *prev, *next; // queue links (waiting or running), or the `ended` list

@@ -6,23 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct sched_list {
-    sched_req *head, *tail;
-    int n;
-} sched_list;
-
-struct sched {
-    sched_opts o;
-    kv_pool *pool;
-    sched_list waiting, running; // running in admission order (tail = most recently admitted)
-    sched_item *items;           // (max_seqs) plan storage
-    sched_plan plan;
-    int budget;                  // tokens left in the step being built
-    step_cost cost;              // learned step time vs tokens (ITL guard, speculation policy)
-    sched_draft_fn draft_fn;     // (optional) speculation
-    void *draft_ctx;
-    uint64_t steps, preemptions, prefix_query_tokens, prefix_hit_tokens;
-};
+#include "sched/sched_admit.h"
+#include "sched/sched_impl.h"
 
 // --- intrusive lists
 static void list_unlink(sched_list *l, sched_req *r) {
@@ -78,6 +63,7 @@ int sched_new(const sched_opts *o, kv_pool *pool, sched **out, tc_err *err) {
 
 void sched_free(sched *s) {
     if (!s) return;
+    free(s->keys);
     free(s->items);
     free(s);
 }
@@ -87,6 +73,13 @@ void sched_add(sched *s, sched_req *r) {
     r->num_computed = 0;
     r->plan_idx = -1;
     list_push_tail(&s->waiting, r);
+    // scratch for the expiry check, grown here (not in the step) to cover every live request (preempted ones
+    // return to the waiting queue without passing here); on OOM it covers fewer
+    if (s->o.policy == SCHED_POL_SLO && s->waiting.n + s->running.n > s->cap_keys) {
+        int cap = s->cap_keys ? 2 * s->cap_keys : 64;
+        sched_key *k = realloc(s->keys, (size_t)cap * sizeof *k);
+        if (k) s->keys = k, s->cap_keys = cap;
+    }
 }
 
 // --- plan items
@@ -116,7 +109,18 @@ static void plan_remove(sched *s, sched_req *r) {
     r->plan_idx = -1;
 }
 
-// Frees the KV of running request v and puts it back at the head of the waiting queue.
+// The running request preempted first when blocks run out: under fifo the most recently admitted; otherwise
+// the one with the worst base priority (the most recently admitted among equals).
+static sched_req *pool_victim(sched *s) {
+    sched_req *v = s->running.tail;
+    if (s->o.policy == SCHED_POL_FIFO) return v;
+    for (sched_req *r = s->running.tail; r; r = r->prev)
+        if (r->priority > v->priority) v = r;
+    return v;
+}
+
+// Frees the KV of running request v and puts it back in the waiting queue (at the head: under fifo it is
+// the next admitted; the other policies rank it by its key).
 static void preempt(sched *s, sched_req *v) {
     if (v->plan_idx >= 0) plan_remove(s, v);
     list_unlink(&s->running, v);
@@ -128,16 +132,8 @@ static void preempt(sched *s, sched_req *v) {
     s->preemptions++;
 }
 
-// Preempts the most recently admitted running request (out of KV blocks). Returns the victim.
-static sched_req *preempt_tail(sched *s) {
-    sched_req *v = s->running.tail;
-    preempt(s, v);
-    s->plan.n_preempted++;
-    return v;
-}
-
-// Schedules n tokens of running request r, preempting from the tail until its blocks fit. Returns 0, or -1
-// when r itself was preempted.
+// Schedules n tokens of running request r, preempting until its blocks fit. Returns 0, or -1 when r itself
+// was preempted.
 static int schedule_running(sched *s, sched_req *r, int n) {
     // Speculative rows only where blocks are free: drafts never preempt anybody.
     if (r->n_draft > 0 && kv_seq_alloc_to(s->pool, &r->kv, r->num_computed + n + r->n_draft) == 0) {
@@ -146,15 +142,42 @@ static int schedule_running(sched *s, sched_req *r, int n) {
     }
     r->n_draft = 0;
     while (kv_seq_alloc_to(s->pool, &r->kv, r->num_computed + n) != 0) {
-        if (preempt_tail(s) == r) return -1;
+        sched_req *v = pool_victim(s);
+        preempt(s, v);
+        s->plan.n_preempted++;
+        if (v == r) return -1;
     }
     plan_add(s, r, n, 0);
     return 0;
 }
 
-// Admits the waiting head if its first chunk fits. Returns 0 if admitted, -1 if admission stops here.
-static int admit_head(sched *s, double now) {
-    sched_req *r = s->waiting.head;
+// The waiting request admitted next. Tenants' fair share decides whose turn it is (sched_fair.c: with one
+// tenant waiting, anybody's); within that tenant, the first in queue order under fifo, else the best by
+// sched_key_before.
+static sched_req *pick_waiting(const sched *s, double now) {
+    sched_req *f = sched_fair_pick(s->running.head, s->waiting.head);
+    if (s->o.policy == SCHED_POL_FIFO || !f) return f;
+    sched_req *best = NULL;
+    sched_key kb = {0};
+    for (sched_req *r = s->waiting.head; r; r = r->next) {
+        if (r->tenant != f->tenant) continue; // (one tenant waiting: all of them)
+        sched_key k = sched_key_of(r);
+        if (!best || sched_key_before(&k, &kb, s->o.aging_s, now)) best = r, kb = k;
+    }
+    return best;
+}
+
+// Fair share (sched_fair.c): when every slot is taken, a waiting tenant below its share takes one from the
+// tenant furthest above it (the victim recomputes later, mostly from the prefix cache); this does not count
+// as a KV preemption, so admission goes on in this step.
+static void fair_make_room(sched *s) {
+    if (s->plan.n_preempted || s->running.n < s->o.max_seqs) return;
+    sched_req *fv = sched_fair_victim(s->running.head, s->waiting.head);
+    if (fv) preempt(s, fv);
+}
+
+// Admits waiting request r if its first chunk fits. Returns 0 if admitted, -1 if not.
+static int admit(sched *s, sched_req *r, double now) {
     int cached = 0;
     if (s->o.prefix_cache && !r->no_prefix) cached = kv_seq_match_prefix(s->pool, &r->kv, r->tokens, r->n_tokens);
     r->num_computed = cached;
@@ -172,12 +195,106 @@ static int admit_head(sched *s, double now) {
     if (r->t_first_sched == 0) {
         r->t_first_sched = now;
         r->n_cached = cached < r->n_prompt ? cached : r->n_prompt;
+        sched_stats_queue(&s->stats, r->priority, now - r->t_arrival);
     }
     list_unlink(&s->waiting, r);
     r->state = SCHED_RUNNING;
     list_push_tail(&s->running, r);
     plan_add(s, r, n, 0);
     return 0;
+}
+
+// A running request of r's tenant that r may displace (priority and slo policies): effective priority (aging included,
+// so an aged request is not thrown out by the class it has caught up with) strictly worse than r's, not yet
+// displaced SCHED_PRIO_PREEMPT_MAX times; the worst such (most recently admitted on ties).
+static sched_req *prio_victim(const sched *s, const sched_req *r, double now) {
+    sched_req *v = NULL;
+    sched_key kr = sched_key_of(r);
+    int pr = sched_eff_priority(&kr, s->o.aging_s, now), pv = 0;
+    for (sched_req *q = s->running.tail; q; q = q->prev) {
+        if (q->tenant != r->tenant) continue; // across tenants, fair share (sched_fair.c) decides
+        sched_key kq = sched_key_of(q);
+        int pq = sched_eff_priority(&kq, s->o.aging_s, now);
+        if (pq > pr && q->n_prio_preempted < SCHED_PRIO_PREEMPT_MAX && (!v || pq > pv)) v = q, pv = pq;
+    }
+    return v;
+}
+
+// The running request still catching up (prefill left > 1) that gets the next chunk, among those not yet
+// planned: the first in admission order under fifo, else the best by sched_key_before.
+static sched_req *pick_catching(const sched *s, double now) {
+    sched_req *best = NULL;
+    sched_key kb = {0};
+    for (sched_req *r = s->running.head; r; r = r->next) {
+        if (r->plan_idx >= 0 || r->n_tokens - r->num_computed <= 1) continue;
+        if (s->o.policy == SCHED_POL_FIFO) return r;
+        sched_key k = sched_key_of(r);
+        if (!best || sched_key_before(&k, &kb, s->o.aging_s, now)) best = r, kb = k;
+    }
+    return best;
+}
+
+// Admits waiting request r, displacing a lower-priority running request if that makes room (not under
+// fifo). Returns 0 if admitted, -1 if admission stops for this step.
+static int admit_one(sched *s, sched_req *r, double now) {
+    if (s->running.n < s->o.max_seqs && admit(s, r, now) == 0) return 0;
+    if (s->o.policy == SCHED_POL_FIFO) return -1;
+    sched_req *v = prio_victim(s, r, now);
+    if (!v) return -1;
+    preempt(s, v);
+    v->n_prio_preempted++;
+    s->prio_preemptions++;
+    if (s->running.n < s->o.max_seqs && admit(s, r, now) == 0) return 0;
+    return -1; // displaced one and still no room: try again next step rather than displace more
+}
+
+// Fifo steps 3 and 4: catching-up chunks in admission order, then admission in arrival order until the
+// head does not fit (none in a step that preempted for lack of blocks).
+static void prefill_fifo(sched *s, double now) {
+    for (sched_req *r = s->running.head; r && s->budget > 0;) {
+        int left = r->n_tokens - r->num_computed;
+        if (left > 1 && r->plan_idx < 0) {
+            r->n_draft = 0;
+            if (schedule_running(s, r, left < s->budget ? left : s->budget) < 0) break;
+        }
+        r = r->next;
+    }
+    fair_make_room(s);
+    while (s->plan.n_preempted == 0 && s->waiting.head && s->budget > 0)
+        if (admit_one(s, pick_waiting(s, now), now) < 0) break;
+}
+
+// Priority / slo steps 3 and 4 as one: catching-up chunks and admissions compete for the budget by
+// sched_key_before, so a short prompt (or a better priority) waiting is not held up by a long prompt that
+// is already running. Admission stops for the step once the best waiting request does not fit, or after a
+// preemption for lack of blocks; chunks go on.
+static void prefill_ranked(sched *s, double now) {
+    fair_make_room(s);
+    int admitting = s->plan.n_preempted == 0;
+    while (s->budget > 0) {
+        sched_req *c = pick_catching(s, now), *w = admitting ? pick_waiting(s, now) : NULL;
+        if (c && w) {
+            sched_key kc = sched_key_of(c), kw = sched_key_of(w);
+            if (sched_key_before(&kc, &kw, s->o.aging_s, now)) w = NULL;
+        }
+        if (w) {
+            if (admit_one(s, w, now) < 0) admitting = 0;
+            continue;
+        }
+        if (!c) break;
+        int left = c->n_tokens - c->num_computed;
+        c->n_draft = 0;
+        if (schedule_running(s, c, left < s->budget ? left : s->budget) < 0) break;
+        if (s->plan.n_preempted) admitting = 0;
+    }
+}
+
+// --sched slo: a waiting request that has not started and whose TTFT target is now out of reach.
+// s->load is the load at the start of the step (filled once per step in sched_step).
+static int sched_hopeless(sched *s, sched_req *r, double now) {
+    if (r->state != SCHED_WAITING || r->ttft_slo <= 0 || r->t_first_token > 0) return 0;
+    sched_key k = sched_key_of(r);
+    return now + sched_predict_ttft(&s->load, &k, now, 0, &r->drain_s) > r->t_arrival + r->ttft_slo;
 }
 
 // Step 1: pending cancels and passed deadlines leave, from both queues.
@@ -187,6 +304,7 @@ static void reap(sched *s, sched_list *l, double now) {
         sched_req *next = r->next;
         sched_end end = r->cancel;
         if (end == SCHED_END_NONE && r->deadline > 0 && now >= r->deadline) end = SCHED_END_DEADLINE;
+        if (end == SCHED_END_NONE && s->o.policy == SCHED_POL_SLO && sched_hopeless(s, r, now)) end = SCHED_END_SLO;
         if (end != SCHED_END_NONE) {
             sched_finish(s, r, end);
             r->next = s->plan.ended;
@@ -200,51 +318,38 @@ const sched_plan *sched_step(sched *s, double now) {
     sched_plan *p = &s->plan;
     p->n_items = p->n_tokens = p->n_sample = p->n_preempted = 0;
     p->ended = NULL;
+    if (s->o.policy == SCHED_POL_SLO) {
+        s->load.wait = s->keys;
+        s->load.cap_wait = s->cap_keys;
+        sched_load_fill(s, &s->load);
+    }
     reap(s, &s->running, now);
     reap(s, &s->waiting, now);
     int n_decoding = 0;
     for (sched_req *r = s->running.head; r; r = r->next) n_decoding += r->n_tokens - r->num_computed == 1;
     s->budget = sched_guard_budget(s, n_decoding);
 
-    // Step 2 (decode) then step 3 (chunks of running requests still catching up). next is read after
-    // scheduling r: a preemption may have moved the tail, and if r itself went, it was the tail.
+    // Step 2 (decode, in admission order). next is read after scheduling r: a preemption may have removed
+    // requests, and if r itself went, stop (blocks are that short).
     int dec_left = n_decoding; // decoding requests not yet planned: drafts leave each of them a row
-    for (int pass = 0; pass < 2; pass++) {
-        for (sched_req *r = s->running.head; r && s->budget > 0;) {
-            int left = r->n_tokens - r->num_computed;
-            int want = pass == 0 ? left == 1 : left > 1;
-            if (want && r->plan_idx < 0) {
-                int n = left < s->budget ? left : s->budget;
-                r->n_draft = 0;
-                if (pass == 0) {
-                    dec_left--;
-                    int max = s->budget - 1 - dec_left, room = r->cap - r->n_tokens - 1; // keep 1 for the bonus
-                    if (room < max) max = room;
-                    if (max > 0 && s->draft_fn) {
-                        sched_draft_info info = {max, n_decoding, s->waiting.n, s->running.n - n_decoding};
-                        int d = s->draft_fn(s->draft_ctx, r, &info);
-                        r->n_draft = d < 0 ? 0 : d > max ? max : d;
-                    }
-                }
-                if (schedule_running(s, r, n) < 0) break;
+    for (sched_req *r = s->running.head; r && s->budget > 0;) {
+        if (r->n_tokens - r->num_computed == 1 && r->plan_idx < 0) {
+            r->n_draft = 0;
+            dec_left--;
+            int max = s->budget - 1 - dec_left, room = r->cap - r->n_tokens - 1; // keep 1 for the bonus
+            if (room < max) max = room;
+            if (max > 0 && s->draft_fn) {
+                sched_draft_info info = {max, n_decoding, s->waiting.n, s->running.n - n_decoding};
+                int d = s->draft_fn(s->draft_ctx, r, &info);
+                r->n_draft = d < 0 ? 0 : d > max ? max : d;
             }
-            r = r->next;
+            if (schedule_running(s, r, 1) < 0) break;
         }
+        r = r->next;
     }
-    // Step 4: admission. Fair share first (sched_fair.c): when every slot is taken, a waiting tenant below
-    // its share takes one from the tenant furthest above it (the victim recomputes later, mostly from the
-    // prefix cache); this does not count as a KV preemption, so admission goes on in this step.
-    sched_req *fv = p->n_preempted == 0 && s->running.n >= s->o.max_seqs
-                        ? sched_fair_victim(s->running.head, s->waiting.head) : NULL;
-    if (fv) preempt(s, fv);
-    while (p->n_preempted == 0 && s->waiting.head && s->running.n < s->o.max_seqs && s->budget > 0) {
-        sched_req *f = sched_fair_pick(s->running.head, s->waiting.head); // tenants' fair share (sched_fair.c)
-        if (f != s->waiting.head) {
-            list_unlink(&s->waiting, f);
-            list_push_head(&s->waiting, f);
-        }
-        if (admit_head(s, now) < 0) break;
-    }
+    // Steps 3 and 4: prefill chunks of running requests, then admission.
+    if (s->o.policy == SCHED_POL_FIFO) prefill_fifo(s, now);
+    else prefill_ranked(s, now);
     if (p->n_items > 0) s->steps++;
     return p;
 }
@@ -296,6 +401,15 @@ void sched_rollback(sched *s, sched_req *r) {
     kv_seq_truncate(s->pool, &r->kv, valid);
 }
 
+// Served within its TTFT target (or without one), served late, or expired; other ends are not counted.
+static void record_outcome(sched *s, const sched_req *r, sched_end end) {
+    int o = -1;
+    if (end == SCHED_END_STOP || end == SCHED_END_LENGTH)
+        o = r->ttft_slo > 0 && r->t_first_token - r->t_arrival > r->ttft_slo ? SCHED_OUT_LATE : SCHED_OUT_OK;
+    else if (end == SCHED_END_DEADLINE || end == SCHED_END_SLO) o = SCHED_OUT_EXPIRED;
+    if (o >= 0) sched_stats_outcome(&s->stats, r->priority, o);
+}
+
 void sched_finish(sched *s, sched_req *r, sched_end end) {
     if (r->state == SCHED_DONE) return;
     if (r->plan_idx >= 0) plan_remove(s, r);
@@ -303,6 +417,7 @@ void sched_finish(sched *s, sched_req *r, sched_end end) {
     kv_seq_free(s->pool, &r->kv);
     r->state = SCHED_DONE;
     r->end = end;
+    record_outcome(s, r, end);
 }
 
 sched_req *sched_take_all(sched *s, sched_end end) {
@@ -334,6 +449,9 @@ void sched_get_counters(const sched *s, sched_counters *c) {
     c->n_waiting = s->waiting.n;
     c->steps = s->steps;
     c->preemptions = s->preemptions;
+    c->prio_preemptions = s->prio_preemptions;
     c->prefix_query_tokens = s->prefix_query_tokens;
     c->prefix_hit_tokens = s->prefix_hit_tokens;
 }
+
+const sched_stats *sched_get_stats(const sched *s) { return &s->stats; }

@@ -3,18 +3,36 @@
 //   2. running requests that are decoding get one token each (oldest admitted first), plus the speculative
 //      tokens the draft callback proposes for them (as long as the budget keeps one row for every other
 //      decoding request) — one item of 1 + n_draft rows;
-//   3. running requests still catching up (a prompt spread over steps) get a chunk of what budget is left;
-//   4. waiting requests are admitted in FIFO order (prefix-cache hit first, then a chunk) while the token
-//      budget, max_seqs and the KV pool allow; the first one that does not fit stops admission.
-// When the pool runs out for a running request, the most recently admitted running request is preempted:
-// its blocks are freed and it goes back to the head of the waiting queue with num_computed = 0 (its
-// generated tokens are kept and recomputed as part of its prompt). No admission in a step that preempted.
+//   3. running requests still catching up (a prompt spread over steps) get a chunk of what budget is left
+//      (under priority/slo, steps 3 and 4 interleave by rank, see below);
+//   4. waiting requests are admitted (prefix-cache hit first, then a chunk) while the token budget, max_seqs
+//      and the KV pool allow; the first one that does not fit stops admission.
+// Policies (sched_opts.policy, rules in sched_order.h). Aging rule: a waiting request's effective priority
+// is priority - floor(waited / aging_s), i.e. it gains one class per aging_s seconds (default 5 s), so a
+// priority-p request waits at most (p - q) * aging_s behind a stream of priority-q arrivals.
+//   SCHED_POL_FIFO      admission in arrival order; catching-up chunks in admission order (the original rule);
+//   SCHED_POL_PRIORITY  admission and catching-up chunks ranked by sched_key_before (effective priority with
+//                   aging, then shortest remaining prefill with aging, then arrival); catching-up chunks and
+//                   admissions compete for the budget in that order (a short prompt waiting is not held up by
+//                   a long one already prefilling); a waiting request whose effective priority is strictly
+//                   better than a running one's may take its place when no slot or no block is free: the
+//                   running one is preempted (recompute), at most SCHED_PRIO_PREEMPT_MAX times per request,
+//                   so a low-priority request, once aged into a slot, finishes. The victim is the running
+//                   request with the worst effective priority (most recent on ties);
+//   SCHED_POL_SLO       as PRIORITY, and in step 1 a waiting request that has never run and has a TTFT target is
+//                   dropped (SCHED_END_SLO) once its predicted TTFT (sched_admit.h) would miss the target.
+// When the pool runs out for a running request, a running request is preempted (the most recently admitted
+// under fifo, the worst-priority one otherwise): its blocks are freed and it goes back to the waiting queue
+// with num_computed = 0 (its generated tokens are kept and recomputed as part of its prompt). No admission
+// in a step that preempted for lack of blocks.
 // The scheduler knows block counts, never KV layouts. Single-threaded (the engine thread).
 #ifndef TACHYON_SCHED_H
 #define TACHYON_SCHED_H
 
 #include "kv/kv.h"
 #include "sched/request.h"
+#include "sched/sched_order.h"
+#include "sched/sched_stats.h"
 #include "sched/step_cost.h"
 
 typedef struct sched_opts {
@@ -24,6 +42,8 @@ typedef struct sched_opts {
     float itl_guard;      // > 0: while any request is decoding, a step's tokens are capped so its predicted
                           // time stays within itl_guard × a decode-only step (step cost learned online via
                           // sched_observe); 0: off, the budget is max_batch_tokens
+    int policy;           // a sched_policy (0 = SCHED_POL_FIFO)
+    double aging_s;       // seconds waited per priority class gained (<= 0: SCHED_AGING_S)
 } sched_opts;
 
 typedef struct sched_item {
@@ -58,6 +78,7 @@ typedef struct sched_plan {
 typedef struct sched_counters {
     int n_running, n_waiting;
     uint64_t steps, preemptions;
+    uint64_t prio_preemptions; // of the preemptions, for a higher-priority request
     uint64_t prefix_query_tokens, prefix_hit_tokens; // over admissions
 } sched_counters;
 
@@ -95,5 +116,7 @@ sched_req *sched_take_all(sched *s, sched_end end);
 sched_req *sched_find(sched *s, uint64_t id);
 int sched_has_work(const sched *s);
 void sched_get_counters(const sched *s, sched_counters *c);
+// Outcomes and queue times per priority class (see sched_stats.h), counted as requests leave and start.
+const sched_stats *sched_get_stats(const sched *s);
 
 #endif

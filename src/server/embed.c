@@ -122,7 +122,7 @@ static void on_event(server *s, srv_ev_sink *self, const engine_event *ev) {
     q->n_live--;
     if (ev->embedding) it->vec = ev->embedding;
     else if (!q->error) {
-        q->error = ev->finish == ENGINE_FINISH_SHUTDOWN ? 503 : 500;
+        q->error = ev->finish == ENGINE_FINISH_SHUTDOWN || ev->finish == ENGINE_FINISH_SLO ? 503 : 500;
         snprintf(q->errmsg, sizeof q->errmsg, "embedding failed (%s)%s%.100s", engine_finish_name(ev->finish),
                  ev->msg[0] ? ": " : "", ev->msg);
     }

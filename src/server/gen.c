@@ -45,7 +45,10 @@ typedef struct gen_req {
     gen_choice ch[OAI_MAX_CHOICES];
     struct evbuffer *out; // SSE bytes waiting for this loop turn's flush
     int dirty, ended, logged, status;
-    int error; // 0, or the HTTP status of a failed generation: 500 engine error, 503 cut by the shutdown
+    int error; // 0, or the HTTP status of a failed generation: 500 engine error, 503 cut by the shutdown or
+               // dropped by the SLO scheduler (errcode says which)
+    const char *errcode; // with error 503: "slo_unattainable", else NULL ("shutting_down")
+    double retry_after;  // with "slo_unattainable": seconds for Retry-After
     int writing; // counted in s->n_writing until the reply is handed to libevent or the client is gone
     char errmsg[160];
     struct gen_req *next_dirty, *prev, *next;
@@ -368,7 +371,9 @@ static void complete(gen_req *g) {
     }
     if (!g->req) return;
     oai_err e;
-    if (g->error == 503) oai_err_set(&e, 503, "server_error", "shutting_down", NULL, "%s", g->errmsg);
+    if (g->error == 503)
+        oai_err_set(&e, 503, "server_error", g->errcode ? g->errcode : "shutting_down", NULL, "%s", g->errmsg);
+    if (g->error == 503) e.retry_after = g->retry_after;
     else if (g->error) oai_err_set(&e, 500, "server_error", NULL, NULL, "%s", g->errmsg);
     if (g->q.stream) {
         if (g->error) {
@@ -445,6 +450,12 @@ static void on_finish(gen_choice *c, const engine_event *ev) {
     if (ev->finish == ENGINE_FINISH_ERROR) {
         g->error = 500;
         snprintf(g->errmsg, sizeof g->errmsg, "generation failed: %.120s", ev->msg);
+    } else if (ev->finish == ENGINE_FINISH_SLO && g->error != 500) {
+        g->error = 503;
+        g->errcode = "slo_unattainable";
+        g->retry_after = ev->retry_after;
+        snprintf(g->errmsg, sizeof g->errmsg, "The request waited until its time-to-first-token target could no "
+                 "longer be met (--sched slo); retry later");
     } else if (ev->finish == ENGINE_FINISH_SHUTDOWN && g->error != 500) {
         // not a `length` finish: the client must not take a cut answer for a complete one
         g->error = 503;
@@ -455,8 +466,8 @@ static void on_finish(gen_choice *c, const engine_event *ev) {
         srv_log(g->s, SRV_LOG_INFO, "request %s choice %d: deadline reached after %d tokens", g->id, c->index,
                 c->n_tokens);
     engine_finish f = ev->finish;
-    close_text(c, f == ENGINE_FINISH_SHUTDOWN ? "error" : finish_api(f),
-               f == ENGINE_FINISH_CANCELLED || f == ENGINE_FINISH_SHUTDOWN || f == ENGINE_FINISH_ERROR);
+    int cut = f == ENGINE_FINISH_SHUTDOWN || f == ENGINE_FINISH_SLO;
+    close_text(c, cut ? "error" : finish_api(f), cut || f == ENGINE_FINISH_CANCELLED || f == ENGINE_FINISH_ERROR);
     if (g->n_live == 0) complete(g);
     else mark_dirty(g);
 }
@@ -738,6 +749,7 @@ static void gen_launch(gen_req *g) {
         goto fail;
     }
     double timeout = s->o.request_timeout;
+    if (s->o.e2e_slo > 0 && (timeout <= 0 || s->o.e2e_slo < timeout)) timeout = s->o.e2e_slo;
     if (q->timeout > 0 && (timeout <= 0 || q->timeout < timeout)) timeout = q->timeout;
     uint64_t seed = q->seed_given ? q->sp.seed : mix64(++s->seed_ctr ^ (uint64_t)(tc_wall() * 1e6));
     g->created = (long)tc_wall();
@@ -787,6 +799,8 @@ static void gen_launch(gen_req *g) {
         er.sp.seed = seed + (uint64_t)i;
         er.deadline = timeout > 0 ? g->t_recv + timeout : 0;
         er.ignore_eos = q->ignore_eos;
+        er.priority = q->priority;
+        er.ttft_slo = q->ttft_slo;
         if (g->n_pred_ids > 0 && (er.prediction = malloc((size_t)g->n_pred_ids * sizeof(int32_t)))) {
             memcpy(er.prediction, g->pred_ids, (size_t)g->n_pred_ids * sizeof(int32_t));
             er.n_prediction = g->n_pred_ids; // (out of memory: no draft source, still correct)
@@ -808,7 +822,11 @@ static void gen_launch(gen_req *g) {
             free(er.prediction);
             gram_matcher_free(er.grammar);
             free(gbnf);
-            if (rc == TC_ERR_FULL) {
+            if (rc == TC_ERR_FULL && er.retry_after > 0) { // --sched slo: its target cannot be met now
+                oai_err_set(&e, 503, "server_error", "slo_unattainable", NULL,
+                            "The server cannot meet this request's latency target (%s); retry later", err.msg);
+                e.retry_after = er.retry_after;
+            } else if (rc == TC_ERR_FULL) {
                 metric_inc(s->mt.rejected, 1);
                 oai_err_set(&e, 503, "server_error", "queue_full", NULL,
                             "The server is overloaded (%s); retry after a moment", err.msg);

@@ -21,6 +21,7 @@ typedef struct oai_err {
     const char *code; // NULL → null; e.g. "model_not_found", "context_length_exceeded" (static string)
     char param[64];   // "" → null
     char msg[480];
+    double retry_after; // 503 only: seconds for the Retry-After header (0 = 1 s); oai_err_set clears it
 } oai_err;
 
 int oai_err_set(oai_err *e, int status, const char *type, const char *code, const char *param, const char *fmt,
@@ -82,6 +83,8 @@ typedef struct oai_req {
     const char *stop[OAI_MAX_STOP]; // borrowed, non-empty, valid UTF-8
     int n_stop;
     double timeout; // seconds (extension "timeout"); 0 = none
+    int priority;   // "priority": lower runs first (scheduling under --sched priority|slo), default 0
+    double ttft_slo; // seconds (extension "ttft_slo_ms" / 1000): the TTFT target; 0 = the server's --ttft-slo
     int ignore_eos; // extension
     const char *cache_salt; // vLLM extension: prefix-cache namespace (borrowed from root), NULL = none
     size_t cache_salt_len;  // bytes

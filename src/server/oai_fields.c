@@ -39,7 +39,7 @@ static const oai_field fields[] = {
     {"suffix", P, H, NULL},      // needs FIM tokens in the vocabulary (checked at generation)
     {"best_of", P, H, NULL},     // only best_of == n (no server-side ranking)
     {"modalities", C, H, NULL},  // only ["text"]
-    {"priority", B, H, NULL},    // only 0: the scheduler has no priorities yet
+    {"priority", B, H, NULL},    // lower runs first; ordering only under --sched priority|slo
     {"chat_template_kwargs", C, H, NULL}, // enable_thinking refused: no template with a thinking switch yet
     // extensions (vLLM / llama.cpp names)
     {"top_k", B, H, NULL},
@@ -47,7 +47,8 @@ static const oai_field fields[] = {
     {"repetition_penalty", B, H, NULL},
     {"ignore_eos", B, H, NULL},
     {"min_tokens", B, H, NULL},  // only with ignore_eos (then nothing but a stop string ends early) or 0
-    {"timeout", B, H, NULL},
+    {"timeout", B, H, NULL},     // seconds: the end-to-end deadline (with --request-timeout / --e2e-slo)
+    {"ttft_slo_ms", B, H, NULL}, // time-to-first-token target (--ttft-slo); refused at once under --sched slo
     {"cache_salt", B, H, NULL},  // vLLM: prefix-cache namespace (no hits across salts or tenants)
     // embeddings (embed.c)
     {"input", E, H, NULL},

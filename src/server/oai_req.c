@@ -14,6 +14,7 @@ int oai_err_set(oai_err *e, int status, const char *type, const char *code, cons
     e->status = status;
     e->type = type ? type : "invalid_request_error";
     e->code = code;
+    e->retry_after = 0;
     snprintf(e->param, sizeof e->param, "%s", param ? param : "");
     va_list ap;
     va_start(ap, fmt);
@@ -257,8 +258,10 @@ static int parse_restricted(oai_req *r, oai_err *e) {
     json_t *o = r->root, *v;
     if ((v = json_object_get(o, "priority")) && !json_is_null(v)) {
         if (!json_is_integer(v)) return BAD(e, "priority", "'priority' must be an integer, got %s", jtype(v));
-        if (json_integer_value(v) != 0)
-            return BAD(e, "priority", "'priority' other than 0 is not supported: the scheduler has no priorities yet");
+        json_int_t p = json_integer_value(v);
+        if (p < -1000000 || p > 1000000)
+            return BAD(e, "priority", "'priority' must be between -1000000 and 1000000 (lower runs first)");
+        r->priority = (int)p;
     }
     if ((v = json_object_get(o, "modalities")) && !json_is_null(v)) {
         size_t i;
@@ -461,6 +464,9 @@ int oai_parse_ex(oai_kind kind, const char *body, size_t len, int lenient, oai_r
     d = 0;
     if (get_num(o, "timeout", 0, 1e7, &d, e)) goto err;
     r->timeout = d;
+    d = 0;
+    if (get_num(o, "ttft_slo_ms", 0, 1e10, &d, e)) goto err;
+    r->ttft_slo = d / 1000.0;
     if (get_bool(o, "ignore_eos", &r->ignore_eos, e)) goto err;
     json_t *salt = json_object_get(o, "cache_salt"); // vLLM: only requests with the same salt share cached prefixes
     if (salt && !json_is_null(salt)) {

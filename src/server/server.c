@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -115,7 +116,11 @@ void srv_send_json(server *s, struct evhttp_request *req, int status, json_t *j)
 
 void srv_send_error(server *s, struct evhttp_request *req, const oai_err *e) {
     char *t = oai_err_json(e);
-    if (e->status == 503) evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", "1");
+    if (e->status == 503) {
+        char ra[24];
+        snprintf(ra, sizeof ra, "%.0f", e->retry_after > 1 ? ceil(e->retry_after) : 1.0);
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", ra);
+    }
     if (e->status == 401) evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate", "Bearer");
     send_body(s, req, e->status, "application/json", t ? t : "{}", t ? strlen(t) : 2);
     free(t);

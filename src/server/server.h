@@ -33,6 +33,8 @@ typedef struct server_opts {
     size_t max_body_buffer;    // bytes of unfinished requests buffered across all connections; beyond → 503
     double sse_ping;           // seconds of silence on a stream before a ": ping" comment (0 = never)
     double request_timeout;    // seconds per generation request (0 = none)
+    double e2e_slo;            // default end-to-end deadline per generation request, seconds (0 = none); the
+                               // request's "timeout" may shorten it (the shortest of the three applies)
     double shutdown_grace;     // seconds to drain on SIGTERM/SIGINT
     const char *model_path;
     const char *served_name;   // NULL = model file basename without ".gguf"

@@ -31,6 +31,9 @@ typedef struct srv_metrics {
     metric *prompt_tokens, *gen_tokens, *preemptions, *rejected, *cancelled, *prefix_hit, *prefix_query;
     metric *spec_draft[2], *spec_accepted[2], *spec_steps; // [0] n-gram, [1] prediction
     metric *spec_rate; // histogram: accepted / drafted tokens per finished request that speculated
+    metric *sched_out[SCHED_N_CLASSES][SCHED_N_OUTCOMES]; // srv_sched_stats.c: outcomes per priority class
+    metric *sched_qt[SCHED_N_CLASSES];                    // queue-time histograms per priority class
+    metric *prio_preemptions;
     mwindow w_ttft, w_tpot, w_itl, w_e2e; // owned
     mrate gen_rate;                       // generated tokens per second
     uint64_t n_requests;                  // finished generation requests
@@ -49,6 +52,11 @@ typedef struct srv_tenant_ref {
     double reserved; // tokens-per-minute units taken at admission (prompt + max_tokens per choice)
     int admitted;    // 1: counted against the tenant; srv_tenant_end settles it
 } srv_tenant_ref;
+
+// srv_sched_stats.c: the scheduler's per-priority outcome counters and queue-time histograms.
+int srv_sched_metrics_init(srv_metrics *mt);                         // -1 on OOM
+void srv_sched_metrics_refresh(srv_metrics *mt, const engine_stats *st);
+json_t *srv_sched_stats_json(const engine_stats *st);                 // the "sched" object of /stats
 
 // The target of an engine event (engine_req.user points at one): gen.c's choices leave fn NULL; other
 // handlers (embed.c) set fn and get their events through it.

@@ -80,7 +80,7 @@ int srv_metrics_init_model(srv_metrics *mt, metrics *hub_reg, const char *model,
                                  "Speculative verifications (one request's 1+k rows in a step)", NULL, 0);
     mt->spec_rate = madd(r, model, METRIC_HISTOGRAM, "tachyon:spec_acceptance_rate", NULL,
                                 "Accepted / drafted speculative tokens per finished request that speculated", rate_b, 10);
-    if (!mt->spec_steps || !mt->spec_rate) goto oom;
+    if (!mt->spec_steps || !mt->spec_rate || srv_sched_metrics_init(mt)) goto oom;
     if (!mt->ttft || !mt->tpot || !mt->itl || !mt->e2e || !mt->queue || !mt->prefill || !mt->decode || !mt->running ||
         !mt->waiting || !mt->kv_used || !mt->kv_total || !mt->kv_cap_tokens || !mt->kv_token_bytes || !mt->batch_size ||
         !mt->batch_tokens || !mt->success_stop ||
@@ -127,6 +127,7 @@ static void refresh(server *s, engine_stats *st) {
         metric_set(mt->spec_accepted[i], (double)st->spec_accepted[i]);
     }
     metric_set(mt->spec_steps, (double)st->spec_verify_steps);
+    srv_sched_metrics_refresh(mt, st);
 }
 
 void srv_handle_metrics(server *s, struct evhttp_request *req) {
@@ -199,6 +200,7 @@ static json_t *stats_json(server *s) {
                                                  (json_int_t)st.spec_verify_steps, "acceptance_rate",
                                                  sd ? (double)sa / (double)sd : 0.0));
     if (j && s->tenants && s == s->hub) json_object_set_new(j, "tenants", srv_tenants_stats(s)); // srv_tenants.c
+    if (j) json_object_set_new(j, "sched", srv_sched_stats_json(&st));
     return j;
 }
 

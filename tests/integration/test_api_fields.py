@@ -26,7 +26,7 @@ CMPL_FIELDS = ["model", "prompt", "best_of", "echo", "frequency_penalty", "logit
                "n", "presence_penalty", "seed", "stop", "stream", "stream_options", "suffix", "temperature",
                "top_p", "user"]
 # extensions (vLLM / llama.cpp names) tachyon honours
-EXT_FIELDS = ["top_k", "min_p", "repetition_penalty", "ignore_eos", "timeout", "min_tokens", "priority",
+EXT_FIELDS = ["top_k", "min_p", "repetition_penalty", "ignore_eos", "timeout", "ttft_slo_ms", "min_tokens", "priority",
               "chat_template_kwargs", "grammar"]
 # chat fields tachyon also honours on completions
 CMPL_EXT_FIELDS = ["response_format", "prediction"]
@@ -167,7 +167,11 @@ def honoured_checks(srv, kind, base_text, make_server):
     chk["min_tokens"] = lambda: (ok({"ignore_eos": True, "min_tokens": 5}),
                                  expect_refused(*post(srv, kind, {"min_tokens": 5})[::2], "min_tokens"))
     chk["timeout"] = lambda: text(kind, ok({"timeout": 100})) == base_text or pytest.fail("timeout")
-    chk["priority"] = lambda: (ok({"priority": 0}), expect_refused(*post(srv, kind, {"priority": 5})[::2], "priority"))
+    # scheduling fields never change the output (under the default fifo policy they change nothing at all)
+    chk["priority"] = lambda: ((text(kind, ok({"priority": 5})) == base_text or pytest.fail("priority")),
+                               expect_refused(*post(srv, kind, {"priority": 1.5})[::2], "priority"))
+    chk["ttft_slo_ms"] = lambda: ((text(kind, ok({"ttft_slo_ms": 5000})) == base_text or pytest.fail("ttft_slo_ms")),
+                                  expect_refused(*post(srv, kind, {"ttft_slo_ms": -1})[::2], "ttft_slo_ms"))
     # documented as not affecting generation: accepted, output unchanged
     for f, v in [("user", "u-1"), ("store", False), ("metadata", {"k": "v"}), ("service_tier", "auto"),
                  ("safety_identifier", "s"), ("prompt_cache_key", "k")]:

@@ -46,6 +46,12 @@ def test_dashboard_chat_and_charts(stories):
                              ".map(id => [id, JSON.parse(document.getElementById('chart-' + id).dataset.last)]))")
         assert last["ttft"][0] > 0 and last["tpot"][0] > 0 and last["itl"][0] > 0, json.dumps(last)
         assert last["tps"][1] > 0, json.dumps(last)
+        # the scheduling panel: the chat request counted as served (priority class 0) under the default fifo
+        sched = json.loads(page.get_attribute("#sched", "data-last"))
+        assert sched["policy"] == "fifo", sched
+        c0 = [c for c in sched["classes"] if c["priority"] == "0"]
+        assert c0 and c0[0]["ok"] >= 1, sched
+        assert "0" in page.inner_text("#sched tbody"), page.inner_text("#sched")
         page.screenshot(path=os.path.join(ROOT, "tests", "artifacts", "dashboard.png"), full_page=True)
         assert not errors, errors
         browser.close()

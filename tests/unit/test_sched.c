@@ -41,7 +41,7 @@ static void h_init(harness *h, int n_blocks, int bs, int max_batch_tokens, int m
     tc_err err;
     h->bs = bs;
     h->n_blocks = n_blocks;
-    h->o = (sched_opts){max_batch_tokens, max_seqs, prefix_cache, 0.0f};
+    h->o = (sched_opts){.max_batch_tokens = max_batch_tokens, .max_seqs = max_seqs, .prefix_cache = prefix_cache};
     CHECK_EQ_INT(kv_pool_new(n_blocks, bs, &h->pool, &err), 0);
     CHECK_EQ_INT(sched_new(&h->o, h->pool, &h->s, &err), 0);
     h->store = calloc((size_t)n_blocks * bs, sizeof(int32_t));

@@ -17,7 +17,7 @@ typedef struct fh {
 static void fh_init(fh *h, int max_seqs) {
     memset(h, 0, sizeof *h);
     tc_err err;
-    sched_opts o = {256, max_seqs, 0, 0.0f};
+    sched_opts o = {.max_batch_tokens = 256, .max_seqs = max_seqs};
     CHECK_EQ_INT(kv_pool_new(256, 4, &h->pool, &err), 0);
     CHECK_EQ_INT(sched_new(&o, h->pool, &h->s, &err), 0);
 }

@@ -1,0 +1,39 @@
+// SLO-aware admission: predicts a request's time to first token from the work queued ahead of it and the
+// online step-cost model, so that --sched slo can refuse at once (503 + Retry-After) a request whose target
+// cannot be met, and drop a waiting one that has become hopeless, instead of serving either late.
+//
+// The prediction (seconds from now): with d running streams decoding, each step carries d decode rows and
+// P = max(1, T - d) prefill tokens, T = the step's token budget under the ITL guard. The prefill ahead of
+// the request, A = (prefill still owed to running requests) + (remaining prefill of the waiting requests
+// that rank before it: all of them under fifo, sched_key_before otherwise) + its own prompt, takes
+// S = ceil(A / P) steps, and the fitted step cost t(n) = a + b·n gives TTFT = S·a + b·(S·d + A). The drain
+// time (Retry-After) is the same formula over ALL queued prefill. Not modelled: prefix-cache hits (so the
+// prediction errs on the slow side for repeated prefixes) and waits for a free running slot (max_seqs).
+#ifndef TACHYON_SCHED_ADMIT_H
+#define TACHYON_SCHED_ADMIT_H
+
+#include "sched/sched.h"
+
+// A snapshot of the load (taken on the engine thread, read anywhere).
+typedef struct sched_load {
+    int policy;
+    double aging_s;
+    int ready;             // 0: the step-cost model has no fit yet; predictions are 0 (never refuse)
+    double a, b;           // step cost: seconds = a + b·tokens
+    int n_decoding;        // running requests decoding (one row each per step)
+    int step_tokens;       // the step's token budget with n_decoding streams (ITL guard applied)
+    long long catching;    // prefill tokens still owed to running requests
+    long long wait_tokens; // prefill tokens of every waiting request
+    sched_key *wait;       // (n_wait) keys of waiting requests; storage (cap_wait) is the caller's
+    int n_wait, cap_wait;  // beyond cap_wait, waiting requests count in wait_tokens only
+} sched_load;
+
+// Fills l (its wait/cap_wait storage set by the caller) from the scheduler's state. Engine thread.
+void sched_load_fill(const sched *s, sched_load *l);
+// Predicted seconds until the first token of request k (if k->id matches a waiting key, that entry is k
+// itself and is not counted twice). extra: prefill tokens known to be ahead but not in l (submitted, not
+// yet in the scheduler). *drain_s (may be NULL): seconds until all queued prefill, k's included, is done.
+double sched_predict_ttft(const sched_load *l, const sched_key *k, double now, long long extra,
+                          double *drain_s);
+
+#endif

@@ -1,0 +1,31 @@
+// The scheduler's state, shared by sched.c (the step) and sched_admit.c (load snapshots, SLO checks).
+// Internal to src/sched/.
+#ifndef TACHYON_SCHED_IMPL_H
+#define TACHYON_SCHED_IMPL_H
+
+#include "sched/sched.h"
+#include "sched/sched_admit.h"
+
+typedef struct sched_list {
+    sched_req *head, *tail;
+    int n;
+} sched_list;
+
+struct sched {
+    sched_opts o;
+    kv_pool *pool;
+    sched_list waiting, running; // running in admission order (tail = most recently admitted)
+    sched_item *items;           // (max_seqs) plan storage
+    sched_plan plan;
+    int budget;              // tokens left in the step being built
+    step_cost cost;          // learned step time vs tokens (ITL guard, speculation policy, TTFT prediction)
+    sched_draft_fn draft_fn; // (optional) speculation
+    void *draft_ctx;
+    uint64_t steps, preemptions, prio_preemptions, prefix_query_tokens, prefix_hit_tokens;
+    sched_stats stats; // outcomes and queue times per priority class
+    sched_key *keys;   // (cap_keys) scratch for the waiting-expiry check (--sched slo)
+    int cap_keys;
+    sched_load load; // the load at the start of the step being built (its wait = keys)
+};
+
+#endif

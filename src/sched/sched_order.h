@@ -1,0 +1,43 @@
+// The scheduler's one ordering rule: which waiting request is admitted next, which catching-up prompt gets
+// the next prefill chunk, and (reversed) which running request is preempted first. Everything that ranks
+// requests goes through sched_key_before, so a new rule (e.g. per-tenant fair share) plugs in beside it.
+//
+// Under SCHED_POL_FIFO the waiting queue is served in order (head first) and this file is not consulted.
+// Under SCHED_POL_PRIORITY and SCHED_POL_SLO a key ranks by, in order:
+//   1. effective priority = priority - floor(waited / aging_s): lower first. Aging: a request gains one
+//      priority class per aging_s seconds waited (default SCHED_AGING_S), so a priority-p request waits at
+//      most (p - q) * aging_s behind a stream of priority-q arrivals before it ranks with them;
+//   2. remaining prefill (shortest first), less SCHED_SRPF_AGING_TOK tokens per second waited: a long
+//      prompt gains one short prompt's worth of rank every ~0.1 s, so it is not starved by short ones;
+//   3. arrival time, then id (FIFO among equals).
+#ifndef TACHYON_SCHED_ORDER_H
+#define TACHYON_SCHED_ORDER_H
+
+#include <stdint.h>
+
+#include "sched/request.h"
+
+typedef enum { SCHED_POL_FIFO = 0, SCHED_POL_PRIORITY, SCHED_POL_SLO } sched_policy;
+
+#define SCHED_AGING_S 5.0         // default seconds waited per priority class gained
+#define SCHED_SRPF_AGING_TOK 1000 // prefill tokens of rank gained per second waited
+#define SCHED_PRIO_PREEMPT_MAX 1  // a request loses its slot to a higher priority at most this often
+
+// What ranking needs to know of a request (a copy, so that the engine can publish keys to other threads).
+typedef struct sched_key {
+    int priority;
+    int remaining;    // prompt (and recompute) tokens still without KV
+    double t_arrival; // monotonic seconds
+    uint64_t id;
+} sched_key;
+
+sched_key sched_key_of(const sched_req *r);
+// "fifo" | "priority" | "slo" → policy, or -1.
+int sched_policy_parse(const char *s);
+const char *sched_policy_name(int policy);
+// Effective priority at time now (seconds) with aging_s seconds per class (<= 0: SCHED_AGING_S).
+int sched_eff_priority(const sched_key *k, double aging_s, double now);
+// 1 if a ranks strictly before b at time now under the rules above.
+int sched_key_before(const sched_key *a, const sched_key *b, double aging_s, double now);
+
+#endif

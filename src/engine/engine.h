@@ -12,6 +12,8 @@
 #include "model/model.h"
 #include "sampling/sampling.h"
 
+#define ENGINE_SPEC_METHODS 4 // = SPEC_N_METHODS (checked in engine.c)
+
 typedef struct engine_opts {
     int max_batch_tokens;   // token budget per step (prefill chunks + decode tokens)
     int max_seqs;           // running sequences at most
@@ -31,6 +33,13 @@ typedef struct engine_opts {
                             // whenever it finds a match), SPEC_AUTO (default: the request's prediction if
                             // given, else prompt lookup; k adapted per request, 0 when it does not pay)
     int spec_k;             // drafted tokens per request per step at most (1..SPEC_MAX_K)
+    // Model-based drafting (src/spec/spec_draft.h). SPEC_DRAFT needs draft_model; SPEC_AUTO uses the draft
+    // model when one is given, else self-speculation when self_spec_layers > 0.
+    model *draft_model;         // (optional) borrowed, must outlive the engine; its vocabulary must be the target's
+    size_t draft_kv_mem_bytes;  // draft KV pool in bytes; 0: kv_mem_bytes / 4 when that is set, else as many
+                                // blocks as the target's pool (the same token capacity)
+    int self_spec_layers;       // SPEC_SELF/AUTO: draft with the target's first L layers (0: n_layers / 4 for
+                                // SPEC_SELF, off for SPEC_AUTO)
     const int32_t *eog_ids; // tokens that end generation (EOS/EOT …), copied at engine_new
     int n_eog;
 } engine_opts;
@@ -102,7 +111,8 @@ typedef struct engine_stats {
     int last_batch_seqs, last_batch_tokens;
     uint64_t steps, preemptions, prefix_hit_tokens, prefix_query_tokens;
     uint64_t prompt_tokens, generated_tokens;
-    uint64_t spec_draft[2], spec_accepted[2]; // speculative tokens by method: [0] n-gram, [1] prediction
+    uint64_t spec_draft[ENGINE_SPEC_METHODS], spec_accepted[ENGINE_SPEC_METHODS]; // speculative tokens by
+                                              // method (spec_method: n-gram, prediction, draft, self)
     uint64_t spec_verify_steps;               // items verified (a request's 1 + k rows in one step)
 } engine_stats;
 

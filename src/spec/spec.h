@@ -64,8 +64,8 @@ int spec_verify(samp_state *s, const float *logits, int n_vocab, const int32_t *
 // draft[i] was drawn from), for a draft that is not deterministic (a sampled draft model): standard speculative
 // rejection sampling. Row i accepts draft[i] = x with probability min(1, p(x)/q(x)) (p: the sampler's final
 // distribution, samp_probs), else draws y from normalize(max(0, p - q)) and stops; after n_draft acceptances
-// the last row draws from p. The output is distributed exactly as p row by row. q == NULL is spec_verify
-// (q one-hot: bit-identical to it). probs: scratch of n_vocab floats.
+// the last row draws from p. The output is distributed exactly as p row by row. q == NULL: spec_verify (a
+// deterministic draft, q one-hot; the same tokens as plain decoding for a seed). probs: n_vocab floats scratch.
 int spec_verify_q(samp_state *s, const float *logits, int n_vocab, const int32_t *draft, const float *q, int n_draft,
                   int32_t *out, samp_result *res, float *probs);
 

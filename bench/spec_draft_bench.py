@@ -3,7 +3,7 @@ worst case, the draft costs as much as the target and every draft is accepted) v
 L. All servers run side by side and the requests are interleaved round by round (A/B/C… A/B/C…), so machine
 noise hits every mode alike. Decode rate = (completion tokens - 1) / (last token time - first token time).
 
-usage: TACHYON_BIN=build/tachyon .venv/bin/python bench/spec_draft_bench.py [ROUNDS] [MAX_TOKENS]"""
+usage: [MODES=off,draft,auto,self] TACHYON_BIN=build/tachyon .venv/bin/python bench/spec_draft_bench.py [ROUNDS] [MAX_TOKENS]"""
 import json
 import os
 import statistics
@@ -18,7 +18,10 @@ ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 3
 MAXT = int(sys.argv[2]) if len(sys.argv) > 2 else 64
 COMMON = ["--ctx-size", 1024, "--threads", 2, "--spec-k", 4, "--itl-guard", 0]
 MODES = [("off", ["--spec", "off"]), ("draft (same Q4_1)", ["--spec", "draft", "--draft-model", SMOL])]
+MODES += [("auto + draft (same Q4_1)", ["--spec", "auto", "--draft-model", SMOL])]
 MODES += [("self L=%d" % L, ["--spec", "self", "--self-spec-layers", L]) for L in (8, 16, 24)]
+if os.environ.get("MODES"):  # e.g. MODES=off,draft,auto: names starting with one of these
+    MODES = [m for m in MODES if any(m[0].startswith(w) for w in os.environ["MODES"].split(","))]
 PROMPTS = ["Write a short story about a robot who learns to paint.",
            "Repeat this code exactly:\ndef add(a, b):\n    return a + b\n\ndef sub(a, b):\n    return a - b\n"]
 

@@ -78,6 +78,8 @@ struct engine {
     uint64_t spec_draft[SPEC_N_METHODS], spec_accepted[SPEC_N_METHODS], spec_verify_steps;
     spec_drafter *drafter;              // owned, or NULL
     int drafter_method;                 // SPEC_M_DRAFT or SPEC_M_SELF
+    double draft_pos_cost;              // seconds per draft position (EWMA; 0 = not measured): the k policy's
+                                        // price of a model-drafted token
     spec_draft_req *dreqs;              // (max_seqs) this step's model drafts
     float *probs;                       // (n_vocab) verifier scratch
     int last_batch_seqs, last_batch_tokens;

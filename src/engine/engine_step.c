@@ -179,12 +179,22 @@ int eng_draft(void *ctx, sched_req *r, const sched_draft_info *info) {
     if (er->grammar) return 0; // the grammar's mask is applied by samp_sample_grammar, one row at a time
     if (er->embed || er->plp) return 0; // embeddings generate nothing; prompt logprobs keep one row per step
     int32_t *out = r->tokens + r->n_tokens;
+    int use_model = er->drafter != NULL; // auto: only where it pays, decided below
     if (e->o.spec == SPEC_AUTO) {
         // Back off while prompts wait or prefill (their chunks need the budget), else pick k from this
         // request's acceptance rate and what a row costs.
         double a, b;
         if (info->n_waiting > 0 || info->n_catching > 0 || !sched_step_cost_fit(e->s, &a, &b)) return 0;
-        k = spec_accept_pick(&er->acc, k, a, b, info->n_decoding, info->n_decoding - 1);
+        int k_model = 0;
+        if (er->drafter && !er->pred.tokens) {
+            // A model draft also costs a draft forward per drafted token, c (measured; until then one try at
+            // the plain k): t = (a + b·n) + (b + c)·k. No probes: they are for the free proposers.
+            double c = e->draft_pos_cost;
+            k_model = c > 0 ? spec_pick_k(er->acc.rate, k, a + b * info->n_decoding, b + c, 0, info->n_decoding - 1)
+                            : spec_accept_pick(&er->acc, k, a, b, info->n_decoding, info->n_decoding - 1);
+        }
+        use_model = k_model > 0;
+        k = use_model ? k_model : spec_accept_pick(&er->acc, k, a, b, info->n_decoding, info->n_decoding - 1);
         if (k <= 0) return 0;
     }
     int d = 0;
@@ -193,7 +203,7 @@ int eng_draft(void *ctx, sched_req *r, const sched_draft_info *info) {
         d = spec_pred_propose(&er->pred, r->tokens + r->n_prompt, sched_req_n_generated(r), k, out);
         er->draft_method = SPEC_M_PRED;
     }
-    if (d == 0 && er->drafter && spec_dseq_reserve(er->drafter, &er->ds, r->n_tokens, k) == 0) {
+    if (d == 0 && use_model && spec_dseq_reserve(er->drafter, &er->ds, r->n_tokens, k) == 0) {
         // A model draft: k rows now, the tokens after planning (eng_step runs the drafter over every such
         // request in one batch per position). Until then the rows hold the last token, itself a valid guess.
         for (int i = 0; i < k; i++) out[i] = r->tokens[r->n_tokens - 1];
@@ -225,7 +235,12 @@ static void run_drafter(engine *e, const sched_plan *p) {
     }
     if (n == 0) return;
     tc_err err = {0};
+    int k_max = 0;
+    for (int i = 0; i < n; i++) k_max = e->dreqs[i].k > k_max ? e->dreqs[i].k : k_max;
+    double t0 = tc_now();
     if (spec_drafter_run(e->drafter, e->dreqs, n, &err)) return;
+    double per_pos = (tc_now() - t0) / k_max; // seconds per draft position (catch-up included: it is paid too)
+    e->draft_pos_cost = e->draft_pos_cost > 0 ? 0.8 * e->draft_pos_cost + 0.2 * per_pos : per_pos;
     for (int i = 0, j = 0; i < p->n_items && j < n; i++) {
         const sched_item *it = &p->items[i];
         eng_req *er = it->r->owner;

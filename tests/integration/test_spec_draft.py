@@ -104,6 +104,12 @@ def test_stories_drafts_for_itself(make_server):
         got = list(ex.map(lambda p: d.post("/v1/completions", body(p))[2]["choices"][0]["text"], prompts))
     assert got == want
     assert drafted(d, "draft")[0] > 0
+    # auto with a draft model: it drafts with it while the measured draft cost allows (at least the first try)
+    au = make_server(STORIES, "--spec", "auto", "--draft-model", STORIES, "--spec-k", 4)
+    with cf.ThreadPoolExecutor(4) as ex:
+        got = list(ex.map(lambda p: au.post("/v1/completions", body(p))[2]["choices"][0]["text"], prompts))
+    assert got == want
+    assert drafted(au, "draft")[0] > 0
 
 
 def test_vocabulary_mismatch_refused():

@@ -148,3 +148,19 @@ def test_sampled_draft_distribution(make_server):
     check_pair_distribution(d_on, dict(temperature=2.0, top_k=5), bias=bias)
     n_draft, n_acc = drafted(on, "draft")
     assert n_draft > 0 and n_acc < n_draft  # drafts ran, and some were rejected (the residual was sampled)
+
+
+def test_draft_pool_exhausted(off):
+    # 2 MiB of draft KV holds ~90 SmolLM2 tokens (5 blocks): most requests find no room to draft and go on
+    # without (dropping their draft KV so others can use it); output unchanged, nobody preempted or failed.
+    s = Server(SMOL, "--ctx-size", 1024, "--spec", "draft", "--draft-model", SMOL, "--draft-kv-mem", 2)
+    try:
+        msgs = [[{"role": "user", "content": "Hi"}], [{"role": "user", "content": "Count to five."}]] + PROMPTS[:3]
+        want = [chat(off, m, max_tokens=16) for m in msgs]
+        with cf.ThreadPoolExecutor(5) as ex:
+            got = list(ex.map(lambda m: chat(s, m, max_tokens=16), msgs))
+        assert got == want
+        assert s.metrics()["tachyon:preemptions_total"] == 0
+        assert drafted(s, "draft")[0] > 0  # the requests that found room did draft
+    finally:
+        s.stop()

@@ -76,8 +76,16 @@ static void serve_usage(void) {
             "  --no-prefix-cache           do not reuse KV of identical prompt prefixes\n"
             "  --spec MODE                 speculative decoding: off, ngram (prompt lookup, k drafts whenever it\n"
             "                              matches), auto (the request's prediction if given, else prompt\n"
-            "                              lookup; k adapted per request, none when it does not pay) (auto)\n"
+            "                              lookup; k adapted per request, none when it does not pay) (auto),\n"
+            "                              draft (a draft model drafts k tokens for every decoding request, one\n"
+            "                              batched draft forward per position), self (the model's first L layers\n"
+            "                              draft); auto also uses the draft model when loaded, else self when\n"
+            "                              --self-spec-layers is given\n"
             "  --spec-k N                  drafted tokens per request per step at most (8; 1..16)\n"
+            "  --draft-model PATH          a draft model (GGUF) with the target's vocabulary (refused otherwise)\n"
+            "  --draft-kv-mem MiB          the draft's KV pool (default: a quarter of --kv-cache-mem when set, else\n"
+            "                              as many tokens as the target's pool)\n"
+            "  --self-spec-layers L        self-speculation through the first L layers (--spec self: n_layers/4)\n"
             "  --pooling mean|last         /v1/embeddings: mean of the final hidden states (default) or the last\n"
             "                              token's\n"
             "  --truncation disabled|auto  context overflow of a request that does not say ('truncation'):\n"
@@ -105,7 +113,7 @@ int cli_serve(int argc, char **argv) {
     enum {
         O_HOST = 256, O_PORT, O_KEY, O_CORS, O_CTX, O_MBT, O_SEQS, O_KV, O_QUEUE, O_QTOK, O_RTO, O_GRACE, O_THREADS,
         O_TMPL, O_LOG, O_BODY, O_HTO, O_NAME, O_NOPC, O_ITL, O_PUBLIC, O_HOSTS, O_SPEC, O_SPECK,
-        O_LENIENT, O_POOL, O_TRUNC,
+        O_LENIENT, O_POOL, O_TRUNC, O_DRAFT, O_DRAFTKV, O_SELFL,
         O_READTO, O_MAXCONN, O_BODYBUF, O_PING, // connection limits
         O_KVT, O_KVTK, O_KVTV, // KV cache types
         O_KEYFILE,
@@ -137,6 +145,8 @@ int cli_serve(int argc, char **argv) {
         {"route-degrade", no_argument, 0, O_RDEG},
         {"sched", required_argument, 0, O_SCHED}, {"sched-aging", required_argument, 0, O_AGING},
         {"ttft-slo", required_argument, 0, O_TTFTSLO}, {"e2e-slo", required_argument, 0, O_E2ESLO},
+        {"draft-model", required_argument, 0, O_DRAFT}, {"draft-kv-mem", required_argument, 0, O_DRAFTKV},
+        {"self-spec-layers", required_argument, 0, O_SELFL},
         {"help", no_argument, 0, 'h'},                {0, 0, 0, 0}};
     optind = 1;
     int c;
@@ -202,11 +212,14 @@ int cli_serve(int argc, char **argv) {
         case O_NOPC: o.eng.prefix_cache = 0; break;
         case O_SPEC:
             if (spec_mode_parse(optarg) < 0) {
-                fprintf(stderr, "tachyon serve: --spec expects off|ngram|auto\n");
+                fprintf(stderr, "tachyon serve: --spec expects off|ngram|auto|draft|self\n");
                 bad = 1;
             } else o.eng.spec = spec_mode_parse(optarg);
             break;
         case O_SPECK: bad = num(flag, optarg, 1, SPEC_MAX_K, &v); o.eng.spec_k = (int)v; break;
+        case O_DRAFT: o.draft_model_path = optarg; break;
+        case O_DRAFTKV: bad = num(flag, optarg, 1, 1 << 22, &v); o.eng.draft_kv_mem_bytes = (size_t)(v * 1048576.0); break;
+        case O_SELFL: bad = num(flag, optarg, 1, 4096, &v); o.eng.self_spec_layers = (int)v; break;
         case O_LENIENT: o.lenient = 1; break;
         case O_TRUNC:
             if (strcmp(optarg, "disabled") && strcmp(optarg, "auto")) {

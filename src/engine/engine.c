@@ -134,12 +134,15 @@ static int alloc_scratch(engine *e, tc_err *err) {
     e->b_embd_rows = malloc(nbt * sizeof(int32_t));
     e->embd_out = malloc(nbt * (size_t)e->dim * sizeof(float));
     e->plp_logits = malloc(ENG_PLP_ROWS * (size_t)e->n_vocab * sizeof(float));
+    e->probs = malloc((size_t)e->n_vocab * sizeof(float));
+    e->dreqs = calloc(ns, sizeof *e->dreqs);
     e->ev_cap = (int)ns * 2 + 16;
     e->evs = malloc((size_t)e->ev_cap * sizeof *e->evs);
     e->load.cap_wait = (int)ns + e->o.max_queue; // every request in flight at most
     e->load.wait = e->load_keys = malloc((size_t)e->load.cap_wait * sizeof *e->load_keys);
     if (!e->b_tokens || !e->b_pos || !e->b_seq || !e->b_tables || !e->b_logit_rows || !e->logits || !e->evs ||
-        !e->b_embd_rows || !e->embd_out || !e->plp_logits || !e->load_keys)
+        !e->b_embd_rows || !e->embd_out || !e->plp_logits || !e->load_keys || !e->probs ||
+        !e->dreqs)
         return tc_err_set(err, TC_ERR_NOMEM, "engine: out of memory for step buffers");
     return 0;
 }
@@ -158,6 +161,9 @@ static void engine_destroy(engine *e) {
         eng_req_release(r);
     }
     e->in.new_head = NULL;
+    spec_drafter_free(e->drafter);
+    free(e->probs);
+    free(e->dreqs);
     kv_pool_free(e->pool);
     model_ctx_free(e->mctx);
     model_kv_free(e->kv);
@@ -205,11 +211,49 @@ static int warm_up(engine *e, int n_blocks, tc_err *err) {
     return rc;
 }
 
+_Static_assert(ENGINE_SPEC_METHODS == SPEC_N_METHODS, "engine_stats.spec_draft is indexed by spec_method");
+
+// The draft model or self-speculation drafter, when the options ask for one. Its pool: draft_kv_mem_bytes,
+// else a quarter of kv_mem_bytes, else the target's block count (the same token capacity).
+static int new_drafter(engine *e, int n_target_blocks, tc_err *err) {
+    const engine_opts *o = &e->o;
+    const model_hparams *hp = model_get_hparams(e->m);
+    model *dm = NULL;
+    int layers = 0;
+    if (o->spec == SPEC_DRAFT && !o->draft_model)
+        return tc_err_set(err, TC_ERR_INVALID, "engine: --spec draft needs a draft model (--draft-model)");
+    if (o->draft_model && (o->spec == SPEC_DRAFT || o->spec == SPEC_AUTO)) {
+        int rc = spec_vocab_check(e->m, o->draft_model, err);
+        if (rc) return rc;
+        dm = o->draft_model;
+        layers = model_get_hparams(dm)->n_layers;
+        e->drafter_method = SPEC_M_DRAFT;
+    } else if (o->spec == SPEC_SELF || (o->spec == SPEC_AUTO && o->self_spec_layers > 0)) {
+        layers = o->self_spec_layers > 0 ? o->self_spec_layers : (hp->n_layers / 4 > 0 ? hp->n_layers / 4 : 1);
+        if (layers >= hp->n_layers)
+            return tc_err_set(err, TC_ERR_INVALID, "engine: --self-spec-layers %d must be below the model's %d layers",
+                              layers, hp->n_layers);
+        dm = e->m;
+        e->drafter_method = SPEC_M_SELF;
+    } else return 0;
+    // Self-speculation keeps its own KV of all layers' shape (only the first L are written): simple, at the
+    // cost of memory; reusing the target's layers 0..L-1 KV is not done (see docs).
+    size_t bb = spec_drafter_block_bytes(dm, o->block_size, TT_F16);
+    long long nb = n_target_blocks;
+    size_t mem = o->draft_kv_mem_bytes ? o->draft_kv_mem_bytes : o->kv_mem_bytes / 4;
+    if (mem && bb) nb = (long long)(mem / bb);
+    if (nb < 1) return tc_err_set(err, TC_ERR_INVALID, "engine: draft KV memory holds no block");
+    if (nb > (1 << 30) / o->block_size) nb = (1 << 30) / o->block_size;
+    int q_reqs = o->max_seqs < 16 ? o->max_seqs : 16; // sampled drafts beyond these draft greedily (exact too)
+    return spec_drafter_new(dm, layers, (int)nb, o->block_size, TT_F16, o->max_batch_tokens, o->n_threads,
+                            o->max_seqs, o->spec_k, q_reqs, &e->drafter, err);
+}
+
 int engine_new(model *m, const engine_opts *o, engine **out, tc_err *err) {
     *out = NULL;
     const model_hparams *hp = model_get_hparams(m);
     if (o->max_batch_tokens < 1 || o->max_seqs < 1 || o->block_size < 1 || o->max_queue < 0 || o->n_eog < 0 ||
-        o->ctx_size < 0 || (o->n_eog > 0 && !o->eog_ids) || o->spec < SPEC_OFF || o->spec > SPEC_AUTO ||
+        o->ctx_size < 0 || (o->n_eog > 0 && !o->eog_ids) || o->spec < SPEC_OFF || o->spec > SPEC_SELF ||
         o->sched_policy < SCHED_POL_FIFO || o->sched_policy > SCHED_POL_SLO || !(o->ttft_slo >= 0) ||
         (o->spec != SPEC_OFF && (o->spec_k < 1 || o->spec_k > SPEC_MAX_K)))
         return tc_err_set(err, TC_ERR_INVALID,
@@ -259,6 +303,7 @@ int engine_new(model *m, const engine_opts *o, engine **out, tc_err *err) {
                      .prefix_cache = o->prefix_cache, .itl_guard = o->itl_guard, .policy = o->sched_policy,
                      .aging_s = o->sched_aging};
     if ((rc = sched_new(&so, e->pool, &e->s, err))) goto fail;
+    if ((rc = new_drafter(e, n_blocks, err))) goto fail;
     if (o->spec != SPEC_OFF) sched_set_draft_fn(e->s, eng_draft, e);
     if ((rc = warm_up(e, n_blocks, err))) goto fail;
     sched_load_fill(e->s, &e->load); // predictions work before the first step (the thread is not running yet)
@@ -372,6 +417,16 @@ int engine_submit(engine *e, engine_req *q, uint64_t *id, tc_err *err) {
     }
     samp_accept_prompt(er->samp, q->prompt, q->n_prompt);
     spec_accept_init(&er->acc);
+    if (e->drafter && !q->embed) {
+        if ((rc = spec_dseq_init(&er->ds, e->ctx_limit, e->o.block_size, err))) {
+            samp_free(er->samp);
+            free(er);
+            return rc;
+        }
+        er->drafter = e->drafter;
+        er->draft_temp = q->sp.temperature;
+        er->drng = q->sp.seed ^ 0x5DEECE66Dull;
+    }
     er->user = q->user;
     er->ignore_eos = q->ignore_eos;
     er->grammar = q->grammar;
@@ -387,6 +442,7 @@ int engine_submit(engine *e, engine_req *q, uint64_t *id, tc_err *err) {
     sched_req *r;
     if ((rc = sched_req_new(q->prompt, q->n_prompt, max_tokens, e->o.block_size, &r, err))) {
         samp_free(er->samp); // er->grammar stays the caller's
+        spec_dseq_free(er->drafter, &er->ds);
         free(er->embd_acc);
         free(er);
         return rc;

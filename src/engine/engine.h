@@ -13,6 +13,8 @@
 #include "sampling/sampling.h"
 #include "sched/sched_stats.h"
 
+#define ENGINE_SPEC_METHODS 4 // = SPEC_N_METHODS (checked in engine.c)
+
 typedef struct engine_opts {
     int max_batch_tokens;   // token budget per step (prefill chunks + decode tokens)
     int max_seqs;           // running sequences at most
@@ -32,6 +34,13 @@ typedef struct engine_opts {
                             // whenever it finds a match), SPEC_AUTO (default: the request's prediction if
                             // given, else prompt lookup; k adapted per request, 0 when it does not pay)
     int spec_k;             // drafted tokens per request per step at most (1..SPEC_MAX_K)
+    // Model-based drafting (src/spec/spec_draft.h). SPEC_DRAFT needs draft_model; SPEC_AUTO uses the draft
+    // model when one is given, else self-speculation when self_spec_layers > 0.
+    model *draft_model;         // (optional) borrowed, must outlive the engine; its vocabulary must be the target's
+    size_t draft_kv_mem_bytes;  // draft KV pool in bytes; 0: kv_mem_bytes / 4 when that is set, else as many
+                                // blocks as the target's pool (the same token capacity)
+    int self_spec_layers;       // SPEC_SELF/AUTO: draft with the target's first L layers (0: n_layers / 4 for
+                                // SPEC_SELF, off for SPEC_AUTO)
     const int32_t *eog_ids; // tokens that end generation (EOS/EOT …), copied at engine_new
     int n_eog;
     int sched_policy;       // a sched_policy (sched/sched_order.h): SCHED_POL_FIFO (default), _PRIORITY, _SLO
@@ -113,7 +122,8 @@ typedef struct engine_stats {
     int last_batch_seqs, last_batch_tokens;
     uint64_t steps, preemptions, prefix_hit_tokens, prefix_query_tokens;
     uint64_t prompt_tokens, generated_tokens;
-    uint64_t spec_draft[2], spec_accepted[2]; // speculative tokens by method: [0] n-gram, [1] prediction
+    uint64_t spec_draft[ENGINE_SPEC_METHODS], spec_accepted[ENGINE_SPEC_METHODS]; // speculative tokens by
+                                              // method (spec_method: n-gram, prediction, draft, self)
     uint64_t spec_verify_steps;               // items verified (a request's 1 + k rows in one step)
     int sched_policy;                         // engine_opts.sched_policy
     uint64_t prio_preemptions;                // preemptions for a higher-priority request

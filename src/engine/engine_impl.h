@@ -10,6 +10,7 @@
 #include "sched/sched.h"
 #include "sched/sched_admit.h"
 #include "spec/spec.h"
+#include "spec/spec_draft.h"
 
 // Per-request engine data, reached through sched_req.owner. Owned by the engine from a successful submit
 // to the request's FINISH event.
@@ -25,7 +26,12 @@ typedef struct eng_req {
     int counted; // 1: no longer counted in the inbox's n_queued (scheduled once, or ended)
     spec_pred pred;      // predicted output (empty when none)
     spec_accept acc;     // acceptance-rate estimate (adaptive k)
-    int draft_method;    // of the current draft: 0 n-gram, 1 prediction
+    int draft_method;    // of the current draft: a spec_method
+    spec_drafter *drafter; // borrowed: the engine's, for ds (NULL: none)
+    spec_dseq ds;        // draft-side KV (model-based drafting)
+    float draft_temp;    // 0: greedy draft; else the request's temperature (sampled draft, q kept)
+    uint64_t drng;       // draft RNG state
+    const float *dq;     // (n_draft, n_vocab) q of this step's sampled draft, NULL: one-hot
     int n_drafted, n_accepted, n_pred_accepted;
 } eng_req;
 
@@ -68,7 +74,13 @@ struct engine {
     pthread_mutex_t stats_mu;
     engine_stats stats; // published once per step
     uint64_t prompt_tokens, generated_tokens;
-    uint64_t spec_draft[2], spec_accepted[2], spec_verify_steps;
+    uint64_t spec_draft[SPEC_N_METHODS], spec_accepted[SPEC_N_METHODS], spec_verify_steps;
+    spec_drafter *drafter;              // owned, or NULL
+    int drafter_method;                 // SPEC_M_DRAFT or SPEC_M_SELF
+    double draft_pos_cost;              // seconds per draft position (EWMA; 0 = not measured): the k policy's
+                                        // price of a model-drafted token
+    spec_draft_req *dreqs;              // (max_seqs) this step's model drafts
+    float *probs;                       // (n_vocab) verifier scratch
     int last_batch_seqs, last_batch_tokens;
     sched_load load;    // published each step under stats_mu, for engine_predict_ttft / SLO admission
     sched_key *load_keys; // (max_seqs + max_queue) storage of load.wait

@@ -84,6 +84,7 @@ void eng_req_release(sched_req *r) {
     if (er) {
         samp_free(er->samp);
         spec_pred_free(&er->pred);
+        spec_dseq_free(er->drafter, &er->ds);
         gram_matcher_free(er->grammar);
         free(er->embd_acc);
     }
@@ -181,27 +182,73 @@ int eng_draft(void *ctx, sched_req *r, const sched_draft_info *info) {
     if (er->grammar) return 0; // the grammar's mask is applied by samp_sample_grammar, one row at a time
     if (er->embed || er->plp) return 0; // embeddings generate nothing; prompt logprobs keep one row per step
     int32_t *out = r->tokens + r->n_tokens;
+    int use_model = er->drafter != NULL; // auto: only where it pays, decided below
     if (e->o.spec == SPEC_AUTO) {
         // Back off while prompts wait or prefill (their chunks need the budget), else pick k from this
         // request's acceptance rate and what a row costs.
         double a, b;
         if (info->n_waiting > 0 || info->n_catching > 0 || !sched_step_cost_fit(e->s, &a, &b)) return 0;
-        k = spec_accept_pick(&er->acc, k, a, b, info->n_decoding, info->n_decoding - 1);
+        int k_model = 0;
+        if (er->drafter && !er->pred.tokens) {
+            // A model draft also costs a draft forward per drafted token, c (measured; until then one try at
+            // the plain k): t = (a + b·n) + (b + c)·k. No probes: they are for the free proposers.
+            double c = e->draft_pos_cost;
+            k_model = c > 0 ? spec_pick_k(er->acc.rate, k, a + b * info->n_decoding, b + c, 0, info->n_decoding - 1)
+                            : spec_accept_pick(&er->acc, k, a, b, info->n_decoding, info->n_decoding - 1);
+        }
+        use_model = k_model > 0;
+        k = use_model ? k_model : spec_accept_pick(&er->acc, k, a, b, info->n_decoding, info->n_decoding - 1);
         if (k <= 0) return 0;
     }
     int d = 0;
-    er->draft_method = 0;
+    er->draft_method = SPEC_M_NGRAM;
     if (e->o.spec == SPEC_AUTO && er->pred.tokens) {
         d = spec_pred_propose(&er->pred, r->tokens + r->n_prompt, sched_req_n_generated(r), k, out);
-        er->draft_method = 1;
+        er->draft_method = SPEC_M_PRED;
     }
-    if (d == 0) { // no prediction, or the output left it: prompt lookup
+    if (d == 0 && use_model && spec_dseq_reserve(er->drafter, &er->ds, r->n_tokens, k) == 0) {
+        // A model draft: k rows now, the tokens after planning (eng_step runs the drafter over every such
+        // request in one batch per position). Until then the rows hold the last token, itself a valid guess.
+        for (int i = 0; i < k; i++) out[i] = r->tokens[r->n_tokens - 1];
+        d = k;
+        er->draft_method = e->drafter_method;
+    }
+    if (d == 0 && (e->o.spec == SPEC_AUTO || e->o.spec == SPEC_NGRAM)) { // prompt lookup
         d = spec_ngram_propose(r->tokens, r->n_tokens, k, out);
-        er->draft_method = 0;
+        er->draft_method = SPEC_M_NGRAM;
     }
     if (d == 0) er->acc.probing = 0; // nothing to probe with: no lesson either way
     e->spec_rows_left -= d;
     return d;
+}
+
+// Fills the model drafts reserved by eng_draft: one drafter run over every request of the plan that drafts
+// with the model. On failure the placeholder rows stay (the last token repeated: verified like any guess, so
+// output stays exact) and their draft KV is recomputed next time.
+static void run_drafter(engine *e, const sched_plan *p) {
+    if (!e->drafter) return;
+    int n = 0;
+    for (int i = 0; i < p->n_items; i++) {
+        const sched_item *it = &p->items[i];
+        eng_req *er = it->r->owner;
+        er->dq = NULL;
+        if (it->n_draft <= 0 || er->draft_method < SPEC_M_DRAFT) continue;
+        e->dreqs[n++] = (spec_draft_req){&er->ds, it->r->tokens, it->r->n_tokens, it->n_draft,
+                                         samp_is_greedy(er->samp) ? 0.0f : er->draft_temp, &er->drng, NULL};
+    }
+    if (n == 0) return;
+    tc_err err = {0};
+    int k_max = 0;
+    for (int i = 0; i < n; i++) k_max = e->dreqs[i].k > k_max ? e->dreqs[i].k : k_max;
+    double t0 = tc_now();
+    if (spec_drafter_run(e->drafter, e->dreqs, n, &err)) return;
+    double per_pos = (tc_now() - t0) / k_max; // seconds per draft position (catch-up included: it is paid too)
+    e->draft_pos_cost = e->draft_pos_cost > 0 ? 0.8 * e->draft_pos_cost + 0.2 * per_pos : per_pos;
+    for (int i = 0, j = 0; i < p->n_items && j < n; i++) {
+        const sched_item *it = &p->items[i];
+        eng_req *er = it->r->owner;
+        if (it->n_draft > 0 && er->draft_method >= SPEC_M_DRAFT) er->dq = e->dreqs[j++].q;
+    }
 }
 
 // Appends token tok (sampled with result res) to r, emits TOKEN (not for an end-of-generation token) and,
@@ -246,13 +293,15 @@ static void take_tokens(engine *e, sched_req *r, float *logits, int n_draft, dou
         emit_token(e, r, tok, &res, now); // ends with STOP when the grammar is complete
         return;
     }
-    int n_out = spec_verify(er->samp, logits, e->n_vocab, r->tokens + r->n_tokens, n_draft, e->spec_tok,
-                            e->spec_res);
+    const float *q = n_draft > 0 && er->draft_method >= SPEC_M_DRAFT ? er->dq : NULL;
+    int n_out = spec_verify_q(er->samp, logits, e->n_vocab, r->tokens + r->n_tokens, q, n_draft, e->spec_tok,
+                              e->spec_res, e->probs);
+    if (er->drafter) spec_dseq_keep(er->drafter, &er->ds, r->n_tokens + n_out - 1); // its KV follows the verdict
     if (n_draft > 0) {
         int acc = n_out - 1, m = er->draft_method;
         er->n_drafted += n_draft;
         er->n_accepted += acc;
-        if (m == 1) er->n_pred_accepted += acc;
+        if (m == SPEC_M_PRED) er->n_pred_accepted += acc;
         e->spec_draft[m] += (uint64_t)n_draft;
         e->spec_accepted[m] += (uint64_t)acc;
         e->spec_verify_steps++;
@@ -335,6 +384,7 @@ void eng_step(engine *e, double now) {
         dequeue_count(e, r);
     }
 
+    run_drafter(e, p);
     model_batch b = build_batch(e, p);
     tc_err err = {0};
     double t_fwd = tc_now();

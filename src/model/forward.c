@@ -266,8 +266,14 @@ int model_logits_rows(model_ctx *c, const float *normed, int n, float *logits, t
 }
 
 int model_forward(model_ctx *c, model_kv *kv, const model_batch *b, float *logits, tc_err *err) {
+    return model_forward_layers(c, kv, b, c->m->hp.n_layers, logits, err);
+}
+
+int model_forward_layers(model_ctx *c, model_kv *kv, const model_batch *b, int n_layers, float *logits, tc_err *err) {
     const model *m = c->m;
     const model_hparams *hp = &m->hp;
+    if (n_layers < 1 || n_layers > hp->n_layers)
+        return tc_err_set(err, TC_ERR_INVALID, "forward through %d layers (model has %d)", n_layers, hp->n_layers);
     int rc = validate(c, kv, b, err);
     if (rc) return rc;
     // the geometry fields that come from the cache, not the model
@@ -286,7 +292,7 @@ int model_forward(model_ctx *c, model_kv *kv, const model_batch *b, float *logit
             ops_rope_angles(c->rcos_swa + (size_t)t * half, c->rsin_swa + (size_t)t * half, b->pos[t], hp->rope_dim,
                             1.0f, c->inv_freq_swa);
     }
-    for (int l = 0; l < hp->n_layers; l++)
+    for (int l = 0; l < n_layers; l++)
         if ((rc = layer_forward(c, kv, b, l))) return tc_err_set(err, rc, "matmul failed in layer %d", l);
     // Embedding rows (optional): the final-normed hidden state, as pooled embeddings use it.
     for (int i = 0; i < b->n_embd; i++)

@@ -98,6 +98,9 @@ int model_ctx_new(model *m, int max_batch_tokens, int n_threads, model_ctx **out
 void model_ctx_free(model_ctx *c);
 // Runs the batch, writes KV for every token, and fills logits (n_logits, n_vocab) row-major.
 int model_forward(model_ctx *c, model_kv *kv, const model_batch *b, float *logits, tc_err *err);
+// The same through the first n_layers layers only (1..n_layers of the model), then the final norm and the
+// output head: early exit, for self-speculation. KV is written for those layers only.
+int model_forward_layers(model_ctx *c, model_kv *kv, const model_batch *b, int n_layers, float *logits, tc_err *err);
 // The output projection alone: logits (n, n_vocab) of n final-normed hidden rows (model_batch.embd's rows),
 // n <= max_batch_tokens. Used to score given tokens (prompt logprobs) from rows computed by model_forward.
 int model_logits_rows(model_ctx *c, const float *normed, int n, float *logits, tc_err *err);

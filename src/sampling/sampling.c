@@ -454,6 +454,12 @@ int32_t samp_sample(samp_state *s, const float *logits, samp_result *res) {
     return tok;
 }
 
+double samp_uniform(samp_state *s) { return rng_uniform(s->rng); }
+
+void samp_result_for(const samp_state *s, const float *logits, int32_t token, samp_result *res) {
+    fill_logprobs(s, logits, token, res);
+}
+
 void samp_probs(samp_state *s, const float *logits, float *probs) {
     prepare(s, logits);
     memset(probs, 0, (size_t)s->n_vocab * sizeof *probs);

@@ -59,6 +59,11 @@ int32_t samp_sample(samp_state *s, const float *logits, samp_result *res);
 // into probs (n_vocab). Used by speculative verification.
 void samp_probs(samp_state *s, const float *logits, float *probs);
 int samp_is_greedy(const samp_state *s);
+// One uniform draw in [0, 1) from the request's RNG (speculative rejection sampling's acceptance test).
+double samp_uniform(samp_state *s);
+// Fills res for a token chosen elsewhere (a drafted token the verifier accepted): its logprob and the
+// request's n_logprobs alternatives under the raw logits, as samp_sample reports them.
+void samp_result_for(const samp_state *s, const float *logits, int32_t token, samp_result *res);
 // Logprob of `token` under the raw logits (log-softmax, as samp_sample reports) and the n_top best
 // alternatives (n_top <= SAMP_MAX_LOGPROBS): scoring tokens that were given, not sampled (prompt logprobs).
 void samp_logprobs(const float *logits, int n_vocab, int32_t token, int n_top, samp_result *res);

@@ -423,6 +423,10 @@ static int load_model(server *s, tc_err *err) {
         s->ctx_size = eo.ctx_size > 0 ? eo.ctx_size : hp->ctx_train;
         if (s->ctx_size > hp->ctx_train && hp->ctx_train > 0) s->ctx_size = hp->ctx_train;
         eo.ctx_size = s->ctx_size;
+        if (!rc && s->o.draft_model_path) { // engine_new checks that the vocabularies match
+            rc = model_load(s->o.draft_model_path, &s->draft_m, err);
+            eo.draft_model = s->draft_m;
+        }
         if (!rc) rc = srv_model_engine_new(s, &eo, err); // engine_new, on this model's cores
         s->ctx_asked = s->ctx_size;
         if (!rc) s->ctx_size = engine_ctx_limit(s->eng); // a small KV pool lowers it: report and enforce that
@@ -643,6 +647,7 @@ out:
     if (s->vocab) tok_free(s->vocab);
     gram_vocab_free(s->gvocab);
     if (s->m) model_free(s->m);
+    if (s->draft_m) model_free(s->draft_m);
     free(s->eog_ids);
     free(s->chat_src);
     srv_metrics_free(&s->mt);

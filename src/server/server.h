@@ -37,6 +37,7 @@ typedef struct server_opts {
                                // request's "timeout" may shorten it (the shortest of the three applies)
     double shutdown_grace;     // seconds to drain on SIGTERM/SIGINT
     const char *model_path;
+    const char *draft_model_path; // (optional) --draft-model: loaded next to the target, set as eng.draft_model
     const char *served_name;   // NULL = model file basename without ".gguf"
     const char *chat_template; // NULL = detect from the model (fallback chatml)
     const struct srv_config *cfg; // NULL: the one model at model_path; else every model and router alias

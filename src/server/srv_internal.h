@@ -29,7 +29,7 @@ typedef struct srv_metrics {
     metric *kv_cap_tokens, *kv_token_bytes; // KV capacity in tokens, bytes per token (set by the cache types)
     metric *success_stop, *success_length, *success_abort;
     metric *prompt_tokens, *gen_tokens, *preemptions, *rejected, *cancelled, *prefix_hit, *prefix_query;
-    metric *spec_draft[2], *spec_accepted[2], *spec_steps; // [0] n-gram, [1] prediction
+    metric *spec_draft[ENGINE_SPEC_METHODS], *spec_accepted[ENGINE_SPEC_METHODS], *spec_steps; // by spec_method
     metric *spec_rate; // histogram: accepted / drafted tokens per finished request that speculated
     metric *sched_out[SCHED_N_CLASSES][SCHED_N_OUTCOMES]; // srv_sched_stats.c: outcomes per priority class
     metric *sched_qt[SCHED_N_CLASSES];                    // queue-time histograms per priority class
@@ -79,6 +79,7 @@ typedef struct server {
     int load_rc;
     tc_err load_err;
     model *m;
+    model *draft_m; // (optional) the draft model (--draft-model), owned
     tok_vocab *vocab;
     gram_vocab *gvocab; // the vocabulary trie for grammars (srv_grammar.c), owned
     engine *eng;

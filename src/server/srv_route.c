@@ -102,6 +102,7 @@ int srv_models_init(server *hub, tc_err *err) {
         if (!t) return tc_err_set(err, TC_ERR_NOMEM, "out of memory");
         hub->models[hub->n_models++] = t;
         t->o = base;
+        t->o.draft_model_path = NULL; // --draft-model drafts for the first model only (its vocabulary)
         model_opts(&t->o, &c->models[i], c->n_models);
         t->hub = hub;
         t->state = SRV_LOADING;

@@ -67,8 +67,9 @@ int srv_metrics_init_model(srv_metrics *mt, metrics *hub_reg, const char *model,
     mt->cancelled = madd(r, model, METRIC_COUNTER, "tachyon:requests_cancelled_total", NULL, "Requests cancelled because the client went away", NULL, 0);
     mt->prefix_hit = madd(r, model, METRIC_COUNTER, "tachyon:prefix_cache_hit_tokens_total", NULL, "Prompt tokens served from the prefix cache", NULL, 0);
     mt->prefix_query = madd(r, model, METRIC_COUNTER, "tachyon:prefix_cache_queries_total", NULL, "Prompt tokens looked up in the prefix cache", NULL, 0);
-    static const char *methods[2] = {"method=\"ngram\"", "method=\"prediction\""};
-    for (int i = 0; i < 2; i++) {
+    static const char *methods[ENGINE_SPEC_METHODS] = {"method=\"ngram\"", "method=\"prediction\"",
+                                                       "method=\"draft\"", "method=\"self\""};
+    for (int i = 0; i < ENGINE_SPEC_METHODS; i++) {
         mt->spec_draft[i] = madd(r, model, METRIC_COUNTER, "tachyon:spec_draft_tokens_total", methods[i],
                                         "Speculative tokens proposed, by draft method", NULL, 0);
         mt->spec_accepted[i] = madd(r, model, METRIC_COUNTER, "tachyon:spec_accepted_tokens_total", methods[i],
@@ -122,7 +123,7 @@ static void refresh(server *s, engine_stats *st) {
     metric_set(mt->preemptions, (double)st->preemptions);
     metric_set(mt->prefix_hit, (double)st->prefix_hit_tokens);
     metric_set(mt->prefix_query, (double)st->prefix_query_tokens);
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < ENGINE_SPEC_METHODS; i++) {
         metric_set(mt->spec_draft[i], (double)st->spec_draft[i]);
         metric_set(mt->spec_accepted[i], (double)st->spec_accepted[i]);
     }
@@ -193,12 +194,19 @@ static json_t *stats_json(server *s) {
             json_object_set_new(j, "kv_type_v", json_string(tt_name(st.kv_type_v)));
         }
     }
-    uint64_t sd = st.spec_draft[0] + st.spec_draft[1], sa = st.spec_accepted[0] + st.spec_accepted[1];
-    if (j)
-        json_object_set_new(j, "spec", json_pack("{s:I,s:I,s:I,s:f}", "draft_tokens", (json_int_t)sd,
-                                                 "accepted_tokens", (json_int_t)sa, "verify_steps",
-                                                 (json_int_t)st.spec_verify_steps, "acceptance_rate",
-                                                 sd ? (double)sa / (double)sd : 0.0));
+    uint64_t sd = 0, sa = 0;
+    for (int i = 0; i < ENGINE_SPEC_METHODS; i++) sd += st.spec_draft[i], sa += st.spec_accepted[i];
+    json_t *spec = j ? json_pack("{s:I,s:I,s:I,s:f}", "draft_tokens", (json_int_t)sd, "accepted_tokens",
+                                 (json_int_t)sa, "verify_steps", (json_int_t)st.spec_verify_steps, "acceptance_rate",
+                                 sd ? (double)sa / (double)sd : 0.0)
+                     : NULL;
+    json_t *by = spec ? json_object() : NULL;
+    static const char *names[ENGINE_SPEC_METHODS] = {"ngram", "prediction", "draft", "self"};
+    for (int i = 0; by && i < ENGINE_SPEC_METHODS; i++) // per method, as the Prometheus `method` label
+        json_object_set_new(by, names[i], json_pack("{s:I,s:I}", "draft_tokens", (json_int_t)st.spec_draft[i],
+                                                    "accepted_tokens", (json_int_t)st.spec_accepted[i]));
+    if (by) json_object_set_new(spec, "by_method", by);
+    if (spec) json_object_set_new(j, "spec", spec);
     if (j && s->tenants && s == s->hub) json_object_set_new(j, "tenants", srv_tenants_stats(s)); // srv_tenants.c
     if (j) json_object_set_new(j, "sched", srv_sched_stats_json(&st));
     return j;

@@ -13,9 +13,14 @@
 #define SPEC_MAX_K 16 // drafted tokens per request per step at most
 #define SPEC_NGRAM_MAX_N 4
 
-typedef enum { SPEC_OFF = 0, SPEC_NGRAM, SPEC_AUTO } spec_mode;
+// SPEC_DRAFT: a draft model (--draft-model); SPEC_SELF: the target's first L layers (--self-spec-layers).
+typedef enum { SPEC_OFF = 0, SPEC_NGRAM, SPEC_AUTO, SPEC_DRAFT, SPEC_SELF } spec_mode;
 
-// "off" | "ngram" | "auto" → mode; -1 when unknown.
+// Where a draft came from: the `method` label of the speculation metrics.
+typedef enum { SPEC_M_NGRAM = 0, SPEC_M_PRED, SPEC_M_DRAFT, SPEC_M_SELF, SPEC_N_METHODS } spec_method;
+const char *spec_method_name(spec_method m); // "ngram", "prediction", "draft", "self"
+
+// "off" | "ngram" | "auto" | "draft" | "self" → mode; -1 when unknown.
 int spec_mode_parse(const char *s);
 const char *spec_mode_name(spec_mode m);
 
@@ -54,6 +59,15 @@ int spec_pred_propose(spec_pred *p, const int32_t *gen, int n_gen, int k, int32_
 // Writes y_0..y_a (a = accepted drafts, 0..n_draft) to out and res (both n_draft + 1 long); returns a + 1.
 int spec_verify(samp_state *s, const float *logits, int n_vocab, const int32_t *draft, int n_draft, int32_t *out,
                 samp_result *res);
+
+// The same with the draft's distribution q (n_draft rows of n_vocab probabilities, row i the distribution
+// draft[i] was drawn from), for a draft that is not deterministic (a sampled draft model): standard speculative
+// rejection sampling. Row i accepts draft[i] = x with probability min(1, p(x)/q(x)) (p: the sampler's final
+// distribution, samp_probs), else draws y from normalize(max(0, p - q)) and stops; after n_draft acceptances
+// the last row draws from p. The output is distributed exactly as p row by row. q == NULL: spec_verify (a
+// deterministic draft, q one-hot; the same tokens as plain decoding for a seed). probs: n_vocab floats scratch.
+int spec_verify_q(samp_state *s, const float *logits, int n_vocab, const int32_t *draft, const float *q, int n_draft,
+                  int32_t *out, samp_result *res, float *probs);
 
 // --- policy (adaptive k)
 

@@ -8,6 +8,8 @@ int spec_mode_parse(const char *s) {
     if (!strcmp(s, "off")) return SPEC_OFF;
     if (!strcmp(s, "ngram")) return SPEC_NGRAM;
     if (!strcmp(s, "auto")) return SPEC_AUTO;
+    if (!strcmp(s, "draft")) return SPEC_DRAFT;
+    if (!strcmp(s, "self")) return SPEC_SELF;
     return -1;
 }
 
@@ -16,8 +18,15 @@ const char *spec_mode_name(spec_mode m) {
     case SPEC_OFF: return "off";
     case SPEC_NGRAM: return "ngram";
     case SPEC_AUTO: return "auto";
+    case SPEC_DRAFT: return "draft";
+    case SPEC_SELF: return "self";
     }
     return "unknown";
+}
+
+const char *spec_method_name(spec_method m) {
+    static const char *names[SPEC_N_METHODS] = {"ngram", "prediction", "draft", "self"};
+    return m >= 0 && m < SPEC_N_METHODS ? names[m] : "unknown";
 }
 
 // Most recent j < limit - n with hay[j..j+n) == needle[0..n), scanning down from start; -1 if none.

@@ -205,14 +205,26 @@ def test_two_token_distribution(make_server):
     assert d_on == d_off  # same seeds, same draws: speculation does not change a seeded output
     m = on.metrics()
     assert m['tachyon:spec_draft_tokens_total{method="ngram"}'] > 0
+    check_pair_distribution(d_on, params)
+
+
+def check_pair_distribution(d_on, params, bias=None):
+    """Chi-square of the (first, second) token pairs drawn against the exact joint distribution (p > 1e-4).
+    bias: the request's logit_bias {id: value}, added to the raw logits before every filter (as the sampler)."""
+    def biased(row):
+        row = row.copy()
+        for t, v in (bias or {}).items():
+            row[int(t)] += v
+        return row
     # exact joint distribution P(t1, t2) = p(t1) p(t2 | t1), each filtered as the sampler does
+    # (reported logprobs are of the raw logits: they identify the tokens)
     row = refprobs.logits(STORIES, PROMPT)[-1]
-    p1 = refprobs.filtered_probs(row, **params)
+    p1 = refprobs.filtered_probs(biased(row), **params)
     ls1 = refprobs.log_softmax(row)
     cells, probs, cond = {}, [], {}
     for t1 in np.nonzero(p1)[0]:
         row2 = refprobs.logits(STORIES, PROMPT + [int(t1)])[-1]
-        p2 = refprobs.filtered_probs(row2, **params)
+        p2 = refprobs.filtered_probs(biased(row2), **params)
         cond[int(t1)] = (refprobs.log_softmax(row2), p2)
         for t2 in np.nonzero(p2)[0]:
             cells[(int(t1), int(t2))] = len(probs)

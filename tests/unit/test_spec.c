@@ -140,6 +140,88 @@ static void test_verify_distribution(void) {
     CHECK_MSG(fabs(pa - p[x]) < 4 * sd, "acceptance %.4f, p(x) %.4f", pa, p[x]);
 }
 
+// Rejection sampling with a non-one-hot draft distribution q: x ~ q, accept with min(1, p/q), else draw from
+// normalize(max(0, p - q)). Expectations computed from the explicit p and q: the output is distributed as
+// p, the acceptance rate is sum_v min(p, q), and rejected outputs follow the normalised residual.
+static void test_verify_q(void) {
+    samp_params sp;
+    samp_params_default(&sp);
+    sp.temperature = 1.0f;
+    float p[5];
+    double z = 0;
+    for (int i = 0; i < 5; i++) z += exp(L5[i]);
+    for (int i = 0; i < 5; i++) p[i] = (float)(exp(L5[i]) / z);
+    const float q[5] = {0.05f, 0.40f, 0.05f, 0.30f, 0.20f};
+    double acc_want = 0, resid[5], zr = 0;
+    for (int i = 0; i < 5; i++) {
+        acc_want += p[i] < q[i] ? p[i] : q[i];
+        resid[i] = p[i] > q[i] ? p[i] - q[i] : 0;
+        zr += resid[i];
+    }
+    float rows[2][5], probs[5];
+    memcpy(rows[0], L5, sizeof L5);
+    memcpy(rows[1], L5, sizeof L5);
+    const int N = 40000;
+    int count[5] = {0}, rej[5] = {0}, accepted = 0;
+    uint64_t st = 12345;
+    for (int seed = 0; seed < N; seed++) {
+        sp.seed = (uint64_t)seed;
+        samp_state *s;
+        tc_err err;
+        CHECK_EQ_INT(samp_new(&sp, 5, &s, &err), 0);
+        st = st * 6364136223846793005ull + 1442695040888963407ull; // the draft's own draw: x ~ q
+        double u = (double)(st >> 11) * 0x1.0p-53, c = 0;
+        int32_t x = 4;
+        for (int i = 0; i < 5; i++)
+            if (u < (c += q[i])) {
+                x = i;
+                break;
+            }
+        int32_t out[2];
+        samp_result res[2];
+        int n = spec_verify_q(s, &rows[0][0], 5, &x, q, 1, out, res, probs);
+        CHECK(res[0].token == out[0]);
+        count[out[0]]++;
+        if (n == 2) {
+            accepted++;
+            CHECK(out[0] == x);
+        } else rej[out[0]]++;
+        samp_free(s);
+    }
+    double chi = 0, chi_rej = 0;
+    int n_rej = N - accepted, dof_rej = -1;
+    for (int i = 0; i < 5; i++) {
+        double e = p[i] * N;
+        chi += (count[i] - e) * (count[i] - e) / e;
+        if (resid[i] == 0) {
+            CHECK_MSG(rej[i] == 0, "token %d (p <= q) drawn %d times from the residual", i, rej[i]);
+            continue;
+        }
+        double er = n_rej * resid[i] / zr;
+        chi_rej += (rej[i] - er) * (rej[i] - er) / er;
+        dof_rej++;
+    }
+    CHECK_MSG(chi < 18.47, "output distribution with q: chi2 %.2f (4 dof, 0.999 quantile 18.47)", chi);
+    CHECK_MSG(dof_rej >= 1 && chi_rej < 16.27, "residual distribution: chi2 %.2f (%d dof)", chi_rej, dof_rej);
+    double pa = (double)accepted / N, sd = sqrt(acc_want * (1 - acc_want) / N);
+    CHECK_MSG(fabs(pa - acc_want) < 4 * sd, "acceptance %.4f, sum min(p, q) %.4f", pa, acc_want);
+    // q == NULL is the deterministic-draft verifier, token for token
+    for (int seed = 0; seed < 200; seed++) {
+        sp.seed = (uint64_t)seed;
+        samp_state *a, *b;
+        tc_err err;
+        CHECK_EQ_INT(samp_new(&sp, 5, &a, &err), 0);
+        CHECK_EQ_INT(samp_new(&sp, 5, &b, &err), 0);
+        int32_t x = 3, oa[2], ob[2];
+        samp_result ra[2], rb[2];
+        int na = spec_verify_q(a, &rows[0][0], 5, &x, NULL, 1, oa, ra, probs);
+        int nb = spec_verify(b, &rows[0][0], 5, &x, 1, ob, rb);
+        CHECK(na == nb && oa[0] == ob[0] && (na == 1 || oa[1] == ob[1]));
+        samp_free(a);
+        samp_free(b);
+    }
+}
+
 // Penalties see the tokens accepted earlier in the same step: row 1 is penalised by row 0's token.
 static void test_verify_penalties(void) {
     samp_params sp;
@@ -208,6 +290,7 @@ int main(void) {
     test_prediction();
     test_verify_greedy();
     test_verify_distribution();
+    test_verify_q();
     test_verify_penalties();
     test_policy();
     TEST_MAIN_END();

@@ -1,0 +1,66 @@
+// Model-based proposers: a draft model (a second, smaller GGUF with the target's vocabulary) or the target's
+// own first L layers (self-speculation: early exit through the final norm and the output head). The drafter
+// keeps its own paged KV (its own block pool), catches up on a request's tokens lazily (only when it drafts
+// for it), and runs ONE batched forward per draft position over every request it drafts for in a step.
+// After verification its KV is truncated to the tokens the target kept. Single-threaded (engine thread).
+#ifndef TACHYON_SPEC_DRAFT_H
+#define TACHYON_SPEC_DRAFT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/err.h"
+#include "kv/kv.h"
+#include "model/model.h"
+
+typedef struct spec_drafter spec_drafter; // opaque
+
+// A request's draft-side state: its block table in the drafter's pool and how many leading tokens have
+// draft KV. Embedded in the engine's per-request data; spec_dseq_init / spec_dseq_free.
+typedef struct spec_dseq {
+    kv_seq kv;
+    int n_computed;
+    int inited;
+} spec_dseq;
+
+// Checks that the draft's vocabulary is the target's: same token count and the same token strings
+// (tokenizer.ggml.tokens). TC_ERR_INVALID with a message naming the first difference otherwise.
+int spec_vocab_check(const model *target, const model *draft, tc_err *err);
+
+// n_layers: the layers a draft forward runs (the model's count for a draft model, L for self-speculation).
+// n_blocks × block_size tokens of draft KV; max_batch_tokens rows per draft forward (catch-up chunks);
+// max_reqs requests drafted per step at most; k_max drafts per request; q_reqs requests per step that can
+// draw a sampled (non-greedy) draft, each with a (k_max, n_vocab) distribution buffer. m is borrowed.
+// Owned by the caller: spec_drafter_free.
+int spec_drafter_new(model *m, int n_layers, int n_blocks, int block_size, tt_type kv_type, int max_batch_tokens,
+                     int n_threads, int max_reqs, int k_max, int q_reqs, spec_drafter **out, tc_err *err);
+void spec_drafter_free(spec_drafter *d);
+// Bytes one draft KV block takes (for sizing its pool from a memory budget).
+size_t spec_drafter_block_bytes(const model *m, int block_size, tt_type kv_type);
+
+int spec_dseq_init(spec_dseq *ds, int max_tokens, int block_size, tc_err *err);
+void spec_dseq_free(spec_drafter *d, spec_dseq *ds);
+
+// Reserves draft KV for drafting k tokens after tokens[0..n_tokens): positions [0, n_tokens + k - 1). Returns
+// 0, or TC_ERR_FULL when the draft pool is out of blocks (the request's draft KV is then dropped entirely
+// so that it cannot hold the pool; it catches up again later).
+int spec_dseq_reserve(spec_drafter *d, spec_dseq *ds, int n_tokens, int k);
+// After verification: the target kept tokens[0..n_valid) of what the draft computed.
+void spec_dseq_keep(spec_drafter *d, spec_dseq *ds, int n_valid);
+
+// One request to draft for this step.
+typedef struct spec_draft_req {
+    spec_dseq *ds;
+    int32_t *tokens;   // (n_tokens + k) the request's tokens; drafts are written to tokens[n_tokens ..)
+    int n_tokens;
+    int k;             // 1..k_max drafts (reserved with spec_dseq_reserve)
+    float temperature; // 0: greedy draft (argmax, q one-hot); > 0: x ~ softmax(logits / temperature) = q
+    uint64_t *rng;     // the request's draft RNG state (sampled drafts)
+    const float *q;    // out: (k, n_vocab) the distributions drawn from, or NULL (greedy: one-hot)
+} spec_draft_req;
+
+// Drafts for n requests: catch-up rows, then one batched forward per draft position. A request whose
+// sampled draft finds no free distribution buffer drafts greedily (q NULL, still exact). 0 or an error.
+int spec_drafter_run(spec_drafter *d, spec_draft_req *reqs, int n, tc_err *err);
+
+#endif

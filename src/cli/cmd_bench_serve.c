@@ -40,6 +40,7 @@ static void usage(FILE *f) {
           "  load:      --num-requests N  --duration S  --request-rate R|inf  --burstiness B\n"
           "             --max-concurrency N  --warmup N  --seed N\n"
           "  workload:  --dataset random|shared-prefix|multi-turn|repetitive|mixed-length|jsonl:FILE\n"
+          "             |code-edit|code-edit-pred|quote|creative (speculative decoding: when it pays, when not)\n"
           "             --input-len N  --output-len N  --range-ratio R  --prefix-len N  --num-groups N  --turns N\n"
           "             --long-len N  --long-frac F (mixed-length: 4000, 0.1; short prompts --input-len, 100)\n"
           "             --ignore-eos | --no-ignore-eos\n"

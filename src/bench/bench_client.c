@@ -33,6 +33,8 @@ typedef struct xfer {
     int status;           // HTTP status once known
     int saw_usage;
     int64_t usage_in, usage_out;
+    int saw_pred;
+    int64_t pred_acc, pred_rej;
     char errbody[256];    // first bytes of a non-2xx response body
     size_t errbody_len;
     char curl_err[CURL_ERROR_SIZE];
@@ -98,6 +100,7 @@ static int on_event(void *ud, const char *data, size_t len) {
         x->saw_usage = 1;
         x->usage_in = c.prompt_tokens;
         x->usage_out = c.completion_tokens;
+        if (c.has_pred) x->saw_pred = 1, x->pred_acc = c.accepted_pred, x->pred_rej = c.rejected_pred;
     }
     bench_chunk_clear(&c);
     if (rc) {
@@ -270,6 +273,7 @@ static int finish(runner *rn, xfer *x, CURLcode res, tc_err *err) {
         r->input_tokens = x->usage_in;
         r->output_tokens = x->usage_out;
         r->usage_from_server = 1;
+        r->has_pred = x->saw_pred, r->accepted_pred = x->pred_acc, r->rejected_pred = x->pred_rej;
     } else {
         r->output_tokens = r->n_chunks;
     }

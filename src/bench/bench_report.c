@@ -46,6 +46,10 @@ void bench_print_table(FILE *f, const bench_result *r, const bench_slo *slo) {
     if (s->has_slo) row_f(f, "Request goodput (req/s):", s->goodput);
     row_f(f, "Output token throughput (tok/s):", s->output_throughput);
     row_f(f, "Total token throughput (tok/s):", s->total_throughput);
+    if (s->pred_reported) {
+        row_i(f, "Accepted prediction tokens:", (long long)s->accepted_pred);
+        row_i(f, "Rejected prediction tokens:", (long long)s->rejected_pred);
+    }
     dist_block(f, "TTFT", "Time to First Token", &s->ttft);
     dist_block(f, "TPOT", "Time per Output Token (excl. 1st token)", &s->tpot);
     dist_block(f, "ITL", "Inter-token Latency", &s->itl);
@@ -128,6 +132,10 @@ static json_t *summary_json(const bench_summary *s) {
                           "total_token_throughput", s->total_throughput, "usage_from_server",
                           (json_int_t)s->usage_from_server, "max_inflight", s->max_inflight);
     if (!o) return NULL;
+    if (s->pred_reported) {
+        json_object_set_new(o, "accepted_prediction_tokens", json_integer((json_int_t)s->accepted_pred));
+        json_object_set_new(o, "rejected_prediction_tokens", json_integer((json_int_t)s->rejected_pred));
+    }
     if (s->has_slo) {
         json_object_set_new(o, "goodput", json_real(s->goodput));
         json_object_set_new(o, "good_requests", json_integer((json_int_t)s->good));

@@ -172,6 +172,12 @@ int bench_chunk_parse(bench_chunk *out, const char *data, size_t len, int chat, 
         out->has_usage = 1;
         out->prompt_tokens = get_int(u, "prompt_tokens");
         out->completion_tokens = get_int(u, "completion_tokens");
+        json_t *d = json_object_get(u, "completion_tokens_details");
+        json_t *a = json_object_get(d, "accepted_prediction_tokens"), *rj = json_object_get(d, "rejected_prediction_tokens");
+        if (json_is_integer(a) && json_is_integer(rj)) {
+            out->has_pred = 1;
+            out->accepted_pred = json_integer_value(a), out->rejected_pred = json_integer_value(rj);
+        }
     }
     return 0;
 }

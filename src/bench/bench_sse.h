@@ -40,6 +40,8 @@ typedef struct bench_chunk {
     int has_usage;            // a non-null "usage" object was present
     int64_t prompt_tokens;    // from usage
     int64_t completion_tokens;
+    int has_pred;             // usage.completion_tokens_details had accepted/rejected_prediction_tokens
+    int64_t accepted_pred, rejected_pred;
     const char *id;           // borrowed, the chunk's "id" or NULL
     void *json_;              // private: the parsed root
 } bench_chunk;

@@ -115,6 +115,7 @@ int bench_summarize(bench_summary *out, const bench_record *recs, size_t n, doub
         out->total_input += r->input_tokens;
         out->total_output += r->output_tokens;
         out->usage_from_server += r->usage_from_server ? 1 : 0;
+        if (r->has_pred) out->pred_reported++, out->accepted_pred += r->accepted_pred, out->rejected_pred += r->rejected_pred;
         ttft[nt] = r->ttft;
         e2e[nt++] = r->e2e;
         if (r->output_tokens > 1) tpot[np++] = r->tpot;

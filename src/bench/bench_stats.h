@@ -28,6 +28,8 @@ typedef struct bench_record {
     int64_t output_tokens;   // from server usage, else the number of content chunks
     int64_t n_chunks;        // content chunks received
     int usage_from_server;   // 1 when both counts came from the server's usage object
+    int has_pred;            // the usage reported accepted/rejected prediction tokens (OpenAI `prediction`)
+    int64_t accepted_pred, rejected_pred; // tokens
     char *text;              // owned, concatenated content (only collected when the workload needs it)
     size_t text_len, text_cap;
     int has_priority;        // the request carried a priority (workload --priority-mix): its value
@@ -64,6 +66,8 @@ typedef struct bench_summary {
     size_t good;              // completed requests meeting every SLO that is set
     double goodput;           // good / duration, req/s
     size_t usage_from_server; // completed requests whose token counts came from the server
+    size_t pred_reported;     // completed requests whose usage had prediction token counts
+    int64_t accepted_pred, rejected_pred; // summed over those, tokens
     int max_inflight;         // most requests in flight at once (filled by the runner)
     bench_dist ttft, tpot, itl, e2e;
 } bench_summary;

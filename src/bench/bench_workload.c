@@ -7,6 +7,7 @@
 
 #include "bench/bench_class.h"
 #include "bench/bench_rng.h"
+#include "bench/bench_spec_wl.h"
 
 // Common short English words: each is one token (with its leading space) in typical BPE and SPM vocabularies,
 // so N random words tokenize to roughly N tokens.
@@ -104,10 +105,14 @@ int bench_ds_parse(const char *s, bench_ds_kind *kind, const char **path, tc_err
     else if (!strcmp(s, "repetitive")) *kind = BENCH_DS_REPETITIVE;
     else if (!strcmp(s, "mixed-length")) *kind = BENCH_DS_MIXED_LENGTH;
     else if (!strncmp(s, "jsonl:", 6) && s[6]) *kind = BENCH_DS_JSONL, *path = s + 6;
+    else if (!strcmp(s, "code-edit")) *kind = BENCH_DS_CODE_EDIT;
+    else if (!strcmp(s, "code-edit-pred")) *kind = BENCH_DS_CODE_EDIT_PRED;
+    else if (!strcmp(s, "quote")) *kind = BENCH_DS_QUOTE;
+    else if (!strcmp(s, "creative")) *kind = BENCH_DS_CREATIVE;
     else
         return tc_err_set(err, TC_ERR_INVALID,
-                          "unknown dataset '%s' (random, shared-prefix, multi-turn, repetitive, mixed-length, jsonl:FILE)",
-                          s);
+                          "unknown dataset '%s' (random, shared-prefix, multi-turn, repetitive, mixed-length, jsonl:FILE, "
+                          "code-edit, code-edit-pred, quote, creative)", s);
     return 0;
 }
 
@@ -277,7 +282,7 @@ int bench_workload_body(bench_workload *w, int64_t idx, char **body, int64_t *es
     int64_t in_len = spread(&lr, c->input_len, c->range_ratio);
     int64_t out_len = spread(&lr, c->output_len, c->range_ratio);
     json_t *msgs = json_array(), *req = json_object();
-    char *text = NULL;
+    char *text = NULL, *pred = NULL;
     int rc = 0, ignore_eos = c->ignore_eos;
     *body = NULL;
     *est_input = in_len;
@@ -329,6 +334,18 @@ int bench_workload_body(bench_workload *w, int64_t idx, char **body, int64_t *es
         text = code_edit_prompt(&r, in_len);
         if (text) json_array_append_new(msgs, msg("user", text));
         break;
+    case BENCH_DS_CODE_EDIT:
+    case BENCH_DS_CODE_EDIT_PRED:
+    case BENCH_DS_QUOTE:
+    case BENCH_DS_CREATIVE: {
+        static const bench_spec_wl map[] = {BENCH_SPEC_CODE_EDIT, BENCH_SPEC_CODE_EDIT_PRED, BENCH_SPEC_QUOTE,
+                                            BENCH_SPEC_CREATIVE};
+        if (bench_spec_wl_build(map[c->kind - BENCH_DS_CODE_EDIT], &r, in_len, &text, &pred) == 0) {
+            json_array_append_new(msgs, msg("user", text));
+            *est_input = (int64_t)strlen(text) / 4;
+        }
+        break;
+    }
     case BENCH_DS_JSONL: {
         json_t *o = json_loads(w->lines[(size_t)idx % w->n_lines], 0, NULL);
         json_t *p = json_object_get(o, "prompt"), *m = json_object_get(o, "messages");
@@ -366,6 +383,7 @@ int bench_workload_body(bench_workload *w, int64_t idx, char **body, int64_t *es
         free(flat);
     }
     json_object_set_new(req, "max_tokens", json_integer(out_len));
+    if (pred) json_object_set_new(req, "prediction", json_pack("{s:s, s:s}", "type", "content", "content", pred));
     json_object_set_new(req, "temperature", json_real(0.0));
     json_object_set_new(req, "stream", json_true());
     json_object_set_new(req, "stream_options", json_pack("{s:b}", "include_usage", 1));
@@ -382,6 +400,7 @@ int bench_workload_body(bench_workload *w, int64_t idx, char **body, int64_t *es
     if (!*body) rc = tc_err_set(err, TC_ERR_NOMEM, "out of memory");
 done:
     free(text);
+    free(pred);
     json_decref(msgs);
     json_decref(req);
     return rc;

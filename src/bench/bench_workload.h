@@ -16,6 +16,10 @@ typedef enum {
     BENCH_DS_REPETITIVE,
     BENCH_DS_JSONL,
     BENCH_DS_MIXED_LENGTH, // random words; a fraction long_frac of the prompts is long_len tokens, the rest input_len
+    BENCH_DS_CODE_EDIT,      // speculation workloads (bench_spec_wl.h): code-edit, code-edit-pred, quote, creative
+    BENCH_DS_CODE_EDIT_PRED,
+    BENCH_DS_QUOTE,
+    BENCH_DS_CREATIVE,
 } bench_ds_kind;
 
 struct bench_prio_mix;
@@ -60,7 +64,8 @@ int64_t bench_workload_depends_on(const bench_workload *w, int64_t idx);
 int bench_workload_wants_text(const bench_workload *w);
 // Reports request idx finished with the given response text (may be empty when it failed).
 int bench_workload_complete(bench_workload *w, int64_t idx, const char *text, size_t len, tc_err *err);
-// Parses a --dataset value ("random", "shared-prefix", "multi-turn", "repetitive", "mixed-length", "jsonl:FILE").
+// Parses a --dataset value ("random", "shared-prefix", "multi-turn", "repetitive", "mixed-length", "jsonl:FILE",
+// "code-edit", "code-edit-pred", "quote", "creative").
 int bench_ds_parse(const char *s, bench_ds_kind *kind, const char **path, tc_err *err);
 
 #endif

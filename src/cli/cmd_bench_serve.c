@@ -40,6 +40,7 @@ static void usage(FILE *f) {
           "  load:      --num-requests N  --duration S  --request-rate R|inf  --burstiness B\n"
           "             --max-concurrency N  --warmup N  --seed N\n"
           "  workload:  --dataset random|shared-prefix|multi-turn|repetitive|mixed-length|jsonl:FILE\n"
+          "             |code-edit|code-edit-pred|quote|creative (speculative decoding: when it pays, when not)\n"
           "             --input-len N  --output-len N  --range-ratio R  --prefix-len N  --num-groups N  --turns N\n"
           "             --long-len N  --long-frac F (mixed-length: 4000, 0.1; short prompts --input-len, 100)\n"
           "             --ignore-eos | --no-ignore-eos\n"
@@ -153,7 +154,11 @@ static int parse(opts *o, int argc, char **argv) {
     if (o->run.num_requests < 0 && !(o->run.duration > 0)) o->run.num_requests = 100;
     if (o->wl.kind == BENCH_DS_MIXED_LENGTH && !o->input_len_set) o->wl.input_len = 100;
     if (o->wl.ttft_slo_ms > 0 && !(o->slo.ttft_ms > 0)) o->slo.ttft_ms = o->wl.ttft_slo_ms, o->has_slo = 1;
-    if (!o->ignore_eos_set) o->ignore_eos = o->wl.kind != BENCH_DS_JSONL && o->wl.kind != BENCH_DS_REPETITIVE;
+    // Copying workloads end where the copy ends: their natural length is part of what they measure.
+    if (!o->ignore_eos_set)
+        o->ignore_eos = o->wl.kind != BENCH_DS_JSONL && o->wl.kind != BENCH_DS_REPETITIVE &&
+                        o->wl.kind != BENCH_DS_CODE_EDIT && o->wl.kind != BENCH_DS_CODE_EDIT_PRED &&
+                        o->wl.kind != BENCH_DS_QUOTE && o->wl.kind != BENCH_DS_CREATIVE;
     o->wl.ignore_eos = o->ignore_eos;
     o->wl.chat = o->chat;
     o->wl.model = o->model ? o->model : "default";

@@ -27,6 +27,7 @@ static const cli_cmd cmds[] = {
     {"detokenize", cli_detokenize, "print the text of token ids (-m MODEL [--skip-special] IDS...)"},
     {"serve", cli_serve, "OpenAI-compatible HTTP server with a dashboard"},
     {"bench-serve", cli_bench_serve, "benchmark an OpenAI-compatible server (TTFT, TPOT, ITL, goodput)"},
+    {"quantize", cli_quantize, "IN.gguf OUT.gguf TYPE [--keep-layers N]: re-quantize a model (Q8_0, Q4_K_M, ...)"},
     {"synth", cli_synth, "write a synthetic Llama model (random weights) of a given shape and type"},
 };
 

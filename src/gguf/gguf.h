@@ -99,6 +99,13 @@ int gguf_writer_set_bool(gguf_writer *w, const char *key, int v);
 int gguf_writer_set_str(gguf_writer *w, const char *key, const char *v);
 int gguf_writer_set_arr(gguf_writer *w, const char *key, gguf_type elem, const void *data, uint64_t n);
 int gguf_writer_set_arr_str(gguf_writer *w, const char *key, const char *const *v, uint64_t n);
+// A value already serialized as GGUF stores it after the type field (scalars: the little-endian bytes;
+// strings: u64 length + bytes; arrays: u32 element type, u64 count, elements). The caller vouches for the
+// encoding; used to copy metadata verbatim from another file (gguf_writer_copy_kv).
+int gguf_writer_set_raw(gguf_writer *w, const char *key, gguf_type type, const void *val, size_t len);
+// Copies metadata entry i of src (any type, arrays of strings included) under the same key. Keys holding a
+// NUL byte cannot be written (TC_ERR_INVALID); general.alignment is the writer's own and is skipped.
+int gguf_writer_copy_kv(gguf_writer *w, const gguf_ctx *src, int64_t i);
 // Adds a tensor whose data (already in the target ggml type, `size` bytes) is copied or, when the writer
 // streams, pulled by a callback; ne as in gguf_tensor.
 int gguf_writer_add_tensor(gguf_writer *w, const char *name, uint32_t type, uint32_t n_dims, const int64_t *ne,

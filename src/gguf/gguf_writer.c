@@ -112,6 +112,13 @@ int gguf_writer_set_str(gguf_writer *w, const char *key, const char *v) {
     return set_kv(w, key, GGUF_TYPE_STRING, b, 8 + n);
 }
 
+int gguf_writer_set_raw(gguf_writer *w, const char *key, gguf_type type, const void *val, size_t len) {
+    if ((unsigned)type >= GGUF_TYPE_COUNT || (len && !val)) return TC_ERR_INVALID;
+    uint8_t *b = malloc(len ? len : 1);
+    if (b && len) memcpy(b, val, len);
+    return set_kv(w, key, type, b, len);
+}
+
 static size_t elem_size(gguf_type t) {
     static const uint8_t sz[GGUF_TYPE_COUNT] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
     return (unsigned)t < GGUF_TYPE_COUNT ? sz[t] : 0;

@@ -1,0 +1,20 @@
+// Workloads that show when speculative decoding pays and when it must not (bench-serve --dataset):
+//   code-edit       code in the prompt, the answer copies it with one identifier renamed (prompt lookup pays);
+//   code-edit-pred  the same, with the expected answer sent as OpenAI `prediction` (Predicted Outputs);
+//   quote           a generated document and a question whose answer quotes one of its paragraphs;
+//   creative        free text from a short instruction: nothing to copy, speculation must not slow it down.
+// All text is generated from the request's random stream: no downloads, reproducible from the seed.
+#ifndef TACHYON_BENCH_SPEC_WL_H
+#define TACHYON_BENCH_SPEC_WL_H
+
+#include <stdint.h>
+
+#include "bench/bench_rng.h"
+
+typedef enum { BENCH_SPEC_CODE_EDIT, BENCH_SPEC_CODE_EDIT_PRED, BENCH_SPEC_QUOTE, BENCH_SPEC_CREATIVE } bench_spec_wl;
+
+// The user prompt of about `tokens` tokens (owned, free()) and, for code-edit-pred, the predicted answer
+// (owned; NULL otherwise). Returns 0, or -1 when out of memory (nothing to free).
+int bench_spec_wl_build(bench_spec_wl kind, bench_rng *r, int64_t tokens, char **prompt, char **prediction);
+
+#endif

@@ -1,0 +1,24 @@
+// tachyon bench's speculation modes (bench_spec.c): greedy decode of a real prompt under each mode.
+#ifndef TACHYON_CLI_BENCH_SPEC_H
+#define TACHYON_CLI_BENCH_SPEC_H
+
+#include "common/err.h"
+#include "model/model.h"
+
+#define BENCH_SPEC_MAX_MODES 8
+
+typedef struct bench_spec_args {
+    const char *model_path, *prompt_file;
+    int modes[BENCH_SPEC_MAX_MODES]; // spec_mode values, the first is the speedup's baseline
+    int n_modes, spec_k, n_gen, reps, threads, batch, json;
+    tt_type kv_k, kv_v;
+    void *draft; // reserved for --draft-model (gen_spec_opts.draft); NULL
+} bench_spec_args;
+
+// "off,ngram,auto" → modes; returns how many, or -1 on an unknown name or too many.
+int bench_spec_parse_modes(const char *s, int *modes, int max);
+// Prints one table row (or JSON line) per mode: decode t/s mean ± std over reps, speedup over the first
+// mode, acceptance (accepted / drafted). Returns 0 or a TC_ERR_* with err set.
+int bench_spec_run(model *m, const bench_spec_args *a, tc_err *err);
+
+#endif

@@ -47,6 +47,7 @@ typedef struct cpu_matmul_args {
     uint32_t w_type;   // tt_type of W
     const void *w;     // (d, k) weights
     void *scratch;     // >= cpu_matmul_scratch_size(w_type, n_rows, k) bytes
+    const void *w_packed; // (optional) cpu_repack(w_type, w, d, k) of the same weights, or NULL (cpu/repack.h)
 } cpu_matmul_args;
 
 size_t cpu_matmul_scratch_size(uint32_t w_type, int n_rows, int k);

@@ -15,6 +15,7 @@
 
 #include "tensor/ttype.h"
 
+#include <stdint.h>
 #include <string.h>
 
 // The 6-bit scale and min of sub-block s of a Q4_K block (the scalar unpacking of tensor/).
@@ -29,12 +30,46 @@ static void rp_scale_min(int s, const uint8_t *q, uint8_t *sc, uint8_t *mn) {
 }
 
 size_t cpu_repack_size(uint32_t w_type, int64_t d, int64_t k) {
-    if (w_type != TT_Q4_K || d <= 0 || k <= 0 || d % CPU_REPACK_ROWS || k % QK_K) return 0;
-    return (size_t)(d / CPU_REPACK_ROWS) * (size_t)(k / QK_K) * sizeof(cpu_q4k_r8);
+    if ((w_type != TT_Q4_K && w_type != TT_Q6_K) || d <= 0 || k <= 0 || d % CPU_REPACK_ROWS || k % QK_K) return 0;
+    return (size_t)(d / CPU_REPACK_ROWS) * (size_t)(k / QK_K) *
+           (w_type == TT_Q4_K ? sizeof(cpu_q4k_r8) : sizeof(cpu_q6k_r8));
+}
+
+typedef struct rp_copy {
+    void *packed, *orig;
+    size_t n;
+} rp_copy;
+
+// Q6_K: the bytes keep their meaning, only their order changes, so both directions are one copy loop.
+static void rp_q6k(uint8_t *w, cpu_q6k_r8 *o, int64_t d, int64_t nb, int to_packed) {
+    const size_t row = (size_t)nb * sizeof(tt_block_q6_K);
+    for (int64_t g = 0; g < d / CPU_REPACK_ROWS; g++) {
+        for (int64_t b = 0; b < nb; b++, o++) {
+            for (int r = 0; r < CPU_REPACK_ROWS; r++) {
+                tt_block_q6_K *x = (tt_block_q6_K *)(w + (size_t)(g * CPU_REPACK_ROWS + r) * row) + b;
+                rp_copy cp[1 + 8 + 3 * 16];
+                int nc = 0;
+                cp[nc++] = (rp_copy){&o->d[r], &x->d, 2};
+                for (int t = 0; t < 8; t++) cp[nc++] = (rp_copy){o->scp[t][r], &x->scales[2 * t], 2};
+                for (int n = 0; n < 2; n++)
+                    for (int c = 0; c < 8; c++) {
+                        cp[nc++] = (rp_copy){o->qla[n][c][r], x->ql + 64 * n + 4 * c, 4};
+                        cp[nc++] = (rp_copy){o->qlb[n][c][r], x->ql + 64 * n + 32 + 4 * c, 4};
+                        cp[nc++] = (rp_copy){o->qh[n][c][r], x->qh + 32 * n + 4 * c, 4};
+                    }
+                for (int i = 0; i < nc; i++)
+                    memcpy(to_packed ? cp[i].packed : cp[i].orig, to_packed ? cp[i].orig : cp[i].packed, cp[i].n);
+            }
+        }
+    }
 }
 
 int cpu_repack(uint32_t w_type, const void *w, int64_t d, int64_t k, void *out) {
     if (!cpu_repack_size(w_type, d, k) || !w || !out) return -1;
+    if (w_type == TT_Q6_K) {
+        rp_q6k((uint8_t *)(uintptr_t)w, out, d, k / QK_K, 1); // reads w only
+        return 0;
+    }
     const int64_t nb = k / QK_K;
     const size_t row = (size_t)nb * sizeof(tt_block_q4_K);
     cpu_q4k_r8 *o = out;
@@ -58,6 +93,10 @@ int cpu_repack(uint32_t w_type, const void *w, int64_t d, int64_t k, void *out) 
 // layout's scalar reference: a dot over the repacked tiles must equal the traits' vec_dot over these rows.
 int cpu_repack_unpack(uint32_t w_type, const void *packed, int64_t d, int64_t k, void *w) {
     if (!cpu_repack_size(w_type, d, k) || !packed || !w) return -1;
+    if (w_type == TT_Q6_K) {
+        rp_q6k(w, (cpu_q6k_r8 *)(uintptr_t)packed, d, k / QK_K, 0); // reads packed only
+        return 0;
+    }
     const int64_t nb = k / QK_K;
     const size_t row = (size_t)nb * sizeof(tt_block_q4_K);
     const cpu_q4k_r8 *p = packed;

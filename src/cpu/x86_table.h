@@ -36,5 +36,5 @@ static const cpu_kernels X86_TABLE = {
             [TT_Q8_1] = X86_FN(quant_q8_1),
             [TT_Q8_K] = X86_FN(quant_q8_k),
         },
-    .gemm_packed = {[TT_Q4_K] = X86_FN(gemm_q4_k_r8)},
+    .gemm_packed = {[TT_Q4_K] = X86_FN(gemm_q4_k_r8), [TT_Q6_K] = X86_FN(gemm_q6_k_r8)},
 };

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "cpu/cpu.h"
 #include "cpu/repack.h"
@@ -178,16 +180,24 @@ static int bind_weights(model *m, tc_err *err) {
 // layout get a repacked copy beside the mapping. Skipped at the scalar level (no kernel reads it) and with
 // TACHYON_REPACK=0 (to compare). Costs one pass over those weights at load and their size in anonymous
 // memory; the mapped originals are then only read by other paths (embedding rows, TACHYON_PRECISE).
-static int repack_one(model_weight *w, tc_err *err) {
+// from_file: data lies in the read-only file mapping, whose pages are then handed back to the kernel
+// (MADV_DONTNEED refaults them from the file if another path reads them), so the repacked copy does not
+// double the resident size. Never for model_load_memory: there it would discard the caller's bytes.
+static int repack_one(model_weight *w, int from_file, tc_err *err) {
     size_t n = cpu_repack_size(w->type, w->rows, w->cols);
     if (!n || !w->data) return 0;
     w->packed = aligned_alloc(64, (n + 63) & ~(size_t)63);
     if (!w->packed) return tc_err_set(err, TC_ERR_NOMEM, "out of memory repacking weights");
     cpu_repack(w->type, w->data, w->rows, w->cols, w->packed);
+    if (from_file) {
+        const uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE), b = (uintptr_t)w->data;
+        const uintptr_t lo = (b + pg - 1) & ~(pg - 1), hi = (b + tt_row_size(w->type, w->cols) * (size_t)w->rows) & ~(pg - 1);
+        if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED); // advisory: failure only costs memory
+    }
     return 0;
 }
 
-static int repack_weights(model *m, tc_err *err) {
+static int repack_weights(model *m, int from_file, tc_err *err) {
     const char *e = getenv("TACHYON_REPACK");
     if ((e && strcmp(e, "0") == 0) || cpu_best_isa() < CPU_ISA_AVX2) return 0;
     static const arch_role mm[] = {ROLE_ATTN_Q, ROLE_ATTN_K, ROLE_ATTN_V, ROLE_ATTN_OUT,
@@ -195,8 +205,8 @@ static int repack_weights(model *m, tc_err *err) {
     int rc;
     for (int l = 0; l < m->hp.n_layers; l++)
         for (size_t r = 0; r < sizeof mm / sizeof mm[0]; r++)
-            if ((rc = repack_one(&m->layers[(size_t)l * ROLE_COUNT + mm[r]], err))) return rc;
-    return repack_one(&m->output, err); // tied: the output's own copy; tok_embd keeps none
+            if ((rc = repack_one(&m->layers[(size_t)l * ROLE_COUNT + mm[r]], from_file, err))) return rc;
+    return repack_one(&m->output, m->hp.tied_embeddings ? 0 : from_file, err); // tied: rows read by lookups // tied: the output's own copy; tok_embd keeps none
 }
 
 static void free_packed(model *m) {
@@ -212,7 +222,7 @@ static int load(const char *path, const void *data, size_t size, model **out, tc
     if (!m) return tc_err_set(err, TC_ERR_NOMEM, "out of memory");
     int rc = data ? gguf_open_memory(data, size, &m->g, err) : gguf_open(path, &m->g, err);
     if (rc) goto fail;
-    if ((rc = read_hparams(m, err)) || (rc = bind_weights(m, err)) || (rc = repack_weights(m, err))) {
+    if ((rc = read_hparams(m, err)) || (rc = bind_weights(m, err)) || (rc = repack_weights(m, data == NULL, err))) {
         tc_err_wrap(err, "%s", path);
         goto fail;
     }

@@ -277,6 +277,11 @@ int cpu_matmul_multi(cpu_pool *pool, const cpu_matmul_args *a, int n) {
     return 0;
 }
 
+int cpu_repack_wanted(uint32_t w_type) {
+    const cpu_kernels *kt = mm_kernels(cpu_best_isa());
+    return !cpu_precise() && kt && w_type < TT_COUNT && kt->gemm_packed[w_type] != NULL;
+}
+
 int cpu_precise(void) {
     static int v = -1;
     if (v < 0) {

@@ -183,7 +183,7 @@ XI void x86_r8_gemm(const cpu_gemm_job *j, const int T) {
     }
 }
 
-static void X86_FN(gemm_q4_k_r8)(const cpu_gemm_job *j) { x86_r8_gemm(j, TT_Q4_K); }
-static void X86_FN(gemm_q6_k_r8)(const cpu_gemm_job *j) { x86_r8_gemm(j, TT_Q6_K); }
+__attribute__((unused)) static void X86_FN(gemm_q4_k_r8)(const cpu_gemm_job *j) { x86_r8_gemm(j, TT_Q4_K); }
+__attribute__((unused)) static void X86_FN(gemm_q6_k_r8)(const cpu_gemm_job *j) { x86_r8_gemm(j, TT_Q6_K); }
 
 #endif

@@ -177,15 +177,15 @@ static int bind_weights(model *m, tc_err *err) {
 }
 
 // --- load-time repacking for the CPU kernels (cpu/repack.h): matmul weights whose type has an interleaved
-// layout get a repacked copy beside the mapping. Skipped at the scalar level (no kernel reads it) and with
-// TACHYON_REPACK=0 (to compare). Costs one pass over those weights at load and their size in anonymous
-// memory; the mapped originals are then only read by other paths (embedding rows, TACHYON_PRECISE).
+// layout and a kernel for it at the current level (cpu_repack_wanted: not at the scalar level, nor under
+// TACHYON_PRECISE) get a repacked copy beside the mapping; TACHYON_REPACK=0 turns it off (to compare).
+// Costs one pass over those weights at load.
 // from_file: data lies in the read-only file mapping, whose pages are then handed back to the kernel
 // (MADV_DONTNEED refaults them from the file if another path reads them), so the repacked copy does not
 // double the resident size. Never for model_load_memory: there it would discard the caller's bytes.
 static int repack_one(model_weight *w, int from_file, tc_err *err) {
     size_t n = cpu_repack_size(w->type, w->rows, w->cols);
-    if (!n || !w->data) return 0;
+    if (!n || !w->data || !cpu_repack_wanted(w->type)) return 0;
     w->packed = aligned_alloc(64, (n + 63) & ~(size_t)63);
     if (!w->packed) return tc_err_set(err, TC_ERR_NOMEM, "out of memory repacking weights");
     cpu_repack(w->type, w->data, w->rows, w->cols, w->packed);
@@ -199,7 +199,7 @@ static int repack_one(model_weight *w, int from_file, tc_err *err) {
 
 static int repack_weights(model *m, int from_file, tc_err *err) {
     const char *e = getenv("TACHYON_REPACK");
-    if ((e && strcmp(e, "0") == 0) || cpu_best_isa() < CPU_ISA_AVX2) return 0;
+    if (e && strcmp(e, "0") == 0) return 0;
     static const arch_role mm[] = {ROLE_ATTN_Q, ROLE_ATTN_K, ROLE_ATTN_V, ROLE_ATTN_OUT,
                                    ROLE_FFN_GATE, ROLE_FFN_UP, ROLE_FFN_DOWN};
     int rc;

@@ -7,6 +7,7 @@
 // time: for a busy machine), BENCH_NOBW=1 (skip the bandwidth measurement)
 #include "common/timeutil.h"
 #include "cpu/cpu.h"
+#include "cpu/repack.h"
 #include "tensor/ttype.h"
 
 #include <stdio.h>
@@ -55,12 +56,14 @@ static double bnow(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+static const void *packed_w; // cpu_repack form of the (single) weight copy, or NULL: rows "isa+r8" use it
+
 // Returns seconds per call (best of batches) cycling over n_copies weight copies.
 static double time_case(cpu_pool *pool, cpu_isa isa, const bcase *c, int n_rows, uint8_t *w, int n_copies,
                         const float *x, float *out, void *scratch) {
     size_t wbytes = tt_row_size(c->type, c->k) * (size_t)c->d;
     cpu_matmul_args a = {.out = out, .ld_out = c->d, .x = x, .n_rows = n_rows, .k = c->k, .d = c->d,
-                         .w_type = c->type, .w = w, .scratch = scratch};
+                         .w_type = c->type, .w = w, .scratch = scratch, .w_packed = n_copies == 1 ? packed_w : NULL};
     cpu_matmul_isa(pool, &a, isa); // warm-up
     double best = 1e30, t_end = bnow() + secs;
     int it = 0;
@@ -120,6 +123,16 @@ int main(int argc, char **argv) {
                 printf("%-6s %6d %6d %8.2f | %-6s %3d %9.2f %9.2f %9.1f\n", tt_name(c->type), c->k, c->d,
                        wbytes / 1048576.0, cpu_isa_name((cpu_isa)isa), th, wbytes / hot * 1e-9, wbytes / cold * 1e-9,
                        cold * 1e6);
+                size_t psz = isa >= CPU_ISA_AVX2 ? cpu_repack_size(c->type, c->d, c->k) : 0;
+                void *pk = psz ? aligned_alloc(64, (psz + 63) & ~(size_t)63) : NULL;
+                if (pk && cpu_repack(c->type, w, c->d, c->k, pk) == 0) { // hot only: one packed copy
+                    packed_w = pk;
+                    double ph = time_case(p, (cpu_isa)isa, c, 1, w, 1, x, out, scratch);
+                    packed_w = NULL;
+                    printf("%-6s %6d %6d %8.2f | %-6s+r8 %d %9.2f %9s %9s\n", tt_name(c->type), c->k, c->d,
+                           wbytes / 1048576.0, cpu_isa_name((cpu_isa)isa), th, wbytes / ph * 1e-9, "-", "-");
+                }
+                free(pk);
             }
         }
     }
@@ -135,6 +148,16 @@ int main(int argc, char **argv) {
                     double t = time_case(th == 1 ? pool1 : pool2, (cpu_isa)isa, c, rows, w, 1, x, out, scratch);
                     printf("%-6s %6d %6d %5d | %-6s %3d %9.1f %9.2f\n", tt_name(c->type), c->k, c->d, rows,
                            cpu_isa_name((cpu_isa)isa), th, 2.0 * rows * c->k * c->d / t * 1e-9, t * 1e3);
+                    size_t psz = cpu_repack_size(c->type, c->d, c->k);
+                    void *pk = psz ? aligned_alloc(64, (psz + 63) & ~(size_t)63) : NULL;
+                    if (pk && cpu_repack(c->type, w, c->d, c->k, pk) == 0) {
+                        packed_w = pk;
+                        t = time_case(th == 1 ? pool1 : pool2, (cpu_isa)isa, c, rows, w, 1, x, out, scratch);
+                        packed_w = NULL;
+                        printf("%-6s %6d %6d %5d | %-6s+r8 %d %9.1f %9.2f\n", tt_name(c->type), c->k, c->d, rows,
+                               cpu_isa_name((cpu_isa)isa), th, 2.0 * rows * c->k * c->d / t * 1e-9, t * 1e3);
+                    }
+                    free(pk);
                 }
             }
         }

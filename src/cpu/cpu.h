@@ -47,6 +47,7 @@ typedef struct cpu_matmul_args {
     uint32_t w_type;   // tt_type of W
     const void *w;     // (d, k) weights
     void *scratch;     // >= cpu_matmul_scratch_size(w_type, n_rows, k) bytes
+    const void *w_packed; // (optional) cpu_repack(w_type, w, d, k) of the same weights, or NULL (cpu/repack.h)
 } cpu_matmul_args;
 
 size_t cpu_matmul_scratch_size(uint32_t w_type, int n_rows, int k);
@@ -63,6 +64,10 @@ int cpu_precise(void); // 1 when TACHYON_PRECISE is set (read once)
 int cpu_matmul_multi(cpu_pool *pool, const cpu_matmul_args *a, int n);
 // Same computation with a fixed ISA level (tests compare levels against CPU_ISA_SCALAR).
 int cpu_matmul_isa(cpu_pool *pool, const cpu_matmul_args *a, cpu_isa isa);
+
+// 1 when the current level (cpu_best_isa) has a kernel over the cpu_repack layout of w_type, so a repacked
+// copy would be used (model loading repacks only then; TACHYON_PRECISE never uses one).
+int cpu_repack_wanted(uint32_t w_type);
 
 // Measured sequential read bandwidth of main memory, bytes/second (reads a buffer much larger than the
 // last-level cache with all pool threads; takes ~0.5 s; cached after the first call).

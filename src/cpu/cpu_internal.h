@@ -32,6 +32,9 @@ typedef struct cpu_kernels {
     cpu_gemm_fn gemm[TT_COUNT];
     uint32_t act_type[TT_COUNT];
     cpu_quant_fn quant[TT_COUNT]; // indexed by activation type (TT_Q8_0, TT_Q8_1, TT_Q8_K)
+    // (optional) kernels over the cpu_repack layout of a weight type (job.w is the repacked weight; same
+    // activation type as gemm[t]); NULL: this level uses the original rows
+    cpu_gemm_fn gemm_packed[TT_COUNT];
 } cpu_kernels;
 
 const cpu_kernels *cpu_kernels_avx2(void);

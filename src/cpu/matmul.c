@@ -156,12 +156,14 @@ int cpu_matmul_isa(cpu_pool *pool, const cpu_matmul_args *a, cpu_isa isa) {
         (is_float || kt->quant[act])) {
         c.gemm = kt->gemm[a->w_type];
         c.quant = is_float ? NULL : kt->quant[act];
+        if (a->w_packed && kt->gemm_packed[a->w_type]) c.gemm = kt->gemm_packed[a->w_type];
     } else {
         c.scalar.w_type = a->w_type;
         c.scalar.vec_dot = is_float ? NULL : tr->vec_dot;
     }
-    c.job.w = a->w;
-    c.job.w_stride = tt_row_size(a->w_type, a->k);
+    const int packed = c.gemm && a->w_packed && c.gemm == kt->gemm_packed[a->w_type];
+    c.job.w = packed ? a->w_packed : a->w;
+    c.job.w_stride = tt_row_size(a->w_type, a->k); // unused by the packed kernels
     c.job.out = a->out;
     c.job.ld_out = a->ld_out;
     c.job.k = a->k;
@@ -258,7 +260,8 @@ int cpu_matmul_multi(cpu_pool *pool, const cpu_matmul_args *a, int n) {
     c.n_jobs = n;
     for (int m = 0; m < n; m++) {
         cpu_gemm_job *j = &c.jobs[m];
-        j->w = a[m].w;
+        const int packed = a[m].w_packed && kt->gemm_packed[a[m].w_type];
+        j->w = packed ? a[m].w_packed : a[m].w;
         j->w_stride = tt_row_size(a[m].w_type, a[m].k);
         j->a = c.qa;
         j->a_stride = c.qa_stride;
@@ -268,10 +271,15 @@ int cpu_matmul_multi(cpu_pool *pool, const cpu_matmul_args *a, int n) {
         j->n_rows = a[m].n_rows;
         j->i0 = 0;
         j->i1 = a[m].d;
-        c.gemms[m] = kt->gemm[a[m].w_type];
+        c.gemms[m] = packed ? kt->gemm_packed[a[m].w_type] : kt->gemm[a[m].w_type];
     }
     cpu_pool_run(pool, mm_multi_job, &c);
     return 0;
+}
+
+int cpu_repack_wanted(uint32_t w_type) {
+    const cpu_kernels *kt = mm_kernels(cpu_best_isa());
+    return !cpu_precise() && kt && w_type < TT_COUNT && kt->gemm_packed[w_type] != NULL;
 }
 
 int cpu_precise(void) {

@@ -7,6 +7,8 @@
 #define X86_GEMM_NR 4
 #include "cpu/x86_act.h"
 #include "cpu/x86_gemm.h"
+#include "cpu/x86_repack.h"
+#define X86_Q6K_PACKED X86_FN(gemm_q6_k_r8)
 #include "cpu/x86_table.h"
 
 const cpu_kernels *cpu_kernels_avx2(void) { return &X86_TABLE; }

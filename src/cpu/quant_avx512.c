@@ -7,6 +7,8 @@
 #define X86_GEMM_NR 8
 #include "cpu/x86_act.h"
 #include "cpu/x86_gemm.h"
+#include "cpu/x86_repack.h"
+#define X86_Q6K_PACKED NULL
 #include "cpu/x86_table.h"
 
 const cpu_kernels *cpu_kernels_avx512(void) { return &X86_TABLE; }

@@ -109,7 +109,8 @@ void model_ctx_free(model_ctx *c) {
 // out (n, w->rows) = x (n, w->cols) @ Wᵀ
 static int matmul(model_ctx *c, float *out, const float *x, int n, const model_weight *w, int ld_out) {
     cpu_matmul_args a = {.out = out, .ld_out = ld_out, .x = x, .n_rows = n, .k = (int)w->cols,
-                         .d = (int)w->rows, .w_type = w->type, .w = w->data, .scratch = c->mm_scratch};
+                         .d = (int)w->rows, .w_type = w->type, .w = w->data, .scratch = c->mm_scratch,
+                         .w_packed = w->packed};
     return cpu_matmul(c->pool, &a);
 }
 
@@ -121,7 +122,8 @@ static int matmul_multi(model_ctx *c, float *const *outs, const float *x, int n,
     for (int m = 0; m < count; m++)
         a[m] = (cpu_matmul_args){.out = outs[m], .ld_out = ld_outs[m], .x = x, .n_rows = n,
                                  .k = (int)ws[m]->cols, .d = (int)ws[m]->rows, .w_type = ws[m]->type,
-                                 .w = ws[m]->data, .scratch = c->mm_scratch};
+                                 .w = ws[m]->data, .scratch = c->mm_scratch,
+                                 .w_packed = ws[m]->packed};
     return cpu_matmul_multi(c->pool, a, count);
 }
 

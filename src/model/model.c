@@ -4,7 +4,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
+#include "cpu/cpu.h"
+#include "cpu/repack.h"
 #include "model/model_internal.h"
 #include "tensor/ttype.h"
 
@@ -172,6 +176,45 @@ static int bind_weights(model *m, tc_err *err) {
     return 0;
 }
 
+// --- load-time repacking for the CPU kernels (cpu/repack.h): matmul weights whose type has an interleaved
+// layout and a kernel for it at the current level (cpu_repack_wanted: not at the scalar level, nor under
+// TACHYON_PRECISE) get a repacked copy beside the mapping; TACHYON_REPACK=0 turns it off (to compare).
+// Costs one pass over those weights at load.
+// from_file: data lies in the read-only file mapping, whose pages are then handed back to the kernel
+// (MADV_DONTNEED refaults them from the file if another path reads them), so the repacked copy does not
+// double the resident size. Never for model_load_memory: there it would discard the caller's bytes.
+static int repack_one(model_weight *w, int from_file, tc_err *err) {
+    size_t n = cpu_repack_size(w->type, w->rows, w->cols);
+    if (!n || !w->data || !cpu_repack_wanted(w->type)) return 0;
+    w->packed = aligned_alloc(64, (n + 63) & ~(size_t)63);
+    if (!w->packed) return tc_err_set(err, TC_ERR_NOMEM, "out of memory repacking weights");
+    cpu_repack(w->type, w->data, w->rows, w->cols, w->packed);
+    if (from_file) {
+        const uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE), b = (uintptr_t)w->data;
+        const uintptr_t lo = (b + pg - 1) & ~(pg - 1), hi = (b + tt_row_size(w->type, w->cols) * (size_t)w->rows) & ~(pg - 1);
+        if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED); // advisory: failure only costs memory
+    }
+    return 0;
+}
+
+static int repack_weights(model *m, int from_file, tc_err *err) {
+    const char *e = getenv("TACHYON_REPACK");
+    if (e && strcmp(e, "0") == 0) return 0;
+    static const arch_role mm[] = {ROLE_ATTN_Q, ROLE_ATTN_K, ROLE_ATTN_V, ROLE_ATTN_OUT,
+                                   ROLE_FFN_GATE, ROLE_FFN_UP, ROLE_FFN_DOWN};
+    int rc;
+    for (int l = 0; l < m->hp.n_layers; l++)
+        for (size_t r = 0; r < sizeof mm / sizeof mm[0]; r++)
+            if ((rc = repack_one(&m->layers[(size_t)l * ROLE_COUNT + mm[r]], from_file, err))) return rc;
+    return repack_one(&m->output, m->hp.tied_embeddings ? 0 : from_file, err); // tied: rows read by lookups // tied: the output's own copy; tok_embd keeps none
+}
+
+static void free_packed(model *m) {
+    if (m->layers)
+        for (size_t i = 0; i < (size_t)m->hp.n_layers * ROLE_COUNT; i++) free(m->layers[i].packed);
+    free(m->output.packed);
+}
+
 // path names the file in messages; data/size: a GGUF image in memory instead of the file (data != NULL).
 static int load(const char *path, const void *data, size_t size, model **out, tc_err *err) {
     *out = NULL;
@@ -179,7 +222,7 @@ static int load(const char *path, const void *data, size_t size, model **out, tc
     if (!m) return tc_err_set(err, TC_ERR_NOMEM, "out of memory");
     int rc = data ? gguf_open_memory(data, size, &m->g, err) : gguf_open(path, &m->g, err);
     if (rc) goto fail;
-    if ((rc = read_hparams(m, err)) || (rc = bind_weights(m, err))) {
+    if ((rc = read_hparams(m, err)) || (rc = bind_weights(m, err)) || (rc = repack_weights(m, data == NULL, err))) {
         tc_err_wrap(err, "%s", path);
         goto fail;
     }
@@ -199,6 +242,7 @@ int model_load_memory(const void *data, size_t size, model **out, tc_err *err) {
 
 void model_free(model *m) {
     if (!m) return;
+    free_packed(m);
     free(m->layers);
     gguf_close(m->g);
     free(m);

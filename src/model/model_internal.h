@@ -10,6 +10,7 @@ typedef struct model_weight {
     uint32_t type;    // tt_type
     const void *data; // borrowed, into the GGUF mapping; NULL when the tensor is absent (optional role)
     int64_t rows, cols;
+    void *packed; // owned, freed by model_free: cpu_repack form of data for the CPU matmul, or NULL
 } model_weight;
 
 struct model {

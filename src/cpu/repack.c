@@ -1,0 +1,122 @@
+// Load-time repacking of Q4_K weights into 8-row interleaved tiles (cpu_repack_*), and its scalar inverse.
+//
+// Why: a row-at-a-time Q4_K dot spends as much work on the super-block's scales (unpack the 12 packed
+// bytes, broadcast one scale per sub-block with a shuffle, reduce the row's lanes) as on the quants, per
+// row. With 8 rows interleaved, one 256-bit register holds 4 quant bytes of each of 8 rows: one activation
+// broadcast serves all 8 rows, the int32 lanes are the 8 rows' sums (no horizontal reduction), and the
+// scales are unpacked here, once, into per-sub-block bytes of the 8 rows.
+//
+// Layout (cpu_q4k_r8, 1184 bytes), one per (group of 8 rows, super-block), groups in row order, super-blocks
+// in column order inside a group: d[r], dmin[r] (fp16 as in the file), sc[s][r] and mn[s][r] (the 6-bit scale
+// and min of sub-block s of row r), then qs: for jj = 0..3 (sub-blocks 2jj and 2jj+1) and l = 0..7, 8 rows x
+// 4 bytes = bytes qs[32jj + 4l .. 32jj + 4l + 3] of each row's block as they lie (low nibbles: elements
+// 64jj + 4l.., sub-block 2jj; high nibbles: elements 64jj + 32 + 4l.., sub-block 2jj + 1).
+#include "cpu/repack.h"
+
+#include "tensor/ttype.h"
+
+#include <stdint.h>
+#include <string.h>
+
+// The 6-bit scale and min of sub-block s of a Q4_K block (the scalar unpacking of tensor/).
+static void rp_scale_min(int s, const uint8_t *q, uint8_t *sc, uint8_t *mn) {
+    if (s < 4) {
+        *sc = q[s] & 63;
+        *mn = q[s + 4] & 63;
+    } else {
+        *sc = (uint8_t)((q[s + 4] & 0xF) | ((q[s - 4] >> 6) << 4));
+        *mn = (uint8_t)((q[s + 4] >> 4) | ((q[s] >> 6) << 4));
+    }
+}
+
+size_t cpu_repack_size(uint32_t w_type, int64_t d, int64_t k) {
+    if ((w_type != TT_Q4_K && w_type != TT_Q6_K) || d <= 0 || k <= 0 || d % CPU_REPACK_ROWS || k % QK_K) return 0;
+    return (size_t)(d / CPU_REPACK_ROWS) * (size_t)(k / QK_K) *
+           (w_type == TT_Q4_K ? sizeof(cpu_q4k_r8) : sizeof(cpu_q6k_r8));
+}
+
+typedef struct rp_copy {
+    void *packed, *orig;
+    size_t n;
+} rp_copy;
+
+// Q6_K: the bytes keep their meaning, only their order changes, so both directions are one copy loop.
+static void rp_q6k(uint8_t *w, cpu_q6k_r8 *o, int64_t d, int64_t nb, int to_packed) {
+    const size_t row = (size_t)nb * sizeof(tt_block_q6_K);
+    for (int64_t g = 0; g < d / CPU_REPACK_ROWS; g++) {
+        for (int64_t b = 0; b < nb; b++, o++) {
+            for (int r = 0; r < CPU_REPACK_ROWS; r++) {
+                tt_block_q6_K *x = (tt_block_q6_K *)(w + (size_t)(g * CPU_REPACK_ROWS + r) * row) + b;
+                rp_copy cp[1 + 8 + 3 * 16];
+                int nc = 0;
+                cp[nc++] = (rp_copy){&o->d[r], &x->d, 2};
+                for (int t = 0; t < 8; t++) cp[nc++] = (rp_copy){o->scp[t][r], &x->scales[2 * t], 2};
+                for (int n = 0; n < 2; n++)
+                    for (int c = 0; c < 8; c++) {
+                        cp[nc++] = (rp_copy){o->qla[n][c][r], x->ql + 64 * n + 4 * c, 4};
+                        cp[nc++] = (rp_copy){o->qlb[n][c][r], x->ql + 64 * n + 32 + 4 * c, 4};
+                        cp[nc++] = (rp_copy){o->qh[n][c][r], x->qh + 32 * n + 4 * c, 4};
+                    }
+                for (int i = 0; i < nc; i++)
+                    memcpy(to_packed ? cp[i].packed : cp[i].orig, to_packed ? cp[i].orig : cp[i].packed, cp[i].n);
+            }
+        }
+    }
+}
+
+int cpu_repack(uint32_t w_type, const void *w, int64_t d, int64_t k, void *out) {
+    if (!cpu_repack_size(w_type, d, k) || !w || !out) return -1;
+    if (w_type == TT_Q6_K) {
+        rp_q6k((uint8_t *)(uintptr_t)w, out, d, k / QK_K, 1); // reads w only
+        return 0;
+    }
+    const int64_t nb = k / QK_K;
+    const size_t row = (size_t)nb * sizeof(tt_block_q4_K);
+    cpu_q4k_r8 *o = out;
+    for (int64_t g = 0; g < d / CPU_REPACK_ROWS; g++) {
+        for (int64_t b = 0; b < nb; b++, o++) {
+            for (int r = 0; r < CPU_REPACK_ROWS; r++) {
+                const tt_block_q4_K *x =
+                    (const tt_block_q4_K *)((const uint8_t *)w + (size_t)(g * CPU_REPACK_ROWS + r) * row) + b;
+                o->d[r] = x->d;
+                o->dmin[r] = x->dmin;
+                for (int s = 0; s < 8; s++) rp_scale_min(s, x->scales, &o->sc[s][r], &o->mn[s][r]);
+                for (int jj = 0; jj < 4; jj++)
+                    for (int l = 0; l < 8; l++) memcpy(&o->qs[jj][l][r][0], x->qs + 32 * jj + 4 * l, 4);
+            }
+        }
+    }
+    return 0;
+}
+
+// The inverse: the original Q4_K rows, bit for bit (scales re-packed into the 12-byte form). It is the
+// layout's scalar reference: a dot over the repacked tiles must equal the traits' vec_dot over these rows.
+int cpu_repack_unpack(uint32_t w_type, const void *packed, int64_t d, int64_t k, void *w) {
+    if (!cpu_repack_size(w_type, d, k) || !packed || !w) return -1;
+    if (w_type == TT_Q6_K) {
+        rp_q6k(w, (cpu_q6k_r8 *)(uintptr_t)packed, d, k / QK_K, 0); // reads packed only
+        return 0;
+    }
+    const int64_t nb = k / QK_K;
+    const size_t row = (size_t)nb * sizeof(tt_block_q4_K);
+    const cpu_q4k_r8 *p = packed;
+    for (int64_t g = 0; g < d / CPU_REPACK_ROWS; g++) {
+        for (int64_t b = 0; b < nb; b++, p++) {
+            for (int r = 0; r < CPU_REPACK_ROWS; r++) {
+                tt_block_q4_K *x = (tt_block_q4_K *)((uint8_t *)w + (size_t)(g * CPU_REPACK_ROWS + r) * row) + b;
+                x->d = p->d[r];
+                x->dmin = p->dmin[r];
+                uint8_t *q = x->scales;
+                for (int s = 0; s < 4; s++) {
+                    const uint8_t sh = p->sc[s + 4][r], mh = p->mn[s + 4][r];
+                    q[s] = (uint8_t)(p->sc[s][r] | (sh >> 4) << 6);
+                    q[s + 4] = (uint8_t)(p->mn[s][r] | (mh >> 4) << 6);
+                    q[s + 8] = (uint8_t)((sh & 0xF) | (mh & 0xF) << 4);
+                }
+                for (int jj = 0; jj < 4; jj++)
+                    for (int l = 0; l < 8; l++) memcpy(x->qs + 32 * jj + 4 * l, &p->qs[jj][l][r][0], 4);
+            }
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,41 @@
+// Load-time weight repacking for the CPU matmul: Q4_K and Q6_K rows interleaved 8 at a time (see repack.c for the
+// layout and why). The repacked copy is an optional companion of the original weights: cpu_matmul uses it
+// when cpu_matmul_args.w_packed is set and the ISA level has a kernel for it, and the original otherwise
+// (scalar level, TACHYON_PRECISE, other backends).
+#ifndef TACHYON_CPU_REPACK_H
+#define TACHYON_CPU_REPACK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tensor/ttype.h"
+
+#define CPU_REPACK_ROWS 8
+
+// One super-block (256 columns) of 8 consecutive Q4_K rows.
+typedef struct cpu_q4k_r8 {
+    tt_f16 d[CPU_REPACK_ROWS], dmin[CPU_REPACK_ROWS];
+    uint8_t sc[8][CPU_REPACK_ROWS], mn[8][CPU_REPACK_ROWS]; // (sub-block, row), 6 bits each
+    uint8_t qs[4][8][CPU_REPACK_ROWS][4];                    // (sub-block pair, 4-byte step, row, byte)
+} cpu_q4k_r8;
+_Static_assert(sizeof(cpu_q4k_r8) == 1184, "cpu_q4k_r8 size");
+
+// One super-block of 8 consecutive Q6_K rows (same size as the 8 blocks: 1680 bytes).
+typedef struct cpu_q6k_r8 {
+    tt_f16 d[CPU_REPACK_ROWS];
+    int8_t scp[8][CPU_REPACK_ROWS][2];          // (scale pair t, row): scales 2t, 2t + 1
+    uint8_t qla[2][8][CPU_REPACK_ROWS][4];       // (half n, step c, row): ql[64n + 4c ..]
+    uint8_t qlb[2][8][CPU_REPACK_ROWS][4];       // ql[64n + 32 + 4c ..]
+    uint8_t qh[2][8][CPU_REPACK_ROWS][4];        // qh[32n + 4c ..]
+} cpu_q6k_r8;
+_Static_assert(sizeof(cpu_q6k_r8) == 1680, "cpu_q6k_r8 size");
+
+// Bytes of the repacked form of a (d, k) weight of type w_type, or 0 when there is none (type without a
+// repacked layout, d not a multiple of 8, k not a multiple of 256).
+size_t cpu_repack_size(uint32_t w_type, int64_t d, int64_t k);
+// w (d, k) row-major -> out (cpu_repack_size bytes, 32-byte aligned for speed). 0, or -1 when unsupported.
+int cpu_repack(uint32_t w_type, const void *w, int64_t d, int64_t k, void *out);
+// The inverse, bit-exact (the layout's reference, for tests). 0, or -1 when unsupported.
+int cpu_repack_unpack(uint32_t w_type, const void *packed, int64_t d, int64_t k, void *w);
+
+#endif

@@ -1,0 +1,189 @@
+// GEMV/GEMM over repacked Q4_K and Q6_K weights (cpu_q4k_r8, cpu_q6k_r8, see repack.c) x Q8_K activations,
+// 256-bit. Template:
+// included by quant_avx2.c and quant_avx512.c after x86_gemm.h; with AVX512-VNNI the int16 dot products
+// become vpdpwssd, the integers are the same.
+//
+// A tile is one group of 8 weight rows x NR activation rows. Per super-block and step (jj, l) one load gives
+// 4 quant bytes of each of the 8 rows (8 low-nibble and 8 high-nibble quants per row); the 4 matching
+// activation bytes of each sub-block are broadcast to all lanes, so vpmaddubsw leaves each row's partial
+// sums in its own 32-bit lane. The 8 steps of a sub-block pair are summed in int16 (|pair| <= 2 * 15 * 127,
+// x 8 = 30480 < 2^15: exact) and scaled once per sub-block with vpmaddwd; the mins go through the
+// activations' bsums. The float work per super-block is two FMAs for all 8 rows, and the lanes are the 8
+// outputs: no horizontal sums. Every (weight row, activation row) pair sees the same operations whatever NR
+// is, so results do not depend on the batch.
+#ifndef TACHYON_CPU_X86_REPACK_H
+#define TACHYON_CPU_X86_REPACK_H
+
+#include "cpu/repack.h"
+
+#define X86_R8_NR 4 // activation rows per tile
+#define X86_R8_PF 4 // GEMV: prefetch this many repacked blocks (1184 bytes each) ahead
+
+// 8 bytes (one per row) -> 8 int32 lanes holding the byte in both int16 halves, for vpmaddwd.
+XI __m256i x86_r8_dup16(const uint8_t *p) {
+    const __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p));
+    return _mm256_or_si256(v, _mm256_slli_epi32(v, 16));
+}
+
+XI __m256i x86_r8_bcast4(const void *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm256_set1_epi32(v);
+}
+
+// out lanes of rows [8g, 8g + 8) that lie in [i0, i1) (a thread's range may start or end inside a group).
+XI void x86_r8_store(const cpu_gemm_job *j, int g, int r, __m256 v) {
+    float *o = j->out + (size_t)r * j->ld_out;
+    const int i = 8 * g;
+    if (i >= j->i0 && i + 8 <= j->i1) {
+        _mm256_storeu_ps(o + i, v);
+        return;
+    }
+    float t[8];
+    _mm256_storeu_ps(t, v);
+    for (int e = 0; e < 8; e++)
+        if (i + e >= j->i0 && i + e < j->i1) o[i + e] = t[e];
+}
+
+XI void x86_r8_tile_q4k(const cpu_gemm_job *j, int g, int r, const int NR) {
+    const int nb = j->k / QK_K;
+    const cpu_q4k_r8 *blk = (const cpu_q4k_r8 *)(const void *)j->w + (size_t)g * nb;
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    __m256 acc[X86_R8_NR];
+    X86_UNROLL for (int rr = 0; rr < NR; rr++) acc[rr] = _mm256_setzero_ps();
+    for (int b = 0; b < nb; b++) {
+        const cpu_q4k_r8 *p = blk + b;
+        if (NR == 1) // one sequential stream; a few blocks ahead keeps more misses in flight
+            for (int o = 0; o < (int)sizeof *p; o += 64) _mm_prefetch((const char *)(p + X86_R8_PF) + o, _MM_HINT_T0);
+        const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)p->d));
+        const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)p->dmin));
+        const tt_block_q8_K *a[X86_R8_NR];
+        __m256i sumi[X86_R8_NR], summ[X86_R8_NR];
+        X86_UNROLL for (int rr = 0; rr < NR; rr++) {
+            a[rr] = (const void *)(x86_arow(j, r + rr) + b * sizeof(tt_block_q8_K));
+            summ[rr] = sumi[rr] = _mm256_setzero_si256();
+        }
+        // mins: sum over sub-blocks s of mn[s][row] * (bsums[2s] + bsums[2s + 1])
+        X86_UNROLL for (int s = 0; s < 8; s++) {
+            const __m256i mn = x86_r8_dup16(p->mn[s]);
+            X86_UNROLL for (int rr = 0; rr < NR; rr++) summ[rr] =
+                x86_dot_i16(summ[rr], mn, x86_r8_bcast4(&a[rr]->bsums[2 * s]));
+        }
+        X86_UNROLL for (int rr = 0; rr < NR; rr++) {
+            const __m256 ad = _mm256_set1_ps(a[rr]->d);
+            acc[rr] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(summ[rr]), _mm256_mul_ps(dmin, ad), acc[rr]);
+        }
+        X86_UNROLL for (int jj = 0; jj < 4; jj++) {
+            __m256i slo[X86_R8_NR], shi[X86_R8_NR];
+            X86_UNROLL for (int rr = 0; rr < NR; rr++) slo[rr] = shi[rr] = _mm256_setzero_si256();
+            X86_UNROLL for (int l = 0; l < 8; l++) {
+                const __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)p->qs[jj][l]);
+                const __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+                X86_UNROLL for (int rr = 0; rr < NR; rr++) {
+                    const int8_t *aq = a[rr]->qs + 64 * jj + 4 * l;
+                    slo[rr] = _mm256_add_epi16(slo[rr], _mm256_maddubs_epi16(lo, x86_r8_bcast4(aq)));
+                    shi[rr] = _mm256_add_epi16(shi[rr], _mm256_maddubs_epi16(hi, x86_r8_bcast4(aq + 32)));
+                }
+            }
+            const __m256i sl = x86_r8_dup16(p->sc[2 * jj]), sh = x86_r8_dup16(p->sc[2 * jj + 1]);
+            X86_UNROLL for (int rr = 0; rr < NR; rr++) {
+                sumi[rr] = x86_dot_i16(sumi[rr], slo[rr], sl);
+                sumi[rr] = x86_dot_i16(sumi[rr], shi[rr], sh);
+            }
+        }
+        X86_UNROLL for (int rr = 0; rr < NR; rr++) {
+            const __m256 ad = _mm256_set1_ps(a[rr]->d);
+            acc[rr] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi[rr]), _mm256_mul_ps(d, ad), acc[rr]);
+        }
+    }
+    X86_UNROLL for (int rr = 0; rr < NR; rr++) x86_r8_store(j, g, r + rr, acc[rr]);
+}
+
+// Q6_K (cpu_q6k_r8): x = d * sc * (q - 32), sc int8 per 16. Step (n, c) loads 4 bytes of ql (two vectors)
+// and of qh per row and makes the 4 quants of each of the groups gg = 0..3 (elements 128n + 32gg + 4c..);
+// each vpmaddubsw result (|pair| <= 2 * 63 * 127) is scaled at once with vpmaddwd (the scale changes every
+// 16 elements). The -32 offset goes through the bsums once per super-block: -32 * sum(sc * bsum).
+XI void x86_r8_tile_q6k(const cpu_gemm_job *j, int g, int r, const int NR) {
+    const int nb = j->k / QK_K;
+    const cpu_q6k_r8 *blk = (const cpu_q6k_r8 *)(const void *)j->w + (size_t)g * nb;
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3), m30 = _mm256_set1_epi8(0x30);
+    __m256 acc[X86_R8_NR];
+    X86_UNROLL for (int rr = 0; rr < NR; rr++) acc[rr] = _mm256_setzero_ps();
+    for (int b = 0; b < nb; b++) {
+        const cpu_q6k_r8 *p = blk + b;
+        if (NR == 1)
+            for (int o = 0; o < (int)sizeof *p; o += 64) _mm_prefetch((const char *)(p + X86_R8_PF) + o, _MM_HINT_T0);
+        const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)p->d));
+        const tt_block_q8_K *a[X86_R8_NR];
+        __m256i sumi[X86_R8_NR], soff[X86_R8_NR];
+        X86_UNROLL for (int rr = 0; rr < NR; rr++) {
+            a[rr] = (const void *)(x86_arow(j, r + rr) + b * sizeof(tt_block_q8_K));
+            soff[rr] = sumi[rr] = _mm256_setzero_si256();
+        }
+        X86_UNROLL for (int t = 0; t < 8; t++) {
+            const __m256i sv = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)p->scp[t]));
+            X86_UNROLL for (int rr = 0; rr < NR; rr++) soff[rr] =
+                x86_dot_i16(soff[rr], sv, x86_r8_bcast4(&a[rr]->bsums[2 * t]));
+        }
+        X86_UNROLL for (int n = 0; n < 2; n++) X86_UNROLL for (int h = 0; h < 2; h++) {
+            __m256i sd[4]; // scale of group gg for steps c = 4h..4h+3: element (8n + 2gg + h), both int16 halves
+            X86_UNROLL for (int gg = 0; gg < 4; gg++) {
+                const __m256i sv =
+                    _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)p->scp[4 * n + gg]));
+                sd[gg] = h ? _mm256_shufflehi_epi16(_mm256_shufflelo_epi16(sv, 0xF5), 0xF5)
+                           : _mm256_shufflehi_epi16(_mm256_shufflelo_epi16(sv, 0xA0), 0xA0);
+            }
+            X86_UNROLL for (int c = 4 * h; c < 4 * h + 4; c++) {
+                const __m256i A = _mm256_loadu_si256((const __m256i *)(const void *)p->qla[n][c]);
+                const __m256i B = _mm256_loadu_si256((const __m256i *)(const void *)p->qlb[n][c]);
+                const __m256i H = _mm256_loadu_si256((const __m256i *)(const void *)p->qh[n][c]);
+                __m256i q[4];
+                q[0] = _mm256_or_si256(_mm256_and_si256(A, m4), _mm256_slli_epi16(_mm256_and_si256(H, m3), 4));
+                q[1] = _mm256_or_si256(_mm256_and_si256(B, m4), _mm256_and_si256(_mm256_slli_epi16(H, 2), m30));
+                q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(A, 4), m4), _mm256_and_si256(H, m30));
+                q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(B, 4), m4),
+                                       _mm256_and_si256(_mm256_srli_epi16(H, 2), m30));
+                X86_UNROLL for (int rr = 0; rr < NR; rr++) X86_UNROLL for (int gg = 0; gg < 4; gg++) {
+                    const __m256i av = x86_r8_bcast4(a[rr]->qs + 128 * n + 32 * gg + 4 * c);
+                    sumi[rr] = x86_dot_i16(sumi[rr], _mm256_maddubs_epi16(q[gg], av), sd[gg]);
+                }
+            }
+        }
+        X86_UNROLL for (int rr = 0; rr < NR; rr++) {
+            const __m256i s = _mm256_sub_epi32(sumi[rr], _mm256_slli_epi32(soff[rr], 5));
+            acc[rr] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(d, _mm256_set1_ps(a[rr]->d)), acc[rr]);
+        }
+    }
+    X86_UNROLL for (int rr = 0; rr < NR; rr++) x86_r8_store(j, g, r + rr, acc[rr]);
+}
+
+// j->w is the repacked weight (groups of 8 rows); rows [i0, i1) of the original are computed. Panels of
+// groups sized for L2, activation tiles of X86_R8_NR rows inside (as x86_gemm).
+XI void x86_r8_gemm(const cpu_gemm_job *j, const int T) {
+    const int g0 = j->i0 / CPU_REPACK_ROWS, g1 = (j->i1 + CPU_REPACK_ROWS - 1) / CPU_REPACK_ROWS;
+    const size_t gbytes = (size_t)(j->k / QK_K) * (T == TT_Q4_K ? sizeof(cpu_q4k_r8) : sizeof(cpu_q6k_r8));
+    int panel = (int)((256 * 1024) / gbytes);
+    panel = panel < 1 ? 1 : panel;
+    for (int p0 = g0; p0 < g1; p0 += panel) {
+        const int p1 = p0 + panel < g1 ? p0 + panel : g1;
+        for (int r = 0; r < j->n_rows;) {
+            const int nr = j->n_rows - r < X86_R8_NR ? j->n_rows - r : X86_R8_NR;
+            for (int g = p0; g < p1; g++) {
+#define X86_R8_CALL(NR) (T == TT_Q4_K ? x86_r8_tile_q4k(j, g, r, NR) : x86_r8_tile_q6k(j, g, r, NR))
+                switch (nr) {
+                case 1: X86_R8_CALL(1); break;
+                case 2: X86_R8_CALL(2); break;
+                case 3: X86_R8_CALL(3); break;
+                default: X86_R8_CALL(4); break;
+                }
+#undef X86_R8_CALL
+            }
+            r += nr;
+        }
+    }
+}
+
+__attribute__((unused)) static void X86_FN(gemm_q4_k_r8)(const cpu_gemm_job *j) { x86_r8_gemm(j, TT_Q4_K); }
+__attribute__((unused)) static void X86_FN(gemm_q6_k_r8)(const cpu_gemm_job *j) { x86_r8_gemm(j, TT_Q6_K); }
+
+#endif

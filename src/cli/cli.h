@@ -18,6 +18,7 @@ void cli_chat_unknown_error(const char *what);
 int cli_tokenize(int argc, char **argv);
 int cli_detokenize(int argc, char **argv);
 int cli_bench_serve(int argc, char **argv);
+int cli_perplexity(int argc, char **argv);
 
 // cli_args.c. Parses s as a number in [lo, hi] into *out; otherwise prints "tachyon CMD: FLAG expects a
 // number in [lo, hi], got 's'" to stderr and returns -1.

@@ -27,6 +27,7 @@ static const cli_cmd cmds[] = {
     {"detokenize", cli_detokenize, "print the text of token ids (-m MODEL [--skip-special] IDS...)"},
     {"serve", cli_serve, "OpenAI-compatible HTTP server with a dashboard"},
     {"bench-serve", cli_bench_serve, "benchmark an OpenAI-compatible server (TTFT, TPOT, ITL, goodput)"},
+    {"perplexity", cli_perplexity, "-m MODEL -f TEXT [-c CTX] [--kv-type T] [--save-logits F] [--kl-base F]: quality"},
     {"synth", cli_synth, "write a synthetic Llama model (random weights) of a given shape and type"},
 };
 

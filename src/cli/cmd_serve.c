@@ -38,7 +38,10 @@ static void serve_usage(void) {
             "  --request-timeout S         deadline per generation request (0 = none)\n"
             "  --shutdown-grace S          drain time on SIGTERM/SIGINT (10)\n"
             "  --threads N                 compute threads\n"
-            "  --chat-template NAME        chatml, llama2, llama3, mistral, gemma, phi3, zephyr, deepseek\n"
+            "  --chat-template NAME        chatml, llama2, llama3, mistral, gemma, phi3, zephyr, deepseek, qwen3\n"
+            "  --reasoning-format F        auto: <think>…</think> output goes to reasoning_content when the chat\n"
+            "                              template is a reasoning one (qwen3, deepseek); none: left inline in\n"
+            "                              content; deepseek: always split (auto)\n"
             "  --log-level LEVEL           debug, info, warn, error (info)\n"
             "  --max-body BYTES            request body limit; larger → 413 (8 MiB)\n"
             "  --http-timeout S            close a connection idle this long between requests, or whose\n"
@@ -76,7 +79,8 @@ int cli_serve(int argc, char **argv) {
         O_TMPL, O_LOG, O_BODY, O_HTO, O_NAME, O_NOPC, O_ITL, O_PUBLIC, O_HOSTS, O_SPEC, O_SPECK,
         O_LENIENT, O_POOL,
         O_READTO, O_MAXCONN, O_BODYBUF, O_PING, // connection limits
-        O_KVT, O_KVTK, O_KVTV // KV cache types
+        O_KVT, O_KVTK, O_KVTV, // KV cache types
+        O_REASON,
     };
     static const struct option lo[] = {
         {"model", required_argument, 0, 'm'},         {"host", required_argument, 0, O_HOST},
@@ -96,7 +100,7 @@ int cli_serve(int argc, char **argv) {
         {"request-read-timeout", required_argument, 0, O_READTO}, {"max-connections", required_argument, 0, O_MAXCONN},
         {"max-body-buffer", required_argument, 0, O_BODYBUF}, {"sse-ping", required_argument, 0, O_PING},
         {"kv-type", required_argument, 0, O_KVT}, {"kv-type-k", required_argument, 0, O_KVTK},
-        {"kv-type-v", required_argument, 0, O_KVTV},
+        {"kv-type-v", required_argument, 0, O_KVTV}, {"reasoning-format", required_argument, 0, O_REASON},
         {"help", no_argument, 0, 'h'},                {0, 0, 0, 0}};
     optind = 1;
     int c;
@@ -161,6 +165,15 @@ int cli_serve(int argc, char **argv) {
         case O_KVT: bad = cli_kv_type("serve", "--kv-type", optarg, &o.eng.kv_type_k, &o.eng.kv_type_v); break;
         case O_KVTK: bad = cli_kv_type("serve", "--kv-type-k", optarg, &o.eng.kv_type_k, NULL); break;
         case O_KVTV: bad = cli_kv_type("serve", "--kv-type-v", optarg, NULL, &o.eng.kv_type_v); break;
+        case O_REASON:
+            if (!strcmp(optarg, "auto")) o.reasoning_format = SRV_REASONING_AUTO;
+            else if (!strcmp(optarg, "none")) o.reasoning_format = SRV_REASONING_NONE;
+            else if (!strcmp(optarg, "deepseek")) o.reasoning_format = SRV_REASONING_PARSE;
+            else {
+                fprintf(stderr, "tachyon serve: --reasoning-format expects auto|none|deepseek, got '%s'\n", optarg);
+                bad = 1;
+            }
+            break;
         default: serve_usage(); return 2;
         }
         if (bad) {

@@ -33,12 +33,19 @@ typedef struct server_opts {
     const char *model_path;
     const char *served_name;   // NULL = model file basename without ".gguf"
     const char *chat_template; // NULL = detect from the model (fallback chatml)
+    int reasoning_format;      // SRV_REASONING_*: where <think>…</think> output goes (see server/reasoning.h)
     engine_opts eng;           // eog_ids are filled in by the server
     int log_level;             // SRV_LOG_*
     int pooling;               // ENGINE_EMBED_MEAN (default) or ENGINE_EMBED_LAST for /v1/embeddings
     int lenient;               // 1: unknown / unsupported request fields are dropped with a logged warning
                                // instead of a 400
 } server_opts;
+
+enum {
+    SRV_REASONING_AUTO = 0, // reasoning_content when the chat template is a reasoning one (qwen3, deepseek)
+    SRV_REASONING_NONE,     // always inline in content, tags included
+    SRV_REASONING_PARSE,    // always split, whatever the template ("deepseek", llama.cpp's name)
+};
 
 void server_opts_default(server_opts *o);
 // Listens, loads the model, serves until SIGTERM/SIGINT, drains and frees everything. Returns 0 on a clean

@@ -3,12 +3,15 @@
 KV f16 (the base, saved with --save-logits), q8_0 and q4_0, and with weight-type variants made by llama.cpp's
 quantizer (llama-cpp-python's llama_model_quantize, requantizing the shipped file), each compared with the
 base by --kl-base; and llama.cpp's perplexity of the same text, context and chunks
-(tests/ref/llamacpp_perplexity.py). Prints the markdown table and writes bench/out/quality.json.
+(tests/ref/llamacpp_perplexity.py). Prints the markdown table and writes bench/out/quality-MODELS-CHUNKS.json (`--table` prints the table of all
+of them).
 
     scripts/fetch_quality_text.sh && .venv/bin/python bench/quality.py [CHUNKS] [CTX]
+    .venv/bin/python bench/quality.py --table
 Env: LLAMA_PY (default /work/llama-native/bin/python), TACHYON_BIN (default build/tachyon), MODELS (comma
 list of names below, default all).
 """
+import glob
 import json
 import os
 import subprocess
@@ -38,13 +41,16 @@ def tachyon(model, ctx, chunks, *extra):
 
 
 def main():
+    if sys.argv[1:2] == ["--table"]:  # the table of every result file written so far
+        res = [r for f in sorted(glob.glob(os.path.join(OUT, "quality-*.json"))) for r in json.load(open(f))]
+        return table(res)
     chunks = int(sys.argv[1]) if len(sys.argv) > 1 else 30
     ctx = int(sys.argv[2]) if len(sys.argv) > 2 else 512
     want = os.environ.get("MODELS")
     os.makedirs(OUT, exist_ok=True)
     res = []
     for name, fn in MODELS.items():
-        if want and name.split()[0] not in want.split(","):
+        if want and not any(name.startswith(w) for w in want.split(",")):
             continue
         model = os.path.join(ROOT, "models", fn)
         base = os.path.join(OUT, fn + ".base.tcppl")
@@ -52,7 +58,7 @@ def main():
         r.update(model=name, variant="KV f16 (base)", kl=0.0, top1=1.0, ppl_ratio=1.0)
         lc = subprocess.run([LLAMA_PY, os.path.join(ROOT, "tests", "ref", "llamacpp_perplexity.py"), model, TEXT,
                              str(ctx), str(chunks)], check=True, capture_output=True, text=True).stdout
-        r["llama_cpp"] = json.loads(lc)
+        r["llama_cpp"] = json.loads(lc)  # (only for the base: the machine is shared, runs are kept few)
         res.append(r)
         for kv in ("q8_0", "q4_0"):
             r = tachyon(model, ctx, chunks, "--kv-type", kv, "--kl-base", base)
@@ -63,11 +69,13 @@ def main():
             if not os.path.exists(qpath):
                 subprocess.run([LLAMA_PY, "-c", QUANTIZE, model, qpath, str(ftype)], check=True, capture_output=True)
             r = tachyon(qpath, ctx, chunks, "--kl-base", base)
-            lc = subprocess.run([LLAMA_PY, os.path.join(ROOT, "tests", "ref", "llamacpp_perplexity.py"), qpath,
-                                 TEXT, str(ctx), str(chunks)], check=True, capture_output=True, text=True).stdout
-            r.update(model=name, variant=f"weights {wt} (requantized), KV f16", llama_cpp=json.loads(lc))
+            r.update(model=name, variant=f"weights {wt} (requantized), KV f16")
             res.append(r)
-        json.dump(res, open(os.path.join(OUT, "quality.json"), "w"), indent=1)
+        json.dump(res, open(os.path.join(OUT, f"quality-{want or 'all'}-{chunks}.json"), "w"), indent=1)
+    table(res)
+
+
+def table(res):
     print(f"| model | variant | perplexity | vs base | mean KL (95% interval) | top-1 agreement | llama.cpp ppl |")
     print("|---|---|---|---|---|---|---|")
     for r in res:

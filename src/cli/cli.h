@@ -19,6 +19,7 @@ int cli_tokenize(int argc, char **argv);
 int cli_detokenize(int argc, char **argv);
 int cli_bench_serve(int argc, char **argv);
 int cli_quantize(int argc, char **argv);
+int cli_perplexity(int argc, char **argv);
 
 // cli_args.c. Parses s as a number in [lo, hi] into *out; otherwise prints "tachyon CMD: FLAG expects a
 // number in [lo, hi], got 's'" to stderr and returns -1.

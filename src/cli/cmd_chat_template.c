@@ -13,7 +13,8 @@
 static void chat_template_usage(void) {
     fprintf(stderr,
             "usage: tachyon chat-template [--family NAME | --template-file F | -m MODEL] [--bos TEXT]\n"
-            "                             [--no-gen-prompt] [--detect] MESSAGES_JSON\n"
+            "                             [--no-gen-prompt] [--no-thinking] [--detect] MESSAGES_JSON\n"
+            "  --no-thinking  enable_thinking=false (templates with a thinking switch: qwen3)\n"
             "  MESSAGES_JSON  [{\"role\": \"user\", \"content\": \"hi\"}, ...] ('-' reads stdin)\n"
             "  --detect       print the detected family name instead of rendering\n"
             "  families:");
@@ -78,6 +79,7 @@ static int read_model(const char *path, char **tmpl, char **bos, tc_err *err) {
 int cli_chat_template(int argc, char **argv) {
     const char *family = NULL, *tfile = NULL, *model = NULL, *bos_arg = NULL, *json_arg = NULL;
     int gen = 1, detect_only = 0, status = 1;
+    chat_opts opts = {.enable_thinking = 1}; // chat_template_kwargs {"enable_thinking": false} with --no-thinking
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int has_val = i + 1 < argc;
@@ -86,6 +88,7 @@ int cli_chat_template(int argc, char **argv) {
         else if ((!strcmp(a, "-m") || !strcmp(a, "--model")) && has_val) model = argv[++i];
         else if (!strcmp(a, "--bos") && has_val) bos_arg = argv[++i];
         else if (!strcmp(a, "--no-gen-prompt")) gen = 0;
+        else if (!strcmp(a, "--no-thinking")) opts.enable_thinking = 0;
         else if (!strcmp(a, "--detect")) detect_only = 1;
         else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             chat_template_usage();
@@ -170,7 +173,7 @@ int cli_chat_template(int argc, char **argv) {
             goto done;
         }
     }
-    if (chat_render(f, tmpl, msgs, (int)n, gen, bos, &out, &err)) {
+    if (chat_render_opts(f, tmpl, msgs, (int)n, gen, bos, &opts, &out, NULL, NULL, &err)) {
         fprintf(stderr, "tachyon: %s\n", err.msg);
         goto done;
     }

@@ -109,7 +109,7 @@ static int encode_chat(const model *m, const tok_vocab *v, const run_opts *o, in
     if (f == CHAT_UNKNOWN) {
         free(tmpl);
         return tc_err_set(err, TC_ERR_UNSUPPORTED, "%s; pass --chat-template NAME (chatml, llama2, llama3, mistral, "
-                          "gemma, phi3, zephyr, deepseek)", o->chat_template ? "unknown chat template name"
+                          "gemma, phi3, zephyr, deepseek, qwen3)", o->chat_template ? "unknown chat template name"
                           : tmpl ? "unrecognized chat template in the model" : "the model has no chat template");
     }
     char bos[64] = "";

@@ -60,7 +60,10 @@ static void serve_usage(void) {
             "                              may shorten it)\n"
             "  --shutdown-grace S          drain time on SIGTERM/SIGINT (10)\n"
             "  --threads N                 compute threads\n"
-            "  --chat-template NAME        chatml, llama2, llama3, mistral, gemma, phi3, zephyr, deepseek\n"
+            "  --chat-template NAME        chatml, llama2, llama3, mistral, gemma, phi3, zephyr, deepseek, qwen3\n"
+            "  --reasoning-format F        auto: <think>…</think> output goes to reasoning_content when the chat\n"
+            "                              template is a reasoning one (qwen3, deepseek); none: left inline in\n"
+            "                              content; deepseek: always split (auto)\n"
             "  --log-level LEVEL           debug, info, warn, error (info)\n"
             "  --max-body BYTES            request body limit; larger → 413 (8 MiB)\n"
             "  --http-timeout S            close a connection idle this long between requests, or whose\n"
@@ -116,6 +119,7 @@ int cli_serve(int argc, char **argv) {
         O_LENIENT, O_POOL, O_TRUNC, O_DRAFT, O_DRAFTKV, O_SELFL,
         O_READTO, O_MAXCONN, O_BODYBUF, O_PING, // connection limits
         O_KVT, O_KVTK, O_KVTV, // KV cache types
+        O_REASON,
         O_KEYFILE,
         O_CONFIG, O_ROUTER, O_RMP, O_RMT, O_RDEG, // several models, routers (their --ttft-slo is O_TTFTSLO)
         O_SCHED, O_AGING, O_TTFTSLO, O_E2ESLO // scheduling policy
@@ -140,6 +144,7 @@ int cli_serve(int argc, char **argv) {
         {"max-body-buffer", required_argument, 0, O_BODYBUF}, {"sse-ping", required_argument, 0, O_PING},
         {"kv-type", required_argument, 0, O_KVT}, {"kv-type-k", required_argument, 0, O_KVTK},
         {"kv-type-v", required_argument, 0, O_KVTV}, {"api-key-file", required_argument, 0, O_KEYFILE},
+        {"reasoning-format", required_argument, 0, O_REASON},
         {"config", required_argument, 0, O_CONFIG}, {"router", required_argument, 0, O_ROUTER},
         {"route-max-prompt-tokens", required_argument, 0, O_RMP}, {"route-max-tokens", required_argument, 0, O_RMT},
         {"route-degrade", no_argument, 0, O_RDEG},
@@ -255,6 +260,15 @@ int cli_serve(int argc, char **argv) {
             if (v > 0) rdef.ttft_slo = v;
             break;
         case O_E2ESLO: bad = num(flag, optarg, 0, 1e7, &v); o.e2e_slo = v; break;
+        case O_REASON:
+            if (!strcmp(optarg, "auto")) o.reasoning_format = SRV_REASONING_AUTO;
+            else if (!strcmp(optarg, "none")) o.reasoning_format = SRV_REASONING_NONE;
+            else if (!strcmp(optarg, "deepseek")) o.reasoning_format = SRV_REASONING_PARSE;
+            else {
+                fprintf(stderr, "tachyon serve: --reasoning-format expects auto|none|deepseek, got '%s'\n", optarg);
+                bad = 1;
+            }
+            break;
         default: serve_usage(); return 2;
         }
         if (bad) {

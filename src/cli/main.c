@@ -28,6 +28,7 @@ static const cli_cmd cmds[] = {
     {"serve", cli_serve, "OpenAI-compatible HTTP server with a dashboard"},
     {"bench-serve", cli_bench_serve, "benchmark an OpenAI-compatible server (TTFT, TPOT, ITL, goodput)"},
     {"quantize", cli_quantize, "IN.gguf OUT.gguf TYPE [--keep-layers N]: re-quantize a model (Q8_0, Q4_K_M, ...)"},
+    {"perplexity", cli_perplexity, "-m MODEL -f TEXT [-c CTX] [--kv-type T] [--save-logits F] [--kl-base F]: quality"},
     {"synth", cli_synth, "write a synthetic Llama model (random weights) of a given shape and type"},
 };
 

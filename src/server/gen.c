@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "common/timeutil.h"
+#include "server/reasoning.h"
 #include "server/srv_internal.h"
 
 typedef struct gen_choice {
@@ -31,6 +32,8 @@ typedef struct gen_choice {
     const char *finish_reason;
     json_t *lp;       // owned: chat {"content": […]} or completions {tokens…}; pending (stream) or all
     double t_last;    // monotonic seconds of the previous token
+    int reason;       // 1: <think>…</think> goes to reasoning_content (reasoning_on)
+    rsn_split rs;     // streaming split of the released text (reason)
 } gen_choice;
 
 typedef struct gen_req {
@@ -203,8 +206,30 @@ static void emit_stream(gen_choice *c, int final) {
             c->lp = lp_new(g);
         }
     }
+    if (c->reason) { // the released text splits into reasoning_content and content deltas
+        tc_strbuf r = {0}, t = {0};
+        rsn_feed(&c->rs, p, n, final, &r, &t);
+        if (r.n || t.n || lp) {
+            json_t *ch = oai_chunk(g->q.kind, g->id, g->created, g->s->name, c->index, NULL, t.n ? t.p : NULL, t.n,
+                                   NULL, lp);
+            if (r.n) {
+                json_t *delta = json_object_get(json_array_get(json_object_get(ch, "choices"), 0), "delta");
+                json_object_set_new(delta, "reasoning_content", oai_json_text(r.p, r.n));
+            }
+            queue_json(g, ch);
+        }
+        free(r.p), free(t.p);
+        return;
+    }
     if (!n && !lp) return;
     queue_json(g, oai_chunk(g->q.kind, g->id, g->created, g->s->name, c->index, NULL, p, n, NULL, lp));
+}
+
+// Whether a request's output is split into reasoning_content and content (--reasoning-format, the chat
+// template's family); never with tools (their parser owns the text) or for completions.
+static int reasoning_on(const server *s, const oai_req *q) {
+    if (q->kind != OAI_CHAT || oai_tools_active(q) || s->o.reasoning_format == SRV_REASONING_NONE) return 0;
+    return s->o.reasoning_format == SRV_REASONING_PARSE || chat_family_reasons(s->chat);
 }
 
 static const char *finish_api(engine_finish f) {
@@ -414,7 +439,18 @@ static void complete(gen_req *g) {
             text = joined;
             len += c->echo_len;
         }
+        tc_strbuf rtext = {0}, ctext = {0};
+        if (c->reason) { // the same split as the stream's, over the whole text at once
+            rsn_split rs;
+            rsn_init(&rs, chat_family_opens_think(s->chat));
+            rsn_feed(&rs, text, len, 1, &rtext, &ctext);
+            text = ctext.p ? ctext.p : "", len = ctext.n;
+        }
         json_t *ch = oai_choice(g->q.kind, c->index, text, len, c->finish_reason, c->lp);
+        if (c->reason)
+            json_object_set_new(json_object_get(ch, "message"), "reasoning_content",
+                                rtext.n ? oai_json_text(rtext.p, rtext.n) : json_null());
+        free(rtext.p), free(ctext.p);
         free(joined);
         c->lp = NULL;
         if (oai_tools_active(&g->q) && !strcmp(c->finish_reason, "stop")) {
@@ -765,6 +801,8 @@ static void gen_launch(gen_req *g) {
         c->prompt_i = i / q->n;
         c->ts = tok_stream_new(s->vocab, TOK_DEC_SKIP_SPECIAL | TOK_DEC_CONTINUATION);
         oai_stopbuf_init(&c->sb, q->stop, q->n_stop);
+        c->reason = reasoning_on(s, q);
+        rsn_init(&c->rs, chat_family_opens_think(s->chat));
         if (q->logprobs) c->lp = lp_new(g);
         if (c->lp && q->echo) lp_first_prompt_token(c, g->ids[c->prompt_i][0]);
         if (!c->ts || !g->out || (q->logprobs && !c->lp) ||

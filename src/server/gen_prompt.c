@@ -53,7 +53,14 @@ int gen_prompt_ids_at(server *s, const oai_req *q, int pi, int32_t **ids, int *n
             if (oai_tools_messages(q, s->chat, &tmsgs, &n_msgs, &owned, &n_owned, e)) return -1;
             msgs = tmsgs;
         }
-        int rc = chat_encode(s->vocab, s->chat, s->chat_src, msgs, n_msgs, 1, s->bos_text, ids, n, &err);
+        if (q->enable_thinking >= 0 && !chat_family_has_thinking_switch(s->chat)) {
+            if (tmsgs) oai_tools_msgs_free(tmsgs, owned, n_owned);
+            return oai_err_set(e, 400, NULL, NULL, "chat_template_kwargs", "'chat_template_kwargs.enable_thinking' is "
+                               "not supported: this model's chat template (%s) has no thinking switch",
+                               chat_family_name(s->chat));
+        }
+        chat_opts co = {.enable_thinking = q->enable_thinking != 0};
+        int rc = chat_encode_opts(s->vocab, s->chat, s->chat_src, msgs, n_msgs, 1, s->bos_text, &co, ids, n, &err);
         if (tmsgs) oai_tools_msgs_free(tmsgs, owned, n_owned);
         if (rc) return oai_err_set(e, 400, NULL, NULL, "messages", "%s", err.msg);
     } else if (q->suffix) {

@@ -91,6 +91,8 @@ typedef struct oai_req {
     const char *prediction; // Predicted Outputs text (borrowed from root or owned[]), NULL if none
     size_t prediction_len;  // bytes
     oai_ext ext;    // response_format, grammar, tools (oai_tools.c)
+    int enable_thinking; // chat_template_kwargs.enable_thinking: -1 not given, 0 or 1 (checked against the
+                         // template where it is known: gen_prompt.c)
     samp_bias *bias; // (n_bias) owned logit_bias, validated ids >= 0 and values in [-100, 100]
     int n_bias;      // (the id's upper bound is the vocabulary's: checked where the model is known)
     int truncation;  // "truncation": -1 not given (server default), 0 "disabled", 1 "auto"

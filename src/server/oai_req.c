@@ -276,9 +276,14 @@ static int parse_restricted(oai_req *r, oai_err *e) {
         const char *key;
         json_t *kv;
         json_object_foreach(v, key, kv) {
-            if (!strcmp(key, "enable_thinking"))
-                return BAD(e, "chat_template_kwargs", "'chat_template_kwargs.enable_thinking' is not supported: this "
-                           "model's chat template has no thinking switch");
+            if (!strcmp(key, "enable_thinking")) {
+                if (json_is_null(kv)) continue;
+                if (!json_is_boolean(kv))
+                    return BAD(e, "chat_template_kwargs", "'chat_template_kwargs.enable_thinking' must be a boolean, "
+                               "got %s", jtype(kv));
+                r->enable_thinking = json_is_true(kv);
+                continue;
+            }
             return BAD(e, "chat_template_kwargs", "'chat_template_kwargs.%.40s' is not supported by this chat template", key);
         }
     }
@@ -339,6 +344,7 @@ int oai_parse_ex(oai_kind kind, const char *body, size_t len, int lenient, oai_r
     r->max_tokens = -1;
     r->truncation = -1;
     r->n = 1;
+    r->enable_thinking = -1;
     // OpenAI defaults (set field by field: the request must not depend on the sampler's greedy default)
     r->sp.temperature = 1.0f;
     r->sp.top_k = 0;

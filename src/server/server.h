@@ -42,6 +42,7 @@ typedef struct server_opts {
     const char *chat_template; // NULL = detect from the model (fallback chatml)
     const struct srv_config *cfg; // NULL: the one model at model_path; else every model and router alias
                                   // (server/srv_config.h; borrowed, finished; model_path etc. are ignored)
+    int reasoning_format;      // SRV_REASONING_*: where <think>…</think> output goes (see server/reasoning.h)
     engine_opts eng;           // eog_ids are filled in by the server
     int log_level;             // SRV_LOG_*
     int pooling;               // ENGINE_EMBED_MEAN (default) or ENGINE_EMBED_LAST for /v1/embeddings
@@ -50,6 +51,12 @@ typedef struct server_opts {
     int truncation;            // context overflow when a request does not say: 0 refuse (context_length_exceeded),
                                // 1 auto (drop the oldest turns / middle-out; gen_trunc.c)
 } server_opts;
+
+enum {
+    SRV_REASONING_AUTO = 0, // reasoning_content when the chat template is a reasoning one (qwen3, deepseek)
+    SRV_REASONING_NONE,     // always inline in content, tags included
+    SRV_REASONING_PARSE,    // always split, whatever the template ("deepseek", llama.cpp's name)
+};
 
 void server_opts_default(server_opts *o);
 // Listens, loads the model, serves until SIGTERM/SIGINT, drains and frees everything. Returns 0 on a clean

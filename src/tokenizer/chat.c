@@ -24,7 +24,12 @@ static const char *const fam_names[CHAT_COUNT] = {
     [CHAT_UNKNOWN] = "unknown", [CHAT_CHATML] = "chatml", [CHAT_LLAMA2] = "llama2",
     [CHAT_LLAMA3] = "llama3",   [CHAT_MISTRAL] = "mistral", [CHAT_GEMMA] = "gemma",
     [CHAT_PHI3] = "phi3",       [CHAT_ZEPHYR] = "zephyr",   [CHAT_DEEPSEEK] = "deepseek",
+    [CHAT_QWEN3] = "qwen3",
 };
+
+int chat_family_reasons(chat_family f) { return f == CHAT_QWEN3 || f == CHAT_DEEPSEEK; }
+int chat_family_has_thinking_switch(chat_family f) { return f == CHAT_QWEN3; }
+int chat_family_opens_think(chat_family f) { return f == CHAT_DEEPSEEK; }
 
 const char *chat_family_name(chat_family f) {
     return (f >= 0 && f < CHAT_COUNT) ? fam_names[f] : "unknown";
@@ -63,6 +68,7 @@ chat_family chat_detect(const char *t) {
     if (has(t, "<|im_start|>")) {
         // Phi-4 (<|im_sep|>) and SmolVLM (<end_of_utterance>) look like ChatML but are not.
         if (has(t, "<|im_sep|>") || has(t, "<end_of_utterance>")) return CHAT_UNKNOWN;
+        if (has(t, "<think>") && has(t, "enable_thinking")) return CHAT_QWEN3;
         return CHAT_CHATML;
     }
     if (has(t, "[INST]")) return has(t, "<<SYS>>") ? CHAT_LLAMA2 : CHAT_MISTRAL;
@@ -291,6 +297,7 @@ typedef struct {
     int gen;          // add_generation_prompt
     const char *bos;  // "" when none
     const chat_style *st;
+    int thinking;     // chat_opts.enable_thinking
 } rctx;
 
 static int is_role(const chat_msg *m, const char *r) { return !strcmp(m->role, r); }
@@ -484,11 +491,93 @@ static void r_deepseek(const rctx *c, sbuf *b) {
     if (c->gen) sb_add(b, DS_ASSISTANT "<think>\n");
 }
 
+// Qwen3 (Qwen/Qwen3-0.6B's template, tests/ref/chat-templates/): ChatML without a default system prompt;
+// assistant turns after the last user query keep their reasoning as "<think>\n…\n</think>\n\n" (the last
+// one always), earlier ones lose it; tool results are grouped into one user turn of <tool_response>s; with
+// enable_thinking false the generation prompt closes an empty think block so the model answers directly.
+static int starts_with(const char *s, const char *p) { return !strncmp(s, p, strlen(p)); }
+static int ends_with(const char *s, const char *p) {
+    size_t n = strlen(s), k = strlen(p);
+    return n >= k && !memcmp(s + n - k, p, k);
+}
+
+// Appends s[a..e) of message text with Python's lstrip('\n') / rstrip('\n') as asked.
+static void sb_user_range(sbuf *b, const char *s, size_t a, size_t e, int lstrip, int rstrip) {
+    while (lstrip && a < e && s[a] == '\n') a++;
+    while (rstrip && e > a && s[e - 1] == '\n') e--;
+    size_t off = b->n;
+    sb_addn(b, s + a, e - a);
+    if (!b->oom) sb_mark(b, off, e - a);
+}
+
+static void r_qwen3(const rctx *c, sbuf *b) {
+    if (c->n > 0 && is_role(&c->m[0], "system")) {
+        sb_add(b, "<|im_start|>system\n");
+        sb_user(b, c->m[0].content);
+        sb_add(b, "<|im_end|>\n");
+    }
+    // the last real user query (tool results sent as user turns do not count)
+    int last_query = c->n - 1;
+    for (int i = c->n - 1; i >= 0; i--) {
+        const char *t = c->m[i].content;
+        if (is_role(&c->m[i], "user") && !(starts_with(t, "<tool_response>") && ends_with(t, "</tool_response>"))) {
+            last_query = i;
+            break;
+        }
+    }
+    for (int i = 0; i < c->n; i++) {
+        const chat_msg *m = &c->m[i];
+        if (is_role(m, "user") || (is_role(m, "system") && i > 0)) {
+            sb_add(b, "<|im_start|>");
+            sb_add(b, m->role);
+            sb_add(b, "\n");
+            sb_user(b, m->content);
+            sb_add(b, "<|im_end|>\n");
+        } else if (is_role(m, "assistant")) {
+            const char *t = m->content, *end = strstr(t, "</think>");
+            size_t n = strlen(t), ca = 0, ra = 0, re = 0; // content from ca; reasoning t[ra..re)
+            if (end) {
+                // content: after the last </think>; reasoning: before the first one, after the last <think> there
+                for (const char *p = end; p; p = strstr(p + 1, "</think>")) ca = (size_t)(p - t) + 8;
+                re = (size_t)(end - t);
+                while (re > 0 && t[re - 1] == '\n') re--;
+                for (const char *p = strstr(t, "<think>"); p && (size_t)(p - t) + 7 <= re; p = strstr(p + 1, "<think>"))
+                    ra = (size_t)(p - t) + 7;
+                while (ra < re && t[ra] == '\n') ra++;
+            }
+            sb_add(b, "<|im_start|>assistant\n");
+            if (i > last_query && (i == c->n - 1 || re > ra)) {
+                sb_add(b, "<think>\n");
+                sb_user_range(b, t, ra, re, 1, 1);
+                sb_add(b, "\n</think>\n\n");
+                sb_user_range(b, t, ca, n, 1, 0);
+            } else {
+                sb_user_range(b, t, ca, n, end != NULL, 0);
+            }
+            sb_add(b, "<|im_end|>\n");
+        } else if (is_role(m, "tool")) {
+            if (i == 0 || !is_role(&c->m[i - 1], "tool")) sb_add(b, "<|im_start|>user");
+            sb_add(b, "\n<tool_response>\n");
+            sb_user(b, m->content);
+            sb_add(b, "\n</tool_response>");
+            if (i == c->n - 1 || !is_role(&c->m[i + 1], "tool")) sb_add(b, "<|im_end|>\n");
+        }
+    }
+    if (c->gen) sb_add(b, c->thinking ? "<|im_start|>assistant\n" : "<|im_start|>assistant\n<think>\n\n</think>\n\n");
+}
+
 // --- public entry
 
 int chat_render_guarded(chat_family f, const char *template_src, const chat_msg *msgs, int n_msgs,
                         int add_generation_prompt, const char *bos_text, char **out, tok_range **plain, int *n_plain,
                         tc_err *err) {
+    return chat_render_opts(f, template_src, msgs, n_msgs, add_generation_prompt, bos_text, NULL, out, plain, n_plain,
+                            err);
+}
+
+int chat_render_opts(chat_family f, const char *template_src, const chat_msg *msgs, int n_msgs,
+                     int add_generation_prompt, const char *bos_text, const chat_opts *opts, char **out,
+                     tok_range **plain, int *n_plain, tc_err *err) {
     *out = NULL;
     if (plain) *plain = NULL, *n_plain = 0;
     if (f <= CHAT_UNKNOWN || f >= CHAT_COUNT)
@@ -501,14 +590,16 @@ int chat_render_guarded(chat_family f, const char *template_src, const chat_msg 
         int std = !strcmp(msgs[i].role, "system") || !strcmp(msgs[i].role, "user") ||
                   !strcmp(msgs[i].role, "assistant");
         // ChatML passes any role through; Llama 3.1+ has "ipython" for tool results
-        if (!std && f != CHAT_CHATML && !(f == CHAT_LLAMA3 && !strcmp(msgs[i].role, "ipython")))
+        if (!std && f != CHAT_CHATML && !(f == CHAT_LLAMA3 && !strcmp(msgs[i].role, "ipython")) &&
+            !(f == CHAT_QWEN3 && !strcmp(msgs[i].role, "tool")))
             return tc_err_set(err, TC_ERR_INVALID, "chat message %d: role '%s' is not supported by the %s template",
                               i, msgs[i].role, chat_family_name(f));
         if (!msgs[i].role[0]) return tc_err_set(err, TC_ERR_INVALID, "chat message %d: empty role", i);
     }
     chat_style st;
     style_from_template(f, template_src, &st);
-    rctx c = {.m = msgs, .n = n_msgs, .gen = add_generation_prompt, .bos = bos_text ? bos_text : "", .st = &st};
+    rctx c = {.m = msgs, .n = n_msgs, .gen = add_generation_prompt, .bos = bos_text ? bos_text : "", .st = &st,
+              .thinking = !opts || opts->enable_thinking};
     sbuf b = {0};
     switch (f) {
     case CHAT_CHATML: r_chatml(&c, &b); break;
@@ -519,6 +610,7 @@ int chat_render_guarded(chat_family f, const char *template_src, const chat_msg 
     case CHAT_PHI3: r_phi3(&c, &b); break;
     case CHAT_ZEPHYR: r_zephyr(&c, &b); break;
     case CHAT_DEEPSEEK: r_deepseek(&c, &b); break;
+    case CHAT_QWEN3: r_qwen3(&c, &b); break;
     default: break;
     }
     sb_addn(&b, "", 0); // make sure an empty rendering is still a valid string
@@ -542,12 +634,18 @@ int chat_render(chat_family f, const char *template_src, const chat_msg *msgs, i
 
 int chat_encode(const tok_vocab *v, chat_family f, const char *template_src, const chat_msg *msgs, int n_msgs,
                 int add_generation_prompt, const char *bos_text, int32_t **ids, int *n_ids, tc_err *err) {
+    return chat_encode_opts(v, f, template_src, msgs, n_msgs, add_generation_prompt, bos_text, NULL, ids, n_ids, err);
+}
+
+int chat_encode_opts(const tok_vocab *v, chat_family f, const char *template_src, const chat_msg *msgs, int n_msgs,
+                     int add_generation_prompt, const char *bos_text, const chat_opts *opts, int32_t **ids,
+                     int *n_ids, tc_err *err) {
     *ids = NULL, *n_ids = 0;
     char *text = NULL;
     tok_range *plain = NULL;
     int n_plain = 0;
-    int rc = chat_render_guarded(f, template_src, msgs, n_msgs, add_generation_prompt, bos_text, &text, &plain,
-                                 &n_plain, err);
+    int rc = chat_render_opts(f, template_src, msgs, n_msgs, add_generation_prompt, bos_text, opts, &text, &plain,
+                              &n_plain, err);
     if (rc) return rc;
     // BOS comes from the template text (bos_text), so no TOK_ENC_ADD_BOS here.
     rc = tok_encode_guarded(v, text, strlen(text), TOK_ENC_PARSE_SPECIAL, plain, n_plain, ids, n_ids, err);

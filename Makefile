@@ -68,6 +68,7 @@ pytest: build models venv
 
 # Latency / throughput / measurement-error thresholds; run on an otherwise idle machine.
 bench: build models venv
+	TACHYON_TIMING_CHECKS=1 $(BUILD)/test_cpu_pool
 	TACHYON_BIN=$(abspath $(BUILD))/tachyon $(PY) -m pytest -q -rs -s -m bench tests/ref tests/integration
 
 # Short, fixed-time fuzzing of every untrusted-input parser (clang + libFuzzer). Each target first replays

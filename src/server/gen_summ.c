@@ -21,9 +21,12 @@
 #define GEN_SUMM_WRAP 24        // tokens the summary message's role markers and prefix take at most (chat templates)
 
 static const char summ_prefix[] = "Summary of the earlier conversation: ";
-static const char summ_instruction[] =
-    "Summarize the following conversation in a few sentences. Keep names, facts, numbers, decisions and open "
-    "questions. Write only the summary.";
+// The summarizer's prompt: a system message, then the conversation with the instruction after it (small
+// instruct models follow an instruction that comes last better than one before a long text).
+static const char summ_system[] = "You write short, factual summaries of conversations.";
+static const char summ_head[] = "Conversation:\n\n";
+static const char summ_tail[] = "\n\nSummarize the conversation above in a few sentences. Keep names, facts, numbers, "
+                                "decisions and open questions. Write only the summary.";
 
 int gen_summ_reserve(int budget) {
     int r = GEN_SUMM_MAX_TOKENS + GEN_SUMM_WRAP;
@@ -143,6 +146,8 @@ static void on_event(server *sm, srv_ev_sink *self, const engine_event *ev) {
     if (ok && len > 0 && apply(j->s, j->q, j->ins, t, len, j->budget, j->ids, j->n_ids) == 0) {
         if (hub->summ_cache) summ_cache_put(hub->summ_cache, j->key, t, len);
         hub->summ_generated++;
+        srv_log(j->s, SRV_LOG_DEBUG, "summary by %s (%d tokens): %.*s", sm->name, j->n_out, (int)(len < 400 ? len : 400),
+                t);
         free(text);
         job_end(j, "generated");
         return;
@@ -177,9 +182,13 @@ static int submit(server *sm, summ_job *j, const char *dropped, size_t len) {
         why = "TACHYON_FAULT_SUMMARY";
         goto fail;
     }
-    char *copy = strndup(dropped, len);
+    size_t nh = sizeof summ_head - 1, nt = sizeof summ_tail - 1;
+    char *copy = malloc(nh + len + nt + 1);
     if (!copy) goto fail;
-    chat_msg m[2] = {{"system", summ_instruction}, {"user", copy}};
+    memcpy(copy, summ_head, nh);
+    memcpy(copy + nh, dropped, len);
+    memcpy(copy + nh + len, summ_tail, nt + 1);
+    chat_msg m[2] = {{"system", summ_system}, {"user", copy}};
     int rc = chat_encode(sm->vocab, sm->chat, sm->chat_src, m, 2, 1, sm->bos_text, &ids, &n, &err);
     free(copy);
     if (rc) {
@@ -198,6 +207,7 @@ static int submit(server *sm, summ_job *j, const char *dropped, size_t len) {
     er.n_prompt = n;
     er.max_tokens = mt;
     samp_params_default(&er.sp); // greedy: the same turns give the same summary
+    er.sp.repetition_penalty = 1.15f; // greedy decoding of a small model loops ("facts, facts, facts, …") otherwise
     er.priority = GEN_SUMM_PRIORITY;
     er.user = &j->sink;
     uint64_t id = 0;

@@ -43,7 +43,7 @@ def start(*args, env=None):
 @pytest.fixture(scope="module")
 def srv():
     need(SMOL)
-    s = start("--summarize-with", M)
+    s = start("--summarize-with", M, "--log-level", "debug")
     yield s
     s.stop()
 
@@ -157,6 +157,24 @@ def test_streams_go_on_while_a_summary_is_generated(srv):
     assert len(during) >= 3, "the stream stalled while the summary was generated (%d chunks in %.2f s)" % (
         len(during), t1 - t0)
     assert len(got) > 250, len(got)
+
+
+def test_client_leaving_during_a_summary(srv):
+    """A client that gives up while its summary is generated: the summary still finishes (and is cached), the
+    server stays healthy, and the same conversation then launches from the cache."""
+    tl = turns(12, topic="forests")
+    msgs = [SYSTEM] + [m for t in tl for m in t] + [LAST]
+    before = summary_stats(srv)
+    with pytest.raises(openai.APITimeoutError):
+        openai.OpenAI(base_url=srv.base + "/v1", api_key="none", max_retries=0, timeout=0.3).chat.completions.create(
+            model=M, messages=msgs, max_tokens=MAXTOK, temperature=0)
+    deadline = time.time() + 60
+    while summary_stats(srv)["generated"] == before["generated"] and time.time() < deadline:
+        time.sleep(0.1)
+    assert summary_stats(srv)["generated"] == before["generated"] + 1
+    raw, r, _ = ask(srv, tl)
+    assert raw.headers["x-tachyon-summary"] == "cached"
+    assert "summary by" in open(srv.log_path).read()  # the debug log shows the summary text
 
 
 def test_summary_failure_falls_back():

@@ -109,6 +109,16 @@ static int apply(server *s, oai_req *q, int ins, const char *text, size_t len, i
     return -1;
 }
 
+// len, or less so that text[0..len) does not end inside a UTF-8 sequence.
+static size_t utf8_whole(const char *text, size_t len) {
+    size_t p = len;
+    while (p > 0 && len - p < 4 && ((unsigned char)text[p - 1] & 0xC0) == 0x80) p--;
+    if (p == 0) return len;
+    unsigned char lead = (unsigned char)text[p - 1];
+    size_t need = lead < 0x80 ? 1 : lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+    return len - (p - 1) < need ? p - 1 : len;
+}
+
 static void job_free(summ_job *j) {
     free(j->out);
     free(j);
@@ -143,6 +153,7 @@ static void on_event(server *sm, srv_ev_sink *self, const engine_event *ev) {
     const char *t = text;
     while (ok && len > 0 && (*t == ' ' || *t == '\n')) t++, len--; // no leading / trailing blank lines
     while (ok && len > 0 && (t[len - 1] == ' ' || t[len - 1] == '\n')) len--;
+    if (ok) len = utf8_whole(t, len); // a summary cut by max_tokens may end inside a character
     if (ok && len > 0 && apply(j->s, j->q, j->ins, t, len, j->budget, j->ids, j->n_ids) == 0) {
         if (hub->summ_cache) summ_cache_put(hub->summ_cache, j->key, t, len);
         hub->summ_generated++;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "bench/bench_rng.h"
@@ -75,6 +76,7 @@ static int on_event(void *ud, const char *data, size_t len) {
     }
     int rc = 0;
     if (c.id && !r->id) r->id = strdup(c.id);
+    if (c.model && !r->model) r->model = strdup(c.model);
     if (c.content_len) {
         if (r->n_chunks == 0) r->t_first = x->t_now;
         else rc = bench_record_push_itl(r, x->t_now - x->t_last);
@@ -108,6 +110,23 @@ static int on_event(void *ud, const char *data, size_t len) {
         x->failed_parse = 1;
     }
     return rc;
+}
+
+// Response headers: keeps x-tachyon-routed-model (a router alias's choice) for the per-model breakdown.
+static size_t on_header(char *ptr, size_t size, size_t nmemb, void *ud) {
+    xfer *x = ud;
+    size_t n = size * nmemb;
+    static const char name[] = "x-tachyon-routed-model:";
+    size_t k = sizeof name - 1;
+    if (n > k && !strncasecmp(ptr, name, k)) {
+        bench_record *r = rec_of(x);
+        const char *v = ptr + k, *end = ptr + n;
+        while (v < end && (*v == ' ' || *v == '\t')) v++;
+        while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' ')) end--;
+        free(r->routed_model);
+        r->routed_model = strndup(v, (size_t)(end - v)); // NULL on OOM: the breakdown falls back to "model"
+    }
+    return n;
 }
 
 static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ud) {
@@ -222,6 +241,8 @@ static int dispatch(runner *rn, int64_t idx, tc_err *err) {
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->headers);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_data);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, x);
     curl_easy_setopt(e, CURLOPT_PRIVATE, x);
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, x->curl_err);
     curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);

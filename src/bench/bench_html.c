@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "bench/bench_report.h"
+#include "bench/bench_model.h"
 
 typedef struct series {
     char label[96];
@@ -239,6 +240,11 @@ int bench_write_html(const char *path, const char *title, const bench_result *re
     }
     fputs("</table><p>Latencies in ms. All times measured by the client on a monotonic clock.</p>\n", f);
     class_tables(f, res, n);
+    for (size_t i = 0; i < n; i++) { // several models or a router: which model answered (bench_model.c)
+        char lb[128];
+        label_of(&res[i], lb, sizeof lb);
+        bench_model_html(f, lb, res[i].run.recs, res[i].run.n, res[i].run.duration);
+    }
     int rc = 0;
     series *ss = calloc(n * 2 + 1, sizeof *ss);
     double **bufs = calloc(n * 8 + 1, sizeof *bufs);

@@ -1,4 +1,5 @@
 #include "bench/bench_report.h"
+#include "bench/bench_model.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -173,6 +174,8 @@ static json_t *record_json(const bench_record *r) {
     if (r->tenant >= 0) json_object_set_new(o, "tenant", json_integer(r->tenant));
     json_object_set_new(o, "error", r->error ? json_string(r->error) : json_null());
     json_object_set_new(o, "id", r->id ? json_string(r->id) : json_null());
+    json_object_set_new(o, "model", r->model ? json_string(r->model) : json_null());
+    if (r->routed_model) json_object_set_new(o, "routed_model", json_string(r->routed_model));
     if (r->has_priority) json_object_set_new(o, "priority", json_integer(r->priority));
     if (r->len_class)
         json_object_set_new(o, "length_class", json_string(r->len_class == BENCH_LEN_LONG ? "long" : "short"));
@@ -194,6 +197,7 @@ int bench_write_json(const char *path, void *config_json, const bench_result *re
         json_object_set_new(run, "t0_monotonic_s", json_real(res[i].run.t0));
         json_object_set_new(run, "classes", classes_json(&res[i].cls));
         if (res[i].tenants_json) json_object_set(run, "tenants", (json_t *)res[i].tenants_json);
+        json_object_set_new(run, "models", bench_model_json(res[i].run.recs, res[i].run.n, res[i].run.duration));
         json_object_set_new(run, "x", isfinite(res[i].x) ? json_real(res[i].x) : json_string("inf"));
         json_array_append_new(runs, run);
     }
@@ -201,6 +205,7 @@ int bench_write_json(const char *path, void *config_json, const bench_result *re
         json_t *r0 = json_array_get(runs, 0);
         json_object_set(root, "summary", json_object_get(r0, "summary"));
         if (json_object_get(r0, "tenants")) json_object_set(root, "tenants", json_object_get(r0, "tenants"));
+        json_object_set(root, "models", json_object_get(r0, "models"));
         json_object_set(root, "requests", json_object_get(r0, "requests"));
     }
     json_object_set_new(root, "runs", runs);

@@ -149,6 +149,8 @@ int bench_chunk_parse(bench_chunk *out, const char *data, size_t len, int chat, 
     }
     json_t *id = json_object_get(root, "id");
     if (json_is_string(id)) out->id = json_string_value(id);
+    json_t *model = json_object_get(root, "model");
+    if (json_is_string(model)) out->model = json_string_value(model);
     json_t *ch = json_object_get(root, "choices");
     json_t *c0 = json_is_array(ch) ? json_array_get(ch, 0) : NULL;
     if (json_is_object(c0)) {

@@ -43,6 +43,7 @@ typedef struct bench_chunk {
     int has_pred;             // usage.completion_tokens_details had accepted/rejected_prediction_tokens
     int64_t accepted_pred, rejected_pred;
     const char *id;           // borrowed, the chunk's "id" or NULL
+    const char *model;        // borrowed, the chunk's "model" (the model that answered) or NULL
     void *json_;              // private: the parsed root
 } bench_chunk;
 

@@ -8,6 +8,9 @@ void bench_record_free(bench_record *r) {
     if (!r) return;
     free(r->error);
     free(r->id);
+    free(r->model);
+    free(r->routed_model);
+    r->model = r->routed_model = NULL;
     free(r->itl);
     free(r->text);
     r->error = r->id = r->text = NULL;

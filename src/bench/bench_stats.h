@@ -16,6 +16,8 @@ typedef struct bench_record {
     int http_status;         // 0 when no response arrived
     char *error;             // owned (malloc), NULL when ok
     char *id;                // owned, the response's "id" field from the first chunk, or NULL
+    char *model;             // owned, the "model" the server answered with (first chunk naming one), or NULL
+    char *routed_model;      // owned, the x-tachyon-routed-model response header (a router's choice), or NULL
     double t_send;           // request handed to the transport, seconds since t0
     double t_first;          // first chunk with non-empty content, seconds since t0; < 0 if none
     double t_end;            // last byte / failure, seconds since t0

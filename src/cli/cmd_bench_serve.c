@@ -11,6 +11,7 @@
 #include "bench/bench_class.h"
 #include "bench/bench_client.h"
 #include "bench/bench_report.h"
+#include "bench/bench_model.h"
 #include "bench/bench_tenant.h"
 #include "bench/bench_workload.h"
 #include "cli/cli.h"
@@ -360,6 +361,9 @@ int cli_bench_serve(int argc, char **argv) {
         for (int k = 0; tn && k < n_servers; k++)
             bench_tenant_print(stdout, tn, res[p * n_servers + k].run.recs, res[p * n_servers + k].run.n,
                                res[p * n_servers + k].run.duration);
+        for (int k = 0; k < n_servers; k++) // several models or a router: which model answered (bench_model.c)
+            bench_model_print(stdout, res[p * n_servers + k].run.recs, res[p * n_servers + k].run.n,
+                              res[p * n_servers + k].run.duration);
     }
     if (o.json_path) {
         json_t *cfg = config_json(&o, argc, argv);

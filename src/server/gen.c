@@ -73,6 +73,8 @@ typedef struct gen_req {
     int pred_accepted, pred_rejected;                           // over choices (usage)
     int n_trunc_tokens, n_trunc_msgs;                           // dropped by truncation "auto" (gen_trunc.c)
     srv_tenant_ref tn;                                          // its tenant (srv_tenants.c), settled in g_free
+    gen_summ_in si;           // --summarize-with: what truncation dropped, until gen_summ_start takes it
+    const char *summ_status;  // x-tachyon-summary: "generated", "cached", "failed"; NULL = no summary tried
 } gen_req;
 
 // --- lifetime ----------------------------------------------------------------------------------------
@@ -108,6 +110,7 @@ static void g_free(gen_req *g) {
     }
     if (g->out) evbuffer_free(g->out);
     free(g->pred_ids);
+    free(g->si.dropped);
     if (g->body) evbuffer_free(g->body);
     free_ids(g);
     oai_req_free(&g->q);
@@ -663,7 +666,7 @@ static void gen_prepare(gen_req *g, const char *body, size_t len) {
     g->n_pr = n_pr;
     for (int pi = 0; pi < n_pr; pi++)
         if (gen_prompt_ids_at(s, &g->q, pi, &g->ids[pi], &g->n_ids[pi], e)) return;
-    if (gen_truncate(s, &g->q, g->ids, g->n_ids, n_pr, &g->n_trunc_tokens, &g->n_trunc_msgs, e)) return;
+    if (gen_truncate(s, &g->q, g->ids, g->n_ids, n_pr, &g->n_trunc_tokens, &g->n_trunc_msgs, &g->si, e)) return;
     g->prep_rc = 0;
 }
 
@@ -682,6 +685,17 @@ static void prep_done(void *arg) {
     evbuffer_free(g->body);
     g->body = NULL;
     if (!g->req) { // the client left meanwhile
+        g_maybe_free(g);
+        return;
+    }
+    gen_launch(g);
+}
+
+// The summary of its dropped turns is in g's prompt (or failed): launch, unless the client left meanwhile.
+static void summ_done(void *arg) {
+    gen_req *g = arg;
+    g->preparing = 0;
+    if (!g->req) {
         g_maybe_free(g);
         return;
     }
@@ -749,6 +763,11 @@ static void gen_launch(gen_req *g) {
     if (g->prep_rc) {
         gen_fail(g, &g->perr);
         return;
+    }
+    if (g->si.dropped) { // --summarize-with: wait (off the loop, like a worker job) for the summary
+        g->preparing = 1;
+        if (gen_summ_start(s, &g->q, &g->ids[0], &g->n_ids[0], &g->si, &g->summ_status, summ_done, g) == 1) return;
+        g->preparing = 0;
     }
     const oai_req *q = &g->q;
     gen_log_dropped(s, q);
@@ -881,6 +900,7 @@ static void gen_launch(gen_req *g) {
     free(gbnf);
     free_ids(g);
     gen_trunc_headers(s, req, q, g->n_trunc_tokens, g->n_trunc_msgs);
+    if (g->summ_status) evhttp_add_header(evhttp_request_get_output_headers(req), "x-tachyon-summary", g->summ_status);
     if (q->stream) {
         struct evkeyvalq *h = evhttp_request_get_output_headers(req);
         evhttp_add_header(h, "Content-Type", "text/event-stream");

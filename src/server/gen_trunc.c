@@ -71,8 +71,34 @@ static int probe_fits(void *ctx, int k) {
     return 1;
 }
 
+// With --summarize-with: the dropped messages as "role: content" paragraphs (what the summarizer reads and
+// the cache key hashes), and where the summary goes among the kept ones (before the first kept message that
+// came after a dropped one). 0, or -1 on OOM.
+static int dropped_text(const oai_req *q, const int *keep, int m, gen_summ_in *si) {
+    size_t cap = 1, len = 0;
+    int first = -1, j = 0;
+    for (int i = 0; i < q->n_msgs; i++) {
+        if (j < m && keep[j] == i) { j++; continue; }
+        if (first < 0) first = i;
+        cap += strlen(q->msgs[i].role) + (q->msgs[i].content ? strlen(q->msgs[i].content) : 0) + 4;
+    }
+    char *t = malloc(cap);
+    if (!t) return -1;
+    j = 0;
+    for (int i = 0; i < q->n_msgs; i++) {
+        if (j < m && keep[j] == i) { j++; continue; }
+        len += (size_t)snprintf(t + len, cap - len, "%s%s: %s", len ? "\n\n" : "", q->msgs[i].role,
+                                q->msgs[i].content ? q->msgs[i].content : "");
+    }
+    si->dropped = t;
+    si->len = len;
+    si->ins = 0;
+    while (si->ins < m && keep[si->ins] < first) si->ins++;
+    return 0;
+}
+
 static int trunc_chat(server *s, oai_req *q, int32_t **ids, int *n_ids, int budget, int *n_tok, int *n_msg,
-                      oai_err *e) {
+                      gen_summ_in *si, oai_err *e) {
     int n = q->n_msgs;
     int *turn = malloc((size_t)n * sizeof *turn), *keep = malloc((size_t)n * sizeof *keep);
     trunc_probe p = {s, q, turn, keep, budget, n + 1, NULL, 0, e};
@@ -88,6 +114,10 @@ static int trunc_chat(server *s, oai_req *q, int32_t **ids, int *n_ids, int budg
     if (k < 0) goto out;
     // commit: the request now holds only the kept messages (body array too, for anything rendering later)
     int m = trunc_keep(turn, n, k, keep);
+    if (si && dropped_text(q, keep, m, si)) {
+        oai_err_set(e, 500, "server_error", NULL, NULL, "out of memory");
+        goto out;
+    }
     json_t *jm = json_object_get(q->root, "messages"), *arr = json_array();
     if (!arr) {
         oai_err_set(e, 500, "server_error", NULL, NULL, "out of memory");
@@ -113,13 +143,28 @@ out:
     return rc;
 }
 
-int gen_truncate(server *s, oai_req *q, int32_t **ids, int *n_ids, int n_pr, int *n_tok, int *n_msg, oai_err *e) {
+int gen_truncate(server *s, oai_req *q, int32_t **ids, int *n_ids, int n_pr, int *n_tok, int *n_msg,
+                 gen_summ_in *si, oai_err *e) {
     *n_tok = *n_msg = 0;
+    if (si) *si = (gen_summ_in){0};
     if (!gen_trunc_auto(s, q)) return 0;
     int room = q->max_tokens > 0 ? q->max_tokens : TRUNC_MIN_ROOM < s->ctx_size / 4 ? TRUNC_MIN_ROOM : s->ctx_size / 4;
     int budget = s->ctx_size - room;
     if (budget < 1) return 0; // max_tokens alone fills the context: gen_launch refuses
-    if (q->kind == OAI_CHAT) return n_ids[0] > budget ? trunc_chat(s, q, &ids[0], &n_ids[0], budget, n_tok, n_msg, e) : 0;
+    if (q->kind == OAI_CHAT) {
+        if (n_ids[0] <= budget) return 0;
+        // --summarize-with: drop enough for the summary message too (gen_summ.c fills that room); when the
+        // pinned messages leave no such room, plain truncation
+        int reserve = si && s->hub->o.summarize_with ? gen_summ_reserve(budget) : 0;
+        if (reserve > 0) {
+            int rc = trunc_chat(s, q, &ids[0], &n_ids[0], budget - reserve, n_tok, n_msg, si, e);
+            if (rc || *n_msg > 0) {
+                si->budget = budget;
+                return rc;
+            }
+        }
+        return trunc_chat(s, q, &ids[0], &n_ids[0], budget, n_tok, n_msg, NULL, e);
+    }
     for (int pi = 0; pi < n_pr; pi++) {
         int n = trunc_middle_out(ids[pi], n_ids[pi], budget);
         *n_tok += n_ids[pi] - n;

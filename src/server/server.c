@@ -634,6 +634,7 @@ out:
     srv_work_free(s); // joins the worker: no job touches a request after this
     for (int i = 0; i < s->n_models; i++) gen_free_all(s->models[i]); // before evhttp_free (close callbacks)
     srv_tenants_free(s); // after gen_free_all: freed requests settle with their tenant
+    gen_summ_free(s);
     if (s->http) evhttp_free(s->http);
     srv_conn_free(s);
     if (s->ev_engine) event_free(s->ev_engine);

@@ -50,6 +50,8 @@ typedef struct server_opts {
                                // instead of a 400
     int truncation;            // context overflow when a request does not say: 0 refuse (context_length_exceeded),
                                // 1 auto (drop the oldest turns / middle-out; gen_trunc.c)
+    const char *summarize_with; // (optional) a served model's name: truncation "auto" replaces the dropped
+                                // chat turns with a summary it generates (gen_summ.c); NULL = plain truncation
 } server_opts;
 
 enum {

@@ -115,6 +115,8 @@ typedef struct server {
     int multi;                                 // hub only: several models or a router (model names route)
     struct srv_router *routers;                // hub only: (n_routers) owned
     int n_routers;
+    struct summ_cache *summ_cache;                     // hub only (gen_summ.c): --summarize-with's cache, owned
+    uint64_t summ_generated, summ_cached, summ_failed; // hub only: summaries by outcome (/stats)
     int pinned;   // 1: this model's engine and compute threads run on `cpus` only (several models, enough cores)
     cpu_set_t cpus;
 } server;
@@ -188,14 +190,34 @@ int gen_prompt_ids(server *s, const oai_req *q, int32_t **ids, int *n, oai_err *
 int gen_prompt_ids_at(server *s, const oai_req *q, int pi, int32_t **ids, int *n, oai_err *e);
 // The text a completions `echo` prepends for prompt p (*out malloc'd): the text as sent, or the ids decoded.
 int gen_echo_text(server *s, const oai_prompt *p, char **out, size_t *len);
+// What chat truncation dropped, for the summarization policy (--summarize-with, gen_summ.c).
+typedef struct gen_summ_in {
+    char *dropped; // (len) owned: the dropped messages as "role: content" paragraphs; NULL: nothing dropped
+    size_t len;
+    int ins;       // where the summary message goes in the kept messages (q->msgs index)
+    int budget;    // prompt tokens at most (the context minus the completion's room)
+} gen_summ_in;
 // gen_trunc.c: the context-overflow policy. With truncation "auto" (request field, else --truncation), drops
 // the oldest chat turns (re-rendering ids[0]; q's messages are reduced to those kept) or middle-out truncates
 // each completions prompt until prompt + room fits; *n_tok / *n_msg get what was dropped. What cannot fit
-// is left as it is (gen_launch refuses it). 0, or -1 with *e filled.
-int gen_truncate(server *s, oai_req *q, int32_t **ids, int *n_ids, int n_pr, int *n_tok, int *n_msg, oai_err *e);
+// is left as it is (gen_launch refuses it). With si (may be NULL) and --summarize-with, chat truncation
+// leaves gen_summ_reserve(budget) more tokens free and fills *si (si->dropped NULL when plain truncation was
+// used). 0, or -1 with *e filled.
+int gen_truncate(server *s, oai_req *q, int32_t **ids, int *n_ids, int n_pr, int *n_tok, int *n_msg,
+                 gen_summ_in *si, oai_err *e);
 int gen_trunc_auto(const server *s, const oai_req *q); // 1: truncation "auto" applies to q
 // x-tachyon-truncated-tokens (and -messages for chat) on the reply, when truncation "auto" applies.
 void gen_trunc_headers(const server *s, struct evhttp_request *req, const oai_req *q, int n_tok, int n_msg);
+// --- gen_summ.c: --summarize-with, the dropped turns replaced by one generated summary message --------
+int gen_summ_reserve(int budget); // prompt tokens truncation keeps free for the summary message
+// Summarizes si->dropped (ownership taken) into one message inserted in q at si->ins, re-rendering *ids /
+// *n_ids. *status gets "cached" or "failed" when this returns 0 (done now: a cache hit, or plain truncation
+// stays); 1: a summary request is on the summarizer's engine queue, and done(arg) runs later on the loop
+// thread once *status ("generated" or "failed"), q and *ids are final (they must stay valid until then).
+int gen_summ_start(server *s, oai_req *q, int32_t **ids, int *n_ids, gen_summ_in *si, const char **status,
+                   void (*done)(void *arg), void *arg);
+void gen_summ_free(server *s); // the hub's summary cache
+json_t *gen_summ_stats(const server *s); // /stats "summary": {generated, cached, failed, cache_entries}
 void gen_on_engine_events(server *s); // drains engine_poll and flushes dirty streams
 void gen_log_dropped(server *s, const oai_req *q); // --lenient: logs dropped fields (at most once per 10 s)
 void gen_check_disconnects(server *s);               // timer: notice clients that left, ping idle streams

@@ -209,6 +209,7 @@ static json_t *stats_json(server *s) {
     if (spec) json_object_set_new(j, "spec", spec);
     if (j && s->tenants && s == s->hub) json_object_set_new(j, "tenants", srv_tenants_stats(s)); // srv_tenants.c
     if (j) json_object_set_new(j, "sched", srv_sched_stats_json(&st));
+    if (j && s == s->hub && s->o.summarize_with) json_object_set_new(j, "summary", gen_summ_stats(s)); // gen_summ.c
     return j;
 }
 

@@ -75,20 +75,29 @@ async def stream(st, writer, k, req, chat):
     entry = {"id": rid, "k": k, "t_recv": t_recv, "send": [], "request": req if a.keep_requests else None}
     st.log.append(entry)
 
+    # --models a,b: request k answers as model k % 2 (a router's choice), with x-tachyon-routed-model
+    models = a.models.split(",") if a.models else ["fake"]
+    model = models[k % len(models)]
+    # --model-ttft-ms a=MS: that model's first chunk comes this much later (tells the breakdown's rows apart)
+    extra = dict(kv.split("=") for kv in a.model_ttft_ms.split(",")) if a.model_ttft_ms else {}
+
     def content(i):
         text = " tok%d" % i
         if chat:
-            return {"id": rid, "object": "chat.completion.chunk", "model": "fake",
+            return {"id": rid, "object": "chat.completion.chunk", "model": model,
                     "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]}
-        return {"id": rid, "object": "text_completion", "model": "fake",
+        return {"id": rid, "object": "text_completion", "model": model,
                 "choices": [{"index": 0, "text": text, "finish_reason": None}]}
 
-    writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+    routed = b"x-tachyon-routed-model: %s\r\n" % model.encode() if a.models else b""
+    writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n%sTransfer-Encoding: chunked\r\n\r\n"
+                 % routed)
     if chat:  # a role-only first chunk (no content), as real servers send
         writer.write(chunk(sse({"id": rid, "object": "chat.completion.chunk",
                                 "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]})))
     loop = asyncio.get_running_loop()
-    first = t_recv + (a.ttft_ms + a.ttft_step_ms * (k % a.ttft_cycle) + a.ttft_per_word_ms * words) / 1e3
+    first = t_recv + (a.ttft_ms + a.ttft_step_ms * (k % a.ttft_cycle) + a.ttft_per_word_ms * words
+                      + float(extra.get(model, 0))) / 1e3
     drop = a.drop_every and k % a.drop_every == a.drop_every - 1
     bad = a.malformed_every and k % a.malformed_every == a.malformed_every - 1
     for i in range(n):
@@ -175,6 +184,8 @@ async def main():
     p.add_argument("--no-usage", action="store_true")
     p.add_argument("--instant", action="store_true")
     p.add_argument("--keep-requests", action="store_true")
+    p.add_argument("--models", default="", help="a,b: request k answers as model k %% n with x-tachyon-routed-model")
+    p.add_argument("--model-ttft-ms", default="", help="a=MS,...: extra TTFT for that model's answers")
     p.add_argument("--expect-key", default=None)
     args = p.parse_args()
     st = State(args)

@@ -248,36 +248,9 @@ static int admit_one(sched *s, sched_req *r, double now) {
     return -1; // displaced one and still no room: try again next step rather than displace more
 }
 
-// Fifo steps 3 and 4 when a tenant leads the step's prefill (sched_fair_prefill_lead): its catching-up
-// chunks, then its admissions; the other tenants' prefill waits for the next step. Returns 0 when the lead
-// planned nothing (no budget, no blocks): the caller builds the step as usual rather than waste it.
-static int prefill_fifo_lead(sched *s, double now, int lead) {
-    int planned = 0;
-    for (sched_req *r = s->running.head; r && s->budget > 0; r = r->next) {
-        int left = r->n_tokens - r->num_computed;
-        if (r->tenant != lead || left <= 1 || r->plan_idx >= 0) continue;
-        r->n_draft = 0;
-        if (schedule_running(s, r, left < s->budget ? left : s->budget) < 0) return 1; // blocks short: stop
-        planned++;
-    }
-    fair_make_room(s);
-    while (s->plan.n_preempted == 0 && s->waiting.head && s->budget > 0) {
-        sched_req *w = pick_waiting(s, now);
-        if (w->tenant != lead || admit_one(s, w, now) < 0) break;
-        planned++;
-    }
-    return planned > 0 || s->plan.n_preempted > 0;
-}
-
 // Fifo steps 3 and 4: catching-up chunks in admission order, then admission in arrival order until the
-// head does not fit (none in a step that preempted for lack of blocks). With several tenants, the one
-// furthest below its share may lead the step's prefill alone (first-token protection, sched_fair.h).
+// head does not fit (none in a step that preempted for lack of blocks).
 static void prefill_fifo(sched *s, double now) {
-    int lead;
-    if (s->waiting.head || s->running.head)
-        if (sched_fair_prefill_lead(s->running.head, s->waiting.head ? pick_waiting(s, now) : NULL, &lead) &&
-            prefill_fifo_lead(s, now, lead))
-            return;
     for (sched_req *r = s->running.head; r && s->budget > 0;) {
         int left = r->n_tokens - r->num_computed;
         if (left > 1 && r->plan_idx < 0) {

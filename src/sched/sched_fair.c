@@ -64,35 +64,3 @@ sched_req *sched_fair_victim(sched_req *running, const sched_req *waiting) {
     if ((double)(g[v].running - 1) * g[w].share >= (double)(g[w].running + 1) * g[v].share) return g[v].first;
     return NULL;
 }
-
-int sched_fair_prefill_lead(const sched_req *running, const sched_req *next, int *lead) {
-    fair_group g[SCHED_FAIR_MAX_TENANTS];
-    int n = 0, n_work = 0;
-    for (const sched_req *r = running; r; r = r->next) { // usage of every running tenant
-        int k = 0;
-        while (k < n && g[k].tenant != r->tenant) k++;
-        if (k == n) {
-            if (n == SCHED_FAIR_MAX_TENANTS) continue;
-            g[n++] = (fair_group){r->tenant, share_of(r), 0, NULL};
-        }
-        g[k].running++;
-        if (r->plan_idx < 0 && r->n_tokens - r->num_computed > 1) g[k].first = (sched_req *)r; // has prefill
-    }
-    if (next) {
-        int k = 0;
-        while (k < n && g[k].tenant != next->tenant) k++;
-        if (k == n && n < SCHED_FAIR_MAX_TENANTS) g[n++] = (fair_group){next->tenant, share_of(next), 0, NULL};
-        if (k < n) g[k].first = (sched_req *)next;
-    }
-    int best = -1, tie = 0;
-    for (int k = 0; k < n; k++) {
-        if (!g[k].first) continue;
-        n_work++;
-        double d = best < 0 ? -1 : (double)g[k].running * g[best].share - (double)g[best].running * g[k].share;
-        if (best < 0 || d < 0) best = k, tie = 0;
-        else if (d == 0) tie = 1;
-    }
-    if (n_work < 2 || tie) return 0;
-    *lead = g[best].tenant;
-    return 1;
-}

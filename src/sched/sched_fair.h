@@ -21,13 +21,5 @@
 sched_req *sched_fair_pick(const sched_req *running, sched_req *waiting);
 // The running request to preempt so that a waiting tenant gets its share, or NULL (call when no slot is free).
 sched_req *sched_fair_victim(sched_req *running, const sched_req *waiting);
-// First-token protection: a step that carries one tenant's prefill and another's costs the first tenant the
-// other's prompt tokens on its time to first token (one forward pass over both), so a tenant flooding the
-// server with new prompts would tax every first token of a tenant within its share. When at least two
-// tenants have prefill work for this step (running requests still catching up, and `next`, the waiting
-// request admitted next, may be NULL), the one with the strictly lowest usage leads: the step's prefill is
-// its own, the others' chunks and admissions wait one step (their decodes go on). Returns 1 and the
-// tenant in *lead, or 0 (one tenant, or a tie: the step is built as before).
-int sched_fair_prefill_lead(const sched_req *running, const sched_req *next, int *lead);
 
 #endif

@@ -202,7 +202,9 @@ def tenant(a, out):
 
 
 def fmt(x, unit=""):
-    return "-" if x is None else ("%.0f%s" % (x, unit) if abs(x) >= 10 else "%.2f%s" % (x, unit))
+    if x is None:
+        return "-"
+    return "%.0f%s" % (x, unit) if abs(x) >= 10 or float(x).is_integer() else "%.2f%s" % (x, unit)
 
 
 def main():
@@ -237,7 +239,7 @@ def main():
         summary["overload"] = {"%s %s" % k: [r[k] for r in rs] for k in rs[0]}
         print("\n== overload: TTFT SLO %.0f ms, %d requests per point (medians of %d rounds)" % (SLO_MS, a.ovl_n, a.rounds))
         print("%-6s %-10s %9s %5s %5s %8s %9s %11s" % ("sched", "load", "goodput/s", "ok", "good", "refused",
-                                                        "late>20%", "worst TTFT"))
+                                                        "late>20%", "worst TTFT"))  # refused: 503 at arrival or dropped waiting
         for pol in ("fifo", "slo"):
             for lab in ("overload=1x", "overload=2x", "overload=5x"):
                 v = [r[(pol, lab)] for r in rs if (pol, lab) in r]

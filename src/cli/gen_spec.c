@@ -77,6 +77,14 @@ int gen_spec_generate(gen_session *g, samp_state *ss, float temperature, uint64_
 
     double t0 = tc_now();
     if ((rc = gen_eval(g, prompt, n_prompt, 0, err))) goto done;
+    // The drafter prefills the prompt too, here rather than lazily at its first draft: it is prompt work (TTFT),
+    // and a decode rate that hid a draft's prefill of hundreds of tokens in its first step would measure that.
+    int may_use_model = o->draft && (o->mode == SPEC_DRAFT || o->mode == SPEC_SELF || o->mode == SPEC_AUTO);
+    if (may_use_model && spec_dseq_reserve(o->draft, &ds, n_prompt, 1) == 0) {
+        spec_draft_req dr = {&ds, hist, n_prompt, 1, 0.0f, &drng, NULL};
+        tc_err derr = {0};
+        if (spec_drafter_run(o->draft, &dr, 1, &derr) == 0) spec_dseq_keep(o->draft, &ds, n_prompt);
+    }
     st->t_prefill = tc_now() - t0;
     step_cost cost = {0};
     int wide = n_prompt < g->max_batch ? n_prompt : g->max_batch;
@@ -101,11 +109,14 @@ int gen_spec_generate(gen_session *g, samp_state *ss, float temperature, uint64_
         const float *q = NULL;
         if (k > 0 && use_model && spec_dseq_reserve(o->draft, &ds, n_hist, k) == 0) {
             spec_draft_req dr = {&ds, hist, n_hist, k, samp_is_greedy(ss) ? 0.0f : temperature, &drng, NULL};
+            int catch_up = n_hist - ds.n_computed; // rows before draft 0: 1-2 in steady state
             double td = tc_now();
             tc_err derr = {0}; // a failed draft run only costs this step its draft (the engine does the same)
             if (spec_drafter_run(o->draft, &dr, 1, &derr) == 0) {
-                double per_pos = (tc_now() - td) / k;
-                draft_cost = draft_cost > 0 ? 0.8 * draft_cost + 0.2 * per_pos : per_pos;
+                // Price a draft position from steady-state steps only: a long catch-up (after the draft model
+                // sat out steps) is a one-off that would make auto give up on a draft that pays.
+                double per_pos = (tc_now() - td) / (k + catch_up - 1);
+                if (catch_up <= 2) draft_cost = draft_cost > 0 ? 0.8 * draft_cost + 0.2 * per_pos : per_pos;
                 d = k, q = dr.q;
                 st->n_model_drafted += d;
             }

@@ -3,7 +3,9 @@ worst case, the draft costs as much as the target and every draft is accepted) v
 L. All servers run side by side and the requests are interleaved round by round (A/B/C… A/B/C…), so machine
 noise hits every mode alike. Decode rate = (completion tokens - 1) / (last token time - first token time).
 
-usage: [MODES=off,draft,auto,self] TACHYON_BIN=build/tachyon .venv/bin/python bench/spec_draft_bench.py [ROUNDS] [MAX_TOKENS]"""
+usage: [MODES=off,draft,auto,self] TACHYON_BIN=build/tachyon .venv/bin/python bench/spec_draft_bench.py [ROUNDS] [MAX_TOKENS]
+       TARGET=F16.gguf DRAFT=Q4_0.gguf ... : another target and a real (cheaper) draft: modes off, draft, auto + draft
+       (the issue's measurement: an F16 target and a Q4_0 draft made with `tachyon quantize`)"""
 import json
 import os
 import statistics
@@ -17,9 +19,15 @@ from conftest import SMOL, Server  # noqa: E402
 ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 3
 MAXT = int(sys.argv[2]) if len(sys.argv) > 2 else 64
 COMMON = ["--ctx-size", 1024, "--threads", 2, "--spec-k", 4, "--itl-guard", 0]
+TARGET = os.environ.get("TARGET", SMOL)
+DRAFT = os.environ.get("DRAFT")
 MODES = [("off", ["--spec", "off"]), ("draft (same Q4_1)", ["--spec", "draft", "--draft-model", SMOL])]
 MODES += [("auto + draft (same Q4_1)", ["--spec", "auto", "--draft-model", SMOL])]
 MODES += [("self L=%d" % L, ["--spec", "self", "--self-spec-layers", L]) for L in (8, 16, 24)]
+if DRAFT:
+    dn = os.path.basename(DRAFT)
+    MODES = [("off", ["--spec", "off"]), ("draft " + dn, ["--spec", "draft", "--draft-model", DRAFT]),
+             ("auto + draft " + dn, ["--spec", "auto", "--draft-model", DRAFT])]
 if os.environ.get("MODES"):  # e.g. MODES=off,draft,auto: names starting with one of these
     MODES = [m for m in MODES if any(m[0].startswith(w) for w in os.environ["MODES"].split(","))]
 PROMPTS = ["Write a short story about a robot who learns to paint.",
@@ -48,7 +56,7 @@ def decode_rate(srv, prompt):
 
 
 def main():
-    servers = [(name, Server(SMOL, *COMMON, *args, timeout=180)) for name, args in MODES]
+    servers = [(name, Server(TARGET, *COMMON, *args, timeout=180)) for name, args in MODES]
     try:
         res = {(name, p): [] for name, _ in MODES for p in range(len(PROMPTS))}
         for _ in range(ROUNDS):

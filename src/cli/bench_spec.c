@@ -57,18 +57,30 @@ int bench_spec_run(model *m, const bench_spec_args *a, tc_err *err) {
     int32_t *ids = NULL;
     int n_ids = 0, rc;
     gen_session g = {0};
+    spec_drafter *dmodel = NULL, *dself = NULL; // the draft model's drafter, self-speculation's
     mode_acc *acc = calloc((size_t)a->n_modes, sizeof *acc);
     if (!acc) return tc_err_set(err, TC_ERR_NOMEM, "out of memory");
     if ((rc = read_prompt(m, a->prompt_file, &ids, &n_ids, err))) goto done;
     int batch = a->batch > SPEC_MAX_K + 1 ? a->batch : SPEC_MAX_K + 1;
     if ((rc = gen_open(&g, m, n_ids + a->n_gen + SPEC_MAX_K + 1, batch, a->threads, a->kv_k, a->kv_v, err)))
         goto done;
+    int ctx = n_ids + a->n_gen + SPEC_MAX_K + 1, want_self = 0;
+    for (int i = 0; i < a->n_modes; i++)
+        want_self |= a->modes[i] == SPEC_SELF || (a->modes[i] == SPEC_AUTO && !a->draft_model && a->self_layers > 0);
+    if (a->draft_model && (rc = gen_spec_drafter_new(m, a->draft_model, SPEC_DRAFT, 0, ctx, a->spec_k, a->threads,
+                                                     &dmodel, err)))
+        goto done;
+    if (want_self && (rc = gen_spec_drafter_new(m, NULL, SPEC_SELF, a->self_layers, ctx, a->spec_k, a->threads,
+                                                &dself, err)))
+        goto done;
     gen_spec_stats st;
     gen_spec_opts warm = {SPEC_OFF, a->spec_k, NULL};
     if ((rc = gen_spec_decode(&g, ids, n_ids, a->n_gen > 16 ? 16 : a->n_gen, &warm, &st, err))) goto done;
     for (int r = 0; r < a->reps; r++)
         for (int i = 0; i < a->n_modes; i++) {
-            gen_spec_opts o = {a->modes[i], a->spec_k, a->draft};
+            int md = a->modes[i];
+            gen_spec_opts o = {md, a->spec_k, md == SPEC_DRAFT ? dmodel : md == SPEC_SELF ? dself
+                                              : md == SPEC_AUTO ? (dmodel ? dmodel : dself) : NULL};
             if ((rc = gen_spec_decode(&g, ids, n_ids, a->n_gen, &o, &st, err))) goto done;
             acc[i].tps[r] = st.n_gen > 1 ? (st.n_gen - 1) / st.t_decode : 0;
             acc[i].drafted += st.n_drafted, acc[i].accepted += st.n_accepted, acc[i].steps += st.n_steps;
@@ -104,6 +116,8 @@ int bench_spec_run(model *m, const bench_spec_args *a, tc_err *err) {
         fflush(stdout);
     }
 done:
+    spec_drafter_free(dmodel);
+    spec_drafter_free(dself);
     gen_close(&g);
     free(ids);
     free(acc);

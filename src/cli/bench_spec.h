@@ -12,7 +12,8 @@ typedef struct bench_spec_args {
     int modes[BENCH_SPEC_MAX_MODES]; // spec_mode values, the first is the speedup's baseline
     int n_modes, spec_k, n_gen, reps, threads, batch, json;
     tt_type kv_k, kv_v;
-    void *draft; // reserved for --draft-model (gen_spec_opts.draft); NULL
+    model *draft_model; // (optional) borrowed: --draft-model, drafts for the draft and auto modes
+    int self_layers;    // --self-spec-layers: L for self (0: n_layers / 4), and auto without a draft model
 } bench_spec_args;
 
 // "off,ngram,auto" → modes; returns how many, or -1 on an unknown name or too many.

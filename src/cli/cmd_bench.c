@@ -11,6 +11,7 @@
 #include "cli/gen.h"
 #include "common/timeutil.h"
 #include "cpu/cpu.h"
+#include "spec/spec.h"
 
 typedef struct bench_stat {
     double mean, std;
@@ -48,10 +49,10 @@ int cli_bench(int argc, char **argv) {
                                        {"batch", 1, 0, 'b'}, {"kv-type", 1, 0, 1}, {"kv-type-k", 1, 0, 2},
                                        {"kv-type-v", 1, 0, 3}, {"depth", 1, 0, 'd'}, {"spec", 1, 0, 4},
                                        {"spec-k", 1, 0, 5}, {"prompt-file", 1, 0, 6}, {"draft-model", 1, 0, 7},
-                                       {0, 0, 0, 0}};
+                                       {"self-spec-layers", 1, 0, 8}, {0, 0, 0, 0}};
     bench_spec_args sa = {.spec_k = 8};
     tt_type kv_k = TT_F16, kv_v = TT_F16;
-    const char *path = NULL;
+    const char *path = NULL, *draft_path = NULL;
     int n_prompt = 512, n_gen = 128, threads = 2, reps = 5, json = 0, batch = 512, depth = 0, c, bad = 0;
     double v = 0;
     optind = 1;
@@ -70,13 +71,13 @@ int cli_bench(int argc, char **argv) {
         case 3: bad = cli_kv_type("bench", "--kv-type-v", optarg, NULL, &kv_v); break;
         case 4:
             if ((sa.n_modes = bench_spec_parse_modes(optarg, sa.modes, BENCH_SPEC_MAX_MODES)) < 0)
-                fprintf(stderr, "tachyon bench: --spec expects a comma-separated list of off|ngram|auto\n"), bad = 1;
+                fprintf(stderr, "tachyon bench: --spec expects a comma-separated list of off|ngram|draft|self|auto\n"),
+                    bad = 1;
             break;
         case 5: bad = cli_num("bench", "--spec-k", optarg, 1, 16, &v), sa.spec_k = (int)v; break;
         case 6: sa.prompt_file = optarg; break;
-        case 7: // hook for the draft-model proposer: it fills sa.draft once it exists
-            fprintf(stderr, "tachyon bench: --draft-model is not supported by this build yet\n"), bad = 1;
-            break;
+        case 7: draft_path = optarg; break;
+        case 8: bad = cli_num("bench", "--self-spec-layers", optarg, 1, 1 << 16, &v), sa.self_layers = (int)v; break;
         default: path = NULL, optind = argc; break;
         }
         if (bad) return 2;
@@ -84,7 +85,8 @@ int cli_bench(int argc, char **argv) {
     if (!path || n_prompt < 0 || n_gen < 0 || threads < 1 || reps < 1 || reps > 1000 || batch < 1) {
         fprintf(stderr, "usage: tachyon bench -m MODEL [-p 512] [-n 128] [-t THREADS] [-r REPS] [-b BATCH] [-d DEPTH] [--json]\n"
                         "                     [--kv-type|--kv-type-k|--kv-type-v f16|q8_0|q4_0]\n"
-                        "                     [--prompt-file FILE [--spec off,ngram,auto] [--spec-k K]]\n"
+                        "                     [--prompt-file FILE [--spec off,ngram,draft,self,auto] [--spec-k K]\n"
+                        "                      [--draft-model PATH] [--self-spec-layers L]]\n"
                         "  --prompt-file: greedy decode of -n tokens after this prompt, once per --spec mode (interleaved\n"
                         "                 within each repetition; speedup relative to the first mode, acceptance rate)\n");
         return 2;
@@ -94,14 +96,19 @@ int cli_bench(int argc, char **argv) {
             fprintf(stderr, "tachyon bench: --spec needs --prompt-file (speculation pays only on text it can predict)\n");
             return 2;
         }
-        if (sa.n_modes == 0) sa.modes[0] = 0, sa.n_modes = 1; // SPEC_OFF
+        if (sa.n_modes == 0) sa.modes[0] = SPEC_OFF, sa.n_modes = 1;
         tc_err e = {0};
         model *sm = NULL;
         sa.model_path = path, sa.n_gen = n_gen > 0 ? n_gen : 1, sa.reps = reps, sa.threads = threads;
         sa.batch = batch, sa.json = json, sa.kv_k = kv_k, sa.kv_v = kv_v;
         int rc = model_load(path, &sm, &e);
+        if (!rc && draft_path) rc = model_load(draft_path, &sa.draft_model, &e);
+        for (int i = 0; !rc && i < sa.n_modes; i++)
+            if (sa.modes[i] == SPEC_DRAFT && !sa.draft_model)
+                rc = tc_err_set(&e, TC_ERR_INVALID, "--spec draft needs --draft-model PATH");
         if (!rc) rc = bench_spec_run(sm, &sa, &e);
         if (rc) fprintf(stderr, "bench: %s\n", e.msg[0] ? e.msg : "failed");
+        model_free(sa.draft_model);
         model_free(sm);
         return rc ? 1 : 0;
     }

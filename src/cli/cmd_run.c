@@ -6,9 +6,9 @@
 
 #include "cli/cli.h"
 #include "cli/gen.h"
+#include "cli/gen_spec.h"
 #include "common/timeutil.h"
 #include "sampling/sampling.h"
-#include "sched/step_cost.h"
 #include "spec/spec.h"
 #include "tokenizer/chat.h"
 #include "tokenizer/tokenizer.h"
@@ -16,14 +16,19 @@
 static void run_usage(void) {
     fprintf(stderr, "usage: tachyon run -m MODEL -p PROMPT [-n N] [--temp T] [--top-p P] [--top-k K] [--min-p M]\n"
                     "                   [--repeat-penalty R] [--seed S] [-t THREADS] [-c CTX] [--chat]\n"
-                    "                   [--chat-template NAME] [--ignore-eos] [--spec off|ngram|auto] [--spec-k K]\n"
+                    "                   [--chat-template NAME] [--ignore-eos] [--spec off|ngram|draft|self|auto] [--spec-k K]\n"
+                    "                   [--draft-model PATH] [--self-spec-layers L]\n"
                     "                   [--kv-type|--kv-type-k|--kv-type-v f16|q8_0|q4_0]\n"
-                    "  --spec: speculative decoding by prompt lookup; ngram drafts k tokens whenever it finds a\n"
-                    "  match, auto (default) adapts k to the acceptance rate and the measured step cost\n");
+                    "  --spec: speculative decoding; ngram drafts k tokens by prompt lookup whenever it finds a match,\n"
+                    "  draft drafts k tokens with --draft-model (same vocabulary as the model), self with the model's\n"
+                    "  first L layers (--self-spec-layers, default n_layers/4); auto (default) uses the draft model\n"
+                    "  (else self-speculation when L is given) where its measured cost pays, else prompt lookup,\n"
+                    "  with k adapted to the acceptance rate and the measured step cost\n");
 }
 
 typedef struct run_opts {
-    const char *model, *prompt, *chat_template;
+    const char *model, *prompt, *chat_template, *draft_model;
+    int self_layers; // --self-spec-layers (0: n_layers / 4 under --spec self, none under auto)
     int n_predict, threads, ctx, chat, ignore_eos;
     int spec, spec_k; // spec_mode, drafted tokens per step at most
     tt_type kv_k, kv_v; // KV cache types
@@ -36,7 +41,8 @@ static int parse(int argc, char **argv, run_opts *o) {
         {"ctx-size", 1, 0, 'c'}, {"temp", 1, 0, 1}, {"top-p", 1, 0, 2}, {"top-k", 1, 0, 3}, {"min-p", 1, 0, 4},
         {"seed", 1, 0, 5}, {"chat", 0, 0, 6}, {"chat-template", 1, 0, 7}, {"repeat-penalty", 1, 0, 8},
         {"ignore-eos", 0, 0, 9}, {"spec", 1, 0, 10}, {"spec-k", 1, 0, 11}, {"kv-type", 1, 0, 12},
-        {"kv-type-k", 1, 0, 13}, {"kv-type-v", 1, 0, 14}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+        {"kv-type-k", 1, 0, 13}, {"kv-type-v", 1, 0, 14}, {"draft-model", 1, 0, 15}, {"self-spec-layers", 1, 0, 16},
+        {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     memset(o, 0, sizeof *o);
     o->n_predict = 128;
     o->spec = SPEC_AUTO;
@@ -75,7 +81,7 @@ static int parse(int argc, char **argv, run_opts *o) {
         case 9: o->ignore_eos = 1; break;
         case 10:
             if ((o->spec = spec_mode_parse(optarg)) < 0) {
-                fprintf(stderr, "tachyon run: --spec expects off|ngram|auto\n");
+                fprintf(stderr, "tachyon run: --spec expects off|ngram|draft|self|auto\n");
                 bad = 1;
             }
             break;
@@ -83,6 +89,8 @@ static int parse(int argc, char **argv, run_opts *o) {
         case 12: bad = cli_kv_type("run", "--kv-type", optarg, &o->kv_k, &o->kv_v); break;
         case 13: bad = cli_kv_type("run", "--kv-type-k", optarg, &o->kv_k, NULL); break;
         case 14: bad = cli_kv_type("run", "--kv-type-v", optarg, NULL, &o->kv_v); break;
+        case 15: o->draft_model = optarg; break;
+        case 16: bad = cli_num("run", "--self-spec-layers", optarg, 1, 1 << 16, &v), o->self_layers = (int)v; break;
         default: run_usage(); return -1;
         }
         if (bad) return -1;
@@ -124,6 +132,22 @@ static int encode_chat(const model *m, const tok_vocab *v, const run_opts *o, in
     return rc;
 }
 
+// Prints each generated token as its text completes; an end-of-generation token ends the run.
+typedef struct run_out {
+    const tok_vocab *v;
+    tok_stream *ts;
+    int ignore_eos;
+} run_out;
+
+static int run_emit(void *ctx, int32_t tok) {
+    run_out *r = ctx;
+    if (!r->ignore_eos && tok_is_eog(r->v, tok)) return 1;
+    char piece[256];
+    int len = tok_stream_push(r->ts, tok, piece, sizeof piece);
+    if (len > 0 && len <= (int)sizeof piece) fwrite(piece, 1, (size_t)len, stdout), fflush(stdout);
+    return 0;
+}
+
 int cli_run(int argc, char **argv) {
     run_opts o;
     if (parse(argc, argv, &o)) return 2;
@@ -132,9 +156,10 @@ int cli_run(int argc, char **argv) {
     tok_vocab *v = NULL;
     samp_state *ss = NULL;
     tok_stream *ts = NULL;
-    int32_t *ids = NULL, *hist = NULL;
-    float *rows = NULL;
+    int32_t *ids = NULL;
     gen_session g = {0};
+    model *dm = NULL; // --draft-model
+    spec_drafter *drafter = NULL;
     int n_ids = 0, status = 1;
 
     double t0 = tc_now();
@@ -168,86 +193,41 @@ int cli_run(int argc, char **argv) {
     int max_batch = n_ids < 512 ? n_ids : 512;
     if (max_batch < SPEC_MAX_K + 1) max_batch = SPEC_MAX_K + 1;
     if (gen_open(&g, m, ctx, max_batch, o.threads, o.kv_k, o.kv_v, &err)) goto fail;
-    // history: prompt, generated tokens, and room for a draft past them
-    hist = malloc(((size_t)n_ids + o.n_predict + SPEC_MAX_K + 1) * sizeof *hist);
-    rows = malloc((size_t)(SPEC_MAX_K + 1) * hp->n_vocab * sizeof *rows);
-    if (!hist || !rows) {
-        tc_err_set(&err, TC_ERR_NOMEM, "out of memory");
+    if (o.draft_model && (o.spec == SPEC_DRAFT || o.spec == SPEC_AUTO) && model_load(o.draft_model, &dm, &err))
         goto fail;
-    }
-    memcpy(hist, ids, (size_t)n_ids * sizeof *hist);
-    int n_hist = n_ids;
+    if (gen_spec_drafter_new(m, dm, o.spec, o.self_layers, ctx, o.spec_k, o.threads, &drafter, &err)) goto fail;
     // Generated text continues the prompt's text (keeps its leading space), unless the prompt is BOS alone.
     int bos_only = n_ids == 1 && ids[0] == tok_bos(v);
     ts = tok_stream_new(v, bos_only ? 0 : TOK_DEC_CONTINUATION);
     if (!ts) goto fail;
-
-    double t_start = tc_now();
-    if (gen_eval(&g, ids, n_ids, 0, &err)) goto fail;
-    double t_prefill = tc_now() - t_start, t_first = 0;
-    step_cost cost = {0};
-    step_cost_observe(&cost, n_ids < max_batch ? n_ids : max_batch, t_prefill); // a wide step seeds the fit
-    spec_accept acc;
-    spec_accept_init(&acc);
-    long n_drafted = 0, n_accepted = 0, n_steps = 0;
-    int n_gen = 0, done = 0;
+    run_out ro = {v, ts, o.ignore_eos};
+    gen_spec_opts so = {o.spec, o.spec_k, drafter};
+    gen_spec_stats st;
+    if (gen_spec_generate(&g, ss, o.sp.temperature, o.sp.seed, ids, n_ids, o.n_predict, &so, run_emit, &ro, &st,
+                          &err))
+        goto fail;
     char piece[256];
-    int32_t out[SPEC_MAX_K + 1];
-    samp_result res[SPEC_MAX_K + 1];
-    // the first token comes from the prompt's last row
-    int n_out = spec_verify(ss, g.logits, hp->n_vocab, NULL, 0, out, res);
-    t_first = tc_now() - t_start;
-    for (;;) {
-        for (int i = 0; i < n_out && !done; i++) { // emit in order; an end drops what follows it
-            int32_t tok = out[i];
-            hist[n_hist++] = tok;
-            n_gen++;
-            if (!o.ignore_eos && tok_is_eog(v, tok)) done = 1;
-            else {
-                int len = tok_stream_push(ts, tok, piece, sizeof piece);
-                if (len > 0 && len <= (int)sizeof piece) fwrite(piece, 1, (size_t)len, stdout), fflush(stdout);
-            }
-            if (n_gen >= o.n_predict) done = 1;
-        }
-        if (done) break;
-        // draft: at most what is left to generate minus the target's own token
-        int k = o.spec == SPEC_OFF ? 0 : o.spec_k, left = o.n_predict - n_gen - 1;
-        if (k > left) k = left;
-        if (k > 0 && o.spec == SPEC_AUTO) {
-            double t1 = step_cost_predict(&cost, 1), b = step_cost_predict(&cost, 2) - t1;
-            k = step_cost_ready(&cost) ? spec_accept_pick(&acc, k, t1 - b, b, 1, 0) : 0;
-        }
-        int d = k > 0 ? spec_ngram_propose(hist, n_hist, k, hist + n_hist) : 0;
-        if (d == 0) acc.probing = 0;
-        double t0 = tc_now();
-        if (gen_eval_rows(&g, hist + n_hist - 1, 1 + d, n_hist - 1, rows, &err)) goto fail;
-        step_cost_observe(&cost, 1 + d, tc_now() - t0);
-        n_out = spec_verify(ss, rows, hp->n_vocab, hist + n_hist, d, out, res);
-        if (d > 0) {
-            n_drafted += d, n_accepted += n_out - 1, n_steps++;
-            spec_accept_observe(&acc, d, n_out - 1);
-        }
-    }
     int len = tok_stream_flush(ts, piece, sizeof piece);
     if (len > 0 && len <= (int)sizeof piece) fwrite(piece, 1, (size_t)len, stdout);
     printf("\n");
-    double t_total = tc_now() - t_start, t_decode = t_total - t_first;
     fprintf(stderr, "\nload %.3f s | prompt %d tok, TTFT %.1f ms, prefill %.1f tok/s | generated %d tok, decode %.1f tok/s\n",
-            t_load, n_ids, t_first * 1e3, n_ids / t_prefill, n_gen, n_gen > 1 ? (n_gen - 1) / t_decode : 0.0);
-    fprintf(stderr, "spec %s: %ld drafted, %ld accepted (acceptance %.1f%%) in %ld verify steps\n",
-            spec_mode_name((spec_mode)o.spec), n_drafted, n_accepted, n_drafted ? 100.0 * n_accepted / n_drafted : 0.0,
-            n_steps);
+            t_load, n_ids, st.t_first * 1e3, n_ids / st.t_prefill, st.n_gen,
+            st.n_gen > 1 ? (st.n_gen - 1) / st.t_decode : 0.0);
+    fprintf(stderr, "spec %s: %ld drafted (%ld by the %s), %ld accepted (acceptance %.1f%%) in %ld verify steps\n",
+            spec_mode_name((spec_mode)o.spec), st.n_drafted, st.n_model_drafted,
+            dm ? "draft model" : drafter ? "self-speculation drafter" : "model", st.n_accepted,
+            st.n_drafted ? 100.0 * st.n_accepted / st.n_drafted : 0.0, st.n_steps);
     status = 0;
     goto done;
 fail:
     fprintf(stderr, "run: %s\n", err.msg[0] ? err.msg : "failed");
 done:
     gen_close(&g);
+    spec_drafter_free(drafter);
+    model_free(dm);
     tok_stream_free(ts);
     samp_free(ss);
     free(ids);
-    free(hist);
-    free(rows);
     tok_free(v);
     model_free(m);
     return status;

@@ -238,12 +238,18 @@ static void run_drafter(engine *e, const sched_plan *p) {
     }
     if (n == 0) return;
     tc_err err = {0};
-    int k_max = 0;
-    for (int i = 0; i < n; i++) k_max = e->dreqs[i].k > k_max ? e->dreqs[i].k : k_max;
+    int k_max = 0, catch_up = 0; // catch_up: most rows a request runs before its draft 0 (1-2 in steady state)
+    for (int i = 0; i < n; i++) {
+        k_max = e->dreqs[i].k > k_max ? e->dreqs[i].k : k_max;
+        int c = e->dreqs[i].n_tokens - e->dreqs[i].ds->n_computed;
+        catch_up = c > catch_up ? c : catch_up;
+    }
     double t0 = tc_now();
     if (spec_drafter_run(e->drafter, e->dreqs, n, &err)) return;
-    double per_pos = (tc_now() - t0) / k_max; // seconds per draft position (catch-up included: it is paid too)
-    e->draft_pos_cost = e->draft_pos_cost > 0 ? 0.8 * e->draft_pos_cost + 0.2 * per_pos : per_pos;
+    // Seconds per draft position, from steady-state steps only: a request's first draft catches up on its whole
+    // prompt, a one-off that would price the draft model out of `auto` for good (nothing re-measures it then).
+    double per_pos = (tc_now() - t0) / k_max;
+    if (catch_up <= 2) e->draft_pos_cost = e->draft_pos_cost > 0 ? 0.8 * e->draft_pos_cost + 0.2 * per_pos : per_pos;
     for (int i = 0, j = 0; i < p->n_items && j < n; i++) {
         const sched_item *it = &p->items[i];
         eng_req *er = it->r->owner;

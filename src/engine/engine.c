@@ -95,15 +95,40 @@ static void *engine_main(void *arg) {
 }
 
 // --- lifetime
+// Sliding-window models: the local layers' blocks in a pool of their own, sized for max_seqs requests that
+// each hold their window plus one step's rows (kv/ releases the rest), so the KV memory buys global-layer
+// context. 0: no separate pool (no window, or contexts no longer than the window).
+static int size_swa_pool(engine *e, const model_hparams *hp) {
+    int bs = e->o.block_size, w = hp->swa_window;
+    if (w <= 0 || !model_kv_group_block_bytes(e->m, 1, bs, e->o.kv_type_k, e->o.kv_type_v)) return 0;
+    long long rows = w + (long long)e->o.max_batch_tokens + (e->o.spec != SPEC_OFF ? e->o.spec_k : 0);
+    long long per = (rows + bs - 1) / bs + 1, per_ctx = (e->ctx_limit + bs - 1) / bs;
+    if (per >= per_ctx) return 0;
+    long long n = per * e->o.max_seqs;
+    return n > (1 << 30) / bs ? 0 : (int)n;
+}
+
+// Blocks of the (global) pool. With a separate local pool (e->n_blocks_swa) a block costs the global
+// layers' bytes only, and the local pool's bytes come out of kv_mem_bytes first.
 static int size_pool(engine *e, const model_hparams *hp, tc_err *err) {
     size_t bb = model_kv_block_bytes(e->m, e->o.block_size, e->o.kv_type_k, e->o.kv_type_v);
     if (!bb)
         return tc_err_set(err, TC_ERR_UNSUPPORTED, "engine: KV cache types %s/%s do not fit head dim %d (quantized "
                           "types need a multiple of 32)", tt_name(e->o.kv_type_k), tt_name(e->o.kv_type_v), hp->head_dim);
     int bs = e->o.block_size;
+    size_t mem = e->o.kv_mem_bytes;
+    e->n_blocks_swa = size_swa_pool(e, hp);
+    if (e->n_blocks_swa) {
+        size_t swa_bytes = (size_t)e->n_blocks_swa * model_kv_group_block_bytes(e->m, 1, bs, e->o.kv_type_k, e->o.kv_type_v);
+        if (mem && swa_bytes > mem / 2) e->n_blocks_swa = 0; // too small a budget to split: one pool as before
+        else {
+            bb = model_kv_group_block_bytes(e->m, 0, bs, e->o.kv_type_k, e->o.kv_type_v);
+            if (mem) mem -= swa_bytes;
+        }
+    }
     long long per_seq = (e->ctx_limit + bs - 1) / bs;
     long long n;
-    if (e->o.kv_mem_bytes) n = (long long)(e->o.kv_mem_bytes / (bb ? bb : 1));
+    if (mem) n = bb ? (long long)(mem / bb) : per_seq * e->o.max_seqs;
     else {
         long long want = per_seq * e->o.max_seqs;
         long pages = sysconf(_SC_AVPHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
@@ -124,6 +149,7 @@ static int alloc_scratch(engine *e, tc_err *err) {
     e->b_pos = malloc(nbt * sizeof(int32_t));
     e->b_seq = malloc(nbt * sizeof(int32_t));
     e->b_tables = malloc(ns * sizeof *e->b_tables);
+    e->b_tables_swa = malloc(ns * sizeof *e->b_tables_swa);
     // speculation needs logits for every drafted row too; spec off keeps one row per sequence
     size_t rows = e->o.spec != SPEC_OFF ? ns * (size_t)(1 + e->o.spec_k) : ns;
     if (rows > nbt) rows = nbt;
@@ -140,7 +166,7 @@ static int alloc_scratch(engine *e, tc_err *err) {
     e->evs = malloc((size_t)e->ev_cap * sizeof *e->evs);
     e->load.cap_wait = (int)ns + e->o.max_queue; // every request in flight at most
     e->load.wait = e->load_keys = malloc((size_t)e->load.cap_wait * sizeof *e->load_keys);
-    if (!e->b_tokens || !e->b_pos || !e->b_seq || !e->b_tables || !e->b_logit_rows || !e->logits || !e->evs ||
+    if (!e->b_tokens || !e->b_pos || !e->b_seq || !e->b_tables || !e->b_tables_swa || !e->b_logit_rows || !e->logits || !e->evs ||
         !e->b_embd_rows || !e->embd_out || !e->plp_logits || !e->load_keys || !e->probs ||
         !e->dreqs)
         return tc_err_set(err, TC_ERR_NOMEM, "engine: out of memory for step buffers");
@@ -165,12 +191,14 @@ static void engine_destroy(engine *e) {
     free(e->probs);
     free(e->dreqs);
     kv_pool_free(e->pool);
+    kv_pool_free(e->pool_swa);
     model_ctx_free(e->mctx);
     model_kv_free(e->kv);
     free(e->b_tokens);
     free(e->b_pos);
     free(e->b_seq);
     free(e->b_tables);
+    free(e->b_tables_swa);
     free(e->b_logit_rows);
     free(e->logits);
     free(e->b_embd_rows);
@@ -188,6 +216,7 @@ static void engine_destroy(engine *e) {
 static int warm_up(engine *e, int n_blocks, tc_err *err) {
     int n = e->o.max_batch_tokens < 32 ? e->o.max_batch_tokens : 32;
     int bs = e->o.block_size, need = (n + bs - 1) / bs;
+    if (e->n_blocks_swa && e->n_blocks_swa < n_blocks) n_blocks = e->n_blocks_swa; // the same ids in both storages
     if (need > n_blocks) n = n_blocks * bs, need = n_blocks;
     int32_t *buf = calloc((size_t)(3 * n + need), sizeof(int32_t));
     if (!buf) return tc_err_set(err, TC_ERR_NOMEM, "engine: out of memory");
@@ -201,7 +230,8 @@ static int warm_up(engine *e, int n_blocks, tc_err *err) {
         for (int k = 0; k < 2 && !rc; k++) {
             int32_t last = sizes[k] - 1;
             model_batch b = {.n_tokens = sizes[k], .tokens = tok, .pos = pos, .seq = seq, .n_seqs = 1,
-                             .block_tables = tables, .n_logits = 1, .logits_rows = &last};
+                             .block_tables = tables, .block_tables_swa = e->pool_swa ? tables : NULL,
+                             .n_logits = 1, .logits_rows = &last};
             double t0 = tc_now();
             rc = model_forward(e->mctx, e->kv, &b, e->logits, err);
             if (!rc && rep > 0) sched_observe(e->s, sizes[k], tc_now() - t0); // rep 0 pays page faults
@@ -296,13 +326,16 @@ int engine_new(model *m, const engine_opts *o, engine **out, tc_err *err) {
         rc = n_blocks;
         goto fail;
     }
-    if ((rc = model_kv_new(m, n_blocks, o->block_size, o->kv_type_k, o->kv_type_v, &e->kv, err))) goto fail;
+    if ((rc = model_kv_new_swa(m, n_blocks, e->n_blocks_swa, o->block_size, o->kv_type_k, o->kv_type_v, &e->kv, err)))
+        goto fail;
     if ((rc = model_ctx_new(m, o->max_batch_tokens, o->n_threads, &e->mctx, err))) goto fail;
     if ((rc = kv_pool_new(n_blocks, o->block_size, &e->pool, err))) goto fail;
+    if (e->n_blocks_swa && (rc = kv_pool_new(e->n_blocks_swa, o->block_size, &e->pool_swa, err))) goto fail;
     sched_opts so = {.max_batch_tokens = o->max_batch_tokens, .max_seqs = o->max_seqs,
                      .prefix_cache = o->prefix_cache, .itl_guard = o->itl_guard, .policy = o->sched_policy,
                      .aging_s = o->sched_aging};
     if ((rc = sched_new(&so, e->pool, &e->s, err))) goto fail;
+    if (e->pool_swa) sched_set_swa(e->s, e->pool_swa, hp->swa_window);
     if ((rc = new_drafter(e, n_blocks, err))) goto fail;
     if (o->spec != SPEC_OFF) sched_set_draft_fn(e->s, eng_draft, e);
     if ((rc = warm_up(e, n_blocks, err))) goto fail;
@@ -315,7 +348,11 @@ int engine_new(model *m, const engine_opts *o, engine **out, tc_err *err) {
     if ((rc = eng_outbox_init(&e->out, e->ev_cap * 4, err))) goto fail_in;
     e->stats.kv_blocks_total = n_blocks;
     e->stats.kv_capacity_tokens = n_blocks * o->block_size;
-    e->stats.kv_bytes_per_token = model_kv_block_bytes(m, o->block_size, o->kv_type_k, o->kv_type_v) / (size_t)o->block_size;
+    // with a separate local pool a context token costs the global layers' bytes; the local pool is fixed
+    e->stats.kv_bytes_per_token = (e->pool_swa ? model_kv_group_block_bytes(m, 0, o->block_size, o->kv_type_k, o->kv_type_v)
+                                               : model_kv_block_bytes(m, o->block_size, o->kv_type_k, o->kv_type_v)) /
+                                  (size_t)o->block_size;
+    e->stats.kv_swa_blocks_total = e->n_blocks_swa;
     e->stats.kv_type_k = o->kv_type_k;
     e->stats.kv_type_v = o->kv_type_v;
     if (pthread_create(&e->thread, NULL, engine_main, e)) {
@@ -458,6 +495,7 @@ int engine_submit(engine *e, engine_req *q, uint64_t *id, tc_err *err) {
     r->tenant = q->tenant;
     r->share = q->share;
     kv_seq_set_salt(&r->kv, q->cache_salt);
+    kv_seq_set_salt(&r->kv_swa, q->cache_salt);
     r->deadline = q->deadline;
     r->t_arrival = tc_now();
     r->priority = q->priority;

@@ -194,30 +194,63 @@ int kv_seq_alloc_to(kv_pool *p, kv_seq *s, int n_tokens) {
     return 0;
 }
 
+// Drops one reference to block i. A hashed block may be wanted again: most recently used end. An unhashed
+// one holds nothing reusable (or rejected speculative KV): hand it out first.
+static void block_put(kv_pool *p, int32_t i) {
+    if (--p->b[i].ref > 0) return;
+    if (p->b[i].hashed) fl_push_tail(p, i);
+    else fl_push_head(p, i);
+}
+
 void kv_seq_free(kv_pool *p, kv_seq *s) {
-    for (int k = s->n_blocks - 1; k >= 0; k--) {
-        int32_t i = s->blocks[k];
-        if (--p->b[i].ref > 0) continue;
-        // A hashed block may be wanted again: most recently used end. An unhashed one holds nothing
-        // reusable: hand it out first.
-        if (p->b[i].hashed) fl_push_tail(p, i);
-        else fl_push_head(p, i);
-    }
+    for (int k = s->n_blocks - 1; k >= s->n_released; k--) block_put(p, s->blocks[k]);
     s->n_blocks = 0;
     s->n_hashed = 0;
+    s->n_released = 0;
     s->last_hash = root_hash(s->salt);
 }
 
 void kv_seq_truncate(kv_pool *p, kv_seq *s, int n_tokens) {
     int keep = n_tokens > 0 ? (n_tokens + p->block_size - 1) / p->block_size : 0;
     if (keep < s->n_hashed) keep = s->n_hashed; // verified, registered blocks are never rolled back
-    for (int k = s->n_blocks - 1; k >= keep; k--) {
-        int32_t i = s->blocks[k];
-        if (--p->b[i].ref > 0) continue;
-        if (p->b[i].hashed) fl_push_tail(p, i);
-        else fl_push_head(p, i); // holds rejected speculative KV: nothing reusable, hand it out first
-    }
+    if (keep < s->n_released) keep = s->n_released;
+    for (int k = s->n_blocks - 1; k >= keep; k--) block_put(p, s->blocks[k]);
     if (s->n_blocks > keep) s->n_blocks = keep;
+}
+
+void kv_seq_release_before(kv_pool *p, kv_seq *s, int pos) {
+    int upto = pos > 0 ? pos / p->block_size : 0; // blocks [0, upto) end at or before pos
+    if (upto > s->n_blocks) upto = s->n_blocks;
+    for (int k = s->n_released; k < upto; k++) {
+        block_put(p, s->blocks[k]);
+        s->blocks[k] = -1;
+    }
+    if (upto > s->n_released) s->n_released = upto;
+}
+
+int kv_seq_match_window(kv_pool *p, kv_seq *s, const int32_t *tokens, int n_blocks, int first) {
+    if (s->n_blocks != 0 || n_blocks < 1 || n_blocks > s->cap) return 0;
+    if (first < 0) first = 0;
+    if (first > n_blocks) first = n_blocks;
+    int bs = p->block_size;
+    uint64_t parent = root_hash(s->salt);
+    for (int k = 0; k < n_blocks; k++) { // find all first: all or nothing
+        const int32_t *t = tokens + (size_t)k * bs;
+        uint64_t h = block_hash(parent, t, bs);
+        int32_t i = k < first ? -1 : ht_find(p, h, parent, t);
+        if (k >= first && i == KV_NONE) return 0;
+        s->blocks[k] = i;
+        parent = h;
+    }
+    for (int k = first; k < n_blocks; k++) {
+        int32_t i = s->blocks[k];
+        if (p->b[i].ref++ == 0) fl_remove(p, i);
+    }
+    s->n_blocks = s->n_hashed = n_blocks;
+    s->n_released = first;
+    s->last_hash = parent;
+    p->hits += (uint64_t)(n_blocks - first);
+    return 1;
 }
 
 // Walks the chain; writes matched block ids to ids (if non-NULL). Returns the number of blocks matched.
@@ -263,7 +296,7 @@ void kv_seq_commit(kv_pool *p, kv_seq *s, const int32_t *tokens, int n_computed)
         const int32_t *t = tokens + (size_t)k * bs;
         uint64_t h = block_hash(s->last_hash, t, bs);
         int32_t i = s->blocks[k];
-        if (!p->b[i].hashed && ht_find(p, h, s->last_hash, t) == KV_NONE) ht_insert(p, i, h, s->last_hash, t);
+        if (i >= 0 && !p->b[i].hashed && ht_find(p, h, s->last_hash, t) == KV_NONE) ht_insert(p, i, h, s->last_hash, t);
         s->last_hash = h;
         s->n_hashed = k + 1;
     }

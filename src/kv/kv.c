@@ -228,29 +228,42 @@ void kv_seq_release_before(kv_pool *p, kv_seq *s, int pos) {
     if (upto > s->n_released) s->n_released = upto;
 }
 
-int kv_seq_match_window(kv_pool *p, kv_seq *s, const int32_t *tokens, int n_blocks, int first) {
-    if (s->n_blocks != 0 || n_blocks < 1 || n_blocks > s->cap) return 0;
-    if (first < 0) first = 0;
-    if (first > n_blocks) first = n_blocks;
-    int bs = p->block_size;
-    uint64_t parent = root_hash(s->salt);
-    for (int k = 0; k < n_blocks; k++) { // find all first: all or nothing
+// First block a query at position pos still reads through a window of `window` positions.
+static int window_first_block(int pos, int window, int bs) {
+    int first = pos + 1 - window;
+    return first > 0 ? first / bs : 0;
+}
+
+int kv_seq_match_window(kv_pool *p, kv_seq *s, const int32_t *tokens, int max_blocks, int window) {
+    if (s->n_blocks != 0 || max_blocks < 1 || window < 1) return 0;
+    if (max_blocks > s->cap) max_blocks = s->cap;
+    int bs = p->block_size, best = 0, run = 0; // run: first block of the cached run ending at k
+    uint64_t parent = root_hash(s->salt), best_hash = parent;
+    // One pass: blocks[k] = the cached block or -1; m = k + 1 works if [first(m), m) are all cached.
+    for (int k = 0; k < max_blocks; k++) {
         const int32_t *t = tokens + (size_t)k * bs;
         uint64_t h = block_hash(parent, t, bs);
-        int32_t i = k < first ? -1 : ht_find(p, h, parent, t);
-        if (k >= first && i == KV_NONE) return 0;
+        int32_t i = ht_find(p, h, parent, t);
         s->blocks[k] = i;
+        if (i == KV_NONE) run = k + 1;
+        else if (run <= window_first_block((k + 1) * bs, window, bs)) best = k + 1, best_hash = h;
         parent = h;
     }
-    for (int k = first; k < n_blocks; k++) {
+    if (!best) return 0;
+    int first = window_first_block(best * bs, window, bs);
+    for (int k = 0; k < best; k++) {
+        if (k < first) {
+            s->blocks[k] = -1;
+            continue;
+        }
         int32_t i = s->blocks[k];
         if (p->b[i].ref++ == 0) fl_remove(p, i);
     }
-    s->n_blocks = s->n_hashed = n_blocks;
+    s->n_blocks = s->n_hashed = best;
     s->n_released = first;
-    s->last_hash = parent;
-    p->hits += (uint64_t)(n_blocks - first);
-    return 1;
+    s->last_hash = best_hash;
+    p->hits += (uint64_t)(best - first);
+    return best;
 }
 
 // Walks the chain; writes matched block ids to ids (if non-NULL). Returns the number of blocks matched.

@@ -66,10 +66,12 @@ void kv_seq_truncate(kv_pool *p, kv_seq *s, int n_tokens);
 // before pos (no query from now on looks at them); their entries become -1 and n_released grows. A hashed
 // block stays findable in the cache. Blocks are only ever released from the front.
 void kv_seq_release_before(kv_pool *p, kv_seq *s, int pos);
-// Prefix hit on an EMPTY sliding-window table: takes the cached blocks [first, n_blocks) of the chain over
-// tokens (the blocks before first are not needed and stay released) if every one of them is cached, and
-// returns 1; otherwise changes nothing and returns 0. tokens holds at least n_blocks full blocks.
-int kv_seq_match_window(kv_pool *p, kv_seq *s, const int32_t *tokens, int n_blocks, int first);
+// Prefix hit on an EMPTY sliding-window table (query positions see the last `window` positions): the
+// largest m <= max_blocks such that the blocks the next query (at position m·block_size) reads, [first, m)
+// with first = max(0, m·block_size + 1 - window) / block_size, are all cached in the chain over tokens; takes
+// those blocks (entries before first stay -1, released) and returns m, or 0 (nothing taken). One pass over
+// the chain. tokens holds at least max_blocks full blocks.
+int kv_seq_match_window(kv_pool *p, kv_seq *s, const int32_t *tokens, int max_blocks, int window);
 
 // Looks up the longest cached chain of full blocks that is a prefix of tokens (n); at most (n-1)/block_size
 // blocks so at least the last token is left to compute (its logits are needed). Does not change anything.

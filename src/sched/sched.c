@@ -87,11 +87,8 @@ static int seq_alloc(sched *s, sched_req *r, int n_tokens) {
 static int seq_match(sched *s, sched_req *r) {
     int cached = kv_seq_match_prefix(s->pool, &r->kv, r->tokens, r->n_tokens);
     if (!s->pool_swa || !cached) return cached;
-    int bs = kv_pool_block_size(s->pool), m = cached / bs;
-    for (; m > 0; m--) { // the next query (position m·bs) reads positions from m·bs + 1 - window
-        int first = (m * bs + 1 - s->swa_window) / bs;
-        if (kv_seq_match_window(s->pool_swa, &r->kv_swa, r->tokens, m, first < 0 ? 0 : first)) break;
-    }
+    int bs = kv_pool_block_size(s->pool);
+    int m = kv_seq_match_window(s->pool_swa, &r->kv_swa, r->tokens, cached / bs, s->swa_window);
     if (m * bs == cached) return cached;
     kv_seq_free(s->pool, &r->kv); // shrink the global hit to m blocks: match again up to them
     return m ? kv_seq_match_prefix(s->pool, &r->kv, r->tokens, m * bs + 1) : 0;

@@ -341,8 +341,8 @@ static void test_swa_release(void) {
     kv_seq_free(p, &a);
     CHECK_EQ_INT(a.n_released, 0);
     CHECK_EQ_INT(kv_pool_n_free(p), 16);
-    // the released blocks stayed cached: a window hit over blocks 3..5 of the 6-block chain
-    CHECK_EQ_INT(kv_seq_match_window(p, &b, t, 6, 3), 1);
+    // the released blocks stayed cached: a window of 12 positions before position 24 reads blocks 3..5
+    CHECK_EQ_INT(kv_seq_match_window(p, &b, t, 6, 12), 6);
     CHECK_EQ_INT(b.n_blocks, 6);
     CHECK_EQ_INT(b.n_released, 3);
     CHECK_EQ_INT(b.blocks[2], -1);
@@ -352,17 +352,27 @@ static void test_swa_release(void) {
     CHECK_EQ_INT(kv_seq_alloc_to(p, &b, 28), 0);
     kv_seq_commit(p, &b, t, 28);
     kv_seq_free(p, &b);
-    CHECK_EQ_INT(kv_seq_match_window(p, &c, t, 7, 5), 1);
+    CHECK_EQ_INT(kv_seq_match_window(p, &c, t, 7, 8), 7); // window 8 before position 28: blocks 5, 6
+    CHECK_EQ_INT(c.n_released, 5);
     kv_seq_free(p, &c);
-    // all or nothing: a window reaching a block never cached (other tokens) takes nothing
+    // a window reaching a block never cached (other tokens) shrinks the hit to where it is all cached
     int32_t u[40];
     memcpy(u, t, sizeof u);
     u[25] = 7; // block 6 differs
-    CHECK_EQ_INT(kv_seq_match_window(p, &c, u, 7, 5), 0);
-    CHECK_EQ_INT(c.n_blocks, 0);
-    CHECK_EQ_INT(kv_pool_n_free(p), 16);
-    CHECK_EQ_INT(kv_seq_match_window(p, &c, u, 6, 4), 1); // the window before block 6 is still there
+    CHECK_EQ_INT(kv_seq_match_window(p, &c, u, 7, 8), 6); // block 6 missing: 6 blocks, window blocks 4, 5
+    CHECK_EQ_INT(c.n_released, 4);
+    CHECK_EQ_INT(kv_pool_n_free(p), 14);
     kv_seq_free(p, &c);
+    // block 4 evicted-like gap: with a window reaching back over it, only a shorter hit works
+    int32_t v[40];
+    memcpy(v, t, sizeof v);
+    v[17] = 9; // block 4 differs, so blocks 5.. differ in hash too: at most 4 blocks, window blocks 2, 3
+    CHECK_EQ_INT(kv_seq_match_window(p, &c, v, 7, 8), 4);
+    kv_seq_free(p, &c);
+    CHECK_EQ_INT(kv_seq_match_window(p, &c, v, 7, 1000), 4); // a window reaching block 0: all of 0..3 needed
+    CHECK_EQ_INT(c.n_released, 0);
+    kv_seq_free(p, &c);
+    CHECK_EQ_INT(kv_pool_n_free(p), 16);
     kv_seq_destroy(&a);
     kv_seq_destroy(&b);
     kv_seq_destroy(&c);

@@ -108,38 +108,40 @@ static int size_swa_pool(engine *e, const model_hparams *hp) {
     return n > (1 << 30) / bs ? 0 : (int)n;
 }
 
-// Blocks of the (global) pool. With a separate local pool (e->n_blocks_swa) a block costs the global
-// layers' bytes only, and the local pool's bytes come out of kv_mem_bytes first.
+// Blocks of the (global) pool, and e->n_blocks_swa. With a separate local pool a global block costs the
+// global layers' bytes only; the local pool gets its bound (size_swa_pool) when the memory allows more global
+// blocks than that, else as many blocks as the global pool (never fewer tokens than one shared pool held).
 static int size_pool(engine *e, const model_hparams *hp, tc_err *err) {
     size_t bb = model_kv_block_bytes(e->m, e->o.block_size, e->o.kv_type_k, e->o.kv_type_v);
     if (!bb)
         return tc_err_set(err, TC_ERR_UNSUPPORTED, "engine: KV cache types %s/%s do not fit head dim %d (quantized "
                           "types need a multiple of 32)", tt_name(e->o.kv_type_k), tt_name(e->o.kv_type_v), hp->head_dim);
     int bs = e->o.block_size;
-    size_t mem = e->o.kv_mem_bytes;
-    e->n_blocks_swa = size_swa_pool(e, hp);
-    if (e->n_blocks_swa) {
-        size_t swa_bytes = (size_t)e->n_blocks_swa * model_kv_group_block_bytes(e->m, 1, bs, e->o.kv_type_k, e->o.kv_type_v);
-        if (mem && swa_bytes > mem / 2) e->n_blocks_swa = 0; // too small a budget to split: one pool as before
-        else {
-            bb = model_kv_group_block_bytes(e->m, 0, bs, e->o.kv_type_k, e->o.kv_type_v);
-            if (mem) mem -= swa_bytes;
-        }
+    long long cap_l = size_swa_pool(e, hp), nl = 0, n;
+    long long bb_g = (long long)bb, bb_l = 0;
+    if (cap_l) {
+        bb_g = (long long)model_kv_group_block_bytes(e->m, 0, bs, e->o.kv_type_k, e->o.kv_type_v);
+        bb_l = (long long)model_kv_group_block_bytes(e->m, 1, bs, e->o.kv_type_k, e->o.kv_type_v);
     }
-    long long per_seq = (e->ctx_limit + bs - 1) / bs;
-    long long n;
-    if (mem) n = bb ? (long long)(mem / bb) : per_seq * e->o.max_seqs;
-    else {
-        long long want = per_seq * e->o.max_seqs;
+    long long per_seq = (e->ctx_limit + bs - 1) / bs, want = per_seq * e->o.max_seqs;
+    if (e->o.kv_mem_bytes) {
+        long long mem = (long long)e->o.kv_mem_bytes, eq = mem / (bb_g + bb_l);
+        if (!cap_l) n = eq;
+        else if (cap_l >= eq) n = nl = eq;
+        else nl = cap_l, n = bb_g ? (mem - nl * bb_l) / bb_g : want;
+    } else {
         long pages = sysconf(_SC_AVPHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
         long long avail = pages > 0 && psz > 0 ? (long long)pages * psz / 4 : (long long)1 << 30;
-        long long fit = bb ? avail / (long long)bb : want;
+        nl = cap_l < want ? cap_l : want;
+        long long fit = bb_g ? (avail - nl * bb_l) / bb_g : want;
         n = want < fit ? want : fit;
         if (n < per_seq) n = per_seq;
     }
     if (n > (1 << 30) / bs) n = (1 << 30) / bs;
+    if (nl > (1 << 30) / bs) nl = (1 << 30) / bs;
     if (n < 1) return tc_err_set(err, TC_ERR_INVALID, "engine: KV memory %zu bytes holds no block", e->o.kv_mem_bytes);
     if (n * bs < e->ctx_limit) e->ctx_limit = (int)(n * bs);
+    e->n_blocks_swa = (int)nl;
     return (int)n;
 }
 
@@ -348,8 +350,9 @@ int engine_new(model *m, const engine_opts *o, engine **out, tc_err *err) {
     if ((rc = eng_outbox_init(&e->out, e->ev_cap * 4, err))) goto fail_in;
     e->stats.kv_blocks_total = n_blocks;
     e->stats.kv_capacity_tokens = n_blocks * o->block_size;
-    // with a separate local pool a context token costs the global layers' bytes; the local pool is fixed
-    e->stats.kv_bytes_per_token = (e->pool_swa ? model_kv_group_block_bytes(m, 0, o->block_size, o->kv_type_k, o->kv_type_v)
+    // with a bounded local pool a context token costs the global layers' bytes (the local pool is fixed); when
+    // memory only allowed an equal split, every layer's
+    e->stats.kv_bytes_per_token = (e->pool_swa && e->n_blocks_swa < n_blocks ? model_kv_group_block_bytes(m, 0, o->block_size, o->kv_type_k, o->kv_type_v)
                                                : model_kv_block_bytes(m, o->block_size, o->kv_type_k, o->kv_type_v)) /
                                   (size_t)o->block_size;
     e->stats.kv_swa_blocks_total = e->n_blocks_swa;

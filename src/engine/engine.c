@@ -95,26 +95,53 @@ static void *engine_main(void *arg) {
 }
 
 // --- lifetime
+// Sliding-window models: the local layers' blocks in a pool of their own, sized for max_seqs requests that
+// each hold their window plus one step's rows (kv/ releases the rest), so the KV memory buys global-layer
+// context. 0: no separate pool (no window, or contexts no longer than the window).
+static int size_swa_pool(engine *e, const model_hparams *hp) {
+    int bs = e->o.block_size, w = hp->swa_window;
+    if (w <= 0 || !model_kv_group_block_bytes(e->m, 1, bs, e->o.kv_type_k, e->o.kv_type_v)) return 0;
+    long long rows = w + (long long)e->o.max_batch_tokens + (e->o.spec != SPEC_OFF ? e->o.spec_k : 0);
+    long long per = (rows + bs - 1) / bs + 1, per_ctx = (e->ctx_limit + bs - 1) / bs;
+    if (per >= per_ctx) return 0;
+    long long n = per * e->o.max_seqs;
+    return n > (1 << 30) / bs ? 0 : (int)n;
+}
+
+// Blocks of the (global) pool, and e->n_blocks_swa. With a separate local pool a global block costs the
+// global layers' bytes only; the local pool gets its bound (size_swa_pool) when the memory allows more global
+// blocks than that, else as many blocks as the global pool (never fewer tokens than one shared pool held).
 static int size_pool(engine *e, const model_hparams *hp, tc_err *err) {
     size_t bb = model_kv_block_bytes(e->m, e->o.block_size, e->o.kv_type_k, e->o.kv_type_v);
     if (!bb)
         return tc_err_set(err, TC_ERR_UNSUPPORTED, "engine: KV cache types %s/%s do not fit head dim %d (quantized "
                           "types need a multiple of 32)", tt_name(e->o.kv_type_k), tt_name(e->o.kv_type_v), hp->head_dim);
     int bs = e->o.block_size;
-    long long per_seq = (e->ctx_limit + bs - 1) / bs;
-    long long n;
-    if (e->o.kv_mem_bytes) n = (long long)(e->o.kv_mem_bytes / (bb ? bb : 1));
-    else {
-        long long want = per_seq * e->o.max_seqs;
+    long long cap_l = size_swa_pool(e, hp), nl = 0, n;
+    long long bb_g = (long long)bb, bb_l = 0;
+    if (cap_l) {
+        bb_g = (long long)model_kv_group_block_bytes(e->m, 0, bs, e->o.kv_type_k, e->o.kv_type_v);
+        bb_l = (long long)model_kv_group_block_bytes(e->m, 1, bs, e->o.kv_type_k, e->o.kv_type_v);
+    }
+    long long per_seq = (e->ctx_limit + bs - 1) / bs, want = per_seq * e->o.max_seqs;
+    if (e->o.kv_mem_bytes) {
+        long long mem = (long long)e->o.kv_mem_bytes, eq = mem / (bb_g + bb_l);
+        if (!cap_l) n = eq;
+        else if (cap_l >= eq) n = nl = eq;
+        else nl = cap_l, n = bb_g ? (mem - nl * bb_l) / bb_g : want;
+    } else {
         long pages = sysconf(_SC_AVPHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
         long long avail = pages > 0 && psz > 0 ? (long long)pages * psz / 4 : (long long)1 << 30;
-        long long fit = bb ? avail / (long long)bb : want;
+        nl = cap_l < want ? cap_l : want;
+        long long fit = bb_g ? (avail - nl * bb_l) / bb_g : want;
         n = want < fit ? want : fit;
         if (n < per_seq) n = per_seq;
     }
     if (n > (1 << 30) / bs) n = (1 << 30) / bs;
+    if (nl > (1 << 30) / bs) nl = (1 << 30) / bs;
     if (n < 1) return tc_err_set(err, TC_ERR_INVALID, "engine: KV memory %zu bytes holds no block", e->o.kv_mem_bytes);
     if (n * bs < e->ctx_limit) e->ctx_limit = (int)(n * bs);
+    e->n_blocks_swa = (int)nl;
     return (int)n;
 }
 
@@ -124,6 +151,7 @@ static int alloc_scratch(engine *e, tc_err *err) {
     e->b_pos = malloc(nbt * sizeof(int32_t));
     e->b_seq = malloc(nbt * sizeof(int32_t));
     e->b_tables = malloc(ns * sizeof *e->b_tables);
+    e->b_tables_swa = malloc(ns * sizeof *e->b_tables_swa);
     // speculation needs logits for every drafted row too; spec off keeps one row per sequence
     size_t rows = e->o.spec != SPEC_OFF ? ns * (size_t)(1 + e->o.spec_k) : ns;
     if (rows > nbt) rows = nbt;
@@ -140,7 +168,7 @@ static int alloc_scratch(engine *e, tc_err *err) {
     e->evs = malloc((size_t)e->ev_cap * sizeof *e->evs);
     e->load.cap_wait = (int)ns + e->o.max_queue; // every request in flight at most
     e->load.wait = e->load_keys = malloc((size_t)e->load.cap_wait * sizeof *e->load_keys);
-    if (!e->b_tokens || !e->b_pos || !e->b_seq || !e->b_tables || !e->b_logit_rows || !e->logits || !e->evs ||
+    if (!e->b_tokens || !e->b_pos || !e->b_seq || !e->b_tables || !e->b_tables_swa || !e->b_logit_rows || !e->logits || !e->evs ||
         !e->b_embd_rows || !e->embd_out || !e->plp_logits || !e->load_keys || !e->probs ||
         !e->dreqs)
         return tc_err_set(err, TC_ERR_NOMEM, "engine: out of memory for step buffers");
@@ -165,12 +193,14 @@ static void engine_destroy(engine *e) {
     free(e->probs);
     free(e->dreqs);
     kv_pool_free(e->pool);
+    kv_pool_free(e->pool_swa);
     model_ctx_free(e->mctx);
     model_kv_free(e->kv);
     free(e->b_tokens);
     free(e->b_pos);
     free(e->b_seq);
     free(e->b_tables);
+    free(e->b_tables_swa);
     free(e->b_logit_rows);
     free(e->logits);
     free(e->b_embd_rows);
@@ -188,6 +218,7 @@ static void engine_destroy(engine *e) {
 static int warm_up(engine *e, int n_blocks, tc_err *err) {
     int n = e->o.max_batch_tokens < 32 ? e->o.max_batch_tokens : 32;
     int bs = e->o.block_size, need = (n + bs - 1) / bs;
+    if (e->n_blocks_swa && e->n_blocks_swa < n_blocks) n_blocks = e->n_blocks_swa; // the same ids in both storages
     if (need > n_blocks) n = n_blocks * bs, need = n_blocks;
     int32_t *buf = calloc((size_t)(3 * n + need), sizeof(int32_t));
     if (!buf) return tc_err_set(err, TC_ERR_NOMEM, "engine: out of memory");
@@ -201,7 +232,8 @@ static int warm_up(engine *e, int n_blocks, tc_err *err) {
         for (int k = 0; k < 2 && !rc; k++) {
             int32_t last = sizes[k] - 1;
             model_batch b = {.n_tokens = sizes[k], .tokens = tok, .pos = pos, .seq = seq, .n_seqs = 1,
-                             .block_tables = tables, .n_logits = 1, .logits_rows = &last};
+                             .block_tables = tables, .block_tables_swa = e->pool_swa ? tables : NULL,
+                             .n_logits = 1, .logits_rows = &last};
             double t0 = tc_now();
             rc = model_forward(e->mctx, e->kv, &b, e->logits, err);
             if (!rc && rep > 0) sched_observe(e->s, sizes[k], tc_now() - t0); // rep 0 pays page faults
@@ -296,13 +328,16 @@ int engine_new(model *m, const engine_opts *o, engine **out, tc_err *err) {
         rc = n_blocks;
         goto fail;
     }
-    if ((rc = model_kv_new(m, n_blocks, o->block_size, o->kv_type_k, o->kv_type_v, &e->kv, err))) goto fail;
+    if ((rc = model_kv_new_swa(m, n_blocks, e->n_blocks_swa, o->block_size, o->kv_type_k, o->kv_type_v, &e->kv, err)))
+        goto fail;
     if ((rc = model_ctx_new(m, o->max_batch_tokens, o->n_threads, &e->mctx, err))) goto fail;
     if ((rc = kv_pool_new(n_blocks, o->block_size, &e->pool, err))) goto fail;
+    if (e->n_blocks_swa && (rc = kv_pool_new(e->n_blocks_swa, o->block_size, &e->pool_swa, err))) goto fail;
     sched_opts so = {.max_batch_tokens = o->max_batch_tokens, .max_seqs = o->max_seqs,
                      .prefix_cache = o->prefix_cache, .itl_guard = o->itl_guard, .policy = o->sched_policy,
                      .aging_s = o->sched_aging};
     if ((rc = sched_new(&so, e->pool, &e->s, err))) goto fail;
+    if (e->pool_swa) sched_set_swa(e->s, e->pool_swa, hp->swa_window);
     if ((rc = new_drafter(e, n_blocks, err))) goto fail;
     if (o->spec != SPEC_OFF) sched_set_draft_fn(e->s, eng_draft, e);
     if ((rc = warm_up(e, n_blocks, err))) goto fail;
@@ -315,7 +350,12 @@ int engine_new(model *m, const engine_opts *o, engine **out, tc_err *err) {
     if ((rc = eng_outbox_init(&e->out, e->ev_cap * 4, err))) goto fail_in;
     e->stats.kv_blocks_total = n_blocks;
     e->stats.kv_capacity_tokens = n_blocks * o->block_size;
-    e->stats.kv_bytes_per_token = model_kv_block_bytes(m, o->block_size, o->kv_type_k, o->kv_type_v) / (size_t)o->block_size;
+    // with a bounded local pool a context token costs the global layers' bytes (the local pool is fixed); when
+    // memory only allowed an equal split, every layer's
+    e->stats.kv_bytes_per_token = (e->pool_swa && e->n_blocks_swa < n_blocks ? model_kv_group_block_bytes(m, 0, o->block_size, o->kv_type_k, o->kv_type_v)
+                                               : model_kv_block_bytes(m, o->block_size, o->kv_type_k, o->kv_type_v)) /
+                                  (size_t)o->block_size;
+    e->stats.kv_swa_blocks_total = e->n_blocks_swa;
     e->stats.kv_type_k = o->kv_type_k;
     e->stats.kv_type_v = o->kv_type_v;
     if (pthread_create(&e->thread, NULL, engine_main, e)) {
@@ -458,6 +498,7 @@ int engine_submit(engine *e, engine_req *q, uint64_t *id, tc_err *err) {
     r->tenant = q->tenant;
     r->share = q->share;
     kv_seq_set_salt(&r->kv, q->cache_salt);
+    kv_seq_set_salt(&r->kv_swa, q->cache_salt);
     r->deadline = q->deadline;
     r->t_arrival = tc_now();
     r->priority = q->priority;

@@ -117,7 +117,12 @@ typedef struct engine_stats {
     int running, waiting;
     int kv_blocks_used, kv_blocks_total;
     int kv_capacity_tokens;       // kv_blocks_total × block size
-    size_t kv_bytes_per_token;    // all layers, K and V, for the configured types
+    size_t kv_bytes_per_token;    // all layers, K and V, for the configured types (with a sliding-window pool:
+                                  // the global layers only; the local layers' pool is fixed, see below)
+    // Sliding-window models: the local layers' own pool (0 when they share the global one). A request holds
+    // at most ceil((window + step rows) / block size) + 1 of its blocks, whatever its length.
+    int kv_swa_blocks_used, kv_swa_blocks_total;
+    int kv_swa_blocks_peak;       // most ever in use at once (since start)
     tt_type kv_type_k, kv_type_v;
     int last_batch_seqs, last_batch_tokens;
     uint64_t steps, preemptions, prefix_hit_tokens, prefix_query_tokens;

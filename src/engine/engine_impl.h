@@ -47,11 +47,14 @@ struct engine {
     model_kv *kv;        // owned
     model_ctx *mctx;     // owned
     kv_pool *pool;       // owned
+    kv_pool *pool_swa;   // owned; the local layers' blocks of a sliding-window model, or NULL
+    int n_blocks_swa;    // its size (0: none)
     sched *s;            // owned
 
     // step scratch, sized once
     int32_t *b_tokens, *b_pos, *b_seq;  // (max_batch_tokens)
     const int32_t **b_tables;           // (max_seqs)
+    const int32_t **b_tables_swa;       // (max_seqs) the local layers' tables (with pool_swa)
     int32_t *b_logit_rows;              // (max_logit_rows)
     float *logits;                      // (max_logit_rows, n_vocab)
     int max_logit_rows;                 // max_seqs + speculative rows a step may carry

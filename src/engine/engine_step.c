@@ -33,6 +33,11 @@ static void publish_stats(engine *e) {
     st->waiting = c.n_waiting;
     st->kv_blocks_used = ks.n_used;
     st->kv_blocks_total = ks.n_blocks;
+    if (e->pool_swa) {
+        kv_pool_stats(e->pool_swa, &ks);
+        st->kv_swa_blocks_used = ks.n_used;
+        if (ks.n_used > st->kv_swa_blocks_peak) st->kv_swa_blocks_peak = ks.n_used;
+    }
     st->last_batch_seqs = e->last_batch_seqs;
     st->last_batch_tokens = e->last_batch_tokens;
     st->steps = c.steps;
@@ -144,6 +149,7 @@ static model_batch build_batch(engine *e, const sched_plan *p) {
         const sched_item *it = &p->items[i];
         const sched_req *r = it->r;
         e->b_tables[i] = r->kv.blocks;
+        e->b_tables_swa[i] = r->kv_swa.blocks;
         const eng_req *er = r->owner;
         int embed = er->embed || (er->plp && it->start < r->n_prompt - 1);
         for (int k = 0; k < it->n; k++, nt++) {
@@ -162,6 +168,7 @@ static model_batch build_batch(engine *e, const sched_plan *p) {
         .seq = e->b_seq,
         .n_seqs = p->n_items,
         .block_tables = e->b_tables,
+        .block_tables_swa = e->pool_swa ? e->b_tables_swa : NULL,
         .n_logits = nl,
         .logits_rows = e->b_logit_rows,
         .n_embd = ne,

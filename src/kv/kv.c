@@ -194,30 +194,76 @@ int kv_seq_alloc_to(kv_pool *p, kv_seq *s, int n_tokens) {
     return 0;
 }
 
+// Drops one reference to block i. A hashed block may be wanted again: most recently used end. An unhashed
+// one holds nothing reusable (or rejected speculative KV): hand it out first.
+static void block_put(kv_pool *p, int32_t i) {
+    if (--p->b[i].ref > 0) return;
+    if (p->b[i].hashed) fl_push_tail(p, i);
+    else fl_push_head(p, i);
+}
+
 void kv_seq_free(kv_pool *p, kv_seq *s) {
-    for (int k = s->n_blocks - 1; k >= 0; k--) {
-        int32_t i = s->blocks[k];
-        if (--p->b[i].ref > 0) continue;
-        // A hashed block may be wanted again: most recently used end. An unhashed one holds nothing
-        // reusable: hand it out first.
-        if (p->b[i].hashed) fl_push_tail(p, i);
-        else fl_push_head(p, i);
-    }
+    for (int k = s->n_blocks - 1; k >= s->n_released; k--) block_put(p, s->blocks[k]);
     s->n_blocks = 0;
     s->n_hashed = 0;
+    s->n_released = 0;
     s->last_hash = root_hash(s->salt);
 }
 
 void kv_seq_truncate(kv_pool *p, kv_seq *s, int n_tokens) {
     int keep = n_tokens > 0 ? (n_tokens + p->block_size - 1) / p->block_size : 0;
     if (keep < s->n_hashed) keep = s->n_hashed; // verified, registered blocks are never rolled back
-    for (int k = s->n_blocks - 1; k >= keep; k--) {
-        int32_t i = s->blocks[k];
-        if (--p->b[i].ref > 0) continue;
-        if (p->b[i].hashed) fl_push_tail(p, i);
-        else fl_push_head(p, i); // holds rejected speculative KV: nothing reusable, hand it out first
-    }
+    if (keep < s->n_released) keep = s->n_released;
+    for (int k = s->n_blocks - 1; k >= keep; k--) block_put(p, s->blocks[k]);
     if (s->n_blocks > keep) s->n_blocks = keep;
+}
+
+void kv_seq_release_before(kv_pool *p, kv_seq *s, int pos) {
+    int upto = pos > 0 ? pos / p->block_size : 0; // blocks [0, upto) end at or before pos
+    if (upto > s->n_blocks) upto = s->n_blocks;
+    for (int k = s->n_released; k < upto; k++) {
+        block_put(p, s->blocks[k]);
+        s->blocks[k] = -1;
+    }
+    if (upto > s->n_released) s->n_released = upto;
+}
+
+// First block a query at position pos still reads through a window of `window` positions.
+static int window_first_block(int pos, int window, int bs) {
+    int first = pos + 1 - window;
+    return first > 0 ? first / bs : 0;
+}
+
+int kv_seq_match_window(kv_pool *p, kv_seq *s, const int32_t *tokens, int max_blocks, int window) {
+    if (s->n_blocks != 0 || max_blocks < 1 || window < 1) return 0;
+    if (max_blocks > s->cap) max_blocks = s->cap;
+    int bs = p->block_size, best = 0, run = 0; // run: first block of the cached run ending at k
+    uint64_t parent = root_hash(s->salt), best_hash = parent;
+    // One pass: blocks[k] = the cached block or -1; m = k + 1 works if [first(m), m) are all cached.
+    for (int k = 0; k < max_blocks; k++) {
+        const int32_t *t = tokens + (size_t)k * bs;
+        uint64_t h = block_hash(parent, t, bs);
+        int32_t i = ht_find(p, h, parent, t);
+        s->blocks[k] = i;
+        if (i == KV_NONE) run = k + 1;
+        else if (run <= window_first_block((k + 1) * bs, window, bs)) best = k + 1, best_hash = h;
+        parent = h;
+    }
+    if (!best) return 0;
+    int first = window_first_block(best * bs, window, bs);
+    for (int k = 0; k < best; k++) {
+        if (k < first) {
+            s->blocks[k] = -1;
+            continue;
+        }
+        int32_t i = s->blocks[k];
+        if (p->b[i].ref++ == 0) fl_remove(p, i);
+    }
+    s->n_blocks = s->n_hashed = best;
+    s->n_released = first;
+    s->last_hash = best_hash;
+    p->hits += (uint64_t)(best - first);
+    return best;
 }
 
 // Walks the chain; writes matched block ids to ids (if non-NULL). Returns the number of blocks matched.
@@ -263,7 +309,7 @@ void kv_seq_commit(kv_pool *p, kv_seq *s, const int32_t *tokens, int n_computed)
         const int32_t *t = tokens + (size_t)k * bs;
         uint64_t h = block_hash(s->last_hash, t, bs);
         int32_t i = s->blocks[k];
-        if (!p->b[i].hashed && ht_find(p, h, s->last_hash, t) == KV_NONE) ht_insert(p, i, h, s->last_hash, t);
+        if (i >= 0 && !p->b[i].hashed && ht_find(p, h, s->last_hash, t) == KV_NONE) ht_insert(p, i, h, s->last_hash, t);
         s->last_hash = h;
         s->n_hashed = k + 1;
     }

@@ -21,6 +21,7 @@ typedef struct kv_seq {
     int n_blocks;       // blocks in use
     int cap;            // most blocks this sequence may ever hold
     int n_hashed;       // leading blocks whose chain hash is known (registered, or matched from the cache)
+    int n_released;     // leading entries given back (-1): positions behind a sliding window (kv_seq_release_before)
     uint64_t last_hash; // chain hash of block n_hashed-1 (parent of the next one)
     uint64_t salt;      // 0 = none; else mixed into the root of the chain (per tenant / cache_salt), so a
                         // sequence with another salt can never match these blocks. Set with kv_seq_set_salt.
@@ -60,6 +61,17 @@ void kv_seq_free(kv_pool *p, kv_seq *s);
 // blocks past it go back to the pool. Hashed (registered) blocks are kept: only verified tokens are ever
 // registered, so a rollback never reaches them.
 void kv_seq_truncate(kv_pool *p, kv_seq *s, int n_tokens);
+
+// Sliding-window tables (the local layers' own pool): gives back the blocks whose positions all lie
+// before pos (no query from now on looks at them); their entries become -1 and n_released grows. A hashed
+// block stays findable in the cache. Blocks are only ever released from the front.
+void kv_seq_release_before(kv_pool *p, kv_seq *s, int pos);
+// Prefix hit on an EMPTY sliding-window table (query positions see the last `window` positions): the
+// largest m <= max_blocks such that the blocks the next query (at position m·block_size) reads, [first, m)
+// with first = max(0, m·block_size + 1 - window) / block_size, are all cached in the chain over tokens; takes
+// those blocks (entries before first stay -1, released) and returns m, or 0 (nothing taken). One pass over
+// the chain. tokens holds at least max_blocks full blocks.
+int kv_seq_match_window(kv_pool *p, kv_seq *s, const int32_t *tokens, int max_blocks, int window);
 
 // Looks up the longest cached chain of full blocks that is a prefix of tokens (n); at most (n-1)/block_size
 // blocks so at least the last token is left to compute (its logits are needed). Does not change anything.

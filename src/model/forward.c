@@ -141,12 +141,12 @@ static void attn_run(void *arg, int ith, int nth) {
     model_ctx *c = j->c;
     const model_hparams *hp = &c->m->hp;
     const int n_kv = hp->n_kv_heads, hd = hp->head_dim, q_dim = hp->n_heads * hd, rep = j->geo->n_rep;
-    const uint8_t *kl = j->kv->k + (size_t)j->layer * j->kv->k_layer;
-    const uint8_t *vl = j->kv->v + (size_t)j->layer * j->kv->v_layer;
+    const uint8_t *kl = j->kv->k_l[j->layer], *vl = j->kv->v_l[j->layer];
+    const int32_t *const *tables = model_kv_layer_is_swa(j->kv, j->layer) ? j->b->block_tables_swa : j->b->block_tables;
     int total = j->b->n_tokens * n_kv;
     for (int i = ith; i < total; i += nth) {
         int t = i / n_kv, h = i % n_kv;
-        const int32_t *blocks = j->b->block_tables[j->b->seq[t]];
+        const int32_t *blocks = tables[j->b->seq[t]];
         size_t off = (size_t)t * q_dim + (size_t)h * rep * hd;
         c->attn(c->xb + off, c->q + off, kl, vl, blocks, j->b->pos[t] + 1, h, j->geo);
     }
@@ -166,6 +166,14 @@ static int validate(const model_ctx *c, const model_kv *kv, const model_batch *b
         int blk = b->block_tables[b->seq[t]][b->pos[t] / kv->block_size];
         if (blk < 0 || blk >= kv->n_blocks)
             return tc_err_set(err, TC_ERR_INVALID, "row %d: KV block %d out of range", t, blk);
+        if (kv->n_blocks_swa > 0) { // every block the window reads must be there (none released too early)
+            if (!b->block_tables_swa) return tc_err_set(err, TC_ERR_INVALID, "batch lacks the sliding-window tables");
+            const int32_t *st = b->block_tables_swa[b->seq[t]];
+            for (int k = attn_first_pos(&c->geo_swa, b->pos[t] + 1) / kv->block_size; k <= b->pos[t] / kv->block_size; k++)
+                if (st[k] < 0 || st[k] >= kv->n_blocks_swa)
+                    return tc_err_set(err, TC_ERR_INVALID, "row %d: sliding-window KV block %d (entry %d) out of range",
+                                      t, st[k], k);
+        }
     }
     for (int i = 0; i < b->n_logits; i++)
         if (b->logits_rows[i] < 0 || b->logits_rows[i] >= b->n_tokens || (i && b->logits_rows[i] <= b->logits_rows[i - 1]))
@@ -186,12 +194,13 @@ static void store_row(const model_ctx *c, tt_type type, void *dst, const float *
 static void store_kv(model_ctx *c, model_kv *kv, const model_batch *b, int layer) {
     const model_hparams *hp = &c->m->hp;
     const int hd = hp->head_dim, n_kv = hp->n_kv_heads, bs = kv->block_size;
+    const int32_t *const *tables = model_kv_layer_is_swa(kv, layer) ? b->block_tables_swa : b->block_tables;
     for (int t = 0; t < b->n_tokens; t++) {
-        int blk = b->block_tables[b->seq[t]][b->pos[t] / bs], slot = b->pos[t] % bs;
+        int blk = tables[b->seq[t]][b->pos[t] / bs], slot = b->pos[t] % bs;
         for (int h = 0; h < n_kv; h++) {
-            store_row(c, kv->k_type, kv->k + model_kv_offset(kv, kv->k_row, kv->k_layer, layer, blk, h, slot),
+            store_row(c, kv->k_type, kv->k_l[layer] + model_kv_offset(kv, kv->k_row, blk, h, slot),
                       c->k + ((size_t)t * n_kv + h) * hd, hd);
-            store_row(c, kv->v_type, kv->v + model_kv_offset(kv, kv->v_row, kv->v_layer, layer, blk, h, slot),
+            store_row(c, kv->v_type, kv->v_l[layer] + model_kv_offset(kv, kv->v_row, blk, h, slot),
                       c->v + ((size_t)t * n_kv + h) * hd, hd);
         }
     }

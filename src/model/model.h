@@ -66,10 +66,19 @@ int model_kv_type_parse(const char *s, tt_type *out, tc_err *err);
 size_t model_kv_block_bytes(const model *m, int block_size, tt_type k_type, tt_type v_type);
 int model_kv_new(const model *m, int n_blocks, int block_size, tt_type k_type, tt_type v_type, model_kv **out,
                  tc_err *err);
+// Sliding-window models (model_hparams.swa_window > 0): the local layers' K/V in a storage of their own,
+// n_blocks_swa blocks, addressed by model_batch.block_tables_swa, so that the local layers' memory is bounded
+// by the window (kv/ releases their blocks behind it) while the global layers keep the whole context.
+// The bytes of one block of each storage: model_kv_group_block_bytes. n_blocks_swa == 0: model_kv_new.
+int model_kv_new_swa(const model *m, int n_blocks, int n_blocks_swa, int block_size, tt_type k_type, tt_type v_type,
+                     model_kv **out, tc_err *err);
+// Bytes one block takes over the global (swa = 0) or the local (swa = 1) layers only.
+size_t model_kv_group_block_bytes(const model *m, int swa, int block_size, tt_type k_type, tt_type v_type);
 void model_kv_free(model_kv *kv);
 int model_kv_n_blocks(const model_kv *kv);
 int model_kv_block_size(const model_kv *kv);
-// (optional) copies every layer's K/V of block src to dst (copy-on-write of a shared partial block).
+// (optional) copies every layer's K/V of block src to dst (copy-on-write of a shared partial block); with a
+// separate local storage, the global layers' only.
 void model_kv_copy_block(model_kv *kv, int src, int dst);
 
 typedef struct model_batch {
@@ -79,6 +88,9 @@ typedef struct model_batch {
     const int32_t *seq;     // (n_tokens) sequence slot, index into block_tables
     int n_seqs;
     const int32_t *const *block_tables; // (n_seqs) block ids; table s covers positions 0..max pos of seq s
+    // (n_seqs) the local layers' tables when the cache keeps them apart (model_kv_new_swa), else NULL; entries
+    // of blocks wholly behind every query's window may be -1 (released)
+    const int32_t *const *block_tables_swa;
     int n_logits;
     const int32_t *logits_rows; // (n_logits) ascending token rows whose logits are wanted
     // (optional) rows whose final hidden state (after the output norm, before the output projection) is

@@ -29,12 +29,32 @@ size_t model_kv_block_bytes(const model *m, int block_size, tt_type k_type, tt_t
     return (size_t)hp->n_layers * hp->n_kv_heads * (size_t)block_size * (kr + vr);
 }
 
+static int count_swa_layers(const model_hparams *hp) {
+    int n = 0;
+    for (int l = 0; l < hp->n_layers; l++) n += model_layer_is_swa(hp, l);
+    return n;
+}
+
+size_t model_kv_group_block_bytes(const model *m, int swa, int block_size, tt_type k_type, tt_type v_type) {
+    const model_hparams *hp = &m->hp;
+    int n_local = count_swa_layers(hp), n = swa ? n_local : hp->n_layers - n_local;
+    size_t all = model_kv_block_bytes(m, block_size, k_type, v_type);
+    return hp->n_layers ? all / (size_t)hp->n_layers * (size_t)n : 0;
+}
+
 int model_kv_new(const model *m, int n_blocks, int block_size, tt_type k_type, tt_type v_type, model_kv **out,
                  tc_err *err) {
+    return model_kv_new_swa(m, n_blocks, 0, block_size, k_type, v_type, out, err);
+}
+
+int model_kv_new_swa(const model *m, int n_blocks, int n_blocks_swa, int block_size, tt_type k_type, tt_type v_type,
+                     model_kv **out, tc_err *err) {
     *out = NULL;
-    if (n_blocks <= 0 || block_size <= 0 || block_size > 64)
-        return tc_err_set(err, TC_ERR_INVALID, "invalid KV geometry: %d blocks of %d tokens (block size 1..64)",
-                          n_blocks, block_size);
+    if (n_blocks <= 0 || n_blocks_swa < 0 || block_size <= 0 || block_size > 64)
+        return tc_err_set(err, TC_ERR_INVALID, "invalid KV geometry: %d (+%d local) blocks of %d tokens (block size "
+                          "1..64)", n_blocks, n_blocks_swa, block_size);
+    if (n_blocks_swa > 0 && m->hp.swa_window <= 0)
+        return tc_err_set(err, TC_ERR_INVALID, "a separate sliding-window KV storage needs a sliding-window model");
     size_t kr = row_bytes(k_type, m->hp.head_dim), vr = row_bytes(v_type, m->hp.head_dim);
     if (!kr || !vr)
         return tc_err_set(err, TC_ERR_UNSUPPORTED, "KV cache types %s/%s not supported for head dim %d (quantized "
@@ -42,6 +62,7 @@ int model_kv_new(const model *m, int n_blocks, int block_size, tt_type k_type, t
     model_kv *kv = calloc(1, sizeof *kv);
     if (!kv) return tc_err_set(err, TC_ERR_NOMEM, "out of memory");
     kv->n_blocks = n_blocks;
+    kv->n_blocks_swa = n_blocks_swa;
     kv->block_size = block_size;
     kv->n_layers = m->hp.n_layers;
     kv->n_kv_heads = m->hp.n_kv_heads;
@@ -50,16 +71,33 @@ int model_kv_new(const model *m, int n_blocks, int block_size, tt_type k_type, t
     kv->v_type = v_type;
     kv->k_row = kr;
     kv->v_row = vr;
+    int n_local = n_blocks_swa > 0 ? count_swa_layers(&m->hp) : 0, n_global = kv->n_layers - n_local;
     size_t rows = (size_t)n_blocks * kv->n_kv_heads * block_size;
-    kv->k_layer = rows * kr;
-    kv->v_layer = rows * vr;
+    size_t rows_swa = (size_t)n_blocks_swa * kv->n_kv_heads * block_size;
     // calloc: untouched pages cost nothing until a block is first written.
-    kv->k = calloc(1, kv->k_layer * kv->n_layers);
-    kv->v = calloc(1, kv->v_layer * kv->n_layers);
-    if (!kv->k || !kv->v) {
-        size_t mib = (kv->k_layer + kv->v_layer) * kv->n_layers >> 20;
+    kv->k = calloc(1, rows * kr * (size_t)n_global + 1);
+    kv->v = calloc(1, rows * vr * (size_t)n_global + 1);
+    if (n_local) {
+        kv->k_swa = calloc(1, rows_swa * kr * (size_t)n_local);
+        kv->v_swa = calloc(1, rows_swa * vr * (size_t)n_local);
+    }
+    kv->k_l = calloc((size_t)kv->n_layers, sizeof *kv->k_l);
+    kv->v_l = calloc((size_t)kv->n_layers, sizeof *kv->v_l);
+    kv->swa_l = calloc((size_t)kv->n_layers, 1);
+    if (!kv->swa_l || !kv->k || !kv->v || (n_local && (!kv->k_swa || !kv->v_swa)) || !kv->k_l || !kv->v_l) {
+        size_t mib = ((rows * (size_t)n_global + rows_swa * (size_t)n_local) * (kr + vr)) >> 20;
         model_kv_free(kv);
         return tc_err_set(err, TC_ERR_NOMEM, "cannot allocate KV cache of %zu MiB", mib);
+    }
+    for (int l = 0, ig = 0, il = 0; l < kv->n_layers; l++) {
+        kv->swa_l[l] = (uint8_t)(n_local > 0 && model_layer_is_swa(&m->hp, l));
+        if (kv->swa_l[l]) {
+            kv->k_l[l] = kv->k_swa + (size_t)il * rows_swa * kr;
+            kv->v_l[l] = kv->v_swa + (size_t)il++ * rows_swa * vr;
+        } else {
+            kv->k_l[l] = kv->k + (size_t)ig * rows * kr;
+            kv->v_l[l] = kv->v + (size_t)ig++ * rows * vr;
+        }
     }
     *out = kv;
     return 0;
@@ -69,6 +107,11 @@ void model_kv_free(model_kv *kv) {
     if (!kv) return;
     free(kv->k);
     free(kv->v);
+    free(kv->k_swa);
+    free(kv->v_swa);
+    free(kv->k_l);
+    free(kv->v_l);
+    free(kv->swa_l);
     free(kv);
 }
 
@@ -78,9 +121,10 @@ int model_kv_block_size(const model_kv *kv) { return kv->block_size; }
 void model_kv_copy_block(model_kv *kv, int src, int dst) {
     size_t rows = (size_t)kv->n_kv_heads * kv->block_size;
     for (int l = 0; l < kv->n_layers; l++) {
-        memcpy(kv->k + model_kv_offset(kv, kv->k_row, kv->k_layer, l, dst, 0, 0),
-               kv->k + model_kv_offset(kv, kv->k_row, kv->k_layer, l, src, 0, 0), rows * kv->k_row);
-        memcpy(kv->v + model_kv_offset(kv, kv->v_row, kv->v_layer, l, dst, 0, 0),
-               kv->v + model_kv_offset(kv, kv->v_row, kv->v_layer, l, src, 0, 0), rows * kv->v_row);
+        if (kv->swa_l[l]) continue; // the local storage has its own block ids
+        memcpy(kv->k_l[l] + model_kv_offset(kv, kv->k_row, dst, 0, 0),
+               kv->k_l[l] + model_kv_offset(kv, kv->k_row, src, 0, 0), rows * kv->k_row);
+        memcpy(kv->v_l[l] + model_kv_offset(kv, kv->v_row, dst, 0, 0),
+               kv->v_l[l] + model_kv_offset(kv, kv->v_row, src, 0, 0), rows * kv->v_row);
     }
 }

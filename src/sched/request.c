@@ -18,6 +18,7 @@ int sched_req_new(const int32_t *prompt, int n_prompt, int max_tokens, int block
         return tc_err_set(err, TC_ERR_NOMEM, "request: out of memory for %d tokens", cap);
     }
     int rc = kv_seq_init(&r->kv, r->cap, block_size, err);
+    if (!rc && (rc = kv_seq_init(&r->kv_swa, r->cap, block_size, err))) kv_seq_destroy(&r->kv);
     if (rc) {
         free(r->tokens);
         free(r);
@@ -34,6 +35,7 @@ int sched_req_new(const int32_t *prompt, int n_prompt, int max_tokens, int block
 void sched_req_free(sched_req *r) {
     if (!r) return;
     kv_seq_destroy(&r->kv);
+    kv_seq_destroy(&r->kv_swa);
     free(r->tokens);
     free(r);
 }

@@ -38,7 +38,8 @@ typedef struct sched_req {
     int no_prefix;    // 1: never served from the prefix cache (every row must be computed)
     int tenant;       // fair-share group (sched_fair.c): 0 = none (all untagged requests form one group)
     float share;      // the tenant's weight for fair share (> 0; 0 counts as 1)
-    kv_seq kv;        // block table
+    kv_seq kv;        // block table (with a sliding-window pool: the global layers')
+    kv_seq kv_swa;    // the local (sliding-window) layers' table, used only with sched_set_swa
     sched_state state;
     sched_end end;    // why it ended (valid once SCHED_DONE)
     sched_end cancel; // != NONE: end requested (engine_cancel); acted on at the start of the next step

@@ -61,6 +61,39 @@ int sched_new(const sched_opts *o, kv_pool *pool, sched **out, tc_err *err) {
     return 0;
 }
 
+void sched_set_swa(sched *s, kv_pool *pool_swa, int window) {
+    s->pool_swa = window > 0 ? pool_swa : NULL;
+    s->swa_window = window;
+}
+
+// --- a request's block tables: the global one, and with a sliding-window pool the local one
+static void seq_free(sched *s, sched_req *r) {
+    kv_seq_free(s->pool, &r->kv);
+    if (s->pool_swa) kv_seq_free(s->pool_swa, &r->kv_swa);
+}
+
+// Covers positions [0, n_tokens) in both tables (0 or TC_ERR_FULL); the local blocks that no query from
+// r->num_computed on can see are released first. A failure may leave the global table grown: harmless,
+// the blocks are r's and are freed with it.
+static int seq_alloc(sched *s, sched_req *r, int n_tokens) {
+    int rc = kv_seq_alloc_to(s->pool, &r->kv, n_tokens);
+    if (rc || !s->pool_swa) return rc;
+    kv_seq_release_before(s->pool_swa, &r->kv_swa, r->num_computed + 1 - s->swa_window);
+    return kv_seq_alloc_to(s->pool_swa, &r->kv_swa, n_tokens);
+}
+
+// Prefix hit for an empty request: the longest cached prefix whose window is cached in the local pool too.
+// Returns the cached tokens (a multiple of the block size).
+static int seq_match(sched *s, sched_req *r) {
+    int cached = kv_seq_match_prefix(s->pool, &r->kv, r->tokens, r->n_tokens);
+    if (!s->pool_swa || !cached) return cached;
+    int bs = kv_pool_block_size(s->pool);
+    int m = kv_seq_match_window(s->pool_swa, &r->kv_swa, r->tokens, cached / bs, s->swa_window);
+    if (m * bs == cached) return cached;
+    kv_seq_free(s->pool, &r->kv); // shrink the global hit to m blocks: match again up to them
+    return m ? kv_seq_match_prefix(s->pool, &r->kv, r->tokens, m * bs + 1) : 0;
+}
+
 void sched_free(sched *s) {
     if (!s) return;
     free(s->keys);
@@ -124,7 +157,7 @@ static sched_req *pool_victim(sched *s) {
 static void preempt(sched *s, sched_req *v) {
     if (v->plan_idx >= 0) plan_remove(s, v);
     list_unlink(&s->running, v);
-    kv_seq_free(s->pool, &v->kv);
+    seq_free(s, v);
     v->num_computed = 0;
     v->state = SCHED_WAITING;
     v->n_preempted++;
@@ -136,12 +169,12 @@ static void preempt(sched *s, sched_req *v) {
 // was preempted.
 static int schedule_running(sched *s, sched_req *r, int n) {
     // Speculative rows only where blocks are free: drafts never preempt anybody.
-    if (r->n_draft > 0 && kv_seq_alloc_to(s->pool, &r->kv, r->num_computed + n + r->n_draft) == 0) {
+    if (r->n_draft > 0 && seq_alloc(s, r, r->num_computed + n + r->n_draft) == 0) {
         plan_add(s, r, n + r->n_draft, r->n_draft);
         return 0;
     }
     r->n_draft = 0;
-    while (kv_seq_alloc_to(s->pool, &r->kv, r->num_computed + n) != 0) {
+    while (seq_alloc(s, r, r->num_computed + n) != 0) {
         sched_req *v = pool_victim(s);
         preempt(s, v);
         s->plan.n_preempted++;
@@ -179,12 +212,12 @@ static void fair_make_room(sched *s) {
 // Admits waiting request r if its first chunk fits. Returns 0 if admitted, -1 if not.
 static int admit(sched *s, sched_req *r, double now) {
     int cached = 0;
-    if (s->o.prefix_cache && !r->no_prefix) cached = kv_seq_match_prefix(s->pool, &r->kv, r->tokens, r->n_tokens);
+    if (s->o.prefix_cache && !r->no_prefix) cached = seq_match(s, r);
     r->num_computed = cached;
     int n = r->n_tokens - cached;
     if (n > s->budget) n = s->budget;
-    if (kv_seq_alloc_to(s->pool, &r->kv, cached + n) != 0) {
-        kv_seq_free(s->pool, &r->kv); // give back the matched blocks: they stay cached
+    if (seq_alloc(s, r, cached + n) != 0) {
+        seq_free(s, r); // give back the matched blocks: they stay cached
         r->num_computed = 0;
         return -1;
     }
@@ -389,7 +422,10 @@ void sched_commit(sched *s) {
         // drafted positions are not verified yet: they are never registered (sched_rollback drops the
         // rejected ones; accepted ones are registered by a later commit, once they are below n_tokens)
         int verified = r->num_computed < r->n_tokens ? r->num_computed : r->n_tokens;
-        if (s->o.prefix_cache) kv_seq_commit(s->pool, &r->kv, r->tokens, verified);
+        if (s->o.prefix_cache) {
+            kv_seq_commit(s->pool, &r->kv, r->tokens, verified);
+            if (s->pool_swa) kv_seq_commit(s->pool_swa, &r->kv_swa, r->tokens, verified);
+        }
     }
 }
 
@@ -399,6 +435,7 @@ void sched_rollback(sched *s, sched_req *r) {
     if (r->num_computed <= valid) return;
     r->num_computed = valid;
     kv_seq_truncate(s->pool, &r->kv, valid);
+    if (s->pool_swa) kv_seq_truncate(s->pool_swa, &r->kv_swa, valid);
 }
 
 // Served within its TTFT target (or without one), served late, or expired; other ends are not counted.
@@ -414,7 +451,7 @@ void sched_finish(sched *s, sched_req *r, sched_end end) {
     if (r->state == SCHED_DONE) return;
     if (r->plan_idx >= 0) plan_remove(s, r);
     list_unlink(list_of(s, r), r);
-    kv_seq_free(s->pool, &r->kv);
+    seq_free(s, r);
     r->state = SCHED_DONE;
     r->end = end;
     record_outcome(s, r, end);

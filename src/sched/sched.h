@@ -93,6 +93,13 @@ void sched_free(sched *s);
 void sched_add(sched *s, sched_req *r);
 // Builds the next step's plan at time now (monotonic seconds). The plan is borrowed.
 const sched_plan *sched_step(sched *s, double now);
+// Sliding-window models: the local layers' KV lives in pool_swa (borrowed), one more table per request
+// (r->kv_swa). Before a request's step, its local blocks wholly before num_computed + 1 - window (no query
+// reads them again) go back to pool_swa, so a request holds at most ceil((window + chunk) / block) + 1 of
+// them. Prefix hits: a cached prefix of m blocks is used only as far as the local blocks its next query
+// needs (the window before position m·block) are cached in pool_swa too; otherwise the hit shrinks to the
+// longest such m (kv_seq_match_window), possibly 0. Call before the first sched_add.
+void sched_set_swa(sched *s, kv_pool *pool_swa, int window);
 // Installs the draft callback (NULL: no speculation).
 void sched_set_draft_fn(sched *s, sched_draft_fn fn, void *ctx);
 // After the forward pass: advances num_computed of every planned request (drafted rows included) and

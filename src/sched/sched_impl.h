@@ -14,6 +14,8 @@ typedef struct sched_list {
 struct sched {
     sched_opts o;
     kv_pool *pool;
+    kv_pool *pool_swa; // (optional) the local layers' blocks (sched_set_swa)
+    int swa_window;    // positions a local layer's query sees (with pool_swa)
     sched_list waiting, running; // running in admission order (tail = most recently admitted)
     sched_item *items;           // (max_seqs) plan storage
     sched_plan plan;

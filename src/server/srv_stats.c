@@ -189,6 +189,11 @@ static json_t *stats_json(server *s) {
         json_object_set_new(j, "max_model_len", json_integer(s->ctx_size));
         json_object_set_new(j, "kv_capacity_tokens", json_integer(st.kv_capacity_tokens));
         json_object_set_new(j, "kv_bytes_per_token", json_integer((json_int_t)st.kv_bytes_per_token));
+        if (st.kv_swa_blocks_total) { // sliding-window layers' own pool (bounded by the window, not the context)
+            json_object_set_new(j, "kv_swa_blocks_used", json_integer(st.kv_swa_blocks_used));
+            json_object_set_new(j, "kv_swa_blocks_total", json_integer(st.kv_swa_blocks_total));
+            json_object_set_new(j, "kv_swa_blocks_peak", json_integer(st.kv_swa_blocks_peak));
+        }
         if (s->eng) { // types are known once the engine exists (the model has loaded)
             json_object_set_new(j, "kv_type_k", json_string(tt_name(st.kv_type_k)));
             json_object_set_new(j, "kv_type_v", json_string(tt_name(st.kv_type_v)));

@@ -302,7 +302,85 @@ static void test_salt(void) {
     kv_pool_free(p);
 }
 
+// Sliding-window tables: blocks wholly before the first position any later query sees go back to the pool
+// (front first, entries -1); free/truncate never touch released entries; a window hit takes only the blocks
+// the next query needs and only when all of them are cached.
+static void test_swa_release(void) {
+    tc_err err;
+    kv_pool *p;
+    kv_seq a, b, c;
+    CHECK_EQ_INT(kv_pool_new(16, BS, &p, &err), 0);
+    kv_seq_init(&a, 64, BS, &err);
+    kv_seq_init(&b, 64, BS, &err);
+    kv_seq_init(&c, 64, BS, &err);
+    int32_t t[40];
+    fill(t, 40, 100);
+    CHECK_EQ_INT(kv_seq_alloc_to(p, &a, 24), 0); // blocks 0..5
+    kv_seq_commit(p, &a, t, 24);
+    kv_seq_release_before(p, &a, 7); // positions 0..6 unseen from now on: block 0 (0..3) goes, block 1 (4..7) stays
+    CHECK_EQ_INT(a.n_released, 1);
+    CHECK_EQ_INT(a.blocks[0], -1);
+    CHECK(a.blocks[1] >= 0);
+    CHECK_EQ_INT(kv_pool_n_free(p), 11);
+    kv_seq_release_before(p, &a, 8); // exactly at a block end: block 1 goes too
+    CHECK_EQ_INT(a.n_released, 2);
+    CHECK_EQ_INT(kv_pool_n_free(p), 12);
+    kv_seq_release_before(p, &a, 3); // never backwards
+    kv_seq_release_before(p, &a, -5);
+    CHECK_EQ_INT(a.n_released, 2);
+    kv_seq_release_before(p, &a, 1000); // never past the table
+    CHECK_EQ_INT(a.n_released, 6);
+    CHECK_EQ_INT(kv_pool_n_free(p), 16);
+    // growing after a release appends; truncate and free skip released entries (no double put)
+    CHECK_EQ_INT(kv_seq_alloc_to(p, &a, 32), 0);
+    CHECK_EQ_INT(a.n_blocks, 8);
+    CHECK_EQ_INT(kv_pool_n_free(p), 14);
+    kv_seq_truncate(p, &a, 2);
+    CHECK_EQ_INT(a.n_blocks, 6);
+    CHECK_EQ_INT(kv_pool_n_free(p), 16);
+    kv_seq_free(p, &a);
+    CHECK_EQ_INT(a.n_released, 0);
+    CHECK_EQ_INT(kv_pool_n_free(p), 16);
+    // the released blocks stayed cached: a window of 12 positions before position 24 reads blocks 3..5
+    CHECK_EQ_INT(kv_seq_match_window(p, &b, t, 6, 12), 6);
+    CHECK_EQ_INT(b.n_blocks, 6);
+    CHECK_EQ_INT(b.n_released, 3);
+    CHECK_EQ_INT(b.blocks[2], -1);
+    CHECK(b.blocks[3] >= 0 && b.blocks[5] >= 0);
+    CHECK_EQ_INT(kv_pool_n_free(p), 13);
+    // the hit continues the chain: committing block 6 makes a 7-block prefix findable
+    CHECK_EQ_INT(kv_seq_alloc_to(p, &b, 28), 0);
+    kv_seq_commit(p, &b, t, 28);
+    kv_seq_free(p, &b);
+    CHECK_EQ_INT(kv_seq_match_window(p, &c, t, 7, 8), 7); // window 8 before position 28: blocks 5, 6
+    CHECK_EQ_INT(c.n_released, 5);
+    kv_seq_free(p, &c);
+    // a window reaching a block never cached (other tokens) shrinks the hit to where it is all cached
+    int32_t u[40];
+    memcpy(u, t, sizeof u);
+    u[25] = 7; // block 6 differs
+    CHECK_EQ_INT(kv_seq_match_window(p, &c, u, 7, 8), 6); // block 6 missing: 6 blocks, window blocks 4, 5
+    CHECK_EQ_INT(c.n_released, 4);
+    CHECK_EQ_INT(kv_pool_n_free(p), 14);
+    kv_seq_free(p, &c);
+    // block 4 evicted-like gap: with a window reaching back over it, only a shorter hit works
+    int32_t v[40];
+    memcpy(v, t, sizeof v);
+    v[17] = 9; // block 4 differs, so blocks 5.. differ in hash too: at most 4 blocks, window blocks 2, 3
+    CHECK_EQ_INT(kv_seq_match_window(p, &c, v, 7, 8), 4);
+    kv_seq_free(p, &c);
+    CHECK_EQ_INT(kv_seq_match_window(p, &c, v, 7, 1000), 4); // a window reaching block 0: all of 0..3 needed
+    CHECK_EQ_INT(c.n_released, 0);
+    kv_seq_free(p, &c);
+    CHECK_EQ_INT(kv_pool_n_free(p), 16);
+    kv_seq_destroy(&a);
+    kv_seq_destroy(&b);
+    kv_seq_destroy(&c);
+    kv_pool_free(p);
+}
+
 int main(void) {
+    test_swa_release();
     test_salt();
     test_alloc_free();
     test_prefix_share();

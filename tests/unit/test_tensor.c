@@ -108,8 +108,12 @@ static void test_table(void) {
     CHECK_EQ_INT(tt_get(TT_Q6_K)->vec_dot_type, TT_Q8_K);
     CHECK_EQ_INT(tt_get(TT_F16)->vec_dot_type, TT_F32);
     CHECK_EQ_INT(tt_get(TT_BF16)->vec_dot_type, TT_F32);
-    // Unknown / unsupported ids.
-    uint32_t bad[] = {4, 5, TT_Q2_K, TT_Q3_K, 16, 29, TT_COUNT, 1000, UINT32_MAX};
+    CHECK_EQ_INT(tt_get(TT_Q2_K)->vec_dot_type, TT_Q8_K);
+    CHECK_EQ_INT(tt_get(TT_Q3_K)->vec_dot_type, TT_Q8_K);
+    CHECK_EQ_INT(tt_get(TT_IQ4_XS)->vec_dot_type, TT_Q8_K);
+    CHECK_EQ_INT(tt_get(TT_IQ4_NL)->vec_dot_type, TT_Q8_0);
+    // Unknown / unsupported ids (16..19, 21, 22: the other IQ types).
+    uint32_t bad[] = {4, 5, 16, 19, 21, 22, 29, TT_COUNT, 1000, UINT32_MAX};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         CHECK_MSG(tt_get(bad[i]) == NULL, "tt_get(%u) should be NULL", bad[i]);
         CHECK_MSG(strcmp(tt_name(bad[i]), "?") == 0, "tt_name(%u) = %s", bad[i], tt_name(bad[i]));
@@ -134,7 +138,11 @@ static void test_row_size(void) {
     CHECK_EQ_INT(tt_row_size(TT_Q4_0, 33), 0);                                     // not a whole block
     CHECK_EQ_INT(tt_row_size(TT_Q4_K, 128), 0);                                    // not a whole super-block
     CHECK_EQ_INT(tt_row_size(TT_F32, -4), 0);                                      // negative
-    CHECK_EQ_INT(tt_row_size(TT_Q2_K, 256), 0);                                    // unsupported
+    CHECK_EQ_INT(tt_row_size(TT_Q2_K, 512), 2 * 84);
+    CHECK_EQ_INT(tt_row_size(TT_Q3_K, 512), 2 * 110);
+    CHECK_EQ_INT(tt_row_size(TT_IQ4_NL, 64), 2 * 18);
+    CHECK_EQ_INT(tt_row_size(TT_IQ4_XS, 512), 2 * 136);
+    CHECK_EQ_INT(tt_row_size(16, 256), 0);                                         // unsupported (IQ2_XXS)
     CHECK_EQ_INT(tt_row_size(77, 32), 0);                                          // unknown
     CHECK_EQ_INT(tt_row_size(TT_F32, INT64_MAX), 0);                               // overflows size_t
     CHECK_EQ_INT(tt_row_size(TT_F16, INT64_MAX / 4), (size_t)(INT64_MAX / 4) * 2); // fits

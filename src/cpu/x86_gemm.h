@@ -107,6 +107,7 @@ XI void x86_tile32(const cpu_gemm_job *j, int i, int r, const int NW, const int 
 
 // --- K-quants (x Q8_K): x86_tile_q45k, x86_tile_q6k
 #include "cpu/x86_kquant256.h"
+#include "cpu/x86_lowbit.h"
 
 // --- float weights (F32, F16, BF16) x f32 activations
 XI __m256 x86_loadw8(const uint8_t *p, int e, const int T) {
@@ -268,6 +269,9 @@ XI void x86_tile32w(const cpu_gemm_job *j, int i, int r, const int NW, const int
 XI void x86_tile(const cpu_gemm_job *j, int i, int r, const int NW, const int NR, const int T) {
     if (T == TT_Q4_K || T == TT_Q5_K) X86_K45(j, i, r, NW, NR, T);
     else if (T == TT_Q6_K) X86_K6(j, i, r, NW, NR);
+    else if (T == TT_Q2_K || T == TT_Q3_K) x86_tile_q23k(j, i, r, NW, NR, T);
+    else if (T == TT_IQ4_XS) x86_tile_iq4xs(j, i, r, NW, NR);
+    else if (T == TT_IQ4_NL) x86_tile_iq4nl(j, i, r, NW, NR);
     else if (T == TT_F32 || T == TT_F16 || T == TT_BF16) x86_tile_f(j, i, r, NW, NR, T);
     else if (X86_WIDE32(T)) x86_tile32w(j, i, r, NW, NR, T);
     else x86_tile32(j, i, r, NW, NR, T);
@@ -319,6 +323,10 @@ X86_DEFINE_GEMM(q8_0, TT_Q8_0)
 X86_DEFINE_GEMM(q4_k, TT_Q4_K)
 X86_DEFINE_GEMM(q5_k, TT_Q5_K)
 X86_DEFINE_GEMM(q6_k, TT_Q6_K)
+X86_DEFINE_GEMM(q2_k, TT_Q2_K)
+X86_DEFINE_GEMM(q3_k, TT_Q3_K)
+X86_DEFINE_GEMM(iq4_nl, TT_IQ4_NL)
+X86_DEFINE_GEMM(iq4_xs, TT_IQ4_XS)
 X86_DEFINE_GEMM(f32, TT_F32)
 X86_DEFINE_GEMM(f16, TT_F16)
 X86_DEFINE_GEMM(bf16, TT_BF16)

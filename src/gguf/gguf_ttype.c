@@ -1,5 +1,6 @@
 // Block geometry of tensor types for validating tensor infos: the shared traits table (tensor/ttype.c), plus
-// the file geometry of ggml types that table does not compute with (Q2_K, Q3_K) so such files still open
+// the file geometry of ggml types that table does not compute with (none left: Q2_K, Q3_K have rows now; the
+// switch stays for future decode-less types) so such files still open
 // (`tachyon info` can list them; the model loader rejects what it cannot run).
 #include "gguf/gguf_internal.h"
 #include "tensor/ttype.h"

@@ -56,6 +56,20 @@ float tt_q6_K_vec_dot(int n, const void *x, const void *y);
 void tt_q8_K_to_float(const void *src, float *dst, int64_t n);
 void tt_q8_K_from_float(const float *src, void *dst, int64_t n);
 
+// --- low-bit types from downloaded GGUFs (quant_ref_lowbit.c): decode and dot only, no quantizer
+void tt_q2_K_to_float(const void *src, float *dst, int64_t n);
+float tt_q2_K_vec_dot(int n, const void *x, const void *y); // y: Q8_K
+void tt_q3_K_to_float(const void *src, float *dst, int64_t n);
+float tt_q3_K_vec_dot(int n, const void *x, const void *y); // y: Q8_K
+void tt_iq4_nl_to_float(const void *src, float *dst, int64_t n);
+float tt_iq4_nl_vec_dot(int n, const void *x, const void *y); // y: Q8_0
+void tt_iq4_xs_to_float(const void *src, float *dst, int64_t n);
+float tt_iq4_xs_vec_dot(int n, const void *x, const void *y); // y: Q8_K
+// Q3_K's 12 packed scale bytes -> the 16 signed scales (sc - 32).
+void tt_q3k_scales(const uint8_t *scales, int8_t sc[16]);
+// IQ4_XS sub-block s (0..7) scale, ls - 32.
+int tt_iq4xs_scale(const tt_block_iq4_xs *b, int s);
+
 // Unpacks the 6-bit (scale, min) pair of sub-block j (0..7) of a Q4_K/Q5_K block's 12 scale bytes.
 void tt_k4_scale_min(int j, const uint8_t *scales, uint8_t *sc, uint8_t *m);
 

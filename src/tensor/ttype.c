@@ -11,7 +11,8 @@
 //   F32, F16, BF16   -> F32    (ggml uses F16/BF16 activations for F16/BF16 weights; we keep activations in
 //                              f32 and widen the weights instead: simpler, and more accurate)
 // Q8_1 and Q8_K are activation-only formats: they have to_float/from_float but no vec_dot.
-// Q2_K, Q3_K are not supported (no row): tt_get returns NULL and callers report "unsupported type".
+//   Q2_K, Q3_K, IQ4_XS -> Q8_K;  IQ4_NL -> Q8_0                                 (as ggml)
+// Q2_K, Q3_K, IQ4_NL, IQ4_XS are decode-only (no from_float): tachyon runs such files, it does not make them.
 static const tt_traits tt_table[TT_COUNT] = {
     [TT_F32] = {"f32", 1, sizeof(float), 0, tt_f32_to_float, tt_f32_from_float, TT_F32, tt_f32_vec_dot},
     [TT_F16] = {"f16", 1, sizeof(tt_f16), 0, tt_f16_to_float, tt_f16_from_float, TT_F32, tt_f16_vec_dot},
@@ -35,6 +36,12 @@ static const tt_traits tt_table[TT_COUNT] = {
                  tt_q5_K_vec_dot},
     [TT_Q6_K] = {"q6_K", QK_K, sizeof(tt_block_q6_K), 1, tt_q6_K_to_float, tt_q6_K_from_float, TT_Q8_K,
                  tt_q6_K_vec_dot},
+    [TT_Q2_K] = {"q2_K", QK_K, sizeof(tt_block_q2_K), 1, tt_q2_K_to_float, NULL, TT_Q8_K, tt_q2_K_vec_dot},
+    [TT_Q3_K] = {"q3_K", QK_K, sizeof(tt_block_q3_K), 1, tt_q3_K_to_float, NULL, TT_Q8_K, tt_q3_K_vec_dot},
+    [TT_IQ4_NL] = {"iq4_nl", QK4_NL, sizeof(tt_block_iq4_nl), 1, tt_iq4_nl_to_float, NULL, TT_Q8_0,
+                   tt_iq4_nl_vec_dot},
+    [TT_IQ4_XS] = {"iq4_xs", QK_K, sizeof(tt_block_iq4_xs), 1, tt_iq4_xs_to_float, NULL, TT_Q8_K,
+                   tt_iq4_xs_vec_dot},
     [TT_Q8_K] = {"q8_K", QK_K, sizeof(tt_block_q8_K), 1, tt_q8_K_to_float, tt_q8_K_from_float, TT_Q8_K, NULL},
 };
 

@@ -22,6 +22,8 @@ typedef enum {
     TT_Q5_K = 13,
     TT_Q6_K = 14,
     TT_Q8_K = 15,
+    TT_IQ4_NL = 20,
+    TT_IQ4_XS = 23,
     TT_BF16 = 30,
     TT_COUNT = 40
 } tt_type;
@@ -48,6 +50,15 @@ typedef struct { tt_f16 d, dmin; uint8_t scales[K_SCALE_SIZE]; uint8_t qs[QK_K /
 typedef struct { tt_f16 d, dmin; uint8_t scales[K_SCALE_SIZE]; uint8_t qh[QK_K / 8]; uint8_t qs[QK_K / 2]; } tt_block_q5_K;
 typedef struct { uint8_t ql[QK_K / 2]; uint8_t qh[QK_K / 4]; int8_t scales[QK_K / 16]; tt_f16 d; } tt_block_q6_K;
 typedef struct { float d; int8_t qs[QK_K]; int16_t bsums[QK_K / 16]; } tt_block_q8_K; // activations only
+// x = d * (sc & 15) * q - dmin * (sc >> 4), q 2 bits, one 4+4-bit sc per 16
+typedef struct { uint8_t scales[QK_K / 16]; uint8_t qs[QK_K / 4]; tt_f16 d, dmin; } tt_block_q2_K;
+// x = d * (sc - 32) * (q - (hmask bit ? 0 : 4)), q 2 low bits + 1 high bit, 6-bit sc per 16 packed in 12 bytes
+typedef struct { uint8_t hmask[QK_K / 8]; uint8_t qs[QK_K / 4]; uint8_t scales[K_SCALE_SIZE]; tt_f16 d; } tt_block_q3_K;
+#define QK4_NL 32
+// x = d * tt_iq4nl_values[q], q 4 bits: a fixed non-linear codebook
+typedef struct { tt_f16 d; uint8_t qs[QK4_NL / 2]; } tt_block_iq4_nl;
+// x = d * (ls - 32) * tt_iq4nl_values[q], ls 6 bits per 32 (low 4 bits in scales_l, high 2 in scales_h)
+typedef struct { tt_f16 d; uint16_t scales_h; uint8_t scales_l[QK_K / 64]; uint8_t qs[QK_K / 2]; } tt_block_iq4_xs;
 
 static_assert(sizeof(tt_block_q4_0) == 18, "q4_0 size");
 static_assert(sizeof(tt_block_q4_1) == 20, "q4_1 size");
@@ -59,6 +70,13 @@ static_assert(sizeof(tt_block_q4_K) == 144, "q4_K size");
 static_assert(sizeof(tt_block_q5_K) == 176, "q5_K size");
 static_assert(sizeof(tt_block_q6_K) == 210, "q6_K size");
 static_assert(sizeof(tt_block_q8_K) == 292, "q8_K size");
+static_assert(sizeof(tt_block_q2_K) == 84, "q2_K size");
+static_assert(sizeof(tt_block_q3_K) == 110, "q3_K size");
+static_assert(sizeof(tt_block_iq4_nl) == 18, "iq4_nl size");
+static_assert(sizeof(tt_block_iq4_xs) == 136, "iq4_xs size");
+
+// The IQ4_NL / IQ4_XS codebook (ggml's kvalues_iq4nl).
+extern const int8_t tt_iq4nl_values[16];
 
 // n is always a multiple of the type's block size.
 typedef void (*tt_to_float_fn)(const void *src, float *dst, int64_t n);

@@ -48,13 +48,16 @@ class Traits(ctypes.Structure):  # struct tt_traits in src/tensor/ttype.h
     ]
 
 
-SUPPORTED = [Q.F32, Q.F16, Q.BF16, Q.Q4_0, Q.Q4_1, Q.Q5_0, Q.Q5_1, Q.Q8_0, Q.Q8_1, Q.Q4_K, Q.Q5_K, Q.Q6_K, Q.Q8_K]
+SUPPORTED = [Q.F32, Q.F16, Q.BF16, Q.Q4_0, Q.Q4_1, Q.Q5_0, Q.Q5_1, Q.Q8_0, Q.Q8_1, Q.Q4_K, Q.Q5_K, Q.Q6_K, Q.Q8_K,
+             Q.Q2_K, Q.Q3_K, Q.IQ4_NL, Q.IQ4_XS]
 # Types gguf can decode (Q8_1 / Q8_K are activation formats it does not implement).
-DEQUANT_TYPES = [Q.F32, Q.F16, Q.BF16, Q.Q4_0, Q.Q4_1, Q.Q5_0, Q.Q5_1, Q.Q8_0, Q.Q4_K, Q.Q5_K, Q.Q6_K]
+DEQUANT_TYPES = [Q.F32, Q.F16, Q.BF16, Q.Q4_0, Q.Q4_1, Q.Q5_0, Q.Q5_1, Q.Q8_0, Q.Q4_K, Q.Q5_K, Q.Q6_K,
+                 Q.Q2_K, Q.Q3_K, Q.IQ4_NL, Q.IQ4_XS]
 QUANT_TYPES = [Q.F16, Q.BF16, Q.Q4_0, Q.Q4_1, Q.Q5_0, Q.Q5_1, Q.Q8_0]
 # Byte offsets of the f16 scale fields inside one block.
 F16_FIELDS = {Q.Q4_0: [0], Q.Q4_1: [0, 2], Q.Q5_0: [0], Q.Q5_1: [0, 2], Q.Q8_0: [0],
-              Q.Q4_K: [0, 2], Q.Q5_K: [0, 2], Q.Q6_K: [208]}
+              Q.Q4_K: [0, 2], Q.Q5_K: [0, 2], Q.Q6_K: [208],
+              Q.Q2_K: [80, 82], Q.Q3_K: [108], Q.IQ4_NL: [0], Q.IQ4_XS: [0]}
 # Max |x - dequant(quant(x))| / amax(256-element super-block) for N(0,1) data, as in tests/unit/test_tensor.c.
 KQUANT_BOUND = {Q.Q4_K: 0.10, Q.Q5_K: 0.065, Q.Q6_K: 0.022}
 
@@ -141,7 +144,7 @@ def test_sizes_match_gguf(lib):
         t = traits(lib, qtype)
         assert (t.block_size, t.type_size) == gguf.GGML_QUANT_SIZES[qtype], qtype.name
         assert t.name.decode().lower() == qtype.name.lower()
-    for qtype in (Q.Q2_K, Q.Q3_K, Q.IQ4_NL):  # not implemented: the table says so instead of guessing
+    for qtype in (Q.IQ2_XXS, Q.IQ3_S, Q.TQ1_0):  # not implemented: the table says so instead of guessing
         assert not lib.tt_get(int(qtype)), f"{qtype.name} unexpectedly has a row"
 
 

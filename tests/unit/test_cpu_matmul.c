@@ -22,19 +22,20 @@ static uint32_t rnd(void) {
 }
 static float rndf(void) { return (float)((rnd() & 0xffffff) / 16777216.0 * 2.0 - 1.0); }
 
-static const uint32_t types[] = {TT_Q4_0, TT_Q4_1, TT_Q5_0, TT_Q5_1, TT_Q8_0, TT_Q4_K,
-                                 TT_Q5_K, TT_Q6_K, TT_F32,  TT_F16,  TT_BF16};
+static const uint32_t types[] = {TT_Q4_0, TT_Q4_1, TT_Q5_0, TT_Q5_1, TT_Q8_0, TT_Q4_K,  TT_Q5_K,
+                                 TT_Q6_K, TT_F32,  TT_F16,  TT_BF16, TT_Q2_K, TT_Q3_K, TT_IQ4_NL, TT_IQ4_XS};
 
 // Weights (d, k): even rows quantized from random floats with the reference, odd rows random bytes with
-// sane fp16 scales (covers every bit pattern of nibbles, high bits, 6-bit scales, int8 -128).
+// sane fp16 scales (covers every bit pattern of nibbles, high bits, 6-bit scales, int8 -128). Decode-only
+// types (no from_float: Q2_K, Q3_K, IQ4_*) get random bytes in every row.
 static void make_weights(uint32_t t, int d, int k, uint8_t *w, float *tmp) {
     const tt_traits *tr = tt_get(t);
     size_t rs = tt_row_size(t, k);
     for (int i = 0; i < d; i++) {
         uint8_t *row = w + (size_t)i * rs;
         for (int e = 0; e < k; e++) tmp[e] = rndf() * (1.0f + (float)(e % 7));
-        tr->from_float(tmp, row, k);
-        if (!(i & 1) || !tr->is_quantized) continue;
+        if (tr->from_float) tr->from_float(tmp, row, k);
+        if ((!(i & 1) && tr->from_float) || !tr->is_quantized) continue;
         for (size_t b = 0; b < rs; b++) row[b] = (uint8_t)rnd();
         size_t bs = tr->type_size;
         for (size_t o = 0; o < rs; o += bs) { // fix the fp16 scales to finite, modest values
@@ -42,6 +43,8 @@ static void make_weights(uint32_t t, int d, int k, uint8_t *w, float *tmp) {
             tt_f16 s1 = tt_f32_to_f16(0.01f + 0.001f * (float)(rnd() % 50));
             tt_f16 s2 = tt_f32_to_f16(0.005f * (float)(rnd() % 20));
             if (t == TT_Q6_K) memcpy(blk + 208, &s1, 2);
+            else if (t == TT_Q3_K) memcpy(blk + 108, &s1, 2);
+            else if (t == TT_Q2_K) memcpy(blk + 80, &s1, 2), memcpy(blk + 82, &s2, 2);
             else {
                 memcpy(blk, &s1, 2);
                 if (t == TT_Q4_1 || t == TT_Q5_1 || t == TT_Q4_K || t == TT_Q5_K) memcpy(blk + 2, &s2, 2);
@@ -208,7 +211,7 @@ int main(void) {
     // argument checks
     CHECK_EQ_INT(run(pool2, TT_Q4_0, w, x, 1, 5, 33, got, 5, scratch, CPU_ISA_AVX2), TC_ERR_INVALID);
     CHECK_EQ_INT(run(pool2, TT_Q8_K, w, x, 1, 5, 256, got, 5, scratch, CPU_ISA_AVX2), TC_ERR_UNSUPPORTED);
-    CHECK_EQ_INT(run(pool2, 11 /* Q3_K */, w, x, 1, 5, 256, got, 5, scratch, CPU_ISA_AVX2), TC_ERR_UNSUPPORTED);
+    CHECK_EQ_INT(run(pool2, 16 /* IQ2_XXS */, w, x, 1, 5, 256, got, 5, scratch, CPU_ISA_AVX2), TC_ERR_UNSUPPORTED);
     CHECK_EQ_INT(run(pool2, TT_Q4_0, w, x, 1, 5, 32, got, 4, scratch, CPU_ISA_AVX2), TC_ERR_INVALID);
     CHECK_EQ_INT(run(pool2, TT_Q4_0, w, x, 1, 5, 32, got, 5, NULL, CPU_ISA_AVX2), TC_ERR_INVALID);
     cpu_pool_free(pool2);

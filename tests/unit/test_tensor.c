@@ -108,8 +108,12 @@ static void test_table(void) {
     CHECK_EQ_INT(tt_get(TT_Q6_K)->vec_dot_type, TT_Q8_K);
     CHECK_EQ_INT(tt_get(TT_F16)->vec_dot_type, TT_F32);
     CHECK_EQ_INT(tt_get(TT_BF16)->vec_dot_type, TT_F32);
-    // Unknown / unsupported ids.
-    uint32_t bad[] = {4, 5, TT_Q2_K, TT_Q3_K, 16, 29, TT_COUNT, 1000, UINT32_MAX};
+    CHECK_EQ_INT(tt_get(TT_Q2_K)->vec_dot_type, TT_Q8_K);
+    CHECK_EQ_INT(tt_get(TT_Q3_K)->vec_dot_type, TT_Q8_K);
+    CHECK_EQ_INT(tt_get(TT_IQ4_XS)->vec_dot_type, TT_Q8_K);
+    CHECK_EQ_INT(tt_get(TT_IQ4_NL)->vec_dot_type, TT_Q8_0);
+    // Unknown / unsupported ids (16..19, 21, 22: the other IQ types).
+    uint32_t bad[] = {4, 5, 16, 19, 21, 22, 29, TT_COUNT, 1000, UINT32_MAX};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         CHECK_MSG(tt_get(bad[i]) == NULL, "tt_get(%u) should be NULL", bad[i]);
         CHECK_MSG(strcmp(tt_name(bad[i]), "?") == 0, "tt_name(%u) = %s", bad[i], tt_name(bad[i]));
@@ -134,7 +138,11 @@ static void test_row_size(void) {
     CHECK_EQ_INT(tt_row_size(TT_Q4_0, 33), 0);                                     // not a whole block
     CHECK_EQ_INT(tt_row_size(TT_Q4_K, 128), 0);                                    // not a whole super-block
     CHECK_EQ_INT(tt_row_size(TT_F32, -4), 0);                                      // negative
-    CHECK_EQ_INT(tt_row_size(TT_Q2_K, 256), 0);                                    // unsupported
+    CHECK_EQ_INT(tt_row_size(TT_Q2_K, 512), 2 * 84);
+    CHECK_EQ_INT(tt_row_size(TT_Q3_K, 512), 2 * 110);
+    CHECK_EQ_INT(tt_row_size(TT_IQ4_NL, 64), 2 * 18);
+    CHECK_EQ_INT(tt_row_size(TT_IQ4_XS, 512), 2 * 136);
+    CHECK_EQ_INT(tt_row_size(16, 256), 0);                                         // unsupported (IQ2_XXS)
     CHECK_EQ_INT(tt_row_size(77, 32), 0);                                          // unknown
     CHECK_EQ_INT(tt_row_size(TT_F32, INT64_MAX), 0);                               // overflows size_t
     CHECK_EQ_INT(tt_row_size(TT_F16, INT64_MAX / 4), (size_t)(INT64_MAX / 4) * 2); // fits
@@ -461,6 +469,54 @@ static void test_vec_dot(void) {
     }
 }
 
+// Decode-only types (no quantizer): random block bytes with finite, modest f16 scales, dotted with a Q8_K /
+// Q8_0 activation row, against the double dot of the dequantized vectors. Same bound as test_vec_dot, with
+// the block bound for Q2_K also counting d * 45 and dmin * 15 (its scale and min terms can cancel).
+static void test_vec_dot_decode_only(void) {
+    static const struct { uint32_t type; int off_d, off_dmin; } cases[] = {
+        {TT_Q2_K, 80, 82}, {TT_Q3_K, 108, -1}, {TT_IQ4_NL, 0, -1}, {TT_IQ4_XS, 0, -1}};
+    static float y[N], xd[N], yd[N];
+    static uint8_t qx[N * 4 + 64], qy[N * 4 + 64];
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const tt_traits *t = tt_get(cases[c].type), *vt = tt_get(t->vec_dot_type);
+        CHECK(t && vt && t->to_float && t->vec_dot && !t->from_float);
+        const int bs = t->block_size;
+        for (int trial = 0; trial < 6; trial++) {
+            for (int n = bs; n <= N; n *= 4) {
+                for (size_t b = 0; b < tt_row_size(cases[c].type, n); b++) qx[b] = (uint8_t)rng_u64();
+                for (int b = 0; b < n / bs; b++) {
+                    uint8_t *blk = qx + (size_t)b * t->type_size;
+                    tt_f16 d = tt_f32_to_f16(0.001f + 0.01f * (float)rng_unit());
+                    tt_f16 dm = tt_f32_to_f16(0.01f * (float)rng_unit());
+                    memcpy(blk + cases[c].off_d, &d, 2);
+                    if (cases[c].off_dmin >= 0) memcpy(blk + cases[c].off_dmin, &dm, 2);
+                }
+                fill(y, n, trial % 3);
+                vt->from_float(y, qy, n);
+                t->to_float(qx, xd, n);
+                vt->to_float(qy, yd, n);
+                double ref = 0, scale = 0;
+                for (int b = 0; b < n / bs; b++) {
+                    const uint8_t *blk = qx + (size_t)b * t->type_size;
+                    uint16_t h;
+                    memcpy(&h, blk + cases[c].off_d, 2);
+                    double amax = cases[c].type == TT_Q2_K ? 45 * fabs(tt_f16_to_f32(h)) : 0;
+                    if (cases[c].off_dmin >= 0) memcpy(&h, blk + cases[c].off_dmin, 2), amax += 15 * fabs(tt_f16_to_f32(h));
+                    for (int j = 0; j < bs; j++) amax = fmax(amax, fabs(xd[b * bs + j]));
+                    for (int j = 0; j < bs; j++) {
+                        ref += (double)xd[b * bs + j] * yd[b * bs + j];
+                        scale += amax * fabs(yd[b * bs + j]);
+                    }
+                }
+                double tol = (n / bs + 8) * FLT_EPSILON * scale;
+                float got = t->vec_dot(n, qx, qy);
+                CHECK_MSG(fabs(got - ref) <= tol, "%s n=%d trial=%d: vec_dot %.9g vs %.9g (tol %.3g)", t->name, n,
+                          trial, got, ref, tol);
+            }
+        }
+    }
+}
+
 int main(void) {
     test_table();
     test_row_size();
@@ -470,5 +526,6 @@ int main(void) {
     test_nonfinite_isolated();
     test_rounding_rules();
     test_vec_dot();
+    test_vec_dot_decode_only(); // last: it draws from the shared generator the tests above were tuned on
     TEST_MAIN_END();
 }

@@ -17,7 +17,7 @@ static void run_usage(void) {
     fprintf(stderr, "usage: tachyon run -m MODEL -p PROMPT [-n N] [--temp T] [--top-p P] [--top-k K] [--min-p M]\n"
                     "                   [--repeat-penalty R] [--seed S] [-t THREADS] [-c CTX] [--chat]\n"
                     "                   [--chat-template NAME] [--ignore-eos] [--spec off|ngram|auto] [--spec-k K]\n"
-                    "                   [--kv-type|--kv-type-k|--kv-type-v f16|q8_0|q4_0]\n"
+                    "                   [--kv-type|--kv-type-k|--kv-type-v f16|q8_0|q4_0] [--kv-rotate auto|off]\n"
                     "  --spec: speculative decoding by prompt lookup; ngram drafts k tokens whenever it finds a\n"
                     "  match, auto (default) adapts k to the acceptance rate and the measured step cost\n");
 }
@@ -36,7 +36,7 @@ static int parse(int argc, char **argv, run_opts *o) {
         {"ctx-size", 1, 0, 'c'}, {"temp", 1, 0, 1}, {"top-p", 1, 0, 2}, {"top-k", 1, 0, 3}, {"min-p", 1, 0, 4},
         {"seed", 1, 0, 5}, {"chat", 0, 0, 6}, {"chat-template", 1, 0, 7}, {"repeat-penalty", 1, 0, 8},
         {"ignore-eos", 0, 0, 9}, {"spec", 1, 0, 10}, {"spec-k", 1, 0, 11}, {"kv-type", 1, 0, 12},
-        {"kv-type-k", 1, 0, 13}, {"kv-type-v", 1, 0, 14}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+        {"kv-type-k", 1, 0, 13}, {"kv-type-v", 1, 0, 14}, {"kv-rotate", 1, 0, 15}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     memset(o, 0, sizeof *o);
     o->n_predict = 128;
     o->spec = SPEC_AUTO;
@@ -83,6 +83,7 @@ static int parse(int argc, char **argv, run_opts *o) {
         case 12: bad = cli_kv_type("run", "--kv-type", optarg, &o->kv_k, &o->kv_v); break;
         case 13: bad = cli_kv_type("run", "--kv-type-k", optarg, &o->kv_k, NULL); break;
         case 14: bad = cli_kv_type("run", "--kv-type-v", optarg, NULL, &o->kv_v); break;
+        case 15: bad = cli_kv_rotate("run", optarg); break;
         default: run_usage(); return -1;
         }
         if (bad) return -1;

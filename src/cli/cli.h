@@ -27,6 +27,9 @@ int cli_num(const char *cmd, const char *flag, const char *s, double lo, double 
 // KV cache type flags (--kv-type sets both, --kv-type-k / --kv-type-v one): parses s ("f16", "q8_0",
 // "q4_0") into *k and/or *v (NULL: leave alone); otherwise prints the error for FLAG and returns -1.
 int cli_kv_type(const char *cmd, const char *flag, const char *s, tt_type *k, tt_type *v);
+// --kv-rotate auto|off: "off" sets TACHYON_KV_ROTATE=0, which model contexts made later in this process read
+// (no Hadamard rotation of a quantized KV cache, for A/B); "auto" leaves the environment alone. -1 on a bad value.
+int cli_kv_rotate(const char *cmd, const char *s);
 struct option;
 // The long name ("http-timeout") of the getopt_long option whose val is val, "?" if none.
 const char *cli_opt_name(const struct option *lo, int val);

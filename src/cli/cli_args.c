@@ -3,6 +3,7 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli/cli.h"
 #include "model/model.h"
@@ -28,6 +29,13 @@ int cli_kv_type(const char *cmd, const char *flag, const char *s, tt_type *k, tt
     if (k) *k = t;
     if (v) *v = t;
     return 0;
+}
+
+int cli_kv_rotate(const char *cmd, const char *s) {
+    if (!strcmp(s, "auto")) return 0;
+    if (!strcmp(s, "off")) return setenv("TACHYON_KV_ROTATE", "0", 1) ? -1 : 0;
+    fprintf(stderr, "tachyon %s: --kv-rotate expects auto or off, got '%s'\n", cmd, s);
+    return -1;
 }
 
 const char *cli_opt_name(const struct option *lo, int val) {

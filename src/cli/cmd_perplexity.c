@@ -29,7 +29,7 @@ typedef struct ppl_opts {
 
 static void ppl_usage(void) {
     fprintf(stderr, "usage: tachyon perplexity -m MODEL -f TEXT [-c CTX] [--chunks N] [-t THREADS] [-b BATCH]\n"
-                    "                          [--kv-type|--kv-type-k|--kv-type-v f16|q8_0|q4_0]\n"
+                    "                          [--kv-type|--kv-type-k|--kv-type-v f16|q8_0|q4_0] [--kv-rotate auto|off]\n"
                     "                          [--save-logits FILE] [--kl-base FILE] [--json]\n"
                     "  scores the second half of each CTX-token chunk (as llama-perplexity); --save-logits keeps\n"
                     "  each scored row's top-%d log-probabilities, --kl-base compares this run with such a file\n",
@@ -41,7 +41,7 @@ static int ppl_parse(int argc, char **argv, ppl_opts *o) {
         {"model", 1, 0, 'm'}, {"file", 1, 0, 'f'}, {"ctx-size", 1, 0, 'c'}, {"threads", 1, 0, 't'},
         {"batch", 1, 0, 'b'}, {"chunks", 1, 0, 1}, {"kv-type", 1, 0, 2}, {"kv-type-k", 1, 0, 3},
         {"kv-type-v", 1, 0, 4}, {"save-logits", 1, 0, 5}, {"kl-base", 1, 0, 6}, {"json", 0, 0, 7},
-        {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+        {"kv-rotate", 1, 0, 8},        {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     memset(o, 0, sizeof *o);
     o->ctx = 512, o->threads = 2, o->batch = 128, o->chunks = -1;
     o->kv_k = o->kv_v = TT_F16;
@@ -62,6 +62,7 @@ static int ppl_parse(int argc, char **argv, ppl_opts *o) {
         case 5: o->save = optarg; break;
         case 6: o->base = optarg; break;
         case 7: o->json = 1; break;
+        case 8: bad = cli_kv_rotate("perplexity", optarg); break;
         default: ppl_usage(); return -1;
         }
         if (bad) return -1;

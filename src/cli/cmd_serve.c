@@ -45,6 +45,8 @@ static void serve_usage(void) {
             "  --kv-type TYPE              KV cache type for K and V: f16 (default), q8_0, q4_0; a quantized\n"
             "                              cache holds ~1.9x (q8_0) or ~3.6x (q4_0) the tokens in the same memory\n"
             "  --kv-type-k / --kv-type-v TYPE  the same for K or V alone\n"
+            "  --kv-rotate auto|off        Hadamard rotation of a quantized K/V cache (auto: on; off, or\n"
+            "                              TACHYON_KV_ROTATE=0: stored unrotated, for A/B)\n"
             "  --max-queue N               requests waiting for a running slot at most (256); beyond → 503\n"
             "                              (a request that finds one of --max-seqs slots free always starts)\n"
             "  --max-queued-tokens N       prompt tokens waiting for a slot at most (0 = unlimited)\n"
@@ -120,7 +122,7 @@ int cli_serve(int argc, char **argv) {
         O_TMPL, O_LOG, O_BODY, O_HTO, O_NAME, O_NOPC, O_ITL, O_PUBLIC, O_HOSTS, O_SPEC, O_SPECK,
         O_LENIENT, O_POOL, O_TRUNC, O_SUMM, O_DRAFT, O_DRAFTKV, O_SELFL,
         O_READTO, O_MAXCONN, O_BODYBUF, O_PING, // connection limits
-        O_KVT, O_KVTK, O_KVTV, // KV cache types
+        O_KVT, O_KVTK, O_KVTV, O_KVROT, // KV cache types, its rotation
         O_REASON,
         O_KEYFILE,
         O_CONFIG, O_ROUTER, O_RMP, O_RMT, O_RDEG, // several models, routers (their --ttft-slo is O_TTFTSLO)
@@ -146,7 +148,8 @@ int cli_serve(int argc, char **argv) {
         {"request-read-timeout", required_argument, 0, O_READTO}, {"max-connections", required_argument, 0, O_MAXCONN},
         {"max-body-buffer", required_argument, 0, O_BODYBUF}, {"sse-ping", required_argument, 0, O_PING},
         {"kv-type", required_argument, 0, O_KVT}, {"kv-type-k", required_argument, 0, O_KVTK},
-        {"kv-type-v", required_argument, 0, O_KVTV}, {"api-key-file", required_argument, 0, O_KEYFILE},
+        {"kv-type-v", required_argument, 0, O_KVTV}, {"kv-rotate", required_argument, 0, O_KVROT},
+        {"api-key-file", required_argument, 0, O_KEYFILE},
         {"reasoning-format", required_argument, 0, O_REASON},
         {"config", required_argument, 0, O_CONFIG}, {"router", required_argument, 0, O_ROUTER},
         {"route-max-prompt-tokens", required_argument, 0, O_RMP}, {"route-max-tokens", required_argument, 0, O_RMT},
@@ -251,6 +254,7 @@ int cli_serve(int argc, char **argv) {
         case O_KVT: bad = cli_kv_type("serve", "--kv-type", optarg, &o.eng.kv_type_k, &o.eng.kv_type_v); break;
         case O_KVTK: bad = cli_kv_type("serve", "--kv-type-k", optarg, &o.eng.kv_type_k, NULL); break;
         case O_KVTV: bad = cli_kv_type("serve", "--kv-type-v", optarg, NULL, &o.eng.kv_type_v); break;
+        case O_KVROT: bad = cli_kv_rotate("serve", optarg); break;
         case O_SCHED:
             if ((o.eng.sched_policy = sched_policy_parse(optarg)) < 0) {
                 fprintf(stderr, "tachyon serve: --sched expects fifo|priority|slo\n");

@@ -65,3 +65,28 @@ void ops_scale(float *x, float s, int n) {
 void ops_add(float *x, const float *y, int n) {
     for (int i = 0; i < n; i++) x[i] += y[i];
 }
+
+// --- Hadamard rotation (quantized KV cache)
+
+void ops_hadamard(float *x, int n) {
+    // Fast Walsh–Hadamard transform: log2(n) butterfly passes, then 1/sqrt(n) so that H is orthonormal
+    // (and, being symmetric, its own inverse).
+    for (int len = 1; len < n; len <<= 1)
+        for (int i = 0; i < n; i += 2 * len)
+            for (int j = i; j < i + len; j++) {
+                float a = x[j], b = x[j + len];
+                x[j] = a + b;
+                x[j + len] = a - b;
+            }
+    ops_scale(x, (float)(1.0 / sqrt((double)n)), n);
+}
+
+int ops_hadamard_block(int head_dim) {
+    if (head_dim <= 0) return 0;
+    int b = head_dim & -head_dim; // largest power of two dividing head_dim
+    return b >= OPS_HADAMARD_MIN ? b : 0;
+}
+
+void ops_hadamard_heads(float *x, int n_heads, int head_dim, int block) {
+    for (int i = 0; i + block <= n_heads * head_dim; i += block) ops_hadamard(x + i, block);
+}

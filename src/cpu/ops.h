@@ -22,4 +22,21 @@ void ops_scale(float *x, float s, int n);
 // x (n) += y
 void ops_add(float *x, const float *y, int n);
 
+// --- Hadamard rotation of the quantized KV cache (llama.cpp's "rotate activations", PR 21038)
+// Rotating Q and K (or V and the attention output) by the same orthonormal H leaves dot products unchanged,
+// but spreads outlier channels across a quant block, so a q4_0/q8_0 cache loses less.
+
+// Smallest rotation worth doing: a q4_0/q8_0 block is 32 values; a shorter rotation mixes inside a block only
+// partly and leaves the scale set by the same outliers.
+#define OPS_HADAMARD_MIN 32
+// x (n) = H_n · x in place, H_n the Sylvester Hadamard matrix scaled by 1/sqrt(n): orthonormal, symmetric,
+// H·H = I. n must be a power of two (O(n log n) butterflies).
+void ops_hadamard(float *x, int n);
+// The rotation size for a head dim: the largest power of two dividing it (the whole head for 64/128/256;
+// block-diagonal H, still orthonormal, for e.g. 96 → 32), or 0 (no rotation) when that is under
+// OPS_HADAMARD_MIN.
+int ops_hadamard_block(int head_dim);
+// Rotates each block-sized slice of x (n_heads, head_dim) in place; block from ops_hadamard_block (> 0).
+void ops_hadamard_heads(float *x, int n_heads, int head_dim, int block);
+
 #endif

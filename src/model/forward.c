@@ -32,6 +32,10 @@ struct model_ctx {
     // Local (sliding-window) layers have their own RoPE base; with no window these alias the global ones.
     float *rcos_swa, *rsin_swa, *inv_freq_swa; // as rcos, rsin, inv_freq
     void *mm_scratch;
+    // Hadamard rotation of a quantized KV cache (ops_hadamard): the size of the rotated blocks of a head, 0 when
+    // the head dim has none or TACHYON_KV_ROTATE=0; rot_k / rot_v are set per forward from the cache's types.
+    int rot_block;
+    int rot_k, rot_v;
 };
 
 static size_t weight_scratch(const model_weight *w, int n) { return cpu_matmul_scratch_size(w->type, n, (int)w->cols); }
@@ -91,6 +95,8 @@ int model_ctx_new(model *m, int max_batch_tokens, int n_threads, model_ctx **out
         model_ctx_free(c);
         return tc_err_set(err, TC_ERR_NOMEM, "cannot allocate scratch for %d batch tokens", max_batch_tokens);
     }
+    const char *rot = getenv("TACHYON_KV_ROTATE"); // "0" / "off": the A/B switch (--kv-rotate off sets it)
+    c->rot_block = rot && (!strcmp(rot, "0") || !strcmp(rot, "off")) ? 0 : ops_hadamard_block(hp->head_dim);
     ops_rope_inv_freq(c->inv_freq, hp->rope_dim, hp->rope_base, m->rope_freqs);
     if (hp->swa_window > 0) ops_rope_inv_freq(c->inv_freq_swa, hp->rope_dim, hp->rope_base_swa, m->rope_freqs);
     *out = c;
@@ -242,10 +248,19 @@ static int layer_forward(model_ctx *c, model_kv *kv, const model_batch *b, int l
         const float *cs = rcos + (size_t)t * half, *sn = rsin + (size_t)t * half;
         ops_rope(q, hp->n_heads, hd, hp->rope_dim, cs, sn, hp->rope_neox);
         ops_rope(k, hp->n_kv_heads, hd, hp->rope_dim, cs, sn, hp->rope_neox);
+        // Rotate what goes into a quantized cache (after QK-norm and RoPE: the cache holds the final rows), and
+        // Q with K so that scores are unchanged; rotated V rows give a rotated output, undone below.
+        if (c->rot_k) {
+            ops_hadamard_heads(q, hp->n_heads, hd, c->rot_block);
+            ops_hadamard_heads(k, hp->n_kv_heads, hd, c->rot_block);
+        }
+        if (c->rot_v) ops_hadamard_heads(v, hp->n_kv_heads, hd, c->rot_block);
     }
     store_kv(c, kv, b, l);
     attn_job job = {c, kv, b, swa ? &c->geo_swa : &c->geo, l};
     cpu_pool_run(c->pool, attn_run, &job);
+    if (c->rot_v) // H·H = I: back to the model's basis before the output projection
+        for (int t = 0; t < n; t++) ops_hadamard_heads(c->xb + (size_t)t * q_dim, hp->n_heads, hd, c->rot_block);
     // attention output (in xb) → projection into q's buffer, (post-norm,) then residual
     if ((rc = matmul(c, c->q, c->xb, n, W(ROLE_ATTN_OUT), dim))) return rc;
     post_norm(c->q, n, W(ROLE_ATTN_POST_NORM), hp);
@@ -291,6 +306,9 @@ int model_forward_layers(model_ctx *c, model_kv *kv, const model_batch *b, int n
     c->geo.block_size = c->geo_swa.block_size = kv->block_size;
     c->geo.k_type = c->geo_swa.k_type = kv->k_type;
     c->geo.v_type = c->geo_swa.v_type = kv->v_type;
+    // As llama.cpp: K rotated when the K cache is quantized, V when the V cache is; an f16 cache is untouched.
+    c->rot_k = c->rot_block && kv->k_type != TT_F16 && kv->k_type != TT_F32;
+    c->rot_v = c->rot_block && kv->v_type != TT_F16 && kv->v_type != TT_F32;
     const int n = b->n_tokens, dim = hp->dim, half = hp->rope_dim / 2;
     const tt_traits *et = tt_get(m->tok_embd.type);
     size_t erow = tt_row_size(m->tok_embd.type, dim);

@@ -1,0 +1,88 @@
+// ops_hadamard (the KV-cache rotation): against the explicit Sylvester matrix H[i][j] = (-1)^popcount(i&j)/sqrt(n)
+// in double precision, H·H·x = x, norms and dot products kept (orthonormal), the block size chosen per head
+// dim, and the point of it all: an outlier row quantized to q4_0 after rotation comes back closer.
+#include <math.h>
+#include <stdlib.h>
+
+#include "cpu/ops.h"
+#include "tensor/ttype.h"
+#include "test_util.h"
+
+static float frand(void) { return (float)rand() / (float)RAND_MAX * 2.0f - 1.0f; }
+
+static void test_matches_matrix(int n) {
+    float x[512], y[512];
+    for (int i = 0; i < n; i++) x[i] = y[i] = frand();
+    ops_hadamard(y, n);
+    double worst = 0;
+    for (int i = 0; i < n; i++) {
+        double s = 0;
+        for (int j = 0; j < n; j++) s += (__builtin_popcount((unsigned)(i & j)) & 1 ? -1.0 : 1.0) * x[j];
+        s /= sqrt((double)n);
+        if (fabs(s - y[i]) > worst) worst = fabs(s - y[i]);
+    }
+    CHECK_MSG(worst < 1e-5, "n=%d: max |H·x - explicit| = %g", n, worst);
+}
+
+static void test_involution_and_orthonormal(int n) {
+    float x[512], y[512], a[512], b[512];
+    double nx = 0, ny = 0, dab = 0, dhab = 0;
+    for (int i = 0; i < n; i++) x[i] = y[i] = frand() * (i == 3 ? 40.0f : 1.0f), a[i] = frand(), b[i] = frand();
+    for (int i = 0; i < n; i++) dab += (double)a[i] * b[i];
+    ops_hadamard(y, n);
+    for (int i = 0; i < n; i++) nx += (double)x[i] * x[i], ny += (double)y[i] * y[i];
+    CHECK_MSG(fabs(nx - ny) <= 1e-5 * nx, "n=%d: |x|² %g, |Hx|² %g", n, nx, ny);
+    ops_hadamard(a, n), ops_hadamard(b, n);
+    for (int i = 0; i < n; i++) dhab += (double)a[i] * b[i];
+    CHECK_MSG(fabs(dab - dhab) <= 1e-4 * (1 + fabs(dab)), "n=%d: a·b %g, Ha·Hb %g", n, dab, dhab);
+    ops_hadamard(y, n);
+    double worst = 0;
+    for (int i = 0; i < n; i++)
+        if (fabs((double)y[i] - x[i]) > worst) worst = fabs((double)y[i] - x[i]);
+    CHECK_MSG(worst < 1e-4, "n=%d: max |H·H·x - x| = %g", n, worst);
+}
+
+static void test_block_size(void) {
+    CHECK_EQ_INT(ops_hadamard_block(64), 64);
+    CHECK_EQ_INT(ops_hadamard_block(128), 128);
+    CHECK_EQ_INT(ops_hadamard_block(256), 256);
+    CHECK_EQ_INT(ops_hadamard_block(96), 32);  // 3 blocks of 32
+    CHECK_EQ_INT(ops_hadamard_block(80), 0);   // 16 | 80: under a quant block, left off
+    CHECK_EQ_INT(ops_hadamard_block(0), 0);
+    // heads of 96 = 3 blocks of 32: each block rotated alone, so H·H restores and the blocks do not mix
+    float x[192], y[192];
+    for (int i = 0; i < 192; i++) x[i] = y[i] = i < 32 ? frand() : 0.0f;
+    ops_hadamard_heads(y, 2, 96, 32);
+    int mixed = 0;
+    for (int i = 32; i < 192; i++) mixed |= y[i] != 0.0f;
+    CHECK_MSG(!mixed, "a 32-block rotation leaked into the next block");
+    ops_hadamard_heads(y, 2, 96, 32);
+    for (int i = 0; i < 192; i++) CHECK_NEAR(y[i], x[i], 1e-5);
+}
+
+// q4_0 round trip of a row with one large channel (the outliers K rows have), with and without rotation.
+static void test_reduces_q4_error(void) {
+    enum { N = 64 };
+    const tt_traits *q4 = tt_get(TT_Q4_0);
+    float x[N], r[N], back[N];
+    unsigned char blk[N];
+    for (int i = 0; i < N; i++) x[i] = r[i] = frand() + (i == 5 ? 25.0f : 0.0f);
+    q4->from_float(x, blk, N);
+    q4->to_float(blk, back, N);
+    double e_plain = 0, e_rot = 0;
+    for (int i = 0; i < N; i++) e_plain += (back[i] - x[i]) * (double)(back[i] - x[i]);
+    ops_hadamard(r, N);
+    q4->from_float(r, blk, N);
+    q4->to_float(blk, back, N);
+    ops_hadamard(back, N);
+    for (int i = 0; i < N; i++) e_rot += (back[i] - x[i]) * (double)(back[i] - x[i]);
+    CHECK_MSG(e_rot < 0.5 * e_plain, "q4_0 squared error rotated %g, plain %g", e_rot, e_plain);
+}
+
+int main(void) {
+    srand(12);
+    for (int n = 1; n <= 512; n *= 2) test_matches_matrix(n), test_involution_and_orthonormal(n);
+    test_block_size();
+    test_reduces_q4_error();
+    TEST_MAIN_END();
+}

@@ -274,9 +274,9 @@ def test_fair_share_flooding_tenant_leaves_slot(make_server, tmp_path):
     after_b = order[order.index("sk-b") + 1:]
     # FIFO would run B last (after all 6 of A); fair share gives B the next free slot: A's last waves follow
     assert after_b.count("sk-a") >= 2, order
-    # B took its slot by preempting one of A's requests: greedy output is the same for all (recomputed)
-    st, _, data = srv.request("GET", "/stats", headers=bearer("sk-a"))
-    assert json.loads(data)["preemptions"] >= 1
+    # B usually takes its slot by preempting one of A's requests (greedy output is then the same for all:
+    # recomputed); when one of A's requests ends just as B arrives, B takes the freed slot without a
+    # preemption (seen 1 run in 5 under load), so the count is not asserted: the order above is the rule.
     assert len(set(texts)) == 1, texts
 
 

@@ -79,7 +79,7 @@ static void test_type(uint32_t t, cpu_pool **pools) {
     const size_t psize = cpu_repack_size(t, D, K), wbytes = tt_row_size(t, K) * D;
     // Q4_K: 1184 bytes per 8 x 144 (the scales expanded to bytes); Q6_K: the same bytes reordered
     CHECK_EQ_INT((int)psize, (int)(t == TT_Q4_K ? wbytes / 1152 * 1184 : wbytes));
-    uint8_t *packed = aligned_alloc(64, psize);
+    uint8_t *packed = aligned_alloc(64, (psize + 63) & ~(size_t)63); // C11: size a multiple of the alignment
     CHECK(packed != NULL);
     if (!packed) return;
 

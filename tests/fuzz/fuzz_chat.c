@@ -66,7 +66,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             continue;
         }
         CHECK(out);
-        CHECK(f == CHAT_CHATML || !odd);
+        CHECK(f == CHAT_CHATML || f == CHAT_QWEN3 || !odd); // qwen3 skips roles it does not know, as its template
         for (int i = 0; i < n; i++) {
             if (strcmp(msgs[i].role, "user")) continue;
             const char *c = msgs[i].content;

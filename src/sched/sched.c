@@ -184,10 +184,26 @@ static int schedule_running(sched *s, sched_req *r, int n) {
     return 0;
 }
 
+// Lanes (priority / slo policies, see sched_order.h): a request is long when its remaining prefill exceeds
+// one step's budget (max_batch_tokens). lane_of filters candidates: LANE_ANY takes all; LANE_SHORT and
+// LANE_LONG take the short / long ones of effective priority top (the best class among candidates).
+enum { LANE_ANY = 0, LANE_SHORT, LANE_LONG };
+
+typedef struct lane_sel {
+    int lane;
+    int top; // best effective priority among candidates (LANE_SHORT / LANE_LONG only)
+} lane_sel;
+
+static int in_lane(const sched *s, const sched_key *k, lane_sel ls, double now) {
+    if (ls.lane == LANE_ANY) return 1;
+    if (sched_eff_priority(k, s->o.aging_s, now) != ls.top) return 0;
+    return (k->remaining > s->o.max_batch_tokens) == (ls.lane == LANE_LONG);
+}
+
 // The waiting request admitted next. Tenants' fair share decides whose turn it is (sched_fair.c: with one
 // tenant waiting, anybody's); within that tenant, the first in queue order under fifo, else the best by
-// sched_key_before.
-static sched_req *pick_waiting(const sched *s, double now) {
+// sched_key_before among those in lane ls.
+static sched_req *pick_waiting(const sched *s, double now, lane_sel ls) {
     sched_req *f = sched_fair_pick(s->running.head, s->waiting.head);
     if (s->o.policy == SCHED_POL_FIFO || !f) return f;
     sched_req *best = NULL;
@@ -195,6 +211,7 @@ static sched_req *pick_waiting(const sched *s, double now) {
     for (sched_req *r = s->waiting.head; r; r = r->next) {
         if (r->tenant != f->tenant) continue; // (one tenant waiting: all of them)
         sched_key k = sched_key_of(r);
+        if (!in_lane(s, &k, ls, now)) continue;
         if (!best || sched_key_before(&k, &kb, s->o.aging_s, now)) best = r, kb = k;
     }
     return best;
@@ -254,14 +271,15 @@ static sched_req *prio_victim(const sched *s, const sched_req *r, double now) {
 }
 
 // The running request still catching up (prefill left > 1) that gets the next chunk, among those not yet
-// planned: the first in admission order under fifo, else the best by sched_key_before.
-static sched_req *pick_catching(const sched *s, double now) {
+// planned: the first in admission order under fifo, else the best by sched_key_before in lane ls.
+static sched_req *pick_catching(const sched *s, double now, lane_sel ls) {
     sched_req *best = NULL;
     sched_key kb = {0};
     for (sched_req *r = s->running.head; r; r = r->next) {
         if (r->plan_idx >= 0 || r->n_tokens - r->num_computed <= 1) continue;
         if (s->o.policy == SCHED_POL_FIFO) return r;
         sched_key k = sched_key_of(r);
+        if (!in_lane(s, &k, ls, now)) continue;
         if (!best || sched_key_before(&k, &kb, s->o.aging_s, now)) best = r, kb = k;
     }
     return best;
@@ -293,33 +311,76 @@ static void prefill_fifo(sched *s, double now) {
         r = r->next;
     }
     fair_make_room(s);
+    lane_sel any = {LANE_ANY, 0};
     while (s->plan.n_preempted == 0 && s->waiting.head && s->budget > 0)
-        if (admit_one(s, pick_waiting(s, now), now) < 0) break;
+        if (admit_one(s, pick_waiting(s, now, any), now) < 0) break;
 }
 
-// Priority / slo steps 3 and 4 as one: catching-up chunks and admissions compete for the budget by
-// sched_key_before, so a short prompt (or a better priority) waiting is not held up by a long prompt that
-// is already running. Admission stops for the step once the best waiting request does not fit, or after a
-// preemption for lack of blocks; chunks go on.
-static void prefill_ranked(sched *s, double now) {
-    fair_make_room(s);
-    int admitting = s->plan.n_preempted == 0;
+// One pass of priority / slo steps 3 and 4 over lane ls: catching-up chunks and admissions compete for the
+// budget by sched_key_before, so a short prompt (or a better priority) waiting is not held up by a long
+// prompt that is already running. Admission stops for the step (*admitting = 0) once the best waiting
+// request does not fit, or after a preemption for lack of blocks; chunks go on.
+// hold (may be NULL): a waiting request that w must not take the last free slot from if hold ranks first
+// (lanes share the budget, not the slots: an aged long prompt still gets the next slot).
+static void ranked_pass(sched *s, double now, lane_sel ls, const sched_req *hold, int *admitting) {
     while (s->budget > 0) {
-        sched_req *c = pick_catching(s, now), *w = admitting ? pick_waiting(s, now) : NULL;
+        sched_req *c = pick_catching(s, now, ls), *w = *admitting ? pick_waiting(s, now, ls) : NULL;
+        if (w && hold && s->running.n + 1 >= s->o.max_seqs) {
+            sched_key kh = sched_key_of(hold), kw = sched_key_of(w);
+            if (sched_key_before(&kh, &kw, s->o.aging_s, now)) w = NULL;
+        }
         if (c && w) {
             sched_key kc = sched_key_of(c), kw = sched_key_of(w);
             if (sched_key_before(&kc, &kw, s->o.aging_s, now)) w = NULL;
         }
         if (w) {
-            if (admit_one(s, w, now) < 0) admitting = 0;
+            if (admit_one(s, w, now) < 0) *admitting = 0;
             continue;
         }
         if (!c) break;
         int left = c->n_tokens - c->num_computed;
         c->n_draft = 0;
         if (schedule_running(s, c, left < s->budget ? left : s->budget) < 0) break;
-        if (s->plan.n_preempted) admitting = 0;
+        if (s->plan.n_preempted) *admitting = 0;
     }
+}
+
+// The best effective priority among prefill candidates (catching up, or waiting when admitting), and
+// whether that class has short (bit 0) and long (bit 1) ones.
+static int lanes_present(const sched *s, double now, int admitting, int *top) {
+    int have = 0, best = 0, any = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (sched_req *r = pass ? s->waiting.head : s->running.head; r; r = r->next) {
+            if (pass ? !admitting : (r->plan_idx >= 0 || r->n_tokens - r->num_computed <= 1)) continue;
+            sched_key k = sched_key_of(r);
+            int p = sched_eff_priority(&k, s->o.aging_s, now), bit = k.remaining > s->o.max_batch_tokens ? 2 : 1;
+            if (!any || p < best) best = p, have = 0, any = 1;
+            if (p == best) have |= bit;
+        }
+    *top = best;
+    return have;
+}
+
+// Priority / slo steps 3 and 4. When the best class has both short prompts (at most one step's budget
+// left) and long ones, they get lanes: the short ones rank among themselves in (1 - SCHED_LONG_SHARE) of
+// the step's budget, the long ones then take the rest (at least SCHED_LONG_SHARE of it, more when the short
+// ones do not need theirs). So a long prompt that has aged past the short ones cannot hold up their first
+// tokens for its whole prefill, and it never starves behind a stream of them either. Whatever budget is
+// left after the lanes goes by plain rank (other classes, or requests a lane could not place).
+static void prefill_ranked(sched *s, double now) {
+    fair_make_room(s);
+    int admitting = s->plan.n_preempted == 0, top = 0;
+    if (lanes_present(s, now, admitting, &top) == 3 && s->budget > 1) {
+        int reserve = (int)(s->budget * SCHED_LONG_SHARE + 0.999);
+        if (reserve < 1) reserve = 1;
+        lane_sel lng = {LANE_LONG, top};
+        const sched_req *hold = admitting ? pick_waiting(s, now, lng) : NULL;
+        s->budget -= reserve;
+        ranked_pass(s, now, (lane_sel){LANE_SHORT, top}, hold, &admitting);
+        s->budget += reserve;
+        ranked_pass(s, now, lng, NULL, &admitting);
+    }
+    ranked_pass(s, now, (lane_sel){LANE_ANY, 0}, NULL, &admitting);
 }
 
 // --sched slo: a waiting request that has not started and whose TTFT target is now out of reach.

@@ -9,14 +9,17 @@ void sched_load_fill(const sched *s, sched_load *l) {
     l->policy = s->o.policy;
     l->aging_s = s->o.aging_s;
     l->ready = sched_step_cost_fit(s, &l->a, &l->b);
+    l->long_tok = s->o.max_batch_tokens;
+    l->slots_full = s->running.n >= s->o.max_seqs;
     l->n_decoding = 0;
-    l->catching = 0;
+    l->catching = l->catching_long = 0;
     for (const sched_req *r = s->running.head; r; r = r->next) {
         int left = r->n_tokens - r->num_computed;
         if (left == 1)
             l->n_decoding++;
         else if (left > 1)
             l->catching += left;
+        if (left > l->long_tok) l->catching_long += left;
     }
     l->step_tokens = sched_guard_budget(s, l->n_decoding);
     l->wait_tokens = 0;
@@ -36,9 +39,30 @@ static double cost_of(const sched_load *l, long long tokens) {
     return (double)steps * l->a + l->b * ((double)steps * l->n_decoding + (double)tokens);
 }
 
+// Short prefill A drains in its lane (a step's prefill budget P less the long lane's reserve) while the long
+// prompts of its class (lane_long tokens) fill the rest of every step.
+static double cost_lanes(const sched_load *l, long long tokens, long long lane_long) {
+    long long per = l->step_tokens - l->n_decoding;
+    if (per < 2) return cost_of(l, tokens + lane_long);
+    long long reserve = (long long)((double)per * SCHED_LONG_SHARE + 0.999), lane = per - reserve;
+    if (reserve < 1) reserve = 1, lane = per - 1;
+    long long steps = (tokens + lane - 1) / lane;
+    if (steps < 1) steps = 1;
+    long long extra = steps * per - tokens;
+    if (extra > lane_long) extra = lane_long;
+    return (double)steps * l->a + l->b * ((double)steps * l->n_decoding + (double)(tokens + extra));
+}
+
 double sched_predict_ttft(const sched_load *l, const sched_key *k, double now, long long extra,
                           double *drain_s) {
     long long ahead = l->catching + extra + k->remaining, all = l->catching + extra + l->wait_tokens;
+    int ranked = l->policy != SCHED_POL_FIFO, k_long = k->remaining > l->long_tok;
+    int pk = sched_eff_priority(k, l->aging_s, now);
+    long long lane_long = 0; // short k: long prompts of its class, which only take their lane's share
+    if (ranked && !k_long && !l->slots_full) { // (all slots taken: k waits for one, lanes or not)
+        ahead -= l->catching_long;
+        lane_long = l->catching_long;
+    }
     int listed = 0;
     for (int i = 0; i < l->n_wait; i++) {
         const sched_key *w = &l->wait[i];
@@ -46,9 +70,22 @@ double sched_predict_ttft(const sched_load *l, const sched_key *k, double now, l
             listed = 1;
             continue;
         }
-        if (l->policy == SCHED_POL_FIFO || sched_key_before(w, k, l->aging_s, now)) ahead += w->remaining;
+        if (!ranked) {
+            ahead += w->remaining;
+            continue;
+        }
+        int w_long = w->remaining > l->long_tok, pw = sched_eff_priority(w, l->aging_s, now);
+        if (w_long != k_long && pw == pk) { // the other lane of k's class
+            if (k_long)
+                ahead += w->remaining; // short ones take their lane while k prefills
+            else
+                lane_long += w->remaining;
+        } else if (sched_key_before(w, k, l->aging_s, now)) {
+            ahead += w->remaining;
+        }
     }
     if (!listed) all += k->remaining;
     if (drain_s) *drain_s = l->ready ? cost_of(l, all) : 0;
-    return l->ready ? cost_of(l, ahead) : 0;
+    if (!l->ready) return 0;
+    return lane_long > 0 ? cost_lanes(l, ahead, lane_long) : cost_of(l, ahead);
 }

@@ -7,7 +7,10 @@
 // the request, A = (prefill still owed to running requests) + (remaining prefill of the waiting requests
 // that rank before it: all of them under fifo, sched_key_before otherwise) + its own prompt, takes
 // S = ceil(A / P) steps, and the fitted step cost t(n) = a + b·n gives TTFT = S·a + b·(S·d + A). The drain
-// time (Retry-After) is the same formula over ALL queued prefill. Not modelled: prefix-cache hits (so the
+// time (Retry-After) is the same formula over ALL queued prefill. Lanes (priority / slo policies): for a
+// short request (when a slot is free), the long prompts of its class are not ahead of it: A drains in the
+// short lane, P − ceil(P · SCHED_LONG_SHARE) per step, while the long ones fill the rest of each of those
+// steps (up to their tokens); for a long request, the short ones of its class are all ahead. Not modelled: prefix-cache hits (so the
 // prediction errs on the slow side for repeated prefixes) and waits for a free running slot (max_seqs).
 #ifndef TACHYON_SCHED_ADMIT_H
 #define TACHYON_SCHED_ADMIT_H
@@ -23,6 +26,9 @@ typedef struct sched_load {
     int n_decoding;        // running requests decoding (one row each per step)
     int step_tokens;       // the step's token budget with n_decoding streams (ITL guard applied)
     long long catching;    // prefill tokens still owed to running requests
+    long long catching_long; // of which, owed to long prompts (more than long_tok left)
+    int long_tok;          // a prompt with more prefill left than this is long (lanes: sched_order.h)
+    int slots_full;        // every running slot (max_seqs) is taken
     long long wait_tokens; // prefill tokens of every waiting request
     sched_key *wait;       // (n_wait) keys of waiting requests; storage (cap_wait) is the caller's
     int n_wait, cap_wait;  // beyond cap_wait, waiting requests count in wait_tokens only

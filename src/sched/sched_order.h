@@ -10,6 +10,11 @@
 //   2. remaining prefill (shortest first), less SCHED_SRPF_AGING_TOK tokens per second waited: a long
 //      prompt gains one short prompt's worth of rank every ~0.1 s, so it is not starved by short ones;
 //   3. arrival time, then id (FIFO among equals).
+// On top of the ranking, prefill budget is split into lanes (sched.c, prefill_ranked): within the best
+// priority class, prompts longer than one step's budget (max_batch_tokens) get SCHED_LONG_SHARE of each
+// step's budget while short ones wait or catch up, and the short ones the rest; a lane's unused budget goes
+// to the other. The aging of rule 2 then only orders long prompts among themselves (and short ones among
+// themselves): an aged long prompt no longer takes a whole step's budget from short ones.
 #ifndef TACHYON_SCHED_ORDER_H
 #define TACHYON_SCHED_ORDER_H
 
@@ -21,6 +26,7 @@ typedef enum { SCHED_POL_FIFO = 0, SCHED_POL_PRIORITY, SCHED_POL_SLO } sched_pol
 
 #define SCHED_AGING_S 5.0         // default seconds waited per priority class gained
 #define SCHED_SRPF_AGING_TOK 1000 // prefill tokens of rank gained per second waited
+#define SCHED_LONG_SHARE 0.25     // a step's budget kept for long prompts while short ones compete
 #define SCHED_PRIO_PREEMPT_MAX 1  // a request loses its slot to a higher priority at most this often
 
 // What ranking needs to know of a request (a copy, so that the engine can publish keys to other threads).

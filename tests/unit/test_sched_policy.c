@@ -223,6 +223,56 @@ static void test_short_before_long(void) {
     ph_free(&h);
 }
 
+// --- lanes: a long prompt that has aged past the short ones (rank) still leaves them (1 - SCHED_LONG_SHARE)
+// of every step's budget; it keeps at least SCHED_LONG_SHARE of it under a stream of short ones (no
+// starvation); an aged long prompt still gets the next free slot.
+static void test_lanes(void) {
+    ph h;
+    ph_init(&h, SCHED_POL_PRIORITY, 16, 4, 100);
+    ph_add(&h, 0, 250, 1, 0, 0.0);
+    ph_step(&h, 0.0);
+    ph_add(&h, 1, 14, 1, 0, 2.0); // the long one has waited 2 s: ranks first (234 - 2000 < 14)
+    sched_key kl = sched_key_of(h.r[0]), ks = sched_key_of(h.r[1]);
+    CHECK(sched_key_before(&kl, &ks, 100, 2.0));
+    const sched_plan *p = ph_step(&h, 2.0);
+    int is = in_plan(p, 1), il = in_plan(p, 0);
+    CHECK_MSG(is >= 0 && p->items[is].n == 12, "the short prompt gets its lane (item %d, n %d)", is,
+              is >= 0 ? p->items[is].n : -1);
+    CHECK(il >= 0 && p->items[il].n == 4);
+    p = ph_step(&h, 2.01);
+    is = in_plan(p, 1), il = in_plan(p, 0);
+    CHECK(is >= 0 && p->items[is].n == 2 && il >= 0 && p->items[il].n == 14); // its rest; the long one the rest
+    CHECK(h.done[1]);
+    // a short prompt arriving every step: the long one still moves >= 4 tokens a step and finishes
+    int id = 2, steps = 0;
+    for (; steps < 200 && !h.done[0]; steps++) {
+        if (id < 64) ph_add(&h, id++, 12, 1, 0, 2.02 + steps * 0.01);
+        p = ph_step(&h, 2.02 + steps * 0.01);
+        il = in_plan(p, 0);
+        if (!h.done[0]) CHECK(il >= 0 && p->items[il].n >= 4);
+    }
+    CHECK_MSG(h.done[0] && steps <= 60, "the long prompt finished in %d steps", steps);
+    ph_free(&h);
+
+    // fifo keeps the old behaviour: the running long prompt's chunk comes first (whole budget)
+    ph_init(&h, SCHED_POL_FIFO, 16, 4, 100);
+    ph_add(&h, 0, 250, 1, 0, 0.0);
+    ph_step(&h, 0.0);
+    ph_add(&h, 1, 14, 1, 0, 2.0);
+    p = ph_step(&h, 2.0);
+    CHECK(in_plan(p, 1) < 0 && p->items[0].n == 16);
+    ph_free(&h);
+
+    // slots: one slot, an aged waiting long prompt and a fresh short one: the long one is admitted (the short
+    // one does not take the last slot from it), with the whole budget since the short one cannot run
+    ph_init(&h, SCHED_POL_PRIORITY, 16, 1, 100);
+    ph_add(&h, 0, 200, 1, 0, 0.0);
+    ph_add(&h, 1, 6, 1, 0, 0.3);
+    p = ph_step(&h, 0.3);
+    CHECK(in_plan(p, 0) == 0 && p->items[0].n == 16 && in_plan(p, 1) < 0);
+    ph_free(&h);
+}
+
 // Teaches the step-cost model t(n) = 0.01 + 0.001 n seconds.
 static void fake_costs(sched *s) {
     for (int i = 0; i < 40; i++)
@@ -263,10 +313,24 @@ static void test_predict(void) {
     ph_init(&h, SCHED_POL_PRIORITY, 16, 4, 100);
     fake_costs(h.s);
     for (int i = 0; i < 3; i++)
+        ph_add(&h, i, 16, 4, i == 2 ? 5 : 0, 0.5);
+    sched_load_fill(h.s, &l);
+    t = sched_predict_ttft(&l, &k, 1.0, 0, &drain);
+    CHECK_NEAR(t, 3 * 0.01 + 0.048, 1e-9); // 16 + 16 + 16
+    CHECK_NEAR(drain, 4 * 0.01 + 0.064, 1e-9);
+    ph_free(&h);
+
+    // lanes: the two priority-0 prompts are long (32 > 16-token budget), k is short: k drains in the short
+    // lane (16 - 4 = 12 tokens a step: 2 steps) while the long ones fill the rest of both steps (16 tokens)
+    ph_init(&h, SCHED_POL_PRIORITY, 16, 4, 100);
+    fake_costs(h.s);
+    for (int i = 0; i < 3; i++)
         ph_add(&h, i, 32, 4, i == 2 ? 5 : 0, 0.5);
     sched_load_fill(h.s, &l);
     t = sched_predict_ttft(&l, &k, 1.0, 0, &drain);
-    CHECK_NEAR(t, 5 * 0.01 + 0.080, 1e-9); // 32 + 32 + 16
+    CHECK_NEAR(t, 2 * 0.01 + 0.032, 1e-9);
+    sched_key k40 = {0, 40, 1.0, 96}; // a long one: the short ones of its class are ahead (none here)
+    CHECK_NEAR(sched_predict_ttft(&l, &k40, 1.0, 0, NULL), 7 * 0.01 + 0.104, 1e-9); // 32 + 32 + 40
     CHECK_NEAR(drain, 7 * 0.01 + 0.112, 1e-9);
     sched_key urgent = {-1, 16, 1.0, 98};
     CHECK_NEAR(sched_predict_ttft(&l, &urgent, 1.0, 0, NULL), 0.01 + 0.016, 1e-9);
@@ -351,6 +415,7 @@ int main(void) {
     test_key_order();
     test_priority_admission();
     test_aging_no_starvation();
+    test_lanes();
     test_short_before_long();
     test_predict();
     test_slo_expiry_and_outcomes();

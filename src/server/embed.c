@@ -28,6 +28,7 @@ typedef struct emb_req {
     emb_item *items; // (n_items) owned
     int n_items, n_live;
     int n_tokens; // usage: prompt tokens over all inputs
+    srv_tenant_ref tn; // rate limits, fair share, prefix-cache salt (released in emb_free)
     int base64;
     int error;    // 0 or the HTTP status to answer with
     char errmsg[160];
@@ -35,6 +36,7 @@ typedef struct emb_req {
 } emb_req;
 
 static void emb_free(emb_req *q) {
+    srv_tenant_end(q->s, &q->tn, q->n_tokens, 0); // (nothing when not admitted)
     q->s->n_inflight--;
     for (int i = 0; i < q->n_items; i++) free(q->items[i].vec);
     free(q->items);
@@ -241,6 +243,13 @@ void embed_handle(server *s, struct evhttp_request *req) {
         q->items[i].sink.fn = on_event;
         q->items[i].q = q;
         ers[i].user = &q->items[i];
+    }
+    // the tenant's rate limits (1 request, its prompt tokens), then its fair share and cache namespace
+    if (srv_tenant_admit(s, req, &q->tn, q->n_tokens, &e)) goto fail_ids; // 401 / 429 with headers
+    for (int i = 0; i < n; i++) {
+        ers[i].cache_salt = srv_tenant_salt(&q->tn, NULL, 0);
+        ers[i].tenant = q->tn.id;
+        ers[i].share = q->tn.share;
     }
     q->n_items = n;
     for (int i = 0; i < n; i++) {

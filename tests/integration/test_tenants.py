@@ -124,6 +124,26 @@ def test_429_requests_per_minute(make_server, tmp_path):
     assert 'tachyon:tenant_rate_limited_total{tenant="acme"} 2' in m
 
 
+def test_embeddings_count_against_the_tenant(make_server, tmp_path):
+    # /v1/embeddings takes from the same buckets as completions (a tenant cannot bypass its limits there)
+    kf = keyfile(tmp_path, "sk-a acme rpm=2\nsk-b beta tpm=20\n")
+    srv = make_server(STORIES, "--served-model-name", "x", "--ctx-size", 256, "--api-key-file", kf)
+    assert len(client(srv, "sk-a").embeddings.create(model="x", input="Once upon a time").data) == 1
+    completion(srv, "sk-a")  # the second request of the minute
+    with pytest.raises(openai.RateLimitError) as ex:
+        client(srv, "sk-a").embeddings.create(model="x", input="Once upon a time")
+    check_error(ex.value, 429, "rate_limit_exceeded", "requests")
+    assert ex.value.response.headers["x-ratelimit-remaining-requests"] == "0"
+    with pytest.raises(openai.RateLimitError) as ex:  # tokens: 8 inputs of ~5 tokens > 20 per minute
+        client(srv, "sk-b").embeddings.create(model="x", input=["Once upon a time"] * 8)
+    check_error(ex.value, 429, "rate_limit_exceeded", "tokens")
+    with pytest.raises(openai.AuthenticationError):
+        client(srv, "sk-zz").embeddings.create(model="x", input="Hi")
+    st, _, data = srv.request("GET", "/stats", headers=bearer("sk-b"))
+    ten = json.loads(data)["tenants"]
+    assert ten["acme"]["requests"] == 2 and ten["acme"]["prompt_tokens"] > 0 and ten["acme"]["in_flight"] == 0, ten
+
+
 def test_429_tokens_per_minute_and_refund(make_server, tmp_path):
     kf = keyfile(tmp_path, "sk-a acme tpm=300\n")
     srv = make_server(STORIES, "--served-model-name", "x", "--ctx-size", 512, "--api-key-file", kf)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "sched/sched.h"
+#include "test_sched_util.h"
 #include "test_util.h"
 
 #define MAXR 16
@@ -48,14 +49,7 @@ static void h_init(harness *h, int n_blocks, int bs, int max_batch_tokens, int m
 }
 
 static void h_free(harness *h) {
-    sched_req *r = sched_take_all(h->s, SCHED_END_SHUTDOWN);
-    while (r) {
-        sched_req *n = r->next;
-        sched_req_free(r);
-        r = n;
-    }
-    sched_free(h->s);
-    kv_pool_free(h->pool);
+    tu_sched_teardown(h->s, h->pool);
     free(h->store);
 }
 

@@ -4,6 +4,7 @@
 
 #include "sched/sched.h"
 #include "sched/sched_fair.h"
+#include "test_sched_util.h"
 #include "test_util.h"
 
 typedef struct fh {
@@ -59,14 +60,7 @@ static int fh_running(fh *h, int tenant) {
 static void fh_free(fh *h) {
     for (int i = 0; i < h->n; i++)
         if (h->r[i]->state == SCHED_DONE) sched_req_free(h->r[i]); // finished here, out of the scheduler
-    sched_req *r = sched_take_all(h->s, SCHED_END_SHUTDOWN);
-    while (r) {
-        sched_req *n = r->next;
-        sched_req_free(r);
-        r = n;
-    }
-    sched_free(h->s);
-    kv_pool_free(h->pool);
+    tu_sched_teardown(h->s, h->pool);
 }
 
 // A floods (queued first), B sends one: B gets a slot at once, not after A's whole queue.

@@ -6,6 +6,7 @@
 
 #include "sched/sched.h"
 #include "sched/sched_admit.h"
+#include "test_sched_util.h"
 #include "test_util.h"
 
 typedef struct ph {
@@ -26,14 +27,9 @@ static void ph_init(ph *h, int policy, int max_batch_tokens, int max_seqs, doubl
 }
 
 static void ph_free(ph *h) {
-    for (sched_req *r = sched_take_all(h->s, SCHED_END_SHUTDOWN), *n; r; r = n) {
-        n = r->next;
-        sched_req_free(r);
-    }
     for (int i = 0; i < 64; i++)
         if (h->done[i]) sched_req_free(h->r[i]);
-    sched_free(h->s);
-    kv_pool_free(h->pool);
+    tu_sched_teardown(h->s, h->pool);
 }
 
 static sched_req *ph_add(ph *h, int id, int n_prompt, int max_tokens, int priority, double t_arrival) {

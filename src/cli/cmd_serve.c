@@ -34,12 +34,14 @@ static void serve_usage(void) {
             "                              the --host address ('*' = any; bound to 0.0.0.0 or :: any Host is\n"
             "                              accepted unless this is given)\n"
             "  --cors ORIGINS              allow cross-origin requests from these origins (comma list, e.g.\n"
-            "                              http://localhost:3000; '*' = any); off by default"
+            "                              http://localhost:3000; '*' = any); off by default\n"
             "  --ctx-size N                per-request context limit, prompt + output (model's)\n"
             "  --max-batch-tokens N        tokens per engine step\n"
             "  --max-seqs N                running sequences at most\n"
             "  --itl-guard R               while streams decode, size prefill chunks so a step takes at most\n"
             "                              R x a decode-only step (2; 0 = off: chunks of max-batch-tokens)\n"
+            "  --itl-guard-fair 0|1        1 (default): no cap in a step where a tenant below its fair share\n"
+            "                              (--api-key-file) has a prompt to prefill\n"
             "  --kv-cache-mem MIB          KV cache pool size (default: engine's choice); a pool smaller than\n"
             "                              --ctx-size tokens lowers the context (logged, in /v1/models)\n"
             "  --kv-type TYPE              KV cache type for K and V: f16 (default), q8_0, q4_0; a quantized\n"
@@ -119,7 +121,7 @@ int cli_serve(int argc, char **argv) {
     server_opts_default(&o);
     enum {
         O_HOST = 256, O_PORT, O_KEY, O_CORS, O_CTX, O_MBT, O_SEQS, O_KV, O_QUEUE, O_QTOK, O_RTO, O_GRACE, O_THREADS,
-        O_TMPL, O_LOG, O_BODY, O_HTO, O_NAME, O_NOPC, O_ITL, O_PUBLIC, O_HOSTS, O_SPEC, O_SPECK,
+        O_TMPL, O_LOG, O_BODY, O_HTO, O_NAME, O_NOPC, O_ITL, O_ITLF, O_PUBLIC, O_HOSTS, O_SPEC, O_SPECK,
         O_LENIENT, O_POOL, O_TRUNC, O_SUMM, O_DRAFT, O_DRAFTKV, O_SELFL,
         O_READTO, O_MAXCONN, O_BODYBUF, O_PING, // connection limits
         O_KVT, O_KVTK, O_KVTV, O_KVROT, // KV cache types, its rotation
@@ -137,7 +139,7 @@ int cli_serve(int argc, char **argv) {
         {"max-queued-tokens", required_argument, 0, O_QTOK}, {"request-timeout", required_argument, 0, O_RTO},
         {"shutdown-grace", required_argument, 0, O_GRACE}, {"threads", required_argument, 0, O_THREADS},
         {"chat-template", required_argument, 0, O_TMPL}, {"log-level", required_argument, 0, O_LOG},
-        {"itl-guard", required_argument, 0, O_ITL},
+        {"itl-guard", required_argument, 0, O_ITL}, {"itl-guard-fair", required_argument, 0, O_ITLF},
         {"spec", required_argument, 0, O_SPEC},       {"spec-k", required_argument, 0, O_SPECK},
         {"max-body", required_argument, 0, O_BODY},   {"http-timeout", required_argument, 0, O_HTO},
         {"served-model-name", required_argument, 0, O_NAME}, {"no-prefix-cache", no_argument, 0, O_NOPC},
@@ -207,6 +209,7 @@ int cli_serve(int argc, char **argv) {
         case O_THREADS: bad = num(flag, optarg, 1, 1024, &v); o.eng.n_threads = (int)v; break;
         case O_TMPL: o.chat_template = optarg; break;
         case O_ITL: bad = num(flag, optarg, 0, 1000, &v); o.eng.itl_guard = (float)v; break;
+        case O_ITLF: bad = num(flag, optarg, 0, 1, &v); o.eng.itl_guard_fair = (int)v; break;
         case O_LOG:
             if (!strcmp(optarg, "debug")) o.log_level = SRV_LOG_DEBUG;
             else if (!strcmp(optarg, "info")) o.log_level = SRV_LOG_INFO;

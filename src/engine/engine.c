@@ -31,6 +31,7 @@ void engine_opts_default(engine_opts *o) {
     o->n_threads = n > 0 ? (int)n : 1;
     o->prefix_cache = 1;
     o->itl_guard = 2.0f;
+    o->itl_guard_fair = 1;
     o->spec = SPEC_AUTO;
     o->spec_k = 8;
 }
@@ -334,7 +335,8 @@ int engine_new(model *m, const engine_opts *o, engine **out, tc_err *err) {
     if ((rc = kv_pool_new(n_blocks, o->block_size, &e->pool, err))) goto fail;
     if (e->n_blocks_swa && (rc = kv_pool_new(e->n_blocks_swa, o->block_size, &e->pool_swa, err))) goto fail;
     sched_opts so = {.max_batch_tokens = o->max_batch_tokens, .max_seqs = o->max_seqs,
-                     .prefix_cache = o->prefix_cache, .itl_guard = o->itl_guard, .policy = o->sched_policy,
+                     .prefix_cache = o->prefix_cache, .itl_guard = o->itl_guard,
+                     .itl_guard_fair = o->itl_guard_fair, .policy = o->sched_policy,
                      .aging_s = o->sched_aging};
     if ((rc = sched_new(&so, e->pool, &e->s, err))) goto fail;
     if (e->pool_swa) sched_set_swa(e->s, e->pool_swa, hp->swa_window);

@@ -422,6 +422,9 @@ const sched_plan *sched_step(sched *s, double now) {
     int n_decoding = 0;
     for (sched_req *r = s->running.head; r; r = r->next) n_decoding += r->n_tokens - r->num_computed == 1;
     s->budget = sched_guard_budget(s, n_decoding);
+    if (s->budget < s->o.max_batch_tokens && s->o.itl_guard_fair &&
+        sched_fair_behind(s->running.head, s->waiting.head))
+        s->budget = s->o.max_batch_tokens; // a tenant below its share prefills uncapped (sched_fair.h)
 
     // Step 2 (decode, in admission order). next is read after scheduling r: a preemption may have removed
     // requests, and if r itself went, stop (blocks are that short).

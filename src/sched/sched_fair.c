@@ -64,3 +64,27 @@ sched_req *sched_fair_victim(sched_req *running, const sched_req *waiting) {
     if ((double)(g[v].running - 1) * g[w].share >= (double)(g[w].running + 1) * g[v].share) return g[v].first;
     return NULL;
 }
+
+int sched_fair_behind(const sched_req *running, const sched_req *waiting) {
+    fair_group g[SCHED_FAIR_MAX_TENANTS];
+    int n = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (const sched_req *r = pass ? waiting : running; r; r = r->next) {
+            int k = 0;
+            while (k < n && g[k].tenant != r->tenant) k++;
+            if (k == n) {
+                if (n == SCHED_FAIR_MAX_TENANTS) continue;
+                g[n++] = (fair_group){r->tenant, share_of(r), 0, NULL};
+            }
+            if (!pass) g[k].running++;
+            // a tenant with prefill to do: waiting, or running and still catching up
+            if (pass || r->n_tokens - r->num_computed > 1) g[k].first = (sched_req *)r;
+        }
+    if (n < 2) return 0;
+    for (int k = 0; k < n; k++) {
+        if (!g[k].first) continue;
+        for (int j = 0; j < n; j++) // someone else holds more of the slots than its share allows k
+            if (j != k && (double)g[k].running * g[j].share < (double)g[j].running * g[k].share) return 1;
+    }
+    return 0;
+}

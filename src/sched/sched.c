@@ -408,6 +408,25 @@ static void reap(sched *s, sched_list *l, double now) {
     }
 }
 
+// Ranked policies: 1 if a request with prefill to do (waiting, or catching up) has a strictly better
+// effective priority than every decoding stream: the ITL guard then does not hold its prompt back for them.
+static int prio_behind(const sched *s, double now) {
+    if (s->o.policy == SCHED_POL_FIFO) return 0;
+    int dec = 0, best_dec = 0, pre = 0, best_pre = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (const sched_req *r = pass ? s->waiting.head : s->running.head; r; r = r->next) {
+            int left = r->n_tokens - r->num_computed;
+            sched_key k = sched_key_of(r);
+            int p = sched_eff_priority(&k, s->o.aging_s, now);
+            if (!pass && left == 1) {
+                if (!dec++ || p < best_dec) best_dec = p;
+            } else if (pass || left > 1) {
+                if (!pre++ || p < best_pre) best_pre = p;
+            }
+        }
+    return dec && pre && best_pre < best_dec;
+}
+
 const sched_plan *sched_step(sched *s, double now) {
     sched_plan *p = &s->plan;
     p->n_items = p->n_tokens = p->n_sample = p->n_preempted = 0;
@@ -423,8 +442,8 @@ const sched_plan *sched_step(sched *s, double now) {
     for (sched_req *r = s->running.head; r; r = r->next) n_decoding += r->n_tokens - r->num_computed == 1;
     s->budget = sched_guard_budget(s, n_decoding);
     if (s->budget < s->o.max_batch_tokens && s->o.itl_guard_fair &&
-        sched_fair_behind(s->running.head, s->waiting.head))
-        s->budget = s->o.max_batch_tokens; // a tenant below its share prefills uncapped (sched_fair.h)
+        (sched_fair_behind(s->running.head, s->waiting.head) || prio_behind(s, now)))
+        s->budget = s->o.max_batch_tokens; // the guard protects streams from their peers only (sched.h)
 
     // Step 2 (decode, in admission order). next is read after scheduling r: a preemption may have removed
     // requests, and if r itself went, stop (blocks are that short).

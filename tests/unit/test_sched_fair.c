@@ -157,49 +157,10 @@ static void test_untagged_fifo(void) {
 // The ITL guard caps a step's prefill while streams decode; with itl_guard_fair it does not cap a step in
 // which a tenant below its share has a prompt to prefill (tenant 2's first prompt beside tenant 1's three
 // streams), and still caps tenant 1's own new prompt.
-static int guard_case(int fair, int b_tenant) {
-    tc_err err;
-    kv_pool *pool;
-    sched *s;
-    sched_opts o = {.max_batch_tokens = 256, .max_seqs = 4, .itl_guard = 2, .itl_guard_fair = fair};
-    CHECK_EQ_INT(kv_pool_new(256, 4, &pool, &err), 0);
-    CHECK_EQ_INT(sched_new(&o, pool, &s, &err), 0);
-    for (int i = 0; i < 40; i++) // step cost t(n) = 0.01 + 0.001 n: the guard allows 16 tokens with 3 streams
-        sched_observe(s, i % 2 ? 1 : 11, i % 2 ? 0.011 : 0.021);
-    int32_t p[64];
-    for (int i = 0; i < 64; i++)
-        p[i] = 1 + i;
-    sched_req *r[4];
-    for (int i = 0; i < 4; i++) {
-        CHECK_EQ_INT(sched_req_new(p, i < 3 ? 4 : 64, 50, 4, &r[i], &err), 0);
-        r[i]->id = (uint64_t)i;
-        r[i]->tenant = i < 3 ? 1 : b_tenant;
-    }
-    for (int i = 0; i < 3; i++)
-        sched_add(s, r[i]);
-    for (int k = 0; k < 2; k++) { // admit tenant 1's three, then one decode step
-        const sched_plan *pl = sched_step(s, 0.01 * (k + 1));
-        int n = pl->n_items;
-        sched_item it[8];
-        memcpy(it, pl->items, (size_t)n * sizeof *it);
-        sched_commit(s);
-        for (int i = 0; i < n; i++)
-            if (it[i].sample) it[i].r->tokens[it[i].r->n_tokens++] = 7;
-    }
-    sched_add(s, r[3]);
-    const sched_plan *pl = sched_step(s, 0.05);
-    int got = -1;
-    for (int i = 0; i < pl->n_items; i++)
-        if (pl->items[i].r == r[3]) got = pl->items[i].n;
-    sched_commit(s);
-    tu_sched_teardown(s, pool);
-    return got;
-}
-
 static void test_itl_guard_fair(void) {
-    CHECK_EQ_INT(guard_case(1, 2), 64); // tenant 2 below its share: its whole prompt in this step
-    CHECK_EQ_INT(guard_case(0, 2), 13); // option off: 16 - 3 decode rows
-    CHECK_EQ_INT(guard_case(1, 1), 13); // tenant 1's own fourth prompt: capped as always
+    CHECK_EQ_INT(tu_guard_case(SCHED_POL_FIFO, 1, 2, 0), 64); // tenant 2 below its share: whole prompt now
+    CHECK_EQ_INT(tu_guard_case(SCHED_POL_FIFO, 0, 2, 0), 13); // option off: 16 - 3 decode rows
+    CHECK_EQ_INT(tu_guard_case(SCHED_POL_FIFO, 1, 1, 0), 13); // tenant 1's own fourth prompt: capped
 }
 
 int main(void) {

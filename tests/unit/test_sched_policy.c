@@ -262,6 +262,15 @@ static void test_lanes(void) {
     ph_free(&h);
 }
 
+// --- the ITL guard does not hold a better priority's prompt back for lower-priority streams (itl_guard_fair)
+static void test_itl_guard_priority(void) {
+    CHECK_EQ_INT(tu_guard_case(SCHED_POL_PRIORITY, 1, 1, 0), 64); // priority 0 beside priority-5 streams
+    CHECK_EQ_INT(tu_guard_case(SCHED_POL_SLO, 1, 1, 0), 64);
+    CHECK_EQ_INT(tu_guard_case(SCHED_POL_PRIORITY, 0, 1, 0), 13);  // option off: 16 - 3 decode rows
+    CHECK_EQ_INT(tu_guard_case(SCHED_POL_PRIORITY, 1, 1, 5), 13);  // their own class: capped
+    CHECK_EQ_INT(tu_guard_case(SCHED_POL_FIFO, 1, 1, 0), 13);      // fifo: priorities are not used
+}
+
 // Teaches the step-cost model t(n) = 0.01 + 0.001 n seconds.
 static void fake_costs(sched *s) {
     for (int i = 0; i < 40; i++)
@@ -405,6 +414,7 @@ int main(void) {
     test_priority_admission();
     test_aging_no_starvation();
     test_lanes();
+    test_itl_guard_priority();
     test_short_before_long();
     test_predict();
     test_slo_expiry_and_outcomes();

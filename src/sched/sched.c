@@ -409,7 +409,8 @@ static void reap(sched *s, sched_list *l, double now) {
 }
 
 // Ranked policies: 1 if a request with prefill to do (waiting, or catching up) has a strictly better
-// effective priority than every decoding stream: the ITL guard then does not hold its prompt back for them.
+// effective priority than the priority of every decoding stream: the ITL guard then does not hold its prompt
+// back for them.
 static int prio_behind(const sched *s, double now) {
     if (s->o.policy == SCHED_POL_FIFO) return 0;
     int dec = 0, best_dec = 0, pre = 0, best_pre = 0;
@@ -418,8 +419,8 @@ static int prio_behind(const sched *s, double now) {
             int left = r->n_tokens - r->num_computed;
             sched_key k = sched_key_of(r);
             int p = sched_eff_priority(&k, s->o.aging_s, now);
-            if (!pass && left == 1) {
-                if (!dec++ || p < best_dec) best_dec = p;
+            if (!pass && left == 1) { // a stream's own class (its aging counts while it waits, not here)
+                if (!dec++ || r->priority < best_dec) best_dec = r->priority;
             } else if (pass || left > 1) {
                 if (!pre++ || p < best_pre) best_pre = p;
             }

@@ -22,6 +22,14 @@ void sched_load_fill(const sched *s, sched_load *l) {
         if (left > l->long_tok) l->catching_long += left;
     }
     l->step_tokens = sched_guard_budget(s, l->n_decoding);
+    l->full_tokens = s->o.max_batch_tokens;
+    l->guard_fair = s->o.itl_guard_fair && l->policy != SCHED_POL_FIFO;
+    l->best_dec_prio = 0;
+    int dec = 0; // (none decoding: step_tokens is uncapped anyway)
+    for (const sched_req *r = s->running.head; r; r = r->next)
+        if (r->n_tokens - r->num_computed == 1) {
+            if (!dec++ || r->priority < l->best_dec_prio) l->best_dec_prio = r->priority;
+        }
     l->wait_tokens = 0;
     l->n_wait = 0;
     for (const sched_req *r = s->waiting.head; r; r = r->next) {
@@ -31,8 +39,14 @@ void sched_load_fill(const sched *s, sched_load *l) {
     }
 }
 
-static double cost_of(const sched_load *l, long long tokens) {
-    long long per = l->step_tokens - l->n_decoding;
+// The step's token budget for a request of effective priority p: uncapped when the ITL guard does not hold
+// p's prompt back for the decoding streams (a better class than all of them, sched.c prio_behind).
+static int step_tokens_for(const sched_load *l, int p) {
+    return l->guard_fair && l->n_decoding && p < l->best_dec_prio ? l->full_tokens : l->step_tokens;
+}
+
+static double cost_of(const sched_load *l, int step_tokens, long long tokens) {
+    long long per = step_tokens - l->n_decoding;
     if (per < 1) per = 1;
     long long steps = (tokens + per - 1) / per;
     if (steps < 1) steps = 1;
@@ -41,9 +55,9 @@ static double cost_of(const sched_load *l, long long tokens) {
 
 // Short prefill A drains in its lane (a step's prefill budget P less the long lane's reserve) while the long
 // prompts of its class (lane_long tokens) fill the rest of every step.
-static double cost_lanes(const sched_load *l, long long tokens, long long lane_long) {
-    long long per = l->step_tokens - l->n_decoding;
-    if (per < 2) return cost_of(l, tokens + lane_long);
+static double cost_lanes(const sched_load *l, int step_tokens, long long tokens, long long lane_long) {
+    long long per = step_tokens - l->n_decoding;
+    if (per < 2) return cost_of(l, step_tokens, tokens + lane_long);
     long long reserve = (long long)((double)per * SCHED_LONG_SHARE + 0.999), lane = per - reserve;
     if (reserve < 1) reserve = 1, lane = per - 1;
     long long steps = (tokens + lane - 1) / lane;
@@ -85,7 +99,8 @@ double sched_predict_ttft(const sched_load *l, const sched_key *k, double now, l
         }
     }
     if (!listed) all += k->remaining;
-    if (drain_s) *drain_s = l->ready ? cost_of(l, all) : 0;
+    if (drain_s) *drain_s = l->ready ? cost_of(l, l->step_tokens, all) : 0;
     if (!l->ready) return 0;
-    return lane_long > 0 ? cost_lanes(l, ahead, lane_long) : cost_of(l, ahead);
+    int st = step_tokens_for(l, pk);
+    return lane_long > 0 ? cost_lanes(l, st, ahead, lane_long) : cost_of(l, st, ahead);
 }

@@ -10,7 +10,8 @@
 // time (Retry-After) is the same formula over ALL queued prefill. Lanes (priority / slo policies): for a
 // short request (when a slot is free), the long prompts of its class are not ahead of it: A drains in the
 // short lane, P − ceil(P · SCHED_LONG_SHARE) per step, while the long ones fill the rest of each of those
-// steps (up to their tokens); for a long request, the short ones of its class are all ahead. Not modelled: prefix-cache hits (so the
+// steps (up to their tokens); for a long request, the short ones of its class are all ahead. A request of a
+// better priority than every decoding stream gets uncapped steps (the ITL guard's exemption, sched.h). Not modelled: prefix-cache hits (so the
 // prediction errs on the slow side for repeated prefixes) and waits for a free running slot (max_seqs).
 #ifndef TACHYON_SCHED_ADMIT_H
 #define TACHYON_SCHED_ADMIT_H
@@ -25,6 +26,9 @@ typedef struct sched_load {
     double a, b;           // step cost: seconds = a + b·tokens
     int n_decoding;        // running requests decoding (one row each per step)
     int step_tokens;       // the step's token budget with n_decoding streams (ITL guard applied)
+    int full_tokens;       // the uncapped budget (max_batch_tokens)
+    int guard_fair;        // ranked policy with itl_guard_fair: a better class than every stream is uncapped
+    int best_dec_prio;     // the best (lowest) priority among decoding streams
     long long catching;    // prefill tokens still owed to running requests
     long long catching_long; // of which, owed to long prompts (more than long_tok left)
     int long_tok;          // a prompt with more prefill left than this is long (lanes: sched_order.h)

@@ -6,6 +6,7 @@
 
 #include "kv/kv.h"
 #include "sched/sched.h"
+#include "sched/sched_admit.h"
 
 // Frees every request still in s (running or waiting), then s and its pool. Requests that already left the
 // scheduler (finished in the test) are the caller's to free.
@@ -20,8 +21,9 @@ static inline void tu_sched_teardown(sched *s, kv_pool *pool) {
 
 // The ITL guard and its exemptions (sched_opts.itl_guard_fair): three streams of tenant 1, priority 5, are
 // decoding (step cost t(n) = 0.01 + 0.001 n: the guard allows 16 tokens a step with 3 streams); then a
-// 64-token prompt of tenant b_tenant, priority b_prio arrives. Returns how many of its tokens the next step plans.
-static inline int tu_guard_case(int policy, int fair, int b_tenant, int b_prio) {
+// 64-token prompt of tenant b_tenant, priority b_prio arrives. Returns how many of its tokens the next step plans;
+// *pred (may be NULL): its TTFT predicted at arrival (sched_predict_ttft).
+static inline int tu_guard_case_pred(int policy, int fair, int b_tenant, int b_prio, double *pred) {
     tc_err err;
     kv_pool *pool;
     sched *s;
@@ -51,6 +53,13 @@ static inline int tu_guard_case(int policy, int fair, int b_tenant, int b_prio) 
         for (int i = 0; i < n; i++)
             if (it[i].sample) it[i].r->tokens[it[i].r->n_tokens++] = 7;
     }
+    if (pred) {
+        sched_key keys[8];
+        sched_load l = {.wait = keys, .cap_wait = 8};
+        sched_load_fill(s, &l);
+        sched_key k = sched_key_of(r[3]);
+        *pred = sched_predict_ttft(&l, &k, 0.05, 0, NULL);
+    }
     sched_add(s, r[3]);
     const sched_plan *pl = sched_step(s, 0.05);
     int got = -1;
@@ -59,6 +68,10 @@ static inline int tu_guard_case(int policy, int fair, int b_tenant, int b_prio) 
     sched_commit(s);
     tu_sched_teardown(s, pool);
     return got;
+}
+
+static inline int tu_guard_case(int policy, int fair, int b_tenant, int b_prio) {
+    return tu_guard_case_pred(policy, fair, b_tenant, b_prio, NULL);
 }
 
 #endif

@@ -52,6 +52,7 @@ static int parse(int argc, char **argv, run_opts *o) {
     o->ctx = 0;
     o->kv_k = o->kv_v = TT_F16;
     samp_params_default(&o->sp);
+    o->sp.no_logprob = 1; // run prints text, never logprobs
     o->sp.temperature = 0.0f;
     int c, bad = 0;
     double v = 0;

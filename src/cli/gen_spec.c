@@ -148,6 +148,7 @@ int gen_spec_decode(gen_session *g, const int32_t *prompt, int n_prompt, int n_g
     samp_params sp;
     samp_params_default(&sp);
     sp.temperature = 0.0f;
+    sp.no_logprob = 1; // bench reads tokens only
     samp_state *ss = NULL;
     memset(st, 0, sizeof *st);
     int rc = samp_new(&sp, model_get_hparams(g->m)->n_vocab, &ss, err);

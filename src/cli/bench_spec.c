@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli/bench_spec.h"
+#include "cli/cli.h"
 #include "cli/gen_spec.h"
 #include "cpu/cpu.h"
 #include "spec/spec.h"
@@ -25,7 +26,7 @@ int bench_spec_parse_modes(const char *s, int *modes, int max) {
     return n > 0 ? n : -1;
 }
 
-static int read_prompt(model *m, const char *path, int32_t **ids, int *n_ids, tc_err *err) {
+static int read_prompt(model *m, const char *path, int chat, int32_t **ids, int *n_ids, tc_err *err) {
     FILE *f = fopen(path, "rb");
     if (!f) return tc_err_set(err, TC_ERR_IO, "cannot open prompt file '%s'", path);
     char *text = NULL;
@@ -44,7 +45,11 @@ static int read_prompt(model *m, const char *path, int32_t **ids, int *n_ids, tc
     if (!text) return tc_err_set(err, TC_ERR_NOMEM, "out of memory");
     tok_vocab *v = NULL;
     int rc = tok_load(model_gguf(m), &v, err);
-    if (!rc) rc = tok_encode(v, text, len, tok_add_bos(v) ? TOK_ENC_ADD_BOS : 0, ids, n_ids, err);
+    if (!rc && chat) {
+        char *z = realloc(text, len + 1); // a C string for the chat message
+        if (!z) rc = tc_err_set(err, TC_ERR_NOMEM, "out of memory");
+        else text = z, text[len] = '\0', rc = cli_encode_chat(m, v, NULL, text, ids, n_ids, err);
+    } else if (!rc) rc = tok_encode(v, text, len, tok_add_bos(v) ? TOK_ENC_ADD_BOS : 0, ids, n_ids, err);
     if (!rc && *n_ids == 0) rc = tc_err_set(err, TC_ERR_INVALID, "prompt file '%s' is empty", path);
     tok_free(v);
     free(text);
@@ -60,7 +65,7 @@ int bench_spec_run(model *m, const bench_spec_args *a, tc_err *err) {
     spec_drafter *dmodel = NULL, *dself = NULL; // the draft model's drafter, self-speculation's
     mode_acc *acc = calloc((size_t)a->n_modes, sizeof *acc);
     if (!acc) return tc_err_set(err, TC_ERR_NOMEM, "out of memory");
-    if ((rc = read_prompt(m, a->prompt_file, &ids, &n_ids, err))) goto done;
+    if ((rc = read_prompt(m, a->prompt_file, a->chat, &ids, &n_ids, err))) goto done;
     int batch = a->batch > SPEC_MAX_K + 1 ? a->batch : SPEC_MAX_K + 1;
     if ((rc = gen_open(&g, m, n_ids + a->n_gen + SPEC_MAX_K + 1, batch, a->threads, a->kv_k, a->kv_v, err)))
         goto done;

@@ -14,6 +14,7 @@ typedef struct bench_spec_args {
     tt_type kv_k, kv_v;
     model *draft_model; // (optional) borrowed: --draft-model, drafts for the draft and auto modes
     int self_layers;    // --self-spec-layers: L for self (0: n_layers / 4), and auto without a draft model
+    int chat;           // --chat: the prompt file is one user turn in the model's chat template
 } bench_spec_args;
 
 // "off,ngram,auto" → modes; returns how many, or -1 on an unknown name or too many.

@@ -3,7 +3,12 @@
 #ifndef TACHYON_CLI_H
 #define TACHYON_CLI_H
 
+#include <stdint.h>
+
+#include "common/err.h"
+#include "model/model.h"
 #include "tensor/ttype.h"
+#include "tokenizer/tokenizer.h"
 
 // (subcommand declarations go here, one line each)
 int cli_run(int argc, char **argv);
@@ -30,6 +35,11 @@ int cli_kv_type(const char *cmd, const char *flag, const char *s, tt_type *k, tt
 // --kv-rotate auto|off: "off" sets TACHYON_KV_ROTATE=0, which model contexts made later in this process read
 // (no Hadamard rotation of a quantized KV cache, for A/B); "auto" leaves the environment alone. -1 on a bad value.
 int cli_kv_rotate(const char *cmd, const char *s);
+// The prompt as one user turn with the model's chat template (template_name: a family name such as "chatml",
+// or NULL for the model's own template); the prompt's text stays plain text (see chat_encode). *ids malloc'd
+// (free). Returns 0 or a TC_ERR_* with err set (an unknown template names --chat-template).
+int cli_encode_chat(const model *m, const tok_vocab *v, const char *template_name, const char *prompt,
+                    int32_t **ids, int *n_ids, tc_err *err);
 struct option;
 // The long name ("http-timeout") of the getopt_long option whose val is val, "?" if none.
 const char *cli_opt_name(const struct option *lo, int val);

@@ -7,6 +7,8 @@
 
 #include "cli/cli.h"
 #include "model/model.h"
+#include "tokenizer/chat.h"
+#include "tokenizer/tokenizer.h"
 
 int cli_num(const char *cmd, const char *flag, const char *s, double lo, double hi, double *out) {
     char *end;
@@ -42,4 +44,33 @@ const char *cli_opt_name(const struct option *lo, int val) {
     for (; lo->name; lo++)
         if (lo->val == val) return lo->name;
     return "?";
+}
+
+// (tachyon run --chat, tachyon bench --chat; contract in cli.h)
+int cli_encode_chat(const model *m, const tok_vocab *v, const char *template_name, const char *prompt, int32_t **ids,
+                    int *n_ids, tc_err *err) {
+    gguf_str ts = {0};
+    char *tmpl = NULL;
+    if (gguf_get_str(model_gguf(m), "tokenizer.chat_template", &ts) == 0) {
+        tmpl = strndup(ts.ptr, ts.len);
+        if (!tmpl) return tc_err_set(err, TC_ERR_NOMEM, "out of memory");
+    }
+    chat_family f = template_name ? chat_family_from_name(template_name)
+                    : tmpl ? chat_detect(tmpl) : chat_family_for_arch(model_get_hparams(m)->arch);
+    if (f == CHAT_UNKNOWN) {
+        free(tmpl);
+        return tc_err_set(err, TC_ERR_UNSUPPORTED, "%s; pass --chat-template NAME (chatml, llama2, llama3, mistral, "
+                          "gemma, phi3, zephyr, deepseek, qwen3)", template_name ? "unknown chat template name"
+                          : tmpl ? "unrecognized chat template in the model" : "the model has no chat template");
+    }
+    char bos[64] = "";
+    int32_t b = tok_bos(v);
+    if (b >= 0) {
+        int n = tok_piece(v, b, 0, bos, sizeof bos - 1);
+        bos[n > 0 && n < (int)sizeof bos ? n : 0] = '\0';
+    }
+    chat_msg msg = {"user", prompt};
+    int rc = chat_encode(v, f, tmpl, &msg, 1, 1, bos, ids, n_ids, err);
+    free(tmpl);
+    return rc;
 }

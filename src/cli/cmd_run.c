@@ -52,6 +52,7 @@ static int parse(int argc, char **argv, run_opts *o) {
     o->ctx = 0;
     o->kv_k = o->kv_v = TT_F16;
     samp_params_default(&o->sp);
+    o->sp.no_logprob = 1; // run prints text, never logprobs
     o->sp.temperature = 0.0f;
     int c, bad = 0;
     double v = 0;
@@ -104,36 +105,6 @@ static int parse(int argc, char **argv, run_opts *o) {
     return 0;
 }
 
-// Token ids of the prompt as one user turn with the model's chat template (or the named family); the
-// prompt's text stays plain text (see chat_encode). *ids malloc'd.
-static int encode_chat(const model *m, const tok_vocab *v, const run_opts *o, int32_t **ids, int *n_ids,
-                       tc_err *err) {
-    gguf_str ts = {0};
-    char *tmpl = NULL;
-    if (gguf_get_str(model_gguf(m), "tokenizer.chat_template", &ts) == 0) {
-        tmpl = strndup(ts.ptr, ts.len);
-        if (!tmpl) return tc_err_set(err, TC_ERR_NOMEM, "out of memory");
-    }
-    chat_family f = o->chat_template ? chat_family_from_name(o->chat_template)
-                    : tmpl ? chat_detect(tmpl) : chat_family_for_arch(model_get_hparams(m)->arch);
-    if (f == CHAT_UNKNOWN) {
-        free(tmpl);
-        return tc_err_set(err, TC_ERR_UNSUPPORTED, "%s; pass --chat-template NAME (chatml, llama2, llama3, mistral, "
-                          "gemma, phi3, zephyr, deepseek, qwen3)", o->chat_template ? "unknown chat template name"
-                          : tmpl ? "unrecognized chat template in the model" : "the model has no chat template");
-    }
-    char bos[64] = "";
-    int32_t b = tok_bos(v);
-    if (b >= 0) {
-        int n = tok_piece(v, b, 0, bos, sizeof bos - 1);
-        bos[n > 0 && n < (int)sizeof bos ? n : 0] = '\0';
-    }
-    chat_msg msg = {"user", o->prompt};
-    int rc = chat_encode(v, f, tmpl, &msg, 1, 1, bos, ids, n_ids, err);
-    free(tmpl);
-    return rc;
-}
-
 // Prints each generated token as its text completes; an end-of-generation token ends the run.
 typedef struct run_out {
     const tok_vocab *v;
@@ -169,7 +140,7 @@ int cli_run(int argc, char **argv) {
     const model_hparams *hp = model_get_hparams(m);
     double t_load = tc_now() - t0;
 
-    if (o.chat ? encode_chat(m, v, &o, &ids, &n_ids, &err)
+    if (o.chat ? cli_encode_chat(m, v, o.chat_template, o.prompt, &ids, &n_ids, &err)
                : tok_encode(v, o.prompt, strlen(o.prompt), tok_add_bos(v) ? TOK_ENC_ADD_BOS : 0, &ids, &n_ids, &err))
         goto fail;
     if (n_ids == 0) { // empty prompt: generate from BOS alone

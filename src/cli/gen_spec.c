@@ -122,7 +122,7 @@ int gen_spec_generate(gen_session *g, samp_state *ss, float temperature, uint64_
             }
         }
         if (d == 0 && k > 0 && (o->mode == SPEC_AUTO || o->mode == SPEC_NGRAM))
-            d = spec_ngram_propose(hist, n_hist, k, hist + n_hist);
+            d = spec_ngram_propose_min(hist, n_hist, k, acc.probing ? 2 : 1, hist + n_hist);
         if (d == 0) acc.probing = 0;
         double ts = tc_now();
         if ((rc = gen_eval_rows(g, hist + n_hist - 1, 1 + d, n_hist - 1, rows, err))) goto done;
@@ -148,6 +148,7 @@ int gen_spec_decode(gen_session *g, const int32_t *prompt, int n_prompt, int n_g
     samp_params sp;
     samp_params_default(&sp);
     sp.temperature = 0.0f;
+    sp.no_logprob = 1; // bench reads tokens only
     samp_state *ss = NULL;
     memset(st, 0, sizeof *st);
     int rc = samp_new(&sp, model_get_hparams(g->m)->n_vocab, &ss, err);

@@ -221,7 +221,7 @@ int eng_draft(void *ctx, sched_req *r, const sched_draft_info *info) {
         er->draft_method = e->drafter_method;
     }
     if (d == 0 && (e->o.spec == SPEC_AUTO || e->o.spec == SPEC_NGRAM)) { // prompt lookup
-        d = spec_ngram_propose(r->tokens, r->n_tokens, k, out);
+        d = spec_ngram_propose_min(r->tokens, r->n_tokens, k, er->acc.probing ? 2 : 1, out);
         er->draft_method = SPEC_M_NGRAM;
     }
     if (d == 0) er->acc.probing = 0; // nothing to probe with: no lesson either way

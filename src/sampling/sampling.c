@@ -311,6 +311,17 @@ static void prepare(samp_state *s, const float *logits) {
     const samp_params *p = &s->p;
     int n = s->n_vocab;
     samp_cand *c = s->cand;
+    if (p->temperature == 0.0f && s->n_bias == 0 && p->repetition_penalty == 1.0f && p->presence_penalty == 0.0f &&
+        p->frequency_penalty == 0.0f) {
+        // plain greedy: the argmax of the logits as they are (ties to the lowest id, NaN as -inf), without
+        // copying the vocabulary into candidates: once per verified row of a speculative step
+        float vmax = samp_max(logits, n);
+        int best = 0;
+        while (best < n - 1 && (isnan(logits[best]) ? -INFINITY : logits[best]) != vmax) best++;
+        c[0] = (samp_cand){1.0f, best};
+        s->n_kept = 1, s->z_kept = 1.0;
+        return;
+    }
     for (int i = 0; i < n; i++) {
         float v = logits[i];
         c[i].v = isnan(v) ? -INFINITY : v;
@@ -405,7 +416,15 @@ static void prepare(samp_state *s, const float *logits) {
 }
 
 // log-softmax of the raw logits at `token` and the top-n alternatives.
+// Skipped with no_logprob: the log-softmax over the vocabulary costs ~2.5x the candidate copy and argmax, and
+// it runs per sampled row, so per verified row of a speculative step.
 static void fill_logprobs(const samp_state *s, const float *logits, int32_t token, samp_result *res) {
+    if (s->p.no_logprob && s->p.n_logprobs == 0) {
+        res->token = token;
+        res->logprob = 0.0f;
+        res->n_top = 0;
+        return;
+    }
     samp_logprobs(logits, s->n_vocab, token, s->p.n_logprobs, res);
 }
 

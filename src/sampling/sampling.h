@@ -30,6 +30,8 @@ typedef struct samp_params {
     int penalty_last_n;       // window of history for penalties; -1 = all
     uint64_t seed;            // RNG seed
     int n_logprobs;           // 0..SAMP_MAX_LOGPROBS top alternatives to report (logprob of the chosen token is always reported)
+    int no_logprob;           // 1: nobody reads samp_result's logprob (no logprobs requested, n_logprobs 0): skip the
+                              // full-vocabulary log-softmax per sampled row; res gets the token, logprob 0, n_top 0
     const samp_bias *bias;    // (n_bias) borrowed until samp_new returns (it copies them); ids < n_vocab
     int n_bias;
 } samp_params;

@@ -466,6 +466,7 @@ int oai_parse_ex(oai_kind kind, const char *body, size_t len, int lenient, oai_r
     }
     if (parse_logit_bias(r, e) || parse_restricted(r, e)) goto err;
     r->sp.n_logprobs = r->top_logprobs;
+    r->sp.no_logprob = !r->logprobs; // no per-token log-softmax nobody reads
     if (parse_stop(r, e)) goto err;
     d = 0;
     if (get_num(o, "timeout", 0, 1e7, &d, e)) goto err;

@@ -30,6 +30,11 @@ const char *spec_mode_name(spec_mode m);
 // (n = SPEC_NGRAM_MAX_N down to 1, the longest that matches wins) and copies up to k tokens that followed it
 // into out. Returns how many (0: no match). Searches the prompt and the output so far alike.
 int spec_ngram_propose(const int32_t *tokens, int n_tokens, int k, int32_t *out);
+// The same, with matches of at least min_n tokens only. `auto`'s 1-token probes (spec_accept_pick, while
+// drafting does not pay) use min_n = 2: on free text a one-token match (a common word) is accepted often
+// enough to reset the probe back-off now and then, and each probe costs a verify row, while a repeated pair of
+// tokens is the sign that the output started copying.
+int spec_ngram_propose_min(const int32_t *tokens, int n_tokens, int k, int min_n, int32_t *out);
 
 // Predicted output (OpenAI `prediction`): the expected completion, tokenized, as the draft source. The cursor
 // follows the output; after a mismatch it is re-aligned by finding the output's last tokens in the prediction

@@ -41,8 +41,12 @@ static int find_back(const int32_t *hay, int start, const int32_t *needle, int n
 }
 
 int spec_ngram_propose(const int32_t *tokens, int n_tokens, int k, int32_t *out) {
+    return spec_ngram_propose_min(tokens, n_tokens, k, 1, out);
+}
+
+int spec_ngram_propose_min(const int32_t *tokens, int n_tokens, int k, int min_n, int32_t *out) {
     if (k <= 0) return 0;
-    for (int n = SPEC_NGRAM_MAX_N; n >= 1; n--) {
+    for (int n = SPEC_NGRAM_MAX_N; n >= (min_n > 1 ? min_n : 1); n--) {
         if (n_tokens <= n) continue;
         const int32_t *tail = tokens + n_tokens - n;
         // an occurrence ending before the tail starts has at least one follower

@@ -80,3 +80,22 @@ def test_bench_spec_errors(tmp_path):
     p = subprocess.run([BIN, "bench", "-m", SMOL, "--draft-model", SMOL, "--prompt-file", "x"],
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 1 and "cannot open prompt file 'x'" in p.stderr, p.stderr
+
+
+def test_bench_spec_chat(tmp_path):
+    # --chat: the prompt file is one user turn in the model's chat template (more prompt tokens than the raw
+    # text), and the instruct model then answers the request: here it repeats the text, so lookup drafts pay
+    if not os.path.exists(SMOL):
+        pytest.skip("SmolLM2 model not present")
+    pf = tmp_path / "prompt.txt"
+    pf.write_text("Repeat the following text exactly, word for word:\n\nThe old mill stood by the river for two "
+                  "hundred years, grinding the grain of every farm in the valley until the railway came.")
+
+    def run(*extra):
+        p = subprocess.run([BIN, "bench", "-m", SMOL, "--prompt-file", str(pf), "--spec", "off,ngram", "-n", "24",
+                            "-r", "1", "--json", *extra], capture_output=True, text=True, timeout=280)
+        assert p.returncode == 0, p.stderr
+        return [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
+    raw, chat = run(), run("--chat")
+    assert chat[0]["n_prompt"] > raw[0]["n_prompt"] + 5, (raw[0], chat[0])
+    assert chat[1]["drafted"] > 0 and chat[1]["acceptance"] > 0.5, chat[1]

@@ -122,6 +122,17 @@ def test_seeded_sampling_and_logprobs_identical(off, ngram):
         assert la == lc  # logprobs are the target's
 
 
+def test_greedy_logprobs_without_alternatives(off, ngram):
+    # logprobs=true with top_logprobs=0: the chosen token's logprob is still reported (the sampler skips its
+    # log-softmax only when no logprobs were asked for); the same values as with alternatives, spec on or off
+    def lps(srv, top):
+        j = chat(srv, COPY, logprobs=True, top_logprobs=top)
+        return [(t["token"], round(t["logprob"], 4)) for t in j["choices"][0]["logprobs"]["content"]]
+    plain = lps(off, 0)
+    assert plain == lps(off, 1) == lps(ngram, 0)
+    assert any(lp < 0 for _, lp in plain), plain
+
+
 def test_stop_and_max_tokens(off, ngram):
     full = text(chat(off, COPY, max_tokens=60))
     assert "return a - b" in full, full

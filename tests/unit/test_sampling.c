@@ -105,6 +105,66 @@ static void test_greedy(void) {
     samp_free(s);
 }
 
+// Plain greedy takes a fast path (argmax of the logits, no candidate copy); a zero presence penalty with no
+// history goes through the full path. Both must agree with a scalar argmax (ties to the lowest id, NaN as
+// -inf), also on NaN and all -inf rows.
+static void test_greedy_fast_path(void) {
+    samp_params p;
+    samp_params_default(&p);
+    enum { N = 4099 };
+    samp_state *fast = mk(&p, N);
+    p.presence_penalty = 1e-30f; // forces the full path; no token was generated, so it changes nothing
+    samp_state *full = mk(&p, N);
+    static float l[N];
+    for (int t = 0; t < 40; t++) {
+        rand_logits(l, N, 3.0f);
+        if (t % 4 == 1) l[0] = NAN, l[N - 1] = NAN;
+        if (t % 4 == 2) l[17] = l[N - 2] = 50.0f; // tie: lowest id
+        if (t % 4 == 3) {
+            for (int i = 0; i < N; i++) l[i] = i % 3 ? -INFINITY : NAN; // nothing finite
+        }
+        int best = 0;
+        for (int i = 1; i < N; i++) {
+            float v = isnan(l[i]) ? -INFINITY : l[i], b = isnan(l[best]) ? -INFINITY : l[best];
+            if (v > b) best = i;
+        }
+        int32_t a = samp_sample(fast, l, NULL), b = samp_sample(full, l, NULL);
+        CHECK_MSG(a == best && b == best, "row %d: fast %d, full %d, reference %d", t, a, b, best);
+    }
+    samp_free(fast), samp_free(full);
+}
+
+// no_logprob skips the log-softmax only: the same tokens (greedy and seeded sampling), logprob 0 and no
+// alternatives; with n_logprobs > 0 the alternatives are still reported.
+static void test_no_logprob(void) {
+    enum { N = 777, T = 100 };
+    static float l[T][N];
+    for (int t = 0; t < T; t++) rand_logits(l[t], N, 2.0f);
+    for (int mode = 0; mode < 3; mode++) {
+        samp_params p;
+        samp_params_default(&p);
+        if (mode == 1) p.temperature = 0.8f, p.top_p = 0.9f, p.seed = 99;
+        if (mode == 2) p.n_logprobs = 3;
+        samp_state *a = mk(&p, N);
+        p.no_logprob = 1;
+        samp_state *b = mk(&p, N);
+        for (int t = 0; t < T; t++) {
+            samp_result ra, rb;
+            int32_t x = samp_sample(a, l[t], &ra), y = samp_sample(b, l[t], &rb);
+            CHECK_MSG(x == y && rb.token == y, "mode %d row %d: %d vs %d", mode, t, x, y);
+            if (mode == 2) {
+                CHECK_EQ_INT(rb.n_top, 3);
+                CHECK_NEAR(rb.logprob, ra.logprob, 0.0);
+            } else {
+                CHECK_EQ_INT(rb.n_top, 0);
+                CHECK_NEAR(rb.logprob, 0.0, 0.0);
+                CHECK_MSG(ra.logprob < 0.0f, "mode %d row %d: the default still reports a logprob", mode, t);
+            }
+        }
+        samp_free(a), samp_free(b);
+    }
+}
+
 static void test_seed_reproducible(void) {
     samp_params p;
     samp_params_default(&p);
@@ -411,6 +471,8 @@ static void test_logit_bias(void) {
 
 int main(void) {
     test_greedy();
+    test_greedy_fast_path();
+    test_no_logprob();
     test_seed_reproducible();
     test_distribution();
     test_filters();

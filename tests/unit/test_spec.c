@@ -26,6 +26,8 @@ static void test_ngram(void) {
     // 1-gram fallback, and nothing when the last token never occurred before
     const int32_t c[] = {5, 6, 7, 8, 6};
     check_tokens(out, spec_ngram_propose(c, 5, 2, out), (const int32_t[]){7, 8}, 2, "1-gram");
+    CHECK_EQ_INT(spec_ngram_propose_min(c, 5, 2, 2, out), 0); // only a 1-gram matches: not enough for a probe
+    check_tokens(out, spec_ngram_propose_min(b, 9, 4, 2, out), (const int32_t[]){2, 9, 7, 8}, 4, "min 2, most recent");
     const int32_t d[] = {5, 6, 7, 8, 9};
     CHECK_EQ_INT(spec_ngram_propose(d, 5, 4, out), 0);
     CHECK_EQ_INT(spec_ngram_propose(d, 1, 4, out), 0);

@@ -63,13 +63,20 @@ static void naive(const case_data *c, int kv_head, double *out) {
     const attn_geom *g = &c->g;
     float kf[ATTN_MAX_HEAD_DIM], vf[ATTN_MAX_HEAD_DIM];
     double *sc = malloc(sizeof(double) * (size_t)c->n_pos);
+    // a quantized K cache is scored against the query rounded to 8 bits per 32-value block (attention.h)
+    float qf[ATTN_MAX_REP * ATTN_MAX_HEAD_DIM];
+    static attn_q8 qq;
+    if (attn_k_quantized(g->k_type)) attn_quantize_q(&qq, c->q, g->n_rep, g->head_dim);
+    for (int r = 0; r < g->n_rep; r++)
+        for (int i = 0; i < g->head_dim; i++)
+            qf[r * g->head_dim + i] = attn_k_quantized(g->k_type) ? qq.d[r][i / 32] * qq.qs[r][i] : c->q[r * g->head_dim + i];
     const int first = g->window > 0 && c->n_pos > g->window ? c->n_pos - g->window : 0; // written from the def
     for (int r = 0; r < g->n_rep; r++) {
         double mx = -INFINITY, sum = 0;
         for (int p = first; p < c->n_pos; p++) {
             row_at(c, c->k, c->k_row, g->k_type, kv_head, p, kf);
             double d = 0;
-            for (int i = 0; i < g->head_dim; i++) d += (double)c->q[r * g->head_dim + i] * kf[i];
+            for (int i = 0; i < g->head_dim; i++) d += (double)qf[r * g->head_dim + i] * kf[i];
             sc[p] = d * g->scale;
             if (sc[p] > mx) mx = sc[p];
         }

@@ -10,7 +10,8 @@
 // Required macros: ATTN_X86_FN (function name), W (floats per vector, 8 or 16: divides the 32-value quant
 // block), V (vector type), LOAD_H(p) (W f16 → V), LOAD_Q8(p) (W int8 → V), LOAD_Q4(p, hi) (W unsigned
 // nibbles → V: the low nibbles of bytes p[0..W) or, hi, their high nibbles), H2F(h) (one f16 → float),
-// LOADF/STOREF, FMA(a, b, c) = a·b + c, MUL, SUB, SET1, ZERO(), REDUCE(v) (horizontal sum → float).
+// LOADF/STOREF, FMA(a, b, c) = a·b + c, MUL, SUB, SET1, ZERO(), REDUCE(v) (horizontal sum → float), EXP(v)
+// (e^x per lane for x <= 0: the softmax weights, W at a time instead of one expf call each).
 #include <math.h>
 #include <string.h>
 
@@ -157,7 +158,14 @@ void ATTN_X86_FN(float *out, const float *q, const void *k_layer, const void *v_
             float mt = m[r];
             for (int j = j0; j < cnt; j++) mt = s[r][j] > mt ? s[r][j] : mt;
             float corr = expf(m[r] - mt), sum = 0.0f;
-            for (int j = j0; j < cnt; j++) sum += s[r][j] = expf(s[r][j] - mt);
+            int j = j0;
+            V vm = SET1(mt), vsum = ZERO();
+            for (; j + W <= cnt; j += W) {
+                V e = EXP(SUB(LOADF(&s[r][j]), vm));
+                STOREF(&s[r][j], e), vsum = FMA(e, SET1(1.0f), vsum);
+            }
+            for (; j < cnt; j++) sum += s[r][j] = expf(s[r][j] - mt);
+            sum += REDUCE(vsum);
             l[r] = l[r] * corr + sum;
             m[r] = mt;
             if (corr != 1.0f) {

@@ -18,7 +18,7 @@ Needs build/tachyon and models/SmolLM2-135M-Instruct.Q4_1.gguf. Only loopback.
 import argparse, json, os, socket, statistics, subprocess, sys, tempfile, time, urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.environ.get("TACHYON_BIN", os.path.join(ROOT, "build", "tachyon"))
+BIN = os.path.abspath(os.environ.get("TACHYON_BIN", os.path.join(ROOT, "build", "tachyon")))
 MODEL = os.path.join(ROOT, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
 SLO_MS = 1000.0  # --slo-ms overrides
 

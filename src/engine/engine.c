@@ -417,7 +417,7 @@ static double predict(engine *e, const sched_key *k, double now, double *drain) 
 }
 
 double engine_predict_ttft(engine *e, int n_prompt) {
-    sched_key k = {0, n_prompt, tc_now(), UINT64_MAX};
+    sched_key k = {0, n_prompt, tc_now(), UINT64_MAX, 0, 0};
     return predict(e, &k, k.t_arrival, NULL);
 }
 
@@ -426,7 +426,7 @@ static int slo_admit(engine *e, const sched_req *r, engine_req *q, tc_err *err) 
     double limit = r->ttft_slo;
     if (r->deadline > 0 && (limit <= 0 || r->deadline - r->t_arrival < limit)) limit = r->deadline - r->t_arrival;
     if (limit <= 0) return 0;
-    sched_key k = {r->priority, r->n_prompt, r->t_arrival, UINT64_MAX};
+    sched_key k = {r->priority, r->n_prompt, r->t_arrival, UINT64_MAX, 0, 0};
     double drain = 0, t = predict(e, &k, r->t_arrival, &drain);
     if (t <= limit) return 0;
     q->retry_after = drain > 0 ? drain : t;

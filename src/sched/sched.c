@@ -184,6 +184,14 @@ static int schedule_running(sched *s, sched_req *r, int n) {
     return 0;
 }
 
+// A request's rank key with the scheduler's aging floor (the best priority present, sched_order.h rule 1).
+static sched_key key_of(const sched *s, const sched_req *r) {
+    sched_key k = sched_key_of(r);
+    k.floor = s->prio_floor;
+    k.has_floor = 1;
+    return k;
+}
+
 // Lanes (priority / slo policies, see sched_order.h): a request is long when its remaining prefill exceeds
 // one step's budget (max_batch_tokens). lane_of filters candidates: LANE_ANY takes all; LANE_SHORT and
 // LANE_LONG take the short / long ones of effective priority top (the best class among candidates).
@@ -210,7 +218,7 @@ static sched_req *pick_waiting(const sched *s, double now, lane_sel ls) {
     sched_key kb = {0};
     for (sched_req *r = s->waiting.head; r; r = r->next) {
         if (r->tenant != f->tenant) continue; // (one tenant waiting: all of them)
-        sched_key k = sched_key_of(r);
+        sched_key k = key_of(s, r);
         if (!in_lane(s, &k, ls, now)) continue;
         if (!best || sched_key_before(&k, &kb, s->o.aging_s, now)) best = r, kb = k;
     }
@@ -259,11 +267,11 @@ static int admit(sched *s, sched_req *r, double now) {
 // displaced SCHED_PRIO_PREEMPT_MAX times; the worst such (most recently admitted on ties).
 static sched_req *prio_victim(const sched *s, const sched_req *r, double now) {
     sched_req *v = NULL;
-    sched_key kr = sched_key_of(r);
+    sched_key kr = key_of(s, r);
     int pr = sched_eff_priority(&kr, s->o.aging_s, now), pv = 0;
     for (sched_req *q = s->running.tail; q; q = q->prev) {
         if (q->tenant != r->tenant) continue; // across tenants, fair share (sched_fair.c) decides
-        sched_key kq = sched_key_of(q);
+        sched_key kq = key_of(s, q);
         int pq = sched_eff_priority(&kq, s->o.aging_s, now);
         if (pq > pr && q->n_prio_preempted < SCHED_PRIO_PREEMPT_MAX && (!v || pq > pv)) v = q, pv = pq;
     }
@@ -278,7 +286,7 @@ static sched_req *pick_catching(const sched *s, double now, lane_sel ls) {
     for (sched_req *r = s->running.head; r; r = r->next) {
         if (r->plan_idx >= 0 || r->n_tokens - r->num_computed <= 1) continue;
         if (s->o.policy == SCHED_POL_FIFO) return r;
-        sched_key k = sched_key_of(r);
+        sched_key k = key_of(s, r);
         if (!in_lane(s, &k, ls, now)) continue;
         if (!best || sched_key_before(&k, &kb, s->o.aging_s, now)) best = r, kb = k;
     }
@@ -326,11 +334,11 @@ static void ranked_pass(sched *s, double now, lane_sel ls, const sched_req *hold
     while (s->budget > 0) {
         sched_req *c = pick_catching(s, now, ls), *w = *admitting ? pick_waiting(s, now, ls) : NULL;
         if (w && hold && s->running.n + 1 >= s->o.max_seqs) {
-            sched_key kh = sched_key_of(hold), kw = sched_key_of(w);
+            sched_key kh = key_of(s, hold), kw = key_of(s, w);
             if (sched_key_before(&kh, &kw, s->o.aging_s, now)) w = NULL;
         }
         if (c && w) {
-            sched_key kc = sched_key_of(c), kw = sched_key_of(w);
+            sched_key kc = key_of(s, c), kw = key_of(s, w);
             if (sched_key_before(&kc, &kw, s->o.aging_s, now)) w = NULL;
         }
         if (w) {
@@ -352,7 +360,7 @@ static int lanes_present(const sched *s, double now, int admitting, int *top) {
     for (int pass = 0; pass < 2; pass++)
         for (sched_req *r = pass ? s->waiting.head : s->running.head; r; r = r->next) {
             if (pass ? !admitting : (r->plan_idx >= 0 || r->n_tokens - r->num_computed <= 1)) continue;
-            sched_key k = sched_key_of(r);
+            sched_key k = key_of(s, r);
             int p = sched_eff_priority(&k, s->o.aging_s, now), bit = k.remaining > s->o.max_batch_tokens ? 2 : 1;
             if (!any || p < best) best = p, have = 0, any = 1;
             if (p == best) have |= bit;
@@ -387,7 +395,7 @@ static void prefill_ranked(sched *s, double now) {
 // s->load is the load at the start of the step (filled once per step in sched_step).
 static int sched_hopeless(sched *s, sched_req *r, double now) {
     if (r->state != SCHED_WAITING || r->ttft_slo <= 0 || r->t_first_token > 0) return 0;
-    sched_key k = sched_key_of(r);
+    sched_key k = key_of(s, r);
     return now + sched_predict_ttft(&s->load, &k, now, 0, &r->drain_s) > r->t_arrival + r->ttft_slo;
 }
 
@@ -417,7 +425,7 @@ static int prio_behind(const sched *s, double now) {
     for (int pass = 0; pass < 2; pass++)
         for (const sched_req *r = pass ? s->waiting.head : s->running.head; r; r = r->next) {
             int left = r->n_tokens - r->num_computed;
-            sched_key k = sched_key_of(r);
+            sched_key k = key_of(s, r);
             int p = sched_eff_priority(&k, s->o.aging_s, now);
             if (!pass && left == 1) { // a stream's own class (its aging counts while it waits, not here)
                 if (!dec++ || r->priority < best_dec) best_dec = r->priority;
@@ -437,6 +445,7 @@ const sched_plan *sched_step(sched *s, double now) {
         s->load.cap_wait = s->cap_keys;
         sched_load_fill(s, &s->load);
     }
+    s->prio_floor = sched_prio_floor(s);
     reap(s, &s->running, now);
     reap(s, &s->waiting, now);
     int n_decoding = 0;

@@ -29,6 +29,7 @@ typedef struct sched_load {
     int full_tokens;       // the uncapped budget (max_batch_tokens)
     int guard_fair;        // ranked policy with itl_guard_fair: a better class than every stream is uncapped
     int best_dec_prio;     // the best (lowest) priority among decoding streams
+    int prio_floor;        // the best priority present: the aging floor of every key (sched_order.h)
     long long catching;    // prefill tokens still owed to running requests
     long long catching_long; // of which, owed to long prompts (more than long_tok left)
     int long_tok;          // a prompt with more prefill left than this is long (lanes: sched_order.h)

@@ -20,6 +20,7 @@ struct sched {
     sched_item *items;           // (max_seqs) plan storage
     sched_plan plan;
     int budget;              // tokens left in the step being built
+    int prio_floor;          // the best raw priority among running and waiting requests (sched_order.h)
     step_cost cost;          // learned step time vs tokens (ITL guard, speculation policy, TTFT prediction)
     sched_draft_fn draft_fn; // (optional) speculation
     void *draft_ctx;
@@ -29,5 +30,14 @@ struct sched {
     int cap_keys;
     sched_load load; // the load at the start of the step being built (its wait = keys)
 };
+
+// The best (lowest) raw priority among s's running and waiting requests (0 when there are none).
+static inline int sched_prio_floor(const sched *s) {
+    int f = 0, any = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (const sched_req *r = pass ? s->waiting.head : s->running.head; r; r = r->next)
+            if (!any++ || r->priority < f) f = r->priority;
+    return f;
+}
 
 #endif

@@ -5,7 +5,7 @@
 #include <string.h>
 
 sched_key sched_key_of(const sched_req *r) {
-    sched_key k = {r->priority, r->n_tokens - r->num_computed, r->t_arrival, r->id};
+    sched_key k = {r->priority, r->n_tokens - r->num_computed, r->t_arrival, r->id, 0, 0};
     return k;
 }
 
@@ -29,6 +29,10 @@ int sched_eff_priority(const sched_key *k, double aging_s, double now) {
     double gained = floor(waited(k, now) / aging_s);
     if (gained > 1e9) gained = 1e9;
     double p = (double)k->priority - gained;
+    if (k->has_floor) {
+        int f = k->floor < k->priority ? k->floor : k->priority;
+        if (p < f) p = f;
+    }
     return p < -2e9 ? -2000000000 : (int)p;
 }
 

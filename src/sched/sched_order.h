@@ -4,9 +4,12 @@
 //
 // Under SCHED_POL_FIFO the waiting queue is served in order (head first) and this file is not consulted.
 // Under SCHED_POL_PRIORITY and SCHED_POL_SLO a key ranks by, in order:
-//   1. effective priority = priority - floor(waited / aging_s): lower first. Aging: a request gains one
-//      priority class per aging_s seconds waited (default SCHED_AGING_S), so a priority-p request waits at
-//      most (p - q) * aging_s behind a stream of priority-q arrivals before it ranks with them;
+//   1. effective priority = priority - floor(waited / aging_s), but never better than the best priority
+//      present (key.floor, set by the scheduler): lower first. Aging: a request gains one priority class per
+//      aging_s seconds waited (default SCHED_AGING_S), so a priority-p request waits at most (p - q) *
+//      aging_s behind a stream of priority-q arrivals before it ranks with them. The floor keeps aging from
+//      reordering requests of the best class among themselves (an old request of the top class would
+//      otherwise outrank every fresh one of its class whatever rule 2 says);
 //   2. remaining prefill (shortest first), less SCHED_SRPF_AGING_TOK tokens per second waited: a long
 //      prompt gains one short prompt's worth of rank every ~0.1 s, so it is not starved by short ones;
 //   3. arrival time, then id (FIFO among equals).
@@ -35,13 +38,15 @@ typedef struct sched_key {
     int remaining;    // prompt (and recompute) tokens still without KV
     double t_arrival; // monotonic seconds
     uint64_t id;
+    int floor, has_floor; // aging never lifts the effective priority above floor (the best priority present)
 } sched_key;
 
 sched_key sched_key_of(const sched_req *r);
 // "fifo" | "priority" | "slo" → policy, or -1.
 int sched_policy_parse(const char *s);
 const char *sched_policy_name(int policy);
-// Effective priority at time now (seconds) with aging_s seconds per class (<= 0: SCHED_AGING_S).
+// Effective priority at time now (seconds) with aging_s seconds per class (<= 0: SCHED_AGING_S), not below
+// min(k->floor, k->priority) when k->has_floor.
 int sched_eff_priority(const sched_key *k, double aging_s, double now);
 // 1 if a ranks strictly before b at time now under the rules above.
 int sched_key_before(const sched_key *a, const sched_key *b, double aging_s, double now);

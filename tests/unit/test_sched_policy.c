@@ -78,11 +78,11 @@ static int in_plan(const sched_plan *p, int id) {
 
 // --- the ordering rule itself
 static void test_key_order(void) {
-    sched_key hi = {0, 50, 10.0, 1}, lo = {3, 5, 10.0, 2};
+    sched_key hi = {0, 50, 10.0, 1, 0, 0}, lo = {3, 5, 10.0, 2, 0, 0};
     CHECK(sched_key_before(&hi, &lo, 1.0, 10.0)); // priority first, whatever the prompt length
     CHECK(!sched_key_before(&lo, &hi, 1.0, 10.0));
     // aging: lo (arrived at 0) gains a class per second; at 3 s waited it ranks with a fresh priority-0
-    sched_key old_lo = {3, 5, 0.0, 3}, fresh_hi = {0, 5, 2.99, 4};
+    sched_key old_lo = {3, 5, 0.0, 3, 0, 0}, fresh_hi = {0, 5, 2.99, 4, 0, 0};
     CHECK_EQ_INT(sched_eff_priority(&old_lo, 1.0, 2.99), 1);
     CHECK(sched_key_before(&fresh_hi, &old_lo, 1.0, 2.99));
     fresh_hi.t_arrival = 3.0;
@@ -91,13 +91,24 @@ static void test_key_order(void) {
     CHECK_EQ_INT(sched_eff_priority(&old_lo, 0, 3 * SCHED_AGING_S), 0); // default aging
     // shortest remaining prefill first within a class, with aging: a long prompt that has waited
     // (4000 - 100) / SCHED_SRPF_AGING_TOK seconds more than a short one goes first
-    sched_key lng = {0, 4000, 0.0, 5}, sht = {0, 100, 3.89, 6};
+    sched_key lng = {0, 4000, 0.0, 5, 0, 0}, sht = {0, 100, 3.89, 6, 0, 0};
     CHECK(sched_key_before(&sht, &lng, 100, 5.0));    // the long one is 3.89 s older: not yet
     CHECK(sched_key_before(&sht, &lng, 1000, 100.0)); // (the age difference, not the clock, decides)
     sht.t_arrival = 3.91;
     CHECK(sched_key_before(&lng, &sht, 100, 5.0)); // > 3.9 s older: first
+    // the aging floor: a priority-0 request that waited 6 aging periods does not outrank a fresh priority-0
+    // one by class when 0 is the best class present (rule 2 decides: 8000 - 6000 tokens > 100)
+    sched_key old0 = {0, 8000, 0.0, 10, 0, 1}, new0 = {0, 100, 6.0, 11, 0, 1};
+    CHECK_EQ_INT(sched_eff_priority(&old0, 1.0, 6.0), 0);
+    CHECK(sched_key_before(&new0, &old0, 1.0, 6.0));
+    old0.has_floor = new0.has_floor = 0; // without it the old one ranks first (effective class -6)
+    CHECK(sched_key_before(&old0, &new0, 1.0, 6.0));
+    sched_key low = {3, 5, 0.0, 12, 0, 1}; // a lower class ages up to the floor, not past it
+    CHECK_EQ_INT(sched_eff_priority(&low, 1.0, 10.0), 0);
+    sched_key neg = {-2, 5, 0.0, 13, 0, 1}; // a key better than the floor keeps its own class
+    CHECK_EQ_INT(sched_eff_priority(&neg, 1.0, 10.0), -2);
     // fifo among equals
-    sched_key e1 = {0, 10, 1.0, 8}, e2 = {0, 10, 1.0, 9};
+    sched_key e1 = {0, 10, 1.0, 8, 0, 0}, e2 = {0, 10, 1.0, 9, 0, 0};
     CHECK(sched_key_before(&e1, &e2, 1, 1.0) && !sched_key_before(&e2, &e1, 1, 1.0));
     CHECK_EQ_INT(sched_policy_parse("slo"), SCHED_POL_SLO);
     CHECK_EQ_INT(sched_policy_parse("fifo"), SCHED_POL_FIFO);
@@ -250,6 +261,17 @@ static void test_lanes(void) {
     CHECK_MSG(h.done[0] && steps <= 60, "the long prompt finished in %d steps", steps);
     ph_free(&h);
 
+    // the same with class aging on (1 s per class): the long prompt has waited 2 classes' worth, but 0 is the
+    // best class present, so it does not leave the short one's lane by class
+    ph_init(&h, SCHED_POL_PRIORITY, 16, 4, 1.0);
+    ph_add(&h, 0, 250, 1, 0, 0.0);
+    ph_step(&h, 0.0);
+    ph_add(&h, 1, 14, 1, 0, 2.0);
+    p = ph_step(&h, 2.0);
+    is = in_plan(p, 1);
+    CHECK_MSG(is >= 0 && p->items[is].n == 12, "aged long prompt, short lane (item %d)", is);
+    ph_free(&h);
+
     // (fifo keeps the old behaviour, the running chunk first: test_short_before_long)
 
     // slots: one slot, an aged waiting long prompt and a fresh short one: the long one is admitted (the short
@@ -290,7 +312,7 @@ static void test_predict(void) {
     sched_key keys[16];
     sched_load l = {.wait = keys, .cap_wait = 16};
     sched_load_fill(h.s, &l);
-    sched_key k = {0, 16, 1.0, 99};
+    sched_key k = {0, 16, 1.0, 99, 0, 0};
     CHECK_NEAR(sched_predict_ttft(&l, &k, 1.0, 0, NULL), 0.0, 1e-12); // no fit yet: never refuse
     fake_costs(h.s);
     double a, b;
@@ -333,10 +355,10 @@ static void test_predict(void) {
     sched_load_fill(h.s, &l);
     t = sched_predict_ttft(&l, &k, 1.0, 0, &drain);
     CHECK_NEAR(t, 2 * 0.01 + 0.032, 1e-9);
-    sched_key k40 = {0, 40, 1.0, 96}; // a long one: the short ones of its class are ahead (none here)
+    sched_key k40 = {0, 40, 1.0, 96, 0, 0}; // a long one: the short ones of its class are ahead (none here)
     CHECK_NEAR(sched_predict_ttft(&l, &k40, 1.0, 0, NULL), 7 * 0.01 + 0.104, 1e-9); // 32 + 32 + 40
     CHECK_NEAR(drain, 7 * 0.01 + 0.112, 1e-9);
-    sched_key urgent = {-1, 16, 1.0, 98};
+    sched_key urgent = {-1, 16, 1.0, 98, 0, 0};
     CHECK_NEAR(sched_predict_ttft(&l, &urgent, 1.0, 0, NULL), 0.01 + 0.016, 1e-9);
     // running streams: each step carries their decode rows. Admit two (4 tokens each: 1 step), then they
     // decode: 2 rows per step, 14 prefill tokens per step.
@@ -348,7 +370,7 @@ static void test_predict(void) {
     ph_step(&h, 0.0);
     sched_load_fill(h.s, &l);
     CHECK_EQ_INT(l.n_decoding, 2);
-    sched_key k28 = {0, 28, 1.0, 97};
+    sched_key k28 = {0, 28, 1.0, 97, 0, 0};
     CHECK_NEAR(sched_predict_ttft(&l, &k28, 1.0, 0, NULL), 2 * 0.01 + 0.001 * (2 * 2 + 28), 1e-9);
     ph_free(&h);
 }

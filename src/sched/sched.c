@@ -1,12 +1,12 @@
 // Continuous-batching scheduler (see sched.h for the order of work in a step).
 #include "sched/sched.h"
 
-#include "sched/sched_fair.h"
-
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sched/sched_admit.h"
+#include "sched/sched_fair.h"
 #include "sched/sched_impl.h"
 
 // --- intrusive lists
@@ -195,15 +195,24 @@ static sched_key key_of(const sched *s, const sched_req *r) {
 // Lanes (priority / slo policies, see sched_order.h): a request is long when its remaining prefill exceeds
 // one step's budget (max_batch_tokens). lane_of filters candidates: LANE_ANY takes all; LANE_SHORT and
 // LANE_LONG take the short / long ones of effective priority top (the best class among candidates).
-enum { LANE_ANY = 0, LANE_SHORT, LANE_LONG };
+enum { LANE_ANY = 0, LANE_SHORT, LANE_LONG, LANE_FAV };
 
 typedef struct lane_sel {
     int lane;
     int top; // best effective priority among candidates (LANE_SHORT / LANE_LONG only)
 } lane_sel;
 
-static int in_lane(const sched *s, const sched_key *k, lane_sel ls, double now) {
+// A request the ITL guard does not hold back this step (s->fav_prio / s->fav_ten, set in sched_step).
+static int favored(const sched *s, const sched_req *r, const sched_key *k, double now) {
+    if (s->fav_prio != INT_MIN && sched_eff_priority(k, s->o.aging_s, now) < s->fav_prio) return 1;
+    for (int i = 0; i < s->n_fav_ten; i++)
+        if (s->fav_ten[i] == r->tenant) return 1;
+    return 0;
+}
+
+static int in_lane(const sched *s, const sched_req *r, const sched_key *k, lane_sel ls, double now) {
     if (ls.lane == LANE_ANY) return 1;
+    if (ls.lane == LANE_FAV) return favored(s, r, k, now);
     if (sched_eff_priority(k, s->o.aging_s, now) != ls.top) return 0;
     return (k->remaining > s->o.max_batch_tokens) == (ls.lane == LANE_LONG);
 }
@@ -213,13 +222,17 @@ static int in_lane(const sched *s, const sched_key *k, lane_sel ls, double now) 
 // sched_key_before among those in lane ls.
 static sched_req *pick_waiting(const sched *s, double now, lane_sel ls) {
     sched_req *f = sched_fair_pick(s->running.head, s->waiting.head);
-    if (s->o.policy == SCHED_POL_FIFO || !f) return f;
+    if (s->o.policy == SCHED_POL_FIFO || !f) {
+        sched_key kf;
+        if (f && ls.lane != LANE_ANY && (kf = key_of(s, f), !in_lane(s, f, &kf, ls, now))) return NULL;
+        return f;
+    }
     sched_req *best = NULL;
     sched_key kb = {0};
     for (sched_req *r = s->waiting.head; r; r = r->next) {
         if (r->tenant != f->tenant) continue; // (one tenant waiting: all of them)
         sched_key k = key_of(s, r);
-        if (!in_lane(s, &k, ls, now)) continue;
+        if (!in_lane(s, r, &k, ls, now)) continue;
         if (!best || sched_key_before(&k, &kb, s->o.aging_s, now)) best = r, kb = k;
     }
     return best;
@@ -285,9 +298,9 @@ static sched_req *pick_catching(const sched *s, double now, lane_sel ls) {
     sched_key kb = {0};
     for (sched_req *r = s->running.head; r; r = r->next) {
         if (r->plan_idx >= 0 || r->n_tokens - r->num_computed <= 1) continue;
-        if (s->o.policy == SCHED_POL_FIFO) return r;
         sched_key k = key_of(s, r);
-        if (!in_lane(s, &k, ls, now)) continue;
+        if (!in_lane(s, r, &k, ls, now)) continue;
+        if (s->o.policy == SCHED_POL_FIFO) return r;
         if (!best || sched_key_before(&k, &kb, s->o.aging_s, now)) best = r, kb = k;
     }
     return best;
@@ -416,24 +429,27 @@ static void reap(sched *s, sched_list *l, double now) {
     }
 }
 
-// Ranked policies: 1 if a request with prefill to do (waiting, or catching up) has a strictly better
-// effective priority than the priority of every decoding stream: the ITL guard then does not hold its prompt
-// back for them.
-static int prio_behind(const sched *s, double now) {
-    if (s->o.policy == SCHED_POL_FIFO) return 0;
-    int dec = 0, best_dec = 0, pre = 0, best_pre = 0;
-    for (int pass = 0; pass < 2; pass++)
-        for (const sched_req *r = pass ? s->waiting.head : s->running.head; r; r = r->next) {
-            int left = r->n_tokens - r->num_computed;
+// Which prompts the ITL guard does not hold back this step (sched_opts.itl_guard_fair): under the ranked
+// policies, those of a strictly better effective priority than the priority of every decoding stream (a
+// stream's own class: its aging counts while it waits, not here); with tenants, those of a tenant below
+// its fair share (sched_fair_behind). Sets s->fav_prio / s->fav_ten; returns 1 if any request has prefill
+// to do and is favored.
+static int set_favored(sched *s, double now) {
+    s->fav_prio = INT_MIN;
+    s->n_fav_ten = sched_fair_behind(s->running.head, s->waiting.head, s->fav_ten, SCHED_FAIR_MAX_TENANTS);
+    int dec = 0, best_dec = 0, any = s->n_fav_ten > 0;
+    if (s->o.policy != SCHED_POL_FIFO) {
+        for (const sched_req *r = s->running.head; r; r = r->next)
+            if (r->n_tokens - r->num_computed == 1 && (!dec++ || r->priority < best_dec)) best_dec = r->priority;
+        if (dec) s->fav_prio = best_dec;
+    }
+    for (int pass = 0; pass < 2 && !any && dec; pass++)
+        for (const sched_req *r = pass ? s->waiting.head : s->running.head; r && !any; r = r->next) {
+            if (!pass && r->n_tokens - r->num_computed <= 1) continue;
             sched_key k = key_of(s, r);
-            int p = sched_eff_priority(&k, s->o.aging_s, now);
-            if (!pass && left == 1) { // a stream's own class (its aging counts while it waits, not here)
-                if (!dec++ || r->priority < best_dec) best_dec = r->priority;
-            } else if (pass || left > 1) {
-                if (!pre++ || p < best_pre) best_pre = p;
-            }
+            any = favored(s, r, &k, now);
         }
-    return dec && pre && best_pre < best_dec;
+    return any;
 }
 
 const sched_plan *sched_step(sched *s, double now) {
@@ -450,10 +466,10 @@ const sched_plan *sched_step(sched *s, double now) {
     reap(s, &s->waiting, now);
     int n_decoding = 0;
     for (sched_req *r = s->running.head; r; r = r->next) n_decoding += r->n_tokens - r->num_computed == 1;
-    s->budget = sched_guard_budget(s, n_decoding);
-    if (s->budget < s->o.max_batch_tokens && s->o.itl_guard_fair &&
-        (sched_fair_behind(s->running.head, s->waiting.head) || prio_behind(s, now)))
-        s->budget = s->o.max_batch_tokens; // the guard protects streams from their peers only (sched.h)
+    int guard = sched_guard_budget(s, n_decoding);
+    s->budget = guard;
+    s->fav_prio = INT_MIN, s->n_fav_ten = 0;
+    int fav = guard < s->o.max_batch_tokens && s->o.itl_guard_fair && set_favored(s, now);
 
     // Step 2 (decode, in admission order). next is read after scheduling r: a preemption may have removed
     // requests, and if r itself went, stop (blocks are that short).
@@ -472,6 +488,17 @@ const sched_plan *sched_step(sched *s, double now) {
             if (schedule_running(s, r, 1) < 0) break;
         }
         r = r->next;
+    }
+    // Step 2b: the ITL guard protects streams from their peers only (sched.h itl_guard_fair): favored
+    // prompts (a better class than every stream, a tenant below its share) take the uncapped budget first;
+    // everything else then fits in what the guard allows.
+    if (fav) {
+        s->budget += s->o.max_batch_tokens - guard;
+        fair_make_room(s);
+        int admitting = s->plan.n_preempted == 0;
+        ranked_pass(s, now, (lane_sel){LANE_FAV, 0}, NULL, &admitting);
+        int rest = guard - p->n_tokens;
+        if (rest < s->budget) s->budget = rest > 0 ? rest : 0;
     }
     // Steps 3 and 4: prefill chunks of running requests, then admission.
     if (s->o.policy == SCHED_POL_FIFO) prefill_fifo(s, now);

@@ -42,9 +42,10 @@ typedef struct sched_opts {
     float itl_guard;      // > 0: while any request is decoding, a step's tokens are capped so its predicted
                           // time stays within itl_guard × a decode-only step (step cost learned online via
                           // sched_observe); 0: off, the budget is max_batch_tokens
-    int itl_guard_fair;   // 1: the guard protects streams from their peers only: no cap in a step where a
-                          // tenant below its fair share (sched_fair_behind) or, under the ranked policies,
-                          // a better effective priority than every decoding stream has a prompt to prefill
+    int itl_guard_fair;   // 1: the guard protects streams from their peers only: prompts of a tenant below
+                          // its fair share (sched_fair_behind) or, under the ranked policies, of a better
+                          // effective priority than every decoding stream are planned first, uncapped; the
+                          // rest of the step still fits within the guard
     int policy;           // a sched_policy (0 = SCHED_POL_FIFO)
     double aging_s;       // seconds waited per priority class gained (<= 0: SCHED_AGING_S)
 } sched_opts;

@@ -65,7 +65,7 @@ sched_req *sched_fair_victim(sched_req *running, const sched_req *waiting) {
     return NULL;
 }
 
-int sched_fair_behind(const sched_req *running, const sched_req *waiting) {
+int sched_fair_behind(const sched_req *running, const sched_req *waiting, int *tenants, int max) {
     fair_group g[SCHED_FAIR_MAX_TENANTS];
     int n = 0;
     for (int pass = 0; pass < 2; pass++)
@@ -80,11 +80,15 @@ int sched_fair_behind(const sched_req *running, const sched_req *waiting) {
             // a tenant with prefill to do: waiting, or running and still catching up
             if (pass || r->n_tokens - r->num_computed > 1) g[k].first = (sched_req *)r;
         }
+    int m = 0;
     if (n < 2) return 0;
-    for (int k = 0; k < n; k++) {
+    for (int k = 0; k < n && m < max; k++) {
         if (!g[k].first) continue;
         for (int j = 0; j < n; j++) // someone else holds more of the slots than its share allows k
-            if (j != k && (double)g[k].running * g[j].share < (double)g[j].running * g[k].share) return 1;
+            if (j != k && (double)g[k].running * g[j].share < (double)g[j].running * g[k].share) {
+                tenants[m++] = g[k].tenant;
+                break;
+            }
     }
-    return 0;
+    return m;
 }

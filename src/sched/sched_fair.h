@@ -22,10 +22,10 @@ sched_req *sched_fair_pick(const sched_req *running, sched_req *waiting);
 // The running request to preempt so that a waiting tenant gets its share, or NULL (call when no slot is free).
 sched_req *sched_fair_victim(sched_req *running, const sched_req *waiting);
 
-// 1 if a tenant with prefill to do (waiting, or running and catching up) is below another tenant's usage.
-// The ITL guard (sched.c) then does not cap that step: it protects the inter-token latency of a tenant's
-// streams, but not at the cost of a tenant below its share waiting for its first token (with
-// sched_opts.itl_guard_fair; one tenant or none: always 0).
-int sched_fair_behind(const sched_req *running, const sched_req *waiting);
+// The tenants with prefill to do (waiting, or running and catching up) whose usage is below another tenant's
+// (at most max, into tenants); returns how many. The ITL guard (sched.c) does not cap those tenants' prompts:
+// it protects the inter-token latency of a tenant's streams, but not at the cost of a tenant below its share
+// waiting for its first token (with sched_opts.itl_guard_fair; one tenant or none: always 0).
+int sched_fair_behind(const sched_req *running, const sched_req *waiting, int *tenants, int max);
 
 #endif

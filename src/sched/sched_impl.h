@@ -5,6 +5,7 @@
 
 #include "sched/sched.h"
 #include "sched/sched_admit.h"
+#include "sched/sched_fair.h"
 
 typedef struct sched_list {
     sched_req *head, *tail;
@@ -21,6 +22,9 @@ struct sched {
     sched_plan plan;
     int budget;              // tokens left in the step being built
     int prio_floor;          // the best raw priority among running and waiting requests (sched_order.h)
+    // requests the ITL guard does not hold back this step (itl_guard_fair): effective priority below
+    // fav_prio (INT_MIN: none), or a tenant in fav_ten (sched_fair_behind)
+    int fav_prio, n_fav_ten, fav_ten[SCHED_FAIR_MAX_TENANTS];
     step_cost cost;          // learned step time vs tokens (ITL guard, speculation policy, TTFT prediction)
     sched_draft_fn draft_fn; // (optional) speculation
     void *draft_ctx;

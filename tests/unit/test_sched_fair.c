@@ -161,6 +161,9 @@ static void test_itl_guard_fair(void) {
     CHECK_EQ_INT(tu_guard_case(SCHED_POL_FIFO, 1, 2, 0), 64); // tenant 2 below its share: whole prompt now
     CHECK_EQ_INT(tu_guard_case(SCHED_POL_FIFO, 0, 2, 0), 13); // option off: 16 - 3 decode rows
     CHECK_EQ_INT(tu_guard_case(SCHED_POL_FIFO, 1, 1, 0), 13); // tenant 1's own fourth prompt: capped
+    int other = -1; // tenant 1's new prompt arriving with tenant 2's: not favored, the guard's cap is used up
+    CHECK_EQ_INT(tu_guard_case_full(SCHED_POL_FIFO, 1, 2, 0, NULL, &other), 64);
+    CHECK_EQ_INT(other, 0);
 }
 
 int main(void) {

@@ -291,11 +291,18 @@ static void test_itl_guard_priority(void) {
     CHECK_EQ_INT(tu_guard_case(SCHED_POL_PRIORITY, 0, 1, 0), 13);  // option off: 16 - 3 decode rows
     CHECK_EQ_INT(tu_guard_case(SCHED_POL_PRIORITY, 1, 1, 5), 13);  // their own class: capped
     CHECK_EQ_INT(tu_guard_case(SCHED_POL_FIFO, 1, 1, 0), 13);      // fifo: priorities are not used
+    // the exemption is the favored prompt's only: a priority-5 prompt arriving with it still fits in what the
+    // guard allows (16 - 3 decode rows - 64 favored tokens: nothing this step)
+    int other = -1;
+    CHECK_EQ_INT(tu_guard_case_full(SCHED_POL_PRIORITY, 1, 1, 0, NULL, &other), 64);
+    CHECK_EQ_INT(other, 0);
+    CHECK_EQ_INT(tu_guard_case_full(SCHED_POL_PRIORITY, 0, 1, 0, NULL, &other), 13); // off: ranks first, capped
+    CHECK_EQ_INT(other, 0);
     // the TTFT prediction follows: one uncapped step (3 decode rows + 64) vs 13 prefill tokens a step
     double t = 0;
-    tu_guard_case_pred(SCHED_POL_SLO, 1, 1, 0, &t);
+    tu_guard_case_full(SCHED_POL_SLO, 1, 1, 0, &t, NULL);
     CHECK_NEAR(t, 0.01 + 0.001 * (3 + 64), 1e-9);
-    tu_guard_case_pred(SCHED_POL_SLO, 1, 1, 5, &t);
+    tu_guard_case_full(SCHED_POL_SLO, 1, 1, 5, &t, NULL);
     CHECK_NEAR(t, 5 * 0.01 + 0.001 * (5 * 3 + 64), 1e-9);
 }
 

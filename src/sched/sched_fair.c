@@ -10,14 +10,24 @@ typedef struct fair_group {
 
 static float share_of(const sched_req *r) { return r->share > 0 ? r->share : 1.0f; }
 
+// r's group in g[0, *n), added (running 0, first NULL) if new; -1 when it is new and g is full.
+static int group_of(fair_group *g, int *n, const sched_req *r) {
+    int k = 0;
+    while (k < *n && g[k].tenant != r->tenant) k++;
+    if (k == *n) {
+        if (*n == SCHED_FAIR_MAX_TENANTS) return -1;
+        g[(*n)++] = (fair_group){r->tenant, share_of(r), 0, NULL};
+    }
+    return k;
+}
+
 sched_req *sched_fair_pick(const sched_req *running, sched_req *waiting) {
     if (!waiting || !waiting->next) return waiting;
     fair_group g[SCHED_FAIR_MAX_TENANTS];
     int n = 0;
     for (sched_req *r = waiting; r && n < SCHED_FAIR_MAX_TENANTS; r = r->next) {
-        int k = 0;
-        while (k < n && g[k].tenant != r->tenant) k++;
-        if (k == n) g[n++] = (fair_group){r->tenant, share_of(r), 0, r};
+        int k = group_of(g, &n, r);
+        if (!g[k].first) g[k].first = r;
     }
     if (n == 1) return waiting; // one tenant waits: plain queue order
     for (const sched_req *r = running; r; r = r->next)
@@ -37,19 +47,12 @@ sched_req *sched_fair_victim(sched_req *running, const sched_req *waiting) {
     if (!waiting || !running) return NULL;
     fair_group g[SCHED_FAIR_MAX_TENANTS];
     int n = 0, n_wait;
-    for (const sched_req *r = waiting; r && n < SCHED_FAIR_MAX_TENANTS; r = r->next) {
-        int k = 0;
-        while (k < n && g[k].tenant != r->tenant) k++;
-        if (k == n) g[n++] = (fair_group){r->tenant, share_of(r), 0, NULL};
-    }
+    for (const sched_req *r = waiting; r && n < SCHED_FAIR_MAX_TENANTS; r = r->next)
+        group_of(g, &n, r);
     n_wait = n; // g[0, n_wait) wait; the rest only run
     for (sched_req *r = running; r; r = r->next) {
-        int k = 0;
-        while (k < n && g[k].tenant != r->tenant) k++;
-        if (k == n) {
-            if (n == SCHED_FAIR_MAX_TENANTS) continue;
-            g[n++] = (fair_group){r->tenant, share_of(r), 0, NULL};
-        }
+        int k = group_of(g, &n, r);
+        if (k < 0) continue;
         g[k].running++;
         g[k].first = r; // ends as its most recently admitted (running is in admission order)
     }
@@ -70,12 +73,8 @@ int sched_fair_behind(const sched_req *running, const sched_req *waiting, int *t
     int n = 0;
     for (int pass = 0; pass < 2; pass++)
         for (const sched_req *r = pass ? waiting : running; r; r = r->next) {
-            int k = 0;
-            while (k < n && g[k].tenant != r->tenant) k++;
-            if (k == n) {
-                if (n == SCHED_FAIR_MAX_TENANTS) continue;
-                g[n++] = (fair_group){r->tenant, share_of(r), 0, NULL};
-            }
+            int k = group_of(g, &n, r);
+            if (k < 0) continue;
             if (!pass) g[k].running++;
             // a tenant with prefill to do: waiting, or running and still catching up
             if (pass || r->n_tokens - r->num_computed > 1) g[k].first = (sched_req *)r;

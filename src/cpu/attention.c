@@ -10,6 +10,45 @@
 // The cache type a geometry's type field means (attention.h: anything but q8_0/q4_0 is f16).
 static tt_type cache_type(int t) { return t == TT_Q8_0 || t == TT_Q4_0 ? (tt_type)t : TT_F16; }
 
+void attn_quantize_q(attn_q8 *dst, const float *q, int nr, int hd) {
+    for (int r = 0; r < nr; r++)
+        for (int b = 0; b < hd / 32; b++) {
+            const float *x = q + (size_t)r * hd + b * 32;
+            float amax = 0.0f;
+            for (int i = 0; i < 32; i++) amax = fmaxf(amax, fabsf(x[i]));
+            float d = amax / 127.0f, id = d > 0.0f ? 1.0f / d : 0.0f;
+            int32_t sum = 0;
+            for (int i = 0; i < 32; i++) {
+                int v = (int)lrintf(x[i] * id);
+                v = v > 127 ? 127 : v < -127 ? -127 : v;
+                dst->qs[r][b * 32 + i] = (int8_t)v, sum += v;
+            }
+            dst->d[r][b] = d, dst->sum[r][b] = sum;
+        }
+}
+
+// q·k of query row r against one quantized K row (attention.h: integer sums per 32-value block).
+static float qk_int(const attn_q8 *qq, int r, const void *krow, int k_type, int hd) {
+    float dot = 0.0f;
+    for (int b = 0; b < hd / 32; b++) {
+        int32_t isum = 0;
+        float dk;
+        if (k_type == TT_Q8_0) {
+            const tt_block_q8_0 *kb = (const tt_block_q8_0 *)krow + b;
+            for (int i = 0; i < 32; i++) isum += qq->qs[r][b * 32 + i] * kb->qs[i];
+            dk = tt_f16_to_f32(kb->d);
+        } else {
+            const tt_block_q4_0 *kb = (const tt_block_q4_0 *)krow + b;
+            for (int i = 0; i < 16; i++)
+                isum += qq->qs[r][b * 32 + i] * ((kb->qs[i] & 0xF) - 8) +
+                        qq->qs[r][b * 32 + 16 + i] * ((kb->qs[i] >> 4) - 8);
+            dk = tt_f16_to_f32(kb->d);
+        }
+        dot += dk * qq->d[r][b] * (float)isum;
+    }
+    return dot;
+}
+
 void attn_tile_scalar(float *out, const float *q, const void *k_layer, const void *v_layer,
                       const int32_t *blocks, int n_pos, int kv_head, const attn_geom *geo) {
     const int hd = geo->head_dim, bs = geo->block_size, nr = geo->n_rep;
@@ -17,15 +56,21 @@ void attn_tile_scalar(float *out, const float *q, const void *k_layer, const voi
     const size_t k_row = tt_row_size(cache_type(geo->k_type), hd), v_row = tt_row_size(cache_type(geo->v_type), hd);
     float m[ATTN_MAX_REP], l[ATTN_MAX_REP], s[ATTN_MAX_REP];
     float kf[ATTN_MAX_HEAD_DIM], vf[ATTN_MAX_HEAD_DIM]; // one dequantized row, never the whole context
+    const int kq = attn_k_quantized(geo->k_type);
+    attn_q8 qq;
+    if (kq) attn_quantize_q(&qq, q, nr, hd);
     for (int r = 0; r < nr; r++) m[r] = -INFINITY, l[r] = 0.0f;
     memset(out, 0, sizeof(float) * (size_t)nr * hd);
     for (int p = attn_first_pos(geo, n_pos); p < n_pos; p++) {
         size_t row = ((size_t)blocks[p / bs] * geo->n_kv_heads + kv_head) * bs + p % bs;
-        kt->to_float((const char *)k_layer + row * k_row, kf, hd);
+        const char *krow = (const char *)k_layer + row * k_row;
+        if (!kq) kt->to_float(krow, kf, hd);
         vt->to_float((const char *)v_layer + row * v_row, vf, hd);
         for (int r = 0; r < nr; r++) {
             float dot = 0.0f;
-            for (int i = 0; i < hd; i++) dot += q[r * hd + i] * kf[i];
+            if (kq) dot = qk_int(&qq, r, krow, geo->k_type, hd);
+            else
+                for (int i = 0; i < hd; i++) dot += q[r * hd + i] * kf[i];
             s[r] = dot * geo->scale;
         }
         for (int r = 0; r < nr; r++) {

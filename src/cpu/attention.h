@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "cpu/cpu.h"
+#include "tensor/ttype.h"
 
 #define ATTN_MAX_REP 32       // query heads per KV head
 #define ATTN_MAX_HEAD_DIM 256
@@ -27,6 +28,22 @@ typedef struct attn_geom {
 static inline int attn_first_pos(const attn_geom *geo, int n_pos) {
     return geo->window > 0 && n_pos > geo->window ? n_pos - geo->window : 0;
 }
+
+// A quantized K cache is read with integer dot products, as llama.cpp's flash attention does (it converts Q
+// to K's vec_dot_type): the query rows are rounded once per (token, KV head) to 8 bits with one float scale
+// per 32-value block, and q·k = Σ_blocks d_q·d_k·Σ(int8 q × int k). Every kernel, the scalar reference
+// included, scores a q8_0/q4_0 K cache this way (an f16 K cache keeps f32 q), so they agree up to float
+// summation order.
+typedef struct attn_q8 {
+    int8_t qs[ATTN_MAX_REP][ATTN_MAX_HEAD_DIM] __attribute__((aligned(32))); // (n_rep, head_dim)
+    float d[ATTN_MAX_REP][ATTN_MAX_HEAD_DIM / 32];                           // block scales
+    int32_t sum[ATTN_MAX_REP][ATTN_MAX_HEAD_DIM / 32];                       // Σ qs per block (K offsets)
+} attn_q8;
+
+static inline int attn_k_quantized(int k_type) { return k_type == TT_Q8_0 || k_type == TT_Q4_0; }
+
+// dst = q (nr, hd) rounded per 32-value block: d = max|x| / 127, qs = round-to-nearest-even(x / d).
+void attn_quantize_q(attn_q8 *dst, const float *q, int nr, int hd);
 
 // out (n_rep, head_dim) = softmax(q·Kᵀ·scale) V over positions [attn_first_pos, n_pos) of one sequence, KV
 // head kv_head. q (n_rep, head_dim); k_layer/v_layer: one layer's cache laid out (n_blocks, n_kv_heads,

@@ -1,16 +1,22 @@
 // The x86 attention kernel body (see attention.h), compiled once per ISA: attention_avx2.c and
 // attention_avx512.c define the vector macros below and include this file. Per KV block (tile): scores for
-// all n_rep heads, one online-softmax rescale per tile, then V accumulation; K/V rows (f16, q8_0 or q4_0) are
-// converted in registers, one row at a time (the type switch is per row, the inner loops are per type).
+// all n_rep heads, one online-softmax rescale per tile, then V accumulation.
+// - K: an f16 row is converted in registers and dotted with f32 q; a q8_0/q4_0 row is dotted with the query
+//   rounded to 8 bits (attn_q8, attention.h) by 256-bit integer dot products (vpdpbusd with AVX512-VNNI,
+//   maddubs + madd on AVX2; x86_common.h), one float scale per 32-value block.
+// - V: per W-float chunk of the head dim, up to 4 query heads' outputs stay in registers over the whole tile
+//   while each row's chunk is converted once (q4_0/q8_0 straight from the quantized bytes; no row buffer).
 //
 // Required macros: ATTN_X86_FN (function name), W (floats per vector, 8 or 16: divides the 32-value quant
 // block), V (vector type), LOAD_H(p) (W f16 → V), LOAD_Q8(p) (W int8 → V), LOAD_Q4(p, hi) (W unsigned
 // nibbles → V: the low nibbles of bytes p[0..W) or, hi, their high nibbles), H2F(h) (one f16 → float),
-// LOADF/STOREF, FMA(a, b, c) = a·b + c, MUL, SUB, SET1, ZERO(), REDUCE(v) (horizontal sum → float).
+// LOADF/STOREF, FMA(a, b, c) = a·b + c, MUL, SUB, SET1, ZERO(), REDUCE(v) (horizontal sum → float), EXP(v)
+// (e^x per lane for x <= 0: the softmax weights, W at a time instead of one expf call each).
 #include <math.h>
 #include <string.h>
 
 #include "cpu/attention.h"
+#include "cpu/x86_common.h"
 #include "tensor/ttype.h"
 
 // Row bytes of a cache type (attention.h: anything but q8_0/q4_0 is f16).
@@ -43,13 +49,114 @@ static inline void attn_load_row(V *dst, const void *row, int type, int nv) {
     }
 }
 
+// One W-float chunk c of a row as floats (the block scale applied), converted in registers.
+static inline V attn_load_chunk(const char *row, int type, int c) {
+    if (type == TT_Q8_0) {
+        const tt_block_q8_0 *bc = (const tt_block_q8_0 *)row + c * W / QK8_0;
+        return MUL(SET1(H2F(bc->d)), LOAD_Q8(bc->qs + c * W % QK8_0));
+    }
+    if (type == TT_Q4_0) {
+        const tt_block_q4_0 *bc = (const tt_block_q4_0 *)row + c * W / QK4_0;
+        int o = c * W % QK4_0; // values 0..15 are the low nibbles of qs[0..16), 16..31 the high ones
+        V qv = o < QK4_0 / 2 ? LOAD_Q4(bc->qs + o, 0) : LOAD_Q4(bc->qs + o - QK4_0 / 2, 1);
+        const float d = H2F(bc->d);
+        return FMA(SET1(d), qv, SET1(-8.0f * d));
+    }
+    return LOAD_H((const uint16_t *)row + c * W);
+}
+
+// The 8 horizontal sums of a[0..8) as one vector (hadd tree: 10 shuffles/adds for 8 sums instead of 5 each).
+static inline __m256 attn_hsum8x8(const __m256 *a) {
+    __m256 t0 = _mm256_hadd_ps(a[0], a[1]), t1 = _mm256_hadd_ps(a[2], a[3]);
+    __m256 t2 = _mm256_hadd_ps(a[4], a[5]), t3 = _mm256_hadd_ps(a[6], a[7]);
+    __m256 u0 = _mm256_hadd_ps(t0, t1), u1 = _mm256_hadd_ps(t2, t3);
+    return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
+}
+
+// s[r][j] = scale · q_r·k_j for the rows j in [j0, cnt) of a quantized K tile (q8_0 or q4_0), 8 rows at a
+// time: each K row is unpacked once for all query heads, and the 8 per-row sums are reduced together.
+static inline void attn_scores_q(float (*s)[64], const attn_q8 *qq, const char *kb, size_t k_row, int kt,
+                                 int j0, int cnt, int nr, int nb, float scale) {
+    __m256 part[ATTN_MAX_REP][8]; // per query head, per row of the group: 8 lanes still to be summed
+    for (int g0 = j0; g0 < cnt; g0 += 8) {
+        const int gn = cnt - g0 < 8 ? cnt - g0 : 8;
+        for (int jj = 0; jj < gn; jj++) {
+            const char *row = kb + (size_t)(g0 + jj) * k_row;
+            __m256i ku[ATTN_MAX_HEAD_DIM / 32], ks[ATTN_MAX_HEAD_DIM / 32]; // unsigned operand; signed k (q8, AVX2)
+            float dk[ATTN_MAX_HEAD_DIM / 32];
+            int off; // k = ku - off, except q8_0 without VNNI (sign trick, no offset)
+            if (kt == TT_Q4_0) {
+                const tt_block_q4_0 *b = (const tt_block_q4_0 *)row;
+                for (int i = 0; i < nb; i++) ku[i] = x86_nibbles(b[i].qs), dk[i] = H2F(b[i].d);
+                off = 8;
+            } else {
+                const tt_block_q8_0 *b = (const tt_block_q8_0 *)row;
+                for (int i = 0; i < nb; i++) {
+                    __m256i k = _mm256_loadu_si256((const __m256i *)b[i].qs);
+                    dk[i] = H2F(b[i].d);
+#if X86_VNNI
+                    ku[i] = _mm256_xor_si256(k, _mm256_set1_epi8((char)0x80)); // k + 128 as u8
+#else
+                    ku[i] = _mm256_sign_epi8(k, k), ks[i] = k; // |k| as u8; q takes k's sign per head below
+#endif
+                }
+                off = X86_VNNI ? 128 : 0;
+            }
+            (void)ks;
+            for (int r = 0; r < nr; r++) {
+                __m256 acc = _mm256_setzero_ps();
+                for (int i = 0; i < nb; i++) {
+                    __m256i qv = _mm256_load_si256((const __m256i *)&qq->qs[r][i * 32]);
+                    __m256i isum;
+#if !X86_VNNI
+                    if (off == 0) isum = x86_dot_u8s8(_mm256_setzero_si256(), ku[i], _mm256_sign_epi8(qv, ks[i]));
+                    else
+#endif
+                        // lane 0 starts at -off·Σq, so the 8 lanes add up to Σ q·(ku - off) = Σ q·k
+                        isum = x86_dot_u8s8(_mm256_zextsi128_si256(_mm_cvtsi32_si128(-off * qq->sum[r][i])), ku[i], qv);
+                    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(dk[i] * qq->d[r][i]), acc);
+                }
+                part[r][jj] = acc;
+            }
+        }
+        for (int r = 0; r < nr; r++) {
+            for (int jj = gn; jj < 8; jj++) part[r][jj] = _mm256_setzero_ps();
+            __m256 sums = _mm256_mul_ps(attn_hsum8x8(part[r]), _mm256_set1_ps(scale));
+            if (gn == 8) _mm256_storeu_ps(&s[r][g0], sums);
+            else {
+                float t[8];
+                _mm256_storeu_ps(t, sums);
+                memcpy(&s[r][g0], t, sizeof(float) * (size_t)gn);
+            }
+        }
+    }
+}
+
+// out rows [r0, r0 + RN) += Σ_j s[r][j] · v_j over the tile rows j in [j0, cnt), outputs held in registers
+// per chunk. RN is a constant at each call site (always_inline), so a[] lives in registers.
+static inline __attribute__((always_inline)) void attn_accum_v(float *out, float (*s)[64], const char *vb,
+                                                               size_t v_row, int vt, int j0, int cnt, int r0,
+                                                               const int RN, int hd) {
+    for (int c = 0; c < hd / W; c++) {
+        V a[4];
+        for (int i = 0; i < RN; i++) a[i] = LOADF(out + (size_t)(r0 + i) * hd + c * W);
+        for (int j = j0; j < cnt; j++) {
+            V vv = attn_load_chunk(vb + (size_t)j * v_row, vt, c);
+            for (int i = 0; i < RN; i++) a[i] = FMA(SET1(s[r0 + i][j]), vv, a[i]);
+        }
+        for (int i = 0; i < RN; i++) STOREF(out + (size_t)(r0 + i) * hd + c * W, a[i]);
+    }
+}
+
 void ATTN_X86_FN(float *out, const float *q, const void *k_layer, const void *v_layer,
                  const int32_t *blocks, int n_pos, int kv_head, const attn_geom *geo) {
     const int hd = geo->head_dim, bs = geo->block_size, nr = geo->n_rep, nv = hd / W;
-    const int kt = geo->k_type, vt = geo->v_type;
+    const int kt = geo->k_type, vt = geo->v_type, kq = attn_k_quantized(kt);
     const size_t k_row = attn_row_bytes(kt, hd), v_row = attn_row_bytes(vt, hd);
     float m[ATTN_MAX_REP], l[ATTN_MAX_REP];
     float s[ATTN_MAX_REP][64]; // scores then weights of one tile; block_size <= 64
+    attn_q8 qq;
+    if (kq) attn_quantize_q(&qq, q, nr, hd);
     for (int r = 0; r < nr; r++) m[r] = -INFINITY, l[r] = 0.0f;
     memset(out, 0, sizeof(float) * (size_t)nr * hd);
     const int first = attn_first_pos(geo, n_pos);
@@ -58,21 +165,32 @@ void ATTN_X86_FN(float *out, const float *q, const void *k_layer, const void *v_
         int j0 = first > p0 ? first - p0 : 0; // the window may start inside the first tile
         size_t row0 = ((size_t)blocks[p0 / bs] * geo->n_kv_heads + kv_head) * bs;
         const char *kb = (const char *)k_layer + row0 * k_row, *vb = (const char *)v_layer + row0 * v_row;
-        for (int j = j0; j < cnt; j++) {
-            V kv[ATTN_MAX_HEAD_DIM / W];
-            attn_load_row(kv, kb + (size_t)j * k_row, kt, nv);
-            for (int r = 0; r < nr; r++) {
-                const float *qr = q + (size_t)r * hd;
-                V acc = ZERO();
-                for (int c = 0; c < nv; c++) acc = FMA(LOADF(qr + c * W), kv[c], acc);
-                s[r][j] = REDUCE(acc) * geo->scale;
+        if (kq) attn_scores_q(s, &qq, kb, k_row, kt, j0, cnt, nr, hd / 32, geo->scale);
+        else
+            for (int j = j0; j < cnt; j++) {
+                V kv[ATTN_MAX_HEAD_DIM / W];
+                attn_load_row(kv, kb + (size_t)j * k_row, kt, nv);
+                for (int r = 0; r < nr; r++) {
+                    const float *qr = q + (size_t)r * hd;
+                    V acc = ZERO();
+                    for (int c = 0; c < nv; c++) acc = FMA(LOADF(qr + c * W), kv[c], acc);
+                    s[r][j] = REDUCE(acc) * geo->scale;
+                }
             }
-        }
         for (int r = 0; r < nr; r++) {
             float mt = m[r];
             for (int j = j0; j < cnt; j++) mt = s[r][j] > mt ? s[r][j] : mt;
             float corr = expf(m[r] - mt), sum = 0.0f;
-            for (int j = j0; j < cnt; j++) sum += s[r][j] = expf(s[r][j] - mt);
+            int j = j0;
+            V vm = SET1(mt), vsum = ZERO();
+            // Vector exp for quantized caches only: an f16 cache keeps expf and the sequential sum, bit for bit
+            // the numerics its golden tests (tests/ref) were set against.
+            for (; kq && j + W <= cnt; j += W) {
+                V e = EXP(SUB(LOADF(&s[r][j]), vm));
+                STOREF(&s[r][j], e), vsum = FMA(e, SET1(1.0f), vsum);
+            }
+            for (; j < cnt; j++) sum += s[r][j] = expf(s[r][j] - mt);
+            sum += REDUCE(vsum);
             l[r] = l[r] * corr + sum;
             m[r] = mt;
             if (corr != 1.0f) {
@@ -81,14 +199,13 @@ void ATTN_X86_FN(float *out, const float *q, const void *k_layer, const void *v_
                 for (int c = 0; c < nv; c++) STOREF(o + c * W, MUL(LOADF(o + c * W), cv));
             }
         }
-        for (int j = j0; j < cnt; j++) {
-            V vv[ATTN_MAX_HEAD_DIM / W];
-            attn_load_row(vv, vb + (size_t)j * v_row, vt, nv);
-            for (int r = 0; r < nr; r++) {
-                float *o = out + (size_t)r * hd;
-                V w = SET1(s[r][j]);
-                for (int c = 0; c < nv; c++) STOREF(o + c * W, FMA(w, vv[c], LOADF(o + c * W)));
-            }
+        int r0 = 0;
+        for (; r0 + 4 <= nr; r0 += 4) attn_accum_v(out, s, vb, v_row, vt, j0, cnt, r0, 4, hd);
+        switch (nr - r0) {
+        case 3: attn_accum_v(out, s, vb, v_row, vt, j0, cnt, r0, 3, hd); break;
+        case 2: attn_accum_v(out, s, vb, v_row, vt, j0, cnt, r0, 2, hd); break;
+        case 1: attn_accum_v(out, s, vb, v_row, vt, j0, cnt, r0, 1, hd); break;
+        default: break;
         }
     }
     for (int r = 0; r < nr; r++) {

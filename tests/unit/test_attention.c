@@ -63,13 +63,20 @@ static void naive(const case_data *c, int kv_head, double *out) {
     const attn_geom *g = &c->g;
     float kf[ATTN_MAX_HEAD_DIM], vf[ATTN_MAX_HEAD_DIM];
     double *sc = malloc(sizeof(double) * (size_t)c->n_pos);
+    // a quantized K cache is scored against the query rounded to 8 bits per 32-value block (attention.h)
+    float qf[ATTN_MAX_REP * ATTN_MAX_HEAD_DIM];
+    static attn_q8 qq;
+    if (attn_k_quantized(g->k_type)) attn_quantize_q(&qq, c->q, g->n_rep, g->head_dim);
+    for (int r = 0; r < g->n_rep; r++)
+        for (int i = 0; i < g->head_dim; i++)
+            qf[r * g->head_dim + i] = attn_k_quantized(g->k_type) ? qq.d[r][i / 32] * qq.qs[r][i] : c->q[r * g->head_dim + i];
     const int first = g->window > 0 && c->n_pos > g->window ? c->n_pos - g->window : 0; // written from the def
     for (int r = 0; r < g->n_rep; r++) {
         double mx = -INFINITY, sum = 0;
         for (int p = first; p < c->n_pos; p++) {
             row_at(c, c->k, c->k_row, g->k_type, kv_head, p, kf);
             double d = 0;
-            for (int i = 0; i < g->head_dim; i++) d += (double)c->q[r * g->head_dim + i] * kf[i];
+            for (int i = 0; i < g->head_dim; i++) d += (double)qf[r * g->head_dim + i] * kf[i];
             sc[p] = d * g->scale;
             if (sc[p] > mx) mx = sc[p];
         }
@@ -86,8 +93,35 @@ static void naive(const case_data *c, int kv_head, double *out) {
     free(sc);
 }
 
+// The query rounding a quantized K cache is scored with (attention.h), checked from its definition: each
+// value within half a step of d·q, the block's largest |x| at ±127, Σq kept, an all-zero block all zero.
+static void test_quantize_q(void) {
+    float q[3 * 64];
+    for (int i = 0; i < 3 * 64; i++) q[i] = 3.0f * frand();
+    for (int i = 32; i < 64; i++) q[i] = 0.0f; // row 0, block 1
+    static attn_q8 qq;
+    attn_quantize_q(&qq, q, 3, 64);
+    for (int r = 0; r < 3; r++)
+        for (int b = 0; b < 2; b++) {
+            float amax = 0;
+            int sum = 0, top = 0;
+            for (int i = 0; i < 32; i++) amax = fmaxf(amax, fabsf(q[r * 64 + b * 32 + i]));
+            for (int i = 0; i < 32; i++) {
+                int v = qq.qs[r][b * 32 + i];
+                float x = q[r * 64 + b * 32 + i];
+                sum += v, top = abs(v) > top ? abs(v) : top;
+                CHECK_MSG(fabsf(qq.d[r][b] * v - x) <= 0.5001f * amax / 127.0f, "q row %d block %d value %d: %d·%g vs %g",
+                          r, b, i, v, qq.d[r][b], x);
+            }
+            CHECK_MSG(fabsf(qq.d[r][b] - amax / 127.0f) <= 1e-7f * amax, "row %d block %d scale %g", r, b, qq.d[r][b]);
+            CHECK(qq.sum[r][b] == sum);
+            CHECK(top == (amax > 0 ? 127 : 0));
+        }
+}
+
 int main(void) {
     srand(7);
+    test_quantize_q();
     const int reps[] = {1, 3, 4, 8}, hds[] = {16, 64, 128}, bss[] = {16, 32}, poss[] = {1, 5, 16, 17, 100};
     const int wins[] = {0, 7, 16, 40}; // 0: full causal
     // (K, V) cache types: f16, both quantized, and mixed as --kv-type-k / --kv-type-v allow

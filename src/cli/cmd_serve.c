@@ -40,6 +40,9 @@ static void serve_usage(void) {
             "  --max-seqs N                running sequences at most\n"
             "  --itl-guard R               while streams decode, size prefill chunks so a step takes at most\n"
             "                              R x a decode-only step (2; 0 = off: chunks of max-batch-tokens)\n"
+            "  --itl-guard-floor-ms MS     the guard never caps a step below MS (50; 0 = none): with a few\n"
+            "                              streams a decode step is ms long and R x it would leave prompts\n"
+            "                              a few tokens per step\n"
             "  --itl-guard-fair 0|1        1 (default): no cap in a step where a tenant below its fair share\n"
             "                              (--api-key-file), or a better priority than every decoding stream\n"
             "                              (--sched priority|slo), has a prompt to prefill\n"
@@ -122,7 +125,7 @@ int cli_serve(int argc, char **argv) {
     server_opts_default(&o);
     enum {
         O_HOST = 256, O_PORT, O_KEY, O_CORS, O_CTX, O_MBT, O_SEQS, O_KV, O_QUEUE, O_QTOK, O_RTO, O_GRACE, O_THREADS,
-        O_TMPL, O_LOG, O_BODY, O_HTO, O_NAME, O_NOPC, O_ITL, O_ITLF, O_PUBLIC, O_HOSTS, O_SPEC, O_SPECK,
+        O_TMPL, O_LOG, O_BODY, O_HTO, O_NAME, O_NOPC, O_ITL, O_ITLF, O_ITLM, O_PUBLIC, O_HOSTS, O_SPEC, O_SPECK,
         O_LENIENT, O_POOL, O_TRUNC, O_SUMM, O_DRAFT, O_DRAFTKV, O_SELFL,
         O_READTO, O_MAXCONN, O_BODYBUF, O_PING, // connection limits
         O_KVT, O_KVTK, O_KVTV, O_KVROT, // KV cache types, its rotation
@@ -141,6 +144,7 @@ int cli_serve(int argc, char **argv) {
         {"shutdown-grace", required_argument, 0, O_GRACE}, {"threads", required_argument, 0, O_THREADS},
         {"chat-template", required_argument, 0, O_TMPL}, {"log-level", required_argument, 0, O_LOG},
         {"itl-guard", required_argument, 0, O_ITL}, {"itl-guard-fair", required_argument, 0, O_ITLF},
+        {"itl-guard-floor-ms", required_argument, 0, O_ITLM},
         {"spec", required_argument, 0, O_SPEC},       {"spec-k", required_argument, 0, O_SPECK},
         {"max-body", required_argument, 0, O_BODY},   {"http-timeout", required_argument, 0, O_HTO},
         {"served-model-name", required_argument, 0, O_NAME}, {"no-prefix-cache", no_argument, 0, O_NOPC},
@@ -211,6 +215,7 @@ int cli_serve(int argc, char **argv) {
         case O_TMPL: o.chat_template = optarg; break;
         case O_ITL: bad = num(flag, optarg, 0, 1000, &v); o.eng.itl_guard = (float)v; break;
         case O_ITLF: bad = num(flag, optarg, 0, 1, &v); o.eng.itl_guard_fair = (int)v; break;
+        case O_ITLM: bad = num(flag, optarg, 0, 10000, &v); o.eng.itl_guard_floor_ms = (float)v; break;
         case O_LOG:
             if (!strcmp(optarg, "debug")) o.log_level = SRV_LOG_DEBUG;
             else if (!strcmp(optarg, "info")) o.log_level = SRV_LOG_INFO;

@@ -32,6 +32,7 @@ void engine_opts_default(engine_opts *o) {
     o->prefix_cache = 1;
     o->itl_guard = 2.0f;
     o->itl_guard_fair = 1;
+    o->itl_guard_floor_ms = 50.0f;
     o->spec = SPEC_AUTO;
     o->spec_k = 8;
 }
@@ -336,6 +337,7 @@ int engine_new(model *m, const engine_opts *o, engine **out, tc_err *err) {
     if (e->n_blocks_swa && (rc = kv_pool_new(e->n_blocks_swa, o->block_size, &e->pool_swa, err))) goto fail;
     sched_opts so = {.max_batch_tokens = o->max_batch_tokens, .max_seqs = o->max_seqs,
                      .prefix_cache = o->prefix_cache, .itl_guard = o->itl_guard,
+                     .itl_guard_floor_s = o->itl_guard_floor_ms / 1000.0,
                      .itl_guard_fair = o->itl_guard_fair, .policy = o->sched_policy,
                      .aging_s = o->sched_aging};
     if ((rc = sched_new(&so, e->pool, &e->s, err))) goto fail;

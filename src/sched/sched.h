@@ -42,6 +42,9 @@ typedef struct sched_opts {
     float itl_guard;      // > 0: while any request is decoding, a step's tokens are capped so its predicted
                           // time stays within itl_guard × a decode-only step (step cost learned online via
                           // sched_observe); 0: off, the budget is max_batch_tokens
+    double itl_guard_floor_s; // the guard never caps a step below this many seconds (0: no floor): where a
+                              // decode step is a few ms, itl_guard × it leaves room for a few prefill tokens
+                              // only, and a prompt crawls through dozens of steps that each pay the fixed cost
     int itl_guard_fair;   // 1: the guard protects streams from their peers only: prompts of a tenant below
                           // its fair share (sched_fair_behind) or, under the ranked policies, of a better
                           // effective priority than every decoding stream are planned first, uncapped; the

@@ -2,11 +2,23 @@
 
 #define STEP_COST_DECAY 0.97 // ~30 steps of memory: adapts when load or context length changes
 
-static void fit(const step_cost *c, double *a, double *b) {
+// The fitted line; 0 when it comes from the current spread, 1 when the remembered slope had to be used,
+// -1 when there is neither.
+static int fit(const step_cost *c, double *a, double *b) {
     double var = c->wxx * c->w - c->wx * c->wx;
-    *b = var > 1e-9 ? (c->wxy * c->w - c->wx * c->wy) / var : 0.0;
+    int own = c->w > 0 && var >= c->w * c->w; // the spread of n (variance >= 1) determines a slope
+    *b = own ? (c->wxy * c->w - c->wx * c->wy) / var : 0.0;
+    int how = 0;
+    if (!own || *b <= 0) {
+        if (c->b_seen <= 0) {
+            *a = c->w > 0 ? c->wy / c->w : 0.0, *b = 0.0;
+            return -1;
+        }
+        *b = c->b_seen, how = 1;
+    }
     *a = c->w > 0 ? (c->wy - *b * c->wx) / c->w : 0.0;
     if (*a < 0) *a = 0;
+    return how;
 }
 
 void step_cost_observe(step_cost *c, int n_tokens, double seconds) {
@@ -18,14 +30,13 @@ void step_cost_observe(step_cost *c, int n_tokens, double seconds) {
     c->wy = c->wy * STEP_COST_DECAY + seconds;
     c->wxy = c->wxy * STEP_COST_DECAY + x * seconds;
     c->n_obs++;
+    double a, b;
+    if (c->n_obs >= 2 && fit(c, &a, &b) == 0) c->b_seen = b;
 }
 
 int step_cost_ready(const step_cost *c) {
-    if (c->n_obs < 2 || c->w <= 0) return 0;
-    double mean = c->wx / c->w, var = c->wxx / c->w - mean * mean;
     double a, b;
-    fit(c, &a, &b);
-    return var >= 1.0 && b > 0;
+    return c->n_obs >= 2 && fit(c, &a, &b) >= 0;
 }
 
 double step_cost_predict(const step_cost *c, int n_tokens) {

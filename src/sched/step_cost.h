@@ -7,10 +7,14 @@
 typedef struct step_cost {
     double w, wx, wxx, wy, wxy; // decayed sums of 1, n, n², t, n·t
     int n_obs;
+    double b_seen; // the last slope fitted from a good spread of step sizes (0: none yet)
 } step_cost;
 
 void step_cost_observe(step_cost *c, int n_tokens, double seconds);
-// 1 once the observations span enough different step sizes to give a positive slope.
+// 1 once the observations have spanned enough different step sizes to give a positive slope. When the recent
+// steps all have about the same size (a steady load: the decayed spread of n falls under 1), the slope is
+// the last one seen, re-anchored at the recent mean step: the model keeps following the load instead of
+// switching itself off (it used to, and the ITL guard then let a full max_batch_tokens step through).
 int step_cost_ready(const step_cost *c);
 double step_cost_predict(const step_cost *c, int n_tokens); // seconds
 // Largest n >= 1 whose predicted step time is <= seconds (1 if even one token does not fit).

@@ -6,8 +6,8 @@
   mixed     mixed-length (90% 100-word, 10% 4000-word prompts): p99 TTFT of the short requests,
             --sched priority vs fifo.
   prio      two priority classes (10% priority 0, 90% priority 5) at 5x capacity: p99 TTFT of the
-            high class vs the same high-class requests sent alone at their own rate (--sched priority,
-            and fifo for contrast).
+            high class vs the same high-class requests sent alone, at the same arrival times
+            (bench-serve --only-priority 0), with --sched priority, and fifo for contrast.
   tenant    bench/tenant_flood.sh (solo and fair only), tenant B's p99 TTFT alone vs while A floods.
 
 Every policy is measured in the same round, back to back, alternating which goes first; rounds repeat
@@ -161,10 +161,10 @@ def mixed(a, out, rnd):
 
 def prio(a, out, cap, rnd):
     res = {}
-    n_hi = max(1, a.prio_n // 10)
     wl = OVL_WL + ["--warmup", "2"]
-    runs = [("solo", "priority", ["--priority-mix", "0:1", "--num-requests", str(n_hi),
-                                  "--request-rate", "%.3f" % (0.5 * cap)]),
+    # solo: the same high-class requests at the same arrival times, without the low class (--only-priority)
+    runs = [("solo", "priority", ["--priority-mix", "0:0.1,5:0.9", "--num-requests", str(a.prio_n),
+                                  "--request-rate", "%.3f" % (5 * cap), "--only-priority", "0"]),
             ("priority", "priority", ["--priority-mix", "0:0.1,5:0.9", "--num-requests", str(a.prio_n),
                                       "--request-rate", "%.3f" % (5 * cap)]),
             ("fifo", "fifo", ["--priority-mix", "0:0.1,5:0.9", "--num-requests", str(a.prio_n),

@@ -394,7 +394,11 @@ int bench_run_exec(bench_run *out, const bench_target *t, const bench_run_cfg *c
                 rc = tc_err_set(err, TC_ERR_NOMEM, "out of memory");
                 goto done;
             }
-            pend[n_pend++] = next_idx++;
+            int has_prio, prio, len_class;
+            if (cfg->only_prio_set && (bench_workload_class(wl, next_idx, &has_prio, &prio, &len_class), prio != cfg->only_prio))
+                rn.done[next_idx++] = 1; // another class's slot in the schedule: not sent
+            else
+                pend[n_pend++] = next_idx++;
             next_arrival += bench_rng_interarrival(&arr, cfg->rate, cfg->burstiness);
         }
         if (past_duration) { // requests not sent by the deadline are never sent

@@ -34,6 +34,8 @@ typedef struct bench_run_cfg {
     uint64_t seed;        // arrival schedule seed
     int warmup;           // 1: records get negative indices (excluded from statistics)
     int quiet;            // 1: no progress line on stderr
+    int only_prio_set;    // 1: only requests of class only_prio (--priority-mix) are sent; the others' arrival
+    int only_prio;        // slots stay empty, so the same schedule runs without them (--only-priority)
 } bench_run_cfg;
 
 typedef struct bench_run {

@@ -46,6 +46,8 @@ static void usage(FILE *f) {
           "             --long-len N  --long-frac F (mixed-length: 4000, 0.1; short prompts --input-len, 100)\n"
           "             --ignore-eos | --no-ignore-eos\n"
           "  classes:   --priority-mix P:W,P:W (e.g. 0:0.8,5:0.2)  --priority-field NAME (priority)\n"
+          "             --only-priority P: send only class P's requests, at their times in the mixed schedule\n"
+          "             (the 'unloaded' baseline of a class: same requests, same arrivals, without the others)\n"
           "             --ttft-slo-ms MS (sent per request, and the goodput TTFT SLO)  --ttft-slo-field NAME\n"
           "             (ttft_slo_ms)\n"
           "  output:    --slo ttft=MS,tpot=MS,e2e=MS  --json FILE  --report FILE.html  --quiet\n"
@@ -70,7 +72,7 @@ static int num(const char *flag, const char *s, double lo, double *out) {
 static int parse(opts *o, int argc, char **argv) {
     enum { O_URL = 256, O_KEY, O_MODEL, O_EP, O_TIMEOUT, O_NREQ, O_DUR, O_RATE, O_BURST, O_CONC, O_WARM, O_SEED,
            O_DS, O_IN, O_OUT, O_RR, O_PREFIX, O_GROUPS, O_TURNS, O_IEOS, O_NOIEOS, O_SLO, O_JSON, O_REPORT, O_SWEEP,
-           O_CMP, O_ROUNDS, O_QUIET, O_HELP, O_LONGLEN, O_LONGFRAC, O_PMIX, O_PFIELD, O_TSLO, O_TFIELD, O_CAP, O_TENANT };
+           O_CMP, O_ROUNDS, O_QUIET, O_HELP, O_LONGLEN, O_LONGFRAC, O_PMIX, O_PFIELD, O_TSLO, O_TFIELD, O_CAP, O_TENANT, O_ONLYP };
     static const struct option lo[] = {
         {"url", 1, 0, O_URL}, {"api-key", 1, 0, O_KEY}, {"model", 1, 0, O_MODEL}, {"endpoint", 1, 0, O_EP},
         {"timeout", 1, 0, O_TIMEOUT}, {"num-requests", 1, 0, O_NREQ}, {"duration", 1, 0, O_DUR},
@@ -83,7 +85,7 @@ static int parse(opts *o, int argc, char **argv) {
         {"quiet", 0, 0, O_QUIET}, {"help", 0, 0, O_HELP}, {"long-len", 1, 0, O_LONGLEN},
         {"long-frac", 1, 0, O_LONGFRAC}, {"priority-mix", 1, 0, O_PMIX}, {"priority-field", 1, 0, O_PFIELD},
         {"ttft-slo-ms", 1, 0, O_TSLO}, {"ttft-slo-field", 1, 0, O_TFIELD}, {"capacity", 1, 0, O_CAP},
-        {"tenant", 1, 0, O_TENANT}, {0, 0, 0, 0}};
+        {"tenant", 1, 0, O_TENANT}, {"only-priority", 1, 0, O_ONLYP}, {0, 0, 0, 0}};
     o->chat = 1;
     o->rounds = 2;
     o->api_key = getenv("OPENAI_API_KEY");
@@ -123,6 +125,10 @@ static int parse(opts *o, int argc, char **argv) {
             o->wl.prio = &o->prio;
             break;
         case O_PFIELD: o->wl.prio_field = optarg; break;
+        case O_ONLYP:
+            if (num("--only-priority", optarg, -1e9, &v) || !isfinite(v) || v > 1e9) return -1;
+            o->run.only_prio_set = 1, o->run.only_prio = (int)v;
+            break;
         case O_TSLO: if (num("--ttft-slo-ms", optarg, 1e-9, &o->wl.ttft_slo_ms) || !isfinite(o->wl.ttft_slo_ms)) return -1; break;
         case O_TFIELD: o->wl.ttft_field = optarg; break;
         case O_CAP: if (num("--capacity", optarg, 1e-9, &o->capacity) || !isfinite(o->capacity)) return -1; break;
@@ -153,6 +159,7 @@ static int parse(opts *o, int argc, char **argv) {
     if (optind < argc) return fprintf(stderr, "bench-serve: unexpected argument '%s'\n", argv[optind]), -1;
     if (!o->url) return fprintf(stderr, "bench-serve: --url is required\n"), usage(stderr), -1;
     if (o->run.num_requests < 0 && !(o->run.duration > 0)) o->run.num_requests = 100;
+    if (o->run.only_prio_set && !o->wl.prio) return fprintf(stderr, "bench-serve: --only-priority needs --priority-mix\n"), -1;
     if (o->wl.kind == BENCH_DS_MIXED_LENGTH && !o->input_len_set) o->wl.input_len = 100;
     if (o->wl.ttft_slo_ms > 0 && !(o->slo.ttft_ms > 0)) o->slo.ttft_ms = o->wl.ttft_slo_ms, o->has_slo = 1;
     // Copying workloads end where the copy ends: their natural length is part of what they measure.
@@ -220,6 +227,7 @@ static int warmup(const opts *o, const bench_target *t, tc_err *err) {
     if (rc) return rc;
     bench_run_cfg rc_cfg = o->run;
     rc_cfg.num_requests = o->warmup, rc_cfg.duration = 0, rc_cfg.rate = INFINITY, rc_cfg.warmup = 1, rc_cfg.quiet = 1;
+    rc_cfg.only_prio_set = 0;
     bench_run r;
     rc = bench_run_exec(&r, t, &rc_cfg, wl, err);
     if (!rc) {

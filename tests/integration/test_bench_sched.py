@@ -91,9 +91,26 @@ def test_overload_sweep_given_and_measured_capacity(tmp_path):
         assert doc["runs"][0]["label"] == "overload=1x" and doc["runs"][0]["summary"]["completed"] == 10
 
 
+def test_only_priority_replays_one_class_of_the_schedule(tmp_path):
+    """--only-priority P: the same seeded schedule, with only class P's requests sent (the unloaded baseline
+    of a class in bench/sched_bench.py): the same request indices, at the same planned arrival times."""
+    args = ["--model", "fake", "--num-requests", 30, "--request-rate", 40, "--priority-mix", "0:0.3,5:0.7",
+            "--seed", 4, "--input-len", 10]
+    with FakeServer("--ttft-ms", 2, "--itl-ms", 1, "--tokens", 2) as srv:
+        _, full = bench(tmp_path, srv.url, *args, name="full.json")
+        _, only = bench(tmp_path, srv.url, *args, "--only-priority", 0, name="only.json")
+    hi = {r["index"]: r for r in measured(full) if r["priority"] == 0}
+    got = {r["index"]: r for r in measured(only)}
+    assert 3 <= len(hi) < 30 and all(r["ok"] for r in got.values())
+    assert set(got) == set(hi) and all(r["priority"] == 0 for r in got.values())
+    for i, r in got.items():  # sent at its planned time in both runs (generous: the fake server is instant)
+        assert abs(r["t_send_s"] - hi[i]["t_send_s"]) < 0.25, (i, r["t_send_s"], hi[i]["t_send_s"])
+
+
 def test_bad_class_options(tmp_path):
     for args in (["--priority-mix", "0"], ["--priority-mix", "a:1"], ["--priority-mix", "0:0"],
-                 ["--sweep", "overload=inf"], ["--long-frac", "2"]):
+                 ["--sweep", "overload=inf"], ["--long-frac", "2"], ["--only-priority", "0"],
+                 ["--priority-mix", "0:1", "--only-priority", "x"]):
         p, _ = bench(tmp_path, "http://127.0.0.1:9", *args, check=False)
         assert p.returncode == 2, (args, p.stderr)
 

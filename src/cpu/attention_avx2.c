@@ -16,24 +16,6 @@ static inline __m256 attn_q4x8(const uint8_t *p, int hi) {
     return _mm256_cvtepi32_ps(b);
 }
 
-// e^x, 8 lanes, for the softmax's x <= 0 (Cephes expf: n = round(x·log2 e), x - n·ln 2 in two parts, a
-// degree-6 polynomial, 2^n from the exponent bits): within 2 ulp of expf; x below -87 gives ~1e-38, not 0.
-static inline __m256 attn_exp8(__m256 x) {
-    x = _mm256_max_ps(x, _mm256_set1_ps(-87.0f));
-    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-    p = _mm256_fmadd_ps(_mm256_mul_ps(p, r), r, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
-}
-
 #define ATTN_X86_FN attn_tile_avx2
 #define W 8
 #define V __m256
@@ -49,5 +31,7 @@ static inline __m256 attn_exp8(__m256 x) {
 #define SET1 _mm256_set1_ps
 #define ZERO _mm256_setzero_ps
 #define REDUCE attn_hsum8
-#define EXP attn_exp8
+#define MAXV _mm256_max_ps
+#define ROUNDV(x) _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+#define POW2N(n) _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23))
 #include "cpu/attention_x86.h"

@@ -37,13 +37,17 @@ double spec_expected_tokens(double rate, int k) {
 int spec_pick_k(double rate, int k_max, double a, double b, int n_rows, int n_other_tok) {
     if (k_max <= 0 || !(rate > 0)) return 0;
     if (!(b >= 0) || !(a >= 0) || a + b <= 0) return 0; // no cost model yet: do not guess
+    // The k of the best predicted tokens per second; drafting at all only if that beats k = 0 by 5% (noise
+    // in the cost model must not buy rows). The margin is not applied between drafting k's: on the flat top of
+    // the curve (high acceptance, costly rows) each further row gains a few % only, and a margin per step
+    // stopped at k ~ 2-4 short of the best.
     int best = 0;
-    double best_v = (n_other_tok + 1.0) / (a + b * n_rows);
+    double best_v = 0, v0 = (n_other_tok + 1.0) / (a + b * n_rows);
     for (int k = 1; k <= k_max; k++) {
         double v = (n_other_tok + spec_expected_tokens(rate, k)) / (a + b * (n_rows + k));
-        if (v > best_v * 1.05) best = k, best_v = v; // 5% margin: noise in the cost model must not buy rows
+        if (v > best_v) best = k, best_v = v;
     }
-    return best;
+    return best_v > v0 * 1.05 ? best : 0;
 }
 
 int spec_accept_pick(spec_accept *a, int k_max, double t_a, double t_b, int n_rows, int n_other_tok) {

@@ -255,6 +255,9 @@ static void test_policy(void) {
     // a big batch: the same rate pays less
     CHECK(spec_pick_k(0.3, 8, 0.01, 0.0001, 64, 63) <= k_lo);
     CHECK_EQ_INT(spec_pick_k(0.9, 0, 0.01, 0.0001, 1, 0), 0);
+    // a draft model's rows cost 40% of the step (0.06 s + 0.025 s per row) at acceptance 0.93: the curve is
+    // flat on top and its maximum is at k = 5 (a 5% margin per extra row stopped at 4)
+    CHECK_EQ_INT(spec_pick_k(0.93, 8, 0.06, 0.025, 0, 0), 5);
     spec_accept a;
     spec_accept_init(&a);
     for (int i = 0; i < 20; i++) spec_accept_observe(&a, 4, 0);

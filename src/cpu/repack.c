@@ -1,4 +1,5 @@
-// Load-time repacking of Q4_K weights into 8-row interleaved tiles (cpu_repack_*), and its scalar inverse.
+// Load-time repacking of Q4_K and Q6_K weights into 8-row and Q8_0 weights into 16-row interleaved tiles
+// (cpu_repack_*), and the scalar inverse.
 //
 // Why: a row-at-a-time Q4_K dot spends as much work on the super-block's scales (unpack the 12 packed
 // bytes, broadcast one scale per sub-block with a shuffle, reduce the row's lanes) as on the quants, per
@@ -11,6 +12,12 @@
 // and min of sub-block s of row r), then qs: for jj = 0..3 (sub-blocks 2jj and 2jj+1) and l = 0..7, 8 rows x
 // 4 bytes = bytes qs[32jj + 4l .. 32jj + 4l + 3] of each row's block as they lie (low nibbles: elements
 // 64jj + 4l.., sub-block 2jj; high nibbles: elements 64jj + 32 + 4l.., sub-block 2jj + 1).
+//
+// Q8_0 (cpu_q8_0_r16): the 16 rows' fp16 scales of a block side by side, then for each 4-byte step c the
+// bytes qs[4c .. 4c + 3] of the 16 rows. Why: the row-at-a-time kernel had to gather the scales of blocks
+// 34 bytes apart (vpgatherdd was ~40% of a Gemma 3 decode's output-head time) and sum 8 lanes per row; here
+// one 512-bit load is 4 quants of 16 rows, one broadcast of 4 activation bytes serves all of them, the
+// int32 lanes are the 16 rows' block sums, and one vcvtph2ps gives their scales.
 #include "cpu/repack.h"
 
 #include "tensor/ttype.h"
@@ -30,6 +37,10 @@ static void rp_scale_min(int s, const uint8_t *q, uint8_t *sc, uint8_t *mn) {
 }
 
 size_t cpu_repack_size(uint32_t w_type, int64_t d, int64_t k) {
+    if (w_type == TT_Q8_0) {
+        if (d <= 0 || k <= 0 || d % CPU_REPACK_Q8_ROWS || k % QK8_0 || k / QK8_0 > CPU_REPACK_Q8_MAXB) return 0;
+        return (size_t)(d / CPU_REPACK_Q8_ROWS) * (size_t)(k / QK8_0) * sizeof(cpu_q8_0_r16);
+    }
     if ((w_type != TT_Q4_K && w_type != TT_Q6_K) || d <= 0 || k <= 0 || d % CPU_REPACK_ROWS || k % QK_K) return 0;
     return (size_t)(d / CPU_REPACK_ROWS) * (size_t)(k / QK_K) *
            (w_type == TT_Q4_K ? sizeof(cpu_q4k_r8) : sizeof(cpu_q6k_r8));
@@ -64,8 +75,28 @@ static void rp_q6k(uint8_t *w, cpu_q6k_r8 *o, int64_t d, int64_t nb, int to_pack
     }
 }
 
+// Q8_0: a reorder as well.
+static void rp_q8_0(uint8_t *w, cpu_q8_0_r16 *o, int64_t d, int64_t nb, int to_packed) {
+    const size_t row = (size_t)nb * sizeof(tt_block_q8_0);
+    for (int64_t g = 0; g < d / CPU_REPACK_Q8_ROWS; g++)
+        for (int64_t b = 0; b < nb; b++, o++)
+            for (int r = 0; r < CPU_REPACK_Q8_ROWS; r++) {
+                tt_block_q8_0 *x = (tt_block_q8_0 *)(w + (size_t)(g * CPU_REPACK_Q8_ROWS + r) * row) + b;
+                if (to_packed) o->d[r] = x->d;
+                else x->d = o->d[r];
+                for (int c = 0; c < 8; c++) {
+                    if (to_packed) memcpy(o->qs[c][r], x->qs + 4 * c, 4);
+                    else memcpy(x->qs + 4 * c, o->qs[c][r], 4);
+                }
+            }
+}
+
 int cpu_repack(uint32_t w_type, const void *w, int64_t d, int64_t k, void *out) {
     if (!cpu_repack_size(w_type, d, k) || !w || !out) return -1;
+    if (w_type == TT_Q8_0) {
+        rp_q8_0((uint8_t *)(uintptr_t)w, out, d, k / QK8_0, 1); // reads w only
+        return 0;
+    }
     if (w_type == TT_Q6_K) {
         rp_q6k((uint8_t *)(uintptr_t)w, out, d, k / QK_K, 1); // reads w only
         return 0;
@@ -93,6 +124,10 @@ int cpu_repack(uint32_t w_type, const void *w, int64_t d, int64_t k, void *out) 
 // layout's scalar reference: a dot over the repacked tiles must equal the traits' vec_dot over these rows.
 int cpu_repack_unpack(uint32_t w_type, const void *packed, int64_t d, int64_t k, void *w) {
     if (!cpu_repack_size(w_type, d, k) || !packed || !w) return -1;
+    if (w_type == TT_Q8_0) {
+        rp_q8_0(w, (cpu_q8_0_r16 *)(uintptr_t)packed, d, k / QK8_0, 0); // reads packed only
+        return 0;
+    }
     if (w_type == TT_Q6_K) {
         rp_q6k(w, (cpu_q6k_r8 *)(uintptr_t)packed, d, k / QK_K, 0); // reads packed only
         return 0;

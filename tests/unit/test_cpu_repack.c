@@ -1,8 +1,8 @@
-// Repacked Q4_K and Q6_K weights (cpu/repack.h): the layout round-trips bit for bit to the original rows (the layout's
+// Repacked Q4_K, Q6_K and Q8_0 weights (cpu/repack.h): the layout round-trips bit for bit to the original rows (the layout's
 // scalar reference is "unpack, then the traits' vec_dot"); cpu_matmul with w_packed at every SIMD level the
 // host has equals the scalar level on the original rows within the float-order bound of test_cpu_matmul
 // (|simd - scalar| <= 2e-5 * sum |w| |x| + 1e-6), for GEMV and GEMM row counts, 1-3 threads, thread ranges
-// that start inside a group of 8 rows (through cpu_matmul_multi), and is batch invariant (bit for bit).
+// that start inside a group of 8 (16 for Q8_0) rows (through cpu_matmul_multi), and is batch invariant (bit for bit).
 #include "common/err.h"
 #include "cpu/cpu.h"
 #include "cpu/repack.h"
@@ -38,6 +38,7 @@ static void make_w(uint32_t t, uint8_t *w, int d, int k) {
         for (size_t o = 0; o < rs; o += tr->type_size) {
             tt_f16 s1 = tt_f32_to_f16(0.01f + 0.001f * (float)(rnd() % 50)), s2 = tt_f32_to_f16(0.005f * (float)(rnd() % 20));
             if (t == TT_Q6_K) memcpy(row + o + 208, &s1, 2);
+            else if (t == TT_Q8_0) memcpy(row + o, &s1, 2); // every byte pattern, -128 included
             else {
                 memcpy(row + o, &s1, 2);
                 memcpy(row + o + 2, &s2, 2);
@@ -72,12 +73,12 @@ static int compare(const char *what, const float *got, const float *ref, const f
 
 // Everything for one weight type: round trip, packed matmul vs scalar, batch invariance, a split inside a group.
 static void test_type(uint32_t t, cpu_pool **pools) {
-    static uint8_t w[D * K / 256 * 210], back[sizeof w], small[DSMALL * K / 256 * 210], scratch[1 << 20];
+    static uint8_t w[D * K / 32 * 34], back[sizeof w], small[DSMALL * K / 32 * 34], scratch[1 << 20];
     static float x[MAXR * K], ref[MAXR * D], got[MAXR * D], one[D], mag[MAXR * D], sref[MAXR * DSMALL],
         sgot[MAXR * DSMALL];
     const char *tn = tt_name(t);
     const size_t psize = cpu_repack_size(t, D, K), wbytes = tt_row_size(t, K) * D;
-    // Q4_K: 1184 bytes per 8 x 144 (the scales expanded to bytes); Q6_K: the same bytes reordered
+    // Q4_K: 1184 bytes per 8 x 144 (the scales expanded to bytes); Q6_K, Q8_0: the same bytes reordered
     CHECK_EQ_INT((int)psize, (int)(t == TT_Q4_K ? wbytes / 1152 * 1184 : wbytes));
     uint8_t *packed = aligned_alloc(64, (psize + 63) & ~(size_t)63); // C11: size a multiple of the alignment
     CHECK(packed != NULL);
@@ -152,10 +153,13 @@ int main(void) {
     CHECK_EQ_INT((int)cpu_repack_size(TT_Q4_K, D, 320), 0); // columns not a multiple of 256
     CHECK_EQ_INT((int)cpu_repack_size(TT_Q5_K, D, K), 0);  // no layout for this type
     CHECK_EQ_INT(cpu_repack(TT_Q4_0, buf, D, K, buf), -1);
+    CHECK_EQ_INT((int)cpu_repack_size(TT_Q8_0, 40, K), 0);        // rows not a multiple of 16
+    CHECK_EQ_INT((int)cpu_repack_size(TT_Q8_0, D, 32 * 1025), 0); // more blocks than the kernels' stack sums
     cpu_pool *pools[3] = {NULL, cpu_pool_new(2), cpu_pool_new(3)};
     CHECK(pools[1] && pools[2]);
     test_type(TT_Q4_K, pools);
     test_type(TT_Q6_K, pools);
+    test_type(TT_Q8_0, pools);
     cpu_pool_free(pools[1]);
     cpu_pool_free(pools[2]);
     tu_isa_report("test_cpu_repack");

@@ -30,7 +30,8 @@ typedef struct cpu_q6k_r8 {
 } cpu_q6k_r8;
 _Static_assert(sizeof(cpu_q6k_r8) == 1680, "cpu_q6k_r8 size");
 
-// One 32-column block of 16 consecutive Q8_0 rows (the same bytes as the 16 blocks, reordered: 544 bytes).
+// One 32-column block of 16 consecutive Q8_0 rows (the same bytes as the 16 blocks, reordered: 544 bytes); Q5_0
+// rows are stored in it too, as q - 16.
 #define CPU_REPACK_Q8_ROWS 16
 #define CPU_REPACK_Q8_MAXB 1024 // at most this many blocks per row (k <= 32768): the kernels keep per-block
                                 // activation sums on the stack

@@ -1,4 +1,4 @@
-// Repacked Q4_K, Q6_K and Q8_0 weights (cpu/repack.h): the layout round-trips bit for bit to the original rows (the layout's
+// Repacked Q4_K, Q6_K, Q8_0 and Q5_0 weights (cpu/repack.h): the layout round-trips bit for bit to the original rows (the layout's
 // scalar reference is "unpack, then the traits' vec_dot"); cpu_matmul with w_packed at every SIMD level the
 // host has equals the scalar level on the original rows within the float-order bound of test_cpu_matmul
 // (|simd - scalar| <= 2e-5 * sum |w| |x| + 1e-6), for GEMV and GEMM row counts, 1-3 threads, thread ranges
@@ -38,7 +38,7 @@ static void make_w(uint32_t t, uint8_t *w, int d, int k) {
         for (size_t o = 0; o < rs; o += tr->type_size) {
             tt_f16 s1 = tt_f32_to_f16(0.01f + 0.001f * (float)(rnd() % 50)), s2 = tt_f32_to_f16(0.005f * (float)(rnd() % 20));
             if (t == TT_Q6_K) memcpy(row + o + 208, &s1, 2);
-            else if (t == TT_Q8_0) memcpy(row + o, &s1, 2); // every byte pattern, -128 included
+            else if (t == TT_Q8_0 || t == TT_Q5_0) memcpy(row + o, &s1, 2); // every byte pattern, -128 included
             else {
                 memcpy(row + o, &s1, 2);
                 memcpy(row + o + 2, &s2, 2);
@@ -78,8 +78,9 @@ static void test_type(uint32_t t, cpu_pool **pools) {
         sgot[MAXR * DSMALL];
     const char *tn = tt_name(t);
     const size_t psize = cpu_repack_size(t, D, K), wbytes = tt_row_size(t, K) * D;
-    // Q4_K: 1184 bytes per 8 x 144 (the scales expanded to bytes); Q6_K, Q8_0: the same bytes reordered
-    CHECK_EQ_INT((int)psize, (int)(t == TT_Q4_K ? wbytes / 1152 * 1184 : wbytes));
+    // Q4_K: 1184 bytes per 8 x 144 (the scales expanded to bytes); Q6_K, Q8_0: the same bytes reordered; Q5_0:
+    // 34 bytes per 22 (quants expanded to bytes)
+    CHECK_EQ_INT((int)psize, (int)(t == TT_Q4_K ? wbytes / 1152 * 1184 : t == TT_Q5_0 ? wbytes / 22 * 34 : wbytes));
     uint8_t *packed = aligned_alloc(64, (psize + 63) & ~(size_t)63); // C11: size a multiple of the alignment
     CHECK(packed != NULL);
     if (!packed) return;
@@ -160,6 +161,7 @@ int main(void) {
     test_type(TT_Q4_K, pools);
     test_type(TT_Q6_K, pools);
     test_type(TT_Q8_0, pools);
+    test_type(TT_Q5_0, pools);
     cpu_pool_free(pools[1]);
     cpu_pool_free(pools[2]);
     tu_isa_report("test_cpu_repack");

@@ -9,6 +9,7 @@
 #include "cpu/cpu.h"
 #include "cpu/ops.h"
 #include "model/model_internal.h"
+#include "tensor/quant_kv.h"
 #include "tensor/ttype.h"
 
 struct model_ctx {
@@ -36,6 +37,9 @@ struct model_ctx {
     // the head dim has none or TACHYON_KV_ROTATE=0; rot_k / rot_v are set per forward from the cache's types.
     int rot_block;
     int rot_k, rot_v;
+    // q4_0 cache rows: least-squares block scales (tt_q4_0_from_float_mse), or the reference quantizer when
+    // TACHYON_KV_QUANT=ref (the A/B switch).
+    int kv_mse;
 };
 
 static size_t weight_scratch(const model_weight *w, int n) { return cpu_matmul_scratch_size(w->type, n, (int)w->cols); }
@@ -97,6 +101,8 @@ int model_ctx_new(model *m, int max_batch_tokens, int n_threads, model_ctx **out
     }
     const char *rot = getenv("TACHYON_KV_ROTATE"); // "0" / "off": the A/B switch (--kv-rotate off sets it)
     c->rot_block = rot && (!strcmp(rot, "0") || !strcmp(rot, "off")) ? 0 : ops_hadamard_block(hp->head_dim);
+    const char *kq = getenv("TACHYON_KV_QUANT");
+    c->kv_mse = !(kq && !strcmp(kq, "ref"));
     ops_rope_inv_freq(c->inv_freq, hp->rope_dim, hp->rope_base, m->rope_freqs);
     if (hp->swa_window > 0) ops_rope_inv_freq(c->inv_freq_swa, hp->rope_dim, hp->rope_base_swa, m->rope_freqs);
     *out = c;
@@ -190,10 +196,12 @@ static int validate(const model_ctx *c, const model_kv *kv, const model_batch *b
     return 0;
 }
 
-// One head row of hd values into the cache: f16 with the fast converter, quantized types with the reference
-// quantizer (ggml's bit for bit; a row per token per head per layer, cheap next to the matmuls).
+// One head row of hd values into the cache: f16 with the fast converter; q4_0 with the least-squares block
+// scales (standard blocks, a smaller error than the reference's absmax scale: quant_kv.h); other types with
+// the reference quantizer (ggml's bit for bit). A row per token per head per layer, cheap next to the matmuls.
 static void store_row(const model_ctx *c, tt_type type, void *dst, const float *src, int hd) {
     if (type == TT_F16) c->to_f16(dst, src, hd);
+    else if (type == TT_Q4_0 && c->kv_mse) tt_q4_0_from_float_mse(src, dst, hd);
     else tt_get(type)->from_float(src, dst, hd);
 }
 

@@ -205,19 +205,36 @@ static void store_row(const model_ctx *c, tt_type type, void *dst, const float *
     else tt_get(type)->from_float(src, dst, hd);
 }
 
-static void store_kv(model_ctx *c, model_kv *kv, const model_batch *b, int layer) {
+// Rows i = t * n_kv + h, i = ith, ith + nth, ...: each writes its own cache slot, so threads never share one.
+static void store_kv_rows(model_ctx *c, const model_kv *kv, const model_batch *b, int layer, int ith, int nth) {
     const model_hparams *hp = &c->m->hp;
     const int hd = hp->head_dim, n_kv = hp->n_kv_heads, bs = kv->block_size;
     const int32_t *const *tables = model_kv_layer_is_swa(kv, layer) ? b->block_tables_swa : b->block_tables;
-    for (int t = 0; t < b->n_tokens; t++) {
+    for (int i = ith; i < b->n_tokens * n_kv; i += nth) {
+        int t = i / n_kv, h = i % n_kv;
         int blk = tables[b->seq[t]][b->pos[t] / bs], slot = b->pos[t] % bs;
-        for (int h = 0; h < n_kv; h++) {
-            store_row(c, kv->k_type, kv->k_l[layer] + model_kv_offset(kv, kv->k_row, blk, h, slot),
-                      c->k + ((size_t)t * n_kv + h) * hd, hd);
-            store_row(c, kv->v_type, kv->v_l[layer] + model_kv_offset(kv, kv->v_row, blk, h, slot),
-                      c->v + ((size_t)t * n_kv + h) * hd, hd);
-        }
+        store_row(c, kv->k_type, kv->k_l[layer] + model_kv_offset(kv, kv->k_row, blk, h, slot),
+                  c->k + ((size_t)t * n_kv + h) * hd, hd);
+        store_row(c, kv->v_type, kv->v_l[layer] + model_kv_offset(kv, kv->v_row, blk, h, slot),
+                  c->v + ((size_t)t * n_kv + h) * hd, hd);
     }
+}
+
+static void store_kv_run(void *arg, int ith, int nth) {
+    const attn_job *j = arg;
+    store_kv_rows(j->c, j->kv, j->b, j->layer, ith, nth);
+}
+
+// An f16 cache is a plain conversion (serial, as it always was); quantizing a row costs ~2 us (the q4_0
+// least-squares search), so quantized caches are written by the pool: a 512-token prefill chunk of SmolLM2
+// writes 92k rows.
+static void store_kv(model_ctx *c, model_kv *kv, const model_batch *b, int layer) {
+    if (kv->k_type == TT_F16 && kv->v_type == TT_F16) {
+        store_kv_rows(c, kv, b, layer, 0, 1);
+        return;
+    }
+    attn_job job = {c, kv, b, NULL, layer};
+    cpu_pool_run(c->pool, store_kv_run, &job);
 }
 
 // Gemma's sandwich norms: RMSNorm of a block's output (n, dim) before it joins the residual; no-op when

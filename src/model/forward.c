@@ -9,6 +9,7 @@
 #include "cpu/cpu.h"
 #include "cpu/ops.h"
 #include "model/model_internal.h"
+#include "tensor/quant_kv.h"
 #include "tensor/ttype.h"
 
 struct model_ctx {
@@ -36,6 +37,9 @@ struct model_ctx {
     // the head dim has none or TACHYON_KV_ROTATE=0; rot_k / rot_v are set per forward from the cache's types.
     int rot_block;
     int rot_k, rot_v;
+    // q4_0 cache rows: least-squares block scales (tt_q4_0_from_float_mse), or the reference quantizer when
+    // TACHYON_KV_QUANT=ref (the A/B switch).
+    int kv_mse;
 };
 
 static size_t weight_scratch(const model_weight *w, int n) { return cpu_matmul_scratch_size(w->type, n, (int)w->cols); }
@@ -97,6 +101,8 @@ int model_ctx_new(model *m, int max_batch_tokens, int n_threads, model_ctx **out
     }
     const char *rot = getenv("TACHYON_KV_ROTATE"); // "0" / "off": the A/B switch (--kv-rotate off sets it)
     c->rot_block = rot && (!strcmp(rot, "0") || !strcmp(rot, "off")) ? 0 : ops_hadamard_block(hp->head_dim);
+    const char *kq = getenv("TACHYON_KV_QUANT");
+    c->kv_mse = !(kq && !strcmp(kq, "ref"));
     ops_rope_inv_freq(c->inv_freq, hp->rope_dim, hp->rope_base, m->rope_freqs);
     if (hp->swa_window > 0) ops_rope_inv_freq(c->inv_freq_swa, hp->rope_dim, hp->rope_base_swa, m->rope_freqs);
     *out = c;
@@ -190,26 +196,45 @@ static int validate(const model_ctx *c, const model_kv *kv, const model_batch *b
     return 0;
 }
 
-// One head row of hd values into the cache: f16 with the fast converter, quantized types with the reference
-// quantizer (ggml's bit for bit; a row per token per head per layer, cheap next to the matmuls).
+// One head row of hd values into the cache: f16 with the fast converter; q4_0 with the least-squares block
+// scales (standard blocks, a smaller error than the reference's absmax scale: quant_kv.h); other types with
+// the reference quantizer (ggml's bit for bit). A row per token per head per layer, cheap next to the matmuls.
 static void store_row(const model_ctx *c, tt_type type, void *dst, const float *src, int hd) {
     if (type == TT_F16) c->to_f16(dst, src, hd);
+    else if (type == TT_Q4_0 && c->kv_mse) tt_q4_0_from_float_mse(src, dst, hd);
     else tt_get(type)->from_float(src, dst, hd);
 }
 
-static void store_kv(model_ctx *c, model_kv *kv, const model_batch *b, int layer) {
+// Rows i = t * n_kv + h, i = ith, ith + nth, ...: each writes its own cache slot, so threads never share one.
+static void store_kv_rows(model_ctx *c, const model_kv *kv, const model_batch *b, int layer, int ith, int nth) {
     const model_hparams *hp = &c->m->hp;
     const int hd = hp->head_dim, n_kv = hp->n_kv_heads, bs = kv->block_size;
     const int32_t *const *tables = model_kv_layer_is_swa(kv, layer) ? b->block_tables_swa : b->block_tables;
-    for (int t = 0; t < b->n_tokens; t++) {
+    for (int i = ith; i < b->n_tokens * n_kv; i += nth) {
+        int t = i / n_kv, h = i % n_kv;
         int blk = tables[b->seq[t]][b->pos[t] / bs], slot = b->pos[t] % bs;
-        for (int h = 0; h < n_kv; h++) {
-            store_row(c, kv->k_type, kv->k_l[layer] + model_kv_offset(kv, kv->k_row, blk, h, slot),
-                      c->k + ((size_t)t * n_kv + h) * hd, hd);
-            store_row(c, kv->v_type, kv->v_l[layer] + model_kv_offset(kv, kv->v_row, blk, h, slot),
-                      c->v + ((size_t)t * n_kv + h) * hd, hd);
-        }
+        store_row(c, kv->k_type, kv->k_l[layer] + model_kv_offset(kv, kv->k_row, blk, h, slot),
+                  c->k + ((size_t)t * n_kv + h) * hd, hd);
+        store_row(c, kv->v_type, kv->v_l[layer] + model_kv_offset(kv, kv->v_row, blk, h, slot),
+                  c->v + ((size_t)t * n_kv + h) * hd, hd);
     }
+}
+
+static void store_kv_run(void *arg, int ith, int nth) {
+    const attn_job *j = arg;
+    store_kv_rows(j->c, j->kv, j->b, j->layer, ith, nth);
+}
+
+// An f16 cache is a plain conversion (serial, as it always was); quantizing a row costs ~2 us (the q4_0
+// least-squares search), so quantized caches are written by the pool: a 512-token prefill chunk of SmolLM2
+// writes 92k rows.
+static void store_kv(model_ctx *c, model_kv *kv, const model_batch *b, int layer) {
+    if (kv->k_type == TT_F16 && kv->v_type == TT_F16) {
+        store_kv_rows(c, kv, b, layer, 0, 1);
+        return;
+    }
+    attn_job job = {c, kv, b, NULL, layer};
+    cpu_pool_run(c->pool, store_kv_run, &job);
 }
 
 // Gemma's sandwich norms: RMSNorm of a block's output (n, dim) before it joins the residual; no-op when

@@ -186,10 +186,7 @@ static int schedule_running(sched *s, sched_req *r, int n) {
 
 // A request's rank key with the scheduler's aging floor (the best priority present, sched_order.h rule 1).
 static sched_key key_of(const sched *s, const sched_req *r) {
-    sched_key k = sched_key_of(r);
-    k.floor = s->prio_floor;
-    k.has_floor = 1;
-    return k;
+    return sched_key_floored(sched_key_of(r), s->prio_floor);
 }
 
 // Lanes (priority / slo policies, see sched_order.h): a request is long when its remaining prefill exceeds
@@ -461,7 +458,7 @@ const sched_plan *sched_step(sched *s, double now) {
         s->load.cap_wait = s->cap_keys;
         sched_load_fill(s, &s->load);
     }
-    s->prio_floor = sched_prio_floor(s);
+    s->prio_floor = s->o.policy == SCHED_POL_SLO ? s->load.prio_floor : sched_prio_floor(s); // (just walked)
     reap(s, &s->running, now);
     reap(s, &s->waiting, now);
     int n_decoding = 0;

@@ -34,9 +34,7 @@ void sched_load_fill(const sched *s, sched_load *l) {
     l->n_wait = 0;
     l->prio_floor = sched_prio_floor(s);
     for (const sched_req *r = s->waiting.head; r; r = r->next) {
-        sched_key k = sched_key_of(r);
-        k.floor = l->prio_floor;
-        k.has_floor = 1;
+        sched_key k = sched_key_floored(sched_key_of(r), l->prio_floor);
         l->wait_tokens += k.remaining;
         if (l->n_wait < l->cap_wait) l->wait[l->n_wait++] = k;
     }
@@ -72,9 +70,7 @@ static double cost_lanes(const sched_load *l, int step_tokens, long long tokens,
 
 double sched_predict_ttft(const sched_load *l, const sched_key *k, double now, long long extra,
                           double *drain_s) {
-    sched_key kf = *k; // ranked with the same aging floor as the waiting keys
-    kf.floor = l->prio_floor;
-    kf.has_floor = 1;
+    sched_key kf = sched_key_floored(*k, l->prio_floor); // ranked with the same aging floor as the waiting keys
     k = &kf;
     long long ahead = l->catching + extra + k->remaining, all = l->catching + extra + l->wait_tokens;
     int ranked = l->policy != SCHED_POL_FIFO, k_long = k->remaining > l->long_tok;

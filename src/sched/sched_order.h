@@ -42,6 +42,12 @@ typedef struct sched_key {
 } sched_key;
 
 sched_key sched_key_of(const sched_req *r);
+// k with the scheduler's aging floor (rule 1: the best priority present) applied.
+static inline sched_key sched_key_floored(sched_key k, int floor) {
+    k.floor = floor;
+    k.has_floor = 1;
+    return k;
+}
 // "fifo" | "priority" | "slo" → policy, or -1.
 int sched_policy_parse(const char *s);
 const char *sched_policy_name(int policy);

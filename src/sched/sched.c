@@ -437,7 +437,8 @@ static int set_favored(sched *s, double now) {
     int dec = 0, best_dec = 0, any = s->n_fav_ten > 0;
     if (s->o.policy != SCHED_POL_FIFO) {
         for (const sched_req *r = s->running.head; r; r = r->next)
-            if (r->n_tokens - r->num_computed == 1 && (!dec++ || r->priority < best_dec)) best_dec = r->priority;
+            if (r->n_tokens - r->num_computed == 1 && (!dec++ || r->priority < best_dec))
+                best_dec = r->priority;
         if (dec) s->fav_prio = best_dec;
     }
     for (int pass = 0; pass < 2 && !any && dec; pass++)

@@ -70,7 +70,8 @@ static double cost_lanes(const sched_load *l, int step_tokens, long long tokens,
 
 double sched_predict_ttft(const sched_load *l, const sched_key *k, double now, long long extra,
                           double *drain_s) {
-    sched_key kf = sched_key_floored(*k, l->prio_floor); // ranked with the same aging floor as the waiting keys
+    // ranked with the same aging floor as the waiting keys
+    sched_key kf = sched_key_floored(*k, l->prio_floor);
     k = &kf;
     long long ahead = l->catching + extra + k->remaining, all = l->catching + extra + l->wait_tokens;
     int ranked = l->policy != SCHED_POL_FIFO, k_long = k->remaining > l->long_tok;

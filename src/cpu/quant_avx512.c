@@ -9,6 +9,7 @@
 #include "cpu/x86_gemm.h"
 #include "cpu/x86_repack.h"
 #include "cpu/x86_repack_q8.h"
+#include "cpu/x86_repack_q4.h"
 #define X86_Q6K_PACKED NULL
 #include "cpu/x86_table.h"
 

@@ -1,5 +1,5 @@
-// Load-time weight repacking for the CPU matmul: Q4_K and Q6_K rows interleaved 8 at a time, Q8_0 rows 16 at a
-// time (see repack.c for the layouts and why). The repacked copy is an optional companion of the original weights: cpu_matmul uses it
+// Load-time weight repacking for the CPU matmul: Q4_K and Q6_K rows interleaved 8 at a time, Q8_0, Q5_0, Q4_0 and
+// Q4_1 rows 16 at a time (see repack.c for the layouts and why). The repacked copy is an optional companion of the original weights: cpu_matmul uses it
 // when cpu_matmul_args.w_packed is set and the ISA level has a kernel for it, and the original otherwise
 // (scalar level, TACHYON_PRECISE, other backends).
 #ifndef TACHYON_CPU_REPACK_H
@@ -41,8 +41,21 @@ typedef struct cpu_q8_0_r16 {
 } cpu_q8_0_r16;
 _Static_assert(sizeof(cpu_q8_0_r16) == 544, "cpu_q8_0_r16 size");
 
+// One 32-column block of 16 consecutive Q4_0 or Q4_1 rows: the same bytes as the 16 blocks, reordered (288 / 320
+// bytes). qs[c][r] are bytes qs[4c .. 4c + 3] of row r's block: low nibbles elements 4c.., high nibbles 16 + 4c..
+typedef struct cpu_q4_0_r16 {
+    tt_f16 d[CPU_REPACK_Q8_ROWS];
+    uint8_t qs[4][CPU_REPACK_Q8_ROWS][4];
+} cpu_q4_0_r16;
+_Static_assert(sizeof(cpu_q4_0_r16) == 288, "cpu_q4_0_r16 size");
+typedef struct cpu_q4_1_r16 {
+    tt_f16 d[CPU_REPACK_Q8_ROWS], m[CPU_REPACK_Q8_ROWS];
+    uint8_t qs[4][CPU_REPACK_Q8_ROWS][4];
+} cpu_q4_1_r16;
+_Static_assert(sizeof(cpu_q4_1_r16) == 320, "cpu_q4_1_r16 size");
+
 // Bytes of the repacked form of a (d, k) weight of type w_type, or 0 when there is none (type without a
-// repacked layout, d not a multiple of the group's rows, k not a multiple of the block, Q8_0 k > 32768).
+// repacked layout, d not a multiple of the group's rows, k not a multiple of the block, 32-blocks k > 32768).
 size_t cpu_repack_size(uint32_t w_type, int64_t d, int64_t k);
 // w (d, k) row-major -> out (cpu_repack_size bytes, 32-byte aligned for speed). 0, or -1 when unsupported.
 int cpu_repack(uint32_t w_type, const void *w, int64_t d, int64_t k, void *out);

@@ -47,5 +47,6 @@ static const cpu_kernels X86_TABLE = {
     // Q6_K only below AVX-512: there the 512-bit row tile decodes faster (bench_matmul, CPU time: GEMV
     // 28.5 GB/s vs 24.7 repacked; AVX2: 22.8 vs 26.3)
     .gemm_packed = {[TT_Q4_K] = X86_FN(gemm_q4_k_r8), [TT_Q6_K] = X86_Q6K_PACKED, [TT_Q8_0] = X86_FN(gemm_q8_0_r16),
-                    [TT_Q5_0] = X86_FN(gemm_q8_0_r16)}, // Q5_0 repacks to the Q8_0 layout
+                    [TT_Q5_0] = X86_FN(gemm_q8_0_r16), // Q5_0 repacks to the Q8_0 layout
+                    [TT_Q4_0] = X86_FN(gemm_q4_0_r16), [TT_Q4_1] = X86_FN(gemm_q4_1_r16)},
 };

@@ -1,4 +1,4 @@
-// Repacked Q4_K, Q6_K, Q8_0 and Q5_0 weights (cpu/repack.h): the layout round-trips bit for bit to the original rows (the layout's
+// Repacked Q4_K, Q6_K, Q8_0, Q5_0, Q4_0 and Q4_1 weights (cpu/repack.h): the layout round-trips bit for bit to the original rows (the layout's
 // scalar reference is "unpack, then the traits' vec_dot"); cpu_matmul with w_packed at every SIMD level the
 // host has equals the scalar level on the original rows within the float-order bound of test_cpu_matmul
 // (|simd - scalar| <= 2e-5 * sum |w| |x| + 1e-6), for GEMV and GEMM row counts, 1-3 threads, thread ranges
@@ -38,7 +38,7 @@ static void make_w(uint32_t t, uint8_t *w, int d, int k) {
         for (size_t o = 0; o < rs; o += tr->type_size) {
             tt_f16 s1 = tt_f32_to_f16(0.01f + 0.001f * (float)(rnd() % 50)), s2 = tt_f32_to_f16(0.005f * (float)(rnd() % 20));
             if (t == TT_Q6_K) memcpy(row + o + 208, &s1, 2);
-            else if (t == TT_Q8_0 || t == TT_Q5_0) memcpy(row + o, &s1, 2); // every byte pattern, -128 included
+            else if (t == TT_Q8_0 || t == TT_Q5_0 || t == TT_Q4_0) memcpy(row + o, &s1, 2); // every byte pattern
             else {
                 memcpy(row + o, &s1, 2);
                 memcpy(row + o + 2, &s2, 2);
@@ -153,7 +153,8 @@ int main(void) {
     CHECK_EQ_INT((int)cpu_repack_size(TT_Q4_K, 44, K), 0); // rows not a multiple of 8
     CHECK_EQ_INT((int)cpu_repack_size(TT_Q4_K, D, 320), 0); // columns not a multiple of 256
     CHECK_EQ_INT((int)cpu_repack_size(TT_Q5_K, D, K), 0);  // no layout for this type
-    CHECK_EQ_INT(cpu_repack(TT_Q4_0, buf, D, K, buf), -1);
+    CHECK_EQ_INT(cpu_repack(TT_Q5_1, buf, D, K, buf), -1);
+    CHECK_EQ_INT((int)cpu_repack_size(TT_Q4_1, 40, K), 0);        // rows not a multiple of 16
     CHECK_EQ_INT((int)cpu_repack_size(TT_Q8_0, 40, K), 0);        // rows not a multiple of 16
     CHECK_EQ_INT((int)cpu_repack_size(TT_Q8_0, D, 32 * 1025), 0); // more blocks than the kernels' stack sums
     cpu_pool *pools[3] = {NULL, cpu_pool_new(2), cpu_pool_new(3)};
@@ -162,6 +163,8 @@ int main(void) {
     test_type(TT_Q6_K, pools);
     test_type(TT_Q8_0, pools);
     test_type(TT_Q5_0, pools);
+    test_type(TT_Q4_0, pools);
+    test_type(TT_Q4_1, pools);
     cpu_pool_free(pools[1]);
     cpu_pool_free(pools[2]);
     tu_isa_report("test_cpu_repack");

@@ -1,0 +1,200 @@
+// GEMV/GEMM over repacked Q4_0 / Q4_1 weights (cpu_q4_0_r16, cpu_q4_1_r16, see repack.c) x Q8_0 / Q8_1
+// activations. Template: included by quant_avx2.c and quant_avx512.c after x86_repack_q8.h.
+//
+// A tile is one group of 16 weight rows x NR activation rows. Per block and 4-byte step c one load gives 4
+// nibble bytes of each of the 16 rows: the low nibbles are elements 4c.., the high nibbles 16 + 4c... The
+// activation's matching 4 bytes are broadcast to all lanes, so every int32 lane collects one row's block sum
+// of q * a (q unsigned 0..15, no horizontal reduction). Per (row, block) the float work is
+//   Q4_0: acc += float(sum(q * a) - 8 * sum(a)) * (d_w * d_a)       (x = (q - 8) * d)
+//   Q4_1: acc += float(sum(q * a)) * (d_w * d_a);  acc += m_w * s_a   (x = q * d + m, s_a = d_a * sum(a))
+// - AVX-512 (VNNI): vpdpbusd takes the unsigned nibbles and the signed activations as they are.
+// - AVX2: vpmaddubsw per step (|pair| <= 2 * 15 * 128 = 3840), the 8 steps of a block summed in int16
+//   (<= 30720 < 2^15: exact), then one vpmaddwd; one 8-row half of the group at a time.
+// Both give the exact integer block dot, so the levels agree bit for bit, and every (weight row,
+// activation row) pair sees the same operations whatever NR is (batch invariance).
+#ifndef TACHYON_CPU_X86_REPACK_Q4_H
+#define TACHYON_CPU_X86_REPACK_Q4_H
+
+#if X86_Q8R_WIDE
+#define X86_Q4R_NR 8 // activation rows per tile: 8 accumulators + 8 unpacked weight registers of 32
+#else
+#define X86_Q4R_NR 4
+#endif
+#define X86_Q4R_PF 8 // GEMV: prefetch this many repacked blocks (288/320 bytes) ahead
+
+XI size_t x86_q4r_bsize(const int Q41) { return Q41 ? sizeof(cpu_q4_1_r16) : sizeof(cpu_q4_0_r16); }
+
+// 8 * sum of each Q8_0 activation block's quants of rows [r, r + nr) -> corr[rr][b] (Q4_0's offset of 8).
+XI void x86_q4r_corr(const cpu_gemm_job *j, int r, int nr, int32_t (*corr)[CPU_REPACK_Q8_MAXB]) {
+    const int nb = j->k / QK8_0;
+    for (int rr = 0; rr < nr; rr++) {
+        const tt_block_q8_0 *a = (const void *)x86_arow(j, r + rr);
+        for (int b = 0; b < nb; b++) {
+            const __m256i u = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(const void *)a[b].qs),
+                                               _mm256_set1_epi8((char)0x80));
+            const __m256i s = _mm256_sad_epu8(u, _mm256_setzero_si256());
+            const __m128i t = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+            corr[rr][b] = 8 * ((int)(_mm_cvtsi128_si64(t) + _mm_extract_epi64(t, 1)) - 128 * 32);
+        }
+    }
+}
+
+// The activation block b of row a: quants, scale, and (Q8_1) s.
+XI const int8_t *x86_q4r_aq(const uint8_t *a, int b, const int Q41) {
+    return Q41 ? ((const tt_block_q8_1 *)(const void *)a)[b].qs : ((const tt_block_q8_0 *)(const void *)a)[b].qs;
+}
+XI float x86_q4r_ad(const uint8_t *a, int b, const int Q41) {
+    return Q41 ? ((const tt_block_q8_1 *)(const void *)a)[b].d : x86_h2f(((const tt_block_q8_0 *)(const void *)a)[b].d);
+}
+
+XI int32_t x86_q4r_a4(const int8_t *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+#if X86_Q8R_WIDE
+XI void x86_q4r_tile(const cpu_gemm_job *j, int g, int r, const int NR, const int Q41,
+                     int32_t (*corr)[CPU_REPACK_Q8_MAXB]) {
+    const int nb = j->k / QK4_0;
+    const size_t bs = x86_q4r_bsize(Q41);
+    const uint8_t *blk = j->w + (size_t)g * nb * bs;
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    __m512 acc[X86_Q4R_NR];
+    const uint8_t *a[X86_Q4R_NR];
+    X86_UNROLL for (int rr = 0; rr < NR; rr++) {
+        acc[rr] = _mm512_setzero_ps();
+        a[rr] = x86_arow(j, r + rr);
+    }
+    for (int b = 0; b < nb; b++) {
+        const uint8_t *p = blk + (size_t)b * bs;
+        if (NR == 1) x86_prefetch_block(p + X86_Q4R_PF * bs, bs);
+        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)p));
+        const __m512 m = Q41 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(p + 32)))
+                             : _mm512_setzero_ps();
+        const uint8_t *qs = p + (Q41 ? 64 : 32);
+        __m512i wl[4], wh[4];
+        X86_UNROLL for (int c = 0; c < 4; c++) {
+            const __m512i v = _mm512_loadu_si512((const void *)(qs + 64 * c));
+            wl[c] = _mm512_and_si512(v, m4);
+            wh[c] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+        }
+        X86_UNROLL for (int rr = 0; rr < NR; rr++) {
+            const int8_t *aq = x86_q4r_aq(a[rr], b, Q41);
+            __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512(); // two chains: latency
+            X86_UNROLL for (int c = 0; c < 4; c++) {
+                s0 = _mm512_dpbusd_epi32(s0, wl[c], _mm512_set1_epi32(x86_q4r_a4(aq + 4 * c)));
+                s1 = _mm512_dpbusd_epi32(s1, wh[c], _mm512_set1_epi32(x86_q4r_a4(aq + 16 + 4 * c)));
+            }
+            __m512i s = _mm512_add_epi32(s0, s1);
+            if (!Q41) s = _mm512_sub_epi32(s, _mm512_set1_epi32(corr[rr][b]));
+            acc[rr] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(d, _mm512_set1_ps(x86_q4r_ad(a[rr], b, Q41))),
+                                      acc[rr]);
+            if (Q41) acc[rr] = _mm512_fmadd_ps(m, _mm512_set1_ps(((const tt_block_q8_1 *)(const void *)a[rr])[b].s), acc[rr]);
+        }
+    }
+    const int i = CPU_REPACK_Q8_ROWS * g;
+    uint32_t msk = 0xffff;
+    if (i < j->i0) msk &= 0xffffu << (j->i0 - i);
+    if (i + 16 > j->i1) msk &= 0xffffu >> (i + 16 - j->i1);
+    X86_UNROLL for (int rr = 0; rr < NR; rr++)
+        _mm512_mask_storeu_ps(j->out + (size_t)(r + rr) * j->ld_out + i, (__mmask16)msk, acc[rr]);
+}
+#else
+// Halves [H0, H0 + NH) of the group's 16 rows (8 each) in one pass over the blocks: both for a GEMV (one
+// stream over the weights), one at a time for a GEMM tile (registers: 8 unpacked steps + NR accumulators).
+XI void x86_q4r_half(const cpu_gemm_job *j, int g, int r, const int NR, const int Q41, const int H0, const int NH,
+                     int32_t (*corr)[CPU_REPACK_Q8_MAXB]) {
+    const int nb = j->k / QK4_0;
+    const size_t bs = x86_q4r_bsize(Q41);
+    const uint8_t *blk = j->w + (size_t)g * nb * bs;
+    const __m256i m4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+    __m256 acc[X86_Q4R_NR][2];
+    const uint8_t *a[X86_Q4R_NR];
+    X86_UNROLL for (int rr = 0; rr < NR; rr++) {
+        acc[rr][0] = acc[rr][1] = _mm256_setzero_ps();
+        a[rr] = x86_arow(j, r + rr);
+    }
+    for (int b = 0; b < nb; b++) {
+        const uint8_t *p = blk + (size_t)b * bs;
+        if (NR == 1) x86_prefetch_block(p + X86_Q4R_PF * bs, bs);
+        const uint8_t *qs = p + (Q41 ? 64 : 32);
+        X86_UNROLL for (int hh = 0; hh < NH; hh++) {
+            const int h = H0 + hh;
+            const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(p + 16 * h)));
+            const __m256 m = Q41 ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(p + 32 + 16 * h)))
+                                 : _mm256_setzero_ps();
+            __m256i wl[4], wh[4];
+            X86_UNROLL for (int c = 0; c < 4; c++) {
+                const __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(qs + 64 * c + 32 * h));
+                wl[c] = _mm256_and_si256(v, m4);
+                wh[c] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+            }
+            X86_UNROLL for (int rr = 0; rr < NR; rr++) {
+                const int8_t *aq = x86_q4r_aq(a[rr], b, Q41);
+                __m256i p16 = _mm256_maddubs_epi16(wl[0], _mm256_set1_epi32(x86_q4r_a4(aq)));
+                X86_UNROLL for (int c = 1; c < 4; c++) p16 =
+                    _mm256_add_epi16(p16, _mm256_maddubs_epi16(wl[c], _mm256_set1_epi32(x86_q4r_a4(aq + 4 * c))));
+                X86_UNROLL for (int c = 0; c < 4; c++) p16 =
+                    _mm256_add_epi16(p16, _mm256_maddubs_epi16(wh[c], _mm256_set1_epi32(x86_q4r_a4(aq + 16 + 4 * c))));
+                __m256i s = _mm256_madd_epi16(p16, ones);
+                if (!Q41) s = _mm256_sub_epi32(s, _mm256_set1_epi32(corr[rr][b]));
+                acc[rr][hh] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s),
+                                              _mm256_mul_ps(d, _mm256_set1_ps(x86_q4r_ad(a[rr], b, Q41))), acc[rr][hh]);
+                if (Q41)
+                    acc[rr][hh] =
+                        _mm256_fmadd_ps(m, _mm256_set1_ps(((const tt_block_q8_1 *)(const void *)a[rr])[b].s), acc[rr][hh]);
+            }
+        }
+    }
+    X86_UNROLL for (int rr = 0; rr < NR; rr++) X86_UNROLL for (int hh = 0; hh < NH; hh++)
+        x86_r8_store(j, 2 * g + H0 + hh, r + rr, acc[rr][hh]);
+}
+
+XI void x86_q4r_tile(const cpu_gemm_job *j, int g, int r, const int NR, const int Q41,
+                     int32_t (*corr)[CPU_REPACK_Q8_MAXB]) {
+    if (NR == 1) x86_q4r_half(j, g, r, 1, Q41, 0, 2, corr);
+    else {
+        x86_q4r_half(j, g, r, NR, Q41, 0, 1, corr);
+        x86_q4r_half(j, g, r, NR, Q41, 1, 1, corr);
+    }
+}
+#endif
+
+// j->w is the repacked weight (groups of 16 rows); rows [i0, i1) of the original are computed. Panels of
+// groups sized for L2, activation tiles of X86_Q4R_NR rows inside (as x86_q8r_gemm).
+XI void x86_q4r_gemm(const cpu_gemm_job *j, const int Q41) {
+    const int g0 = j->i0 / CPU_REPACK_Q8_ROWS, g1 = (j->i1 + CPU_REPACK_Q8_ROWS - 1) / CPU_REPACK_Q8_ROWS;
+    if (j->k / QK4_0 > CPU_REPACK_Q8_MAXB) return; // cpu_repack_size never makes such a layout
+    const size_t gbytes = (size_t)(j->k / QK4_0) * x86_q4r_bsize(Q41);
+    int panel = (int)((256 * 1024) / gbytes);
+    panel = panel < 1 ? 1 : panel;
+    int32_t corr[X86_Q4R_NR][CPU_REPACK_Q8_MAXB];
+    for (int p0 = g0; p0 < g1; p0 += panel) {
+        const int p1 = p0 + panel < g1 ? p0 + panel : g1;
+        for (int r = 0; r < j->n_rows;) {
+            const int nr = j->n_rows - r < X86_Q4R_NR ? j->n_rows - r : X86_Q4R_NR;
+            if (!Q41) x86_q4r_corr(j, r, nr, corr);
+            for (int g = p0; g < p1; g++) {
+                switch (nr) {
+                case 1: x86_q4r_tile(j, g, r, 1, Q41, corr); break;
+                case 2: x86_q4r_tile(j, g, r, 2, Q41, corr); break;
+                case 3: x86_q4r_tile(j, g, r, 3, Q41, corr); break;
+#if X86_Q4R_NR > 4
+                case 4: x86_q4r_tile(j, g, r, 4, Q41, corr); break;
+                case 5: x86_q4r_tile(j, g, r, 5, Q41, corr); break;
+                case 6: x86_q4r_tile(j, g, r, 6, Q41, corr); break;
+                case 7: x86_q4r_tile(j, g, r, 7, Q41, corr); break;
+#endif
+                default: x86_q4r_tile(j, g, r, X86_Q4R_NR, Q41, corr); break;
+                }
+            }
+            r += nr;
+        }
+    }
+}
+
+__attribute__((unused)) static void X86_FN(gemm_q4_0_r16)(const cpu_gemm_job *j) { x86_q4r_gemm(j, 0); }
+__attribute__((unused)) static void X86_FN(gemm_q4_1_r16)(const cpu_gemm_job *j) { x86_q4r_gemm(j, 1); }
+
+#endif

@@ -85,14 +85,18 @@ def main():
                     res = run_tachyon(m, a.pp, a.tg, a.threads, 3)
                     floors.append(res.get("floor", 0.0))
                     for k in ("pp", "tg"):
-                        T[k].append(res[k])
+                        if k in res:
+                            T[k].append(res[k])
                 else:
                     res = run_llama(py, m, a.pp, a.tg, a.threads, 3)
                     for k in ("pp", "tg"):
-                        L[k].append(res[k])
+                        if k in res:
+                            L[k].append(res[k])
         floor = statistics.median(floors)
         name = os.path.basename(m)
         for k, n in (("pp", a.pp), ("tg", a.tg)):
+            if n == 0 or not T[k] or not L[k]:
+                continue  # --pp 0 / --tg 0: that test was not run
             t, l = statistics.mean(T[k]), statistics.mean(L[k])
             fl = "%.1f" % floor if k == "tg" else "-"
             fr = "%.2f" % (t / floor) if k == "tg" and floor else "-"

@@ -18,7 +18,7 @@ from gguf import quants
 from conftest import BIN, ROOT, SMOL, STORIES
 
 GEMMA = os.path.join(ROOT, "models", "gemma-3-270m-q4_k_m.gguf")
-GOLDEN = os.path.join(ROOT, "tests", "ref", "golden", "smollm2-q8_0-quantized-llamacpp.json")
+GOLDEN = os.path.join(ROOT, "tests", "ref", "golden", "smollm2-%s-quantized-llamacpp.json")  # % "q8_0" / "q4_0"
 TYPES = ["F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K", "Q4_K_M"]
 
 
@@ -195,16 +195,17 @@ def test_errors(tmp_path):
 
 # --- agreement with llama.cpp on the same file
 
-def test_greedy_q8_0_agrees_with_llama_cpp(tmp_path, smol_f16):
-    """llama.cpp (llama-cpp-python 0.3.36) decoded greedily on a Q8_0 made by `tachyon quantize` from the F16
-    made from SmolLM2 Q4_1; the file is re-made here (same sha256, our quantizers are deterministic). Teacher
+@pytest.mark.parametrize("typ", ["Q8_0", "Q4_0"])
+def test_greedy_agrees_with_llama_cpp(tmp_path, smol_f16, typ):
+    """llama.cpp (llama-cpp-python 0.3.36) decoded greedily on a Q8_0 / Q4_0 made by `tachyon quantize` from the
+    F16 made from SmolLM2 Q4_1 (the default SIMD path: repacked 16-row kernels for both); the file is re-made here (same sha256, our quantizers are deterministic). Teacher
     forced on llama.cpp's tokens, tachyon's argmax must be llama.cpp's token at every step where llama.cpp's
     top-2 logit margin is at least MARGIN (below it, the order of float additions may legitimately decide),
     and the free-running greedy text must agree up to the first such near-tie."""
     MARGIN = 0.5
-    g = json.load(open(GOLDEN))
-    out = tmp_path / "q8.gguf"
-    quantize(smol_f16, out, "Q8_0")
+    g = json.load(open(GOLDEN % typ.lower()))
+    out = tmp_path / "q.gguf"
+    quantize(smol_f16, out, typ)
     assert hashlib.sha256(out.read_bytes()).hexdigest() == g["sha256"], "the quantized file is not the golden's"
     n_checked = 0
     for r in g["results"]:

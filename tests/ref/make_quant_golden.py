@@ -3,6 +3,7 @@
     build/tachyon quantize models/SmolLM2-135M-Instruct.Q4_1.gguf /tmp/smol-f16.gguf F16
     build/tachyon quantize /tmp/smol-f16.gguf /tmp/smol-q8_0.gguf Q8_0
     /work/llama-native/bin/python tests/ref/make_quant_golden.py /tmp/smol-q8_0.gguf > tests/ref/golden/smollm2-q8_0-quantized-llamacpp.json
+    (and the same with Q4_0 / q4_0: tests/ref/golden/smollm2-q4_0-quantized-llamacpp.json)
 
 Records, per prompt, the prompt's token ids, llama.cpp's greedy token ids and the logit margin between its top
 two candidates at each step, so the test can tell a real disagreement from a near-tie that legitimately flips with

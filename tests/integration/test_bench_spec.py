@@ -64,8 +64,10 @@ def test_bench_spec_modes(tmp_path):
     assert [r["spec"] for r in rows] == ["off", "ngram", "auto"]
     off, ngram, auto = rows
     assert off["drafted"] == 0 and off["speedup"] == 1.0
-    # the answer copies the list: prompt lookup drafts and most drafts are accepted
-    assert ngram["drafted"] > 0 and ngram["acceptance"] > 0.5, ngram
+    # the answer copies the list: prompt lookup drafts, and over a third of the 32 output tokens are accepted
+    # drafts. (Not the acceptance rate: k adapts to the measured step costs, so on a loaded machine longer drafts
+    # can halve the rate while the greedy output and the accepted count stay the same: 0.44 seen in CI.)
+    assert ngram["drafted"] > 0 and ngram["accepted"] >= 12, ngram
     assert ngram["accepted"] <= ngram["drafted"] and ngram["verify_steps"] > 0
     assert all(r["avg_ts"] > 0 and r["test"] == "tg32" for r in rows)
 

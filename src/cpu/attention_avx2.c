@@ -16,22 +16,11 @@ static inline __m256 attn_q4x8(const uint8_t *p, int hi) {
     return _mm256_cvtepi32_ps(b);
 }
 
+#include "cpu/x86_vec256.h"
 #define ATTN_X86_FN attn_tile_avx2
-#define W 8
-#define V __m256
 #define LOAD_H(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p)))
 #define LOAD_Q8(p) _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(p))))
 #define LOAD_Q4(p, hi) attn_q4x8((const uint8_t *)(p), hi)
 #define H2F(h) _cvtsh_ss(h)
-#define LOADF _mm256_loadu_ps
-#define STOREF _mm256_storeu_ps
-#define FMA _mm256_fmadd_ps
-#define MUL _mm256_mul_ps
-#define SUB _mm256_sub_ps
-#define SET1 _mm256_set1_ps
-#define ZERO _mm256_setzero_ps
 #define REDUCE attn_hsum8
-#define MAXV _mm256_max_ps
-#define ROUNDV(x) _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
-#define POW2N(n) _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23))
 #include "cpu/attention_x86.h"

@@ -10,8 +10,8 @@
 // Required macros: ATTN_X86_FN (function name), W (floats per vector, 8 or 16: divides the 32-value quant
 // block), V (vector type), LOAD_H(p) (W f16 → V), LOAD_Q8(p) (W int8 → V), LOAD_Q4(p, hi) (W unsigned
 // nibbles → V: the low nibbles of bytes p[0..W) or, hi, their high nibbles), H2F(h) (one f16 → float),
-// LOADF/STOREF, FMA(a, b, c) = a·b + c, MUL, SUB, SET1, ZERO(), REDUCE(v) (horizontal sum → float), MAXV(a, b),
-// ROUNDV(v) (to nearest integer), POW2N(n) (2^n for integral n, from the exponent bits): attn_exp's parts.
+// REDUCE(v) (horizontal sum → float), and the vector macros of x86_vec256.h / x86_vec512.h (W, V, LOADF, FMA, ...,
+// x86_vexp).
 #include <math.h>
 #include <string.h>
 
@@ -50,22 +50,7 @@ static inline void attn_load_row(V *dst, const void *row, int type, int nv) {
 }
 
 // e^x per lane for the softmax's x <= 0 (a quantized cache's weights, W at a time instead of one expf call
-// each): Cephes expf — n = round(x·log2 e), r = x - n·ln 2 in two parts, a degree-6 polynomial, times 2^n;
-// within 2 ulp of expf; x below -87 gives ~1e-38, not 0.
-static inline V attn_exp(V x) {
-    x = MAXV(x, SET1(-87.0f));
-    V n = ROUNDV(MUL(x, SET1(1.44269504f)));
-    V r = FMA(n, SET1(-0.693359375f), x);
-    r = FMA(n, SET1(2.12194440e-4f), r);
-    V p = SET1(1.9875691500e-4f);
-    p = FMA(p, r, SET1(1.3981999507e-3f));
-    p = FMA(p, r, SET1(8.3334519073e-3f));
-    p = FMA(p, r, SET1(4.1665795894e-2f));
-    p = FMA(p, r, SET1(1.6666665459e-1f));
-    p = FMA(p, r, SET1(5.0000001201e-1f));
-    p = FMA(MUL(p, r), r, FMA(r, SET1(1.0f), SET1(1.0f)));
-    return MUL(p, POW2N(n));
-}
+// each): x86_vexp (x86_vexp.h, from the ISA file's vector macros).
 
 // One W-float chunk c of a row as floats (the block scale applied), converted in registers.
 static inline V attn_load_chunk(const char *row, int type, int c) {
@@ -204,7 +189,7 @@ void ATTN_X86_FN(float *out, const float *q, const void *k_layer, const void *v_
             // Vector exp for quantized caches only: an f16 cache keeps expf and the sequential sum, bit for bit
             // the numerics its golden tests (tests/ref) were set against.
             for (; kq && j + W <= cnt; j += W) {
-                V e = attn_exp(SUB(LOADF(&s[r][j]), vm));
+                V e = x86_vexp(SUB(LOADF(&s[r][j]), vm));
                 STOREF(&s[r][j], e), vsum = FMA(e, SET1(1.0f), vsum);
             }
             for (; j < cnt; j++) sum += s[r][j] = expf(s[r][j] - mt);

@@ -1,5 +1,7 @@
 #include "cpu/ops.h"
 
+#include "cpu/cpu.h"
+
 #include <math.h>
 #include <stddef.h>
 
@@ -46,17 +48,33 @@ void ops_rope(float *x, int n_heads, int head_dim, int rope_dim, const float *co
     }
 }
 
-void ops_swiglu(float *g, const float *u, int n) {
+// Scalar references of the GLU activations (libm expf / tanhf); the default path is the ISA kernel below.
+static void ops_swiglu_ref(float *g, const float *u, int n) {
     for (int i = 0; i < n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 
-void ops_geglu(float *g, const float *u, int n) {
+static void ops_geglu_ref(float *g, const float *u, int n) {
     const float c = 0.7978845608028654f; // sqrt(2/pi)
     for (int i = 0; i < n; i++) {
         float x = g[i];
         g[i] = 0.5f * x * (1.0f + tanhf(c * (x + 0.044715f * x * x * x))) * u[i];
     }
 }
+
+void ops_glu_isa(float *g, const float *u, int n, int gelu, cpu_isa isa) {
+    if (isa > cpu_hw_isa()) isa = cpu_hw_isa(); // never run what the CPU lacks
+    if (isa >= CPU_ISA_AVX512) ops_glu_avx512(g, u, n, gelu);
+    else if (isa >= CPU_ISA_AVX2) ops_glu_avx2(g, u, n, gelu);
+    else if (gelu) ops_geglu_ref(g, u, n);
+    else ops_swiglu_ref(g, u, n);
+}
+
+// TACHYON_PRECISE=1 keeps libm's functions (the reference-precision mode compares against float64 references).
+static cpu_isa ops_isa(void) { return cpu_precise() ? CPU_ISA_SCALAR : cpu_best_isa(); }
+
+void ops_swiglu(float *g, const float *u, int n) { ops_glu_isa(g, u, n, 0, ops_isa()); }
+
+void ops_geglu(float *g, const float *u, int n) { ops_glu_isa(g, u, n, 1, ops_isa()); }
 
 void ops_scale(float *x, float s, int n) {
     for (int i = 0; i < n; i++) x[i] *= s;

@@ -1,7 +1,10 @@
 // Elementwise and per-row operations of the transformer block. Scalar C (the compiler vectorizes these
-// simple loops); they are O(n·dim) per step and small next to the matmuls.
+// simple loops); they are O(n·dim) per step and small next to the matmuls. The GLU activations call expf /
+// tanhf per value, which the compiler cannot vectorize: they have AVX2 / AVX-512 kernels (ops_x86.h).
 #ifndef TACHYON_CPU_OPS_H
 #define TACHYON_CPU_OPS_H
+
+#include "cpu/cpu.h"
 
 // out (n) = x / sqrt(mean(x²) + eps) * w; out may alias x. w may be NULL (no scale).
 void ops_rmsnorm(float *out, const float *x, const float *w, int n, float eps);
@@ -13,10 +16,14 @@ void ops_rope_angles(float *cos_out, float *sin_out, int pos, int rope_dim, floa
 // Rotates the first rope_dim dims of each of n_heads heads of x (n_heads, head_dim) in place. neox: pairs
 // (i, i + rope_dim/2); otherwise adjacent pairs (2i, 2i+1).
 void ops_rope(float *x, int n_heads, int head_dim, int rope_dim, const float *cos_t, const float *sin_t, int neox);
-// g (n) = silu(g) * u
+// g (n) = silu(g) * u, at the current ISA level (vector exp, ops_x86.h; libm under TACHYON_PRECISE)
 void ops_swiglu(float *g, const float *u, int n);
-// g (n) = gelu(g) * u, GELU in its tanh approximation (Gemma's GeGLU)
+// g (n) = gelu(g) * u, GELU in its tanh approximation (Gemma's GeGLU); same dispatch
 void ops_geglu(float *g, const float *u, int n);
+// Either (gelu 0/1) at a fixed level (scalar: the libm reference), for tests.
+void ops_glu_isa(float *g, const float *u, int n, int gelu, cpu_isa isa);
+void ops_glu_avx2(float *g, const float *u, int n, int gelu);
+void ops_glu_avx512(float *g, const float *u, int n, int gelu);
 // x (n) *= s
 void ops_scale(float *x, float s, int n);
 // x (n) += y

@@ -35,6 +35,9 @@ int cli_kv_type(const char *cmd, const char *flag, const char *s, tt_type *k, tt
 // --kv-rotate auto|off: "off" sets TACHYON_KV_ROTATE=0, which model contexts made later in this process read
 // (no Hadamard rotation of a quantized KV cache, for A/B); "auto" leaves the environment alone. -1 on a bad value.
 int cli_kv_rotate(const char *cmd, const char *s);
+// --kv-center auto|off: "off" sets TACHYON_KV_CENTER=0 (keys of a quantized K cache stored without subtracting
+// the model's mean key, kv_center.h, for A/B); "auto" leaves the environment alone. -1 on a bad value.
+int cli_kv_center(const char *cmd, const char *s);
 // The prompt as one user turn with the model's chat template (template_name: a family name such as "chatml",
 // or NULL for the model's own template); the prompt's text stays plain text (see chat_encode). *ids malloc'd
 // (free). Returns 0 or a TC_ERR_* with err set (an unknown template names --chat-template).

@@ -40,6 +40,13 @@ int cli_kv_rotate(const char *cmd, const char *s) {
     return -1;
 }
 
+int cli_kv_center(const char *cmd, const char *s) {
+    if (!strcmp(s, "auto")) return 0;
+    if (!strcmp(s, "off")) return setenv("TACHYON_KV_CENTER", "0", 1) ? -1 : 0;
+    fprintf(stderr, "tachyon %s: --kv-center expects auto or off, got '%s'\n", cmd, s);
+    return -1;
+}
+
 const char *cli_opt_name(const struct option *lo, int val) {
     for (; lo->name; lo++)
         if (lo->val == val) return lo->name;

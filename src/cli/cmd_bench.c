@@ -50,7 +50,8 @@ int cli_bench(int argc, char **argv) {
                                        {"kv-type-v", 1, 0, 3}, {"depth", 1, 0, 'd'}, {"spec", 1, 0, 4},
                                        {"spec-k", 1, 0, 5}, {"prompt-file", 1, 0, 6}, {"draft-model", 1, 0, 7},
                                        {"self-spec-layers", 1, 0, 8},
-                                       {"kv-rotate", 1, 0, 9}, {"chat", 0, 0, 10}, {0, 0, 0, 0}};
+                                       {"kv-rotate", 1, 0, 9}, {"chat", 0, 0, 10},
+                                       {"kv-center", 1, 0, 11}, {0, 0, 0, 0}};
     bench_spec_args sa = {.spec_k = 8};
     tt_type kv_k = TT_F16, kv_v = TT_F16;
     const char *path = NULL, *draft_path = NULL;
@@ -80,6 +81,7 @@ int cli_bench(int argc, char **argv) {
         case 7: draft_path = optarg; break;
         case 8: bad = cli_num("bench", "--self-spec-layers", optarg, 1, 1 << 16, &v), sa.self_layers = (int)v; break;
         case 9: bad = cli_kv_rotate("bench", optarg); break;
+        case 11: bad = cli_kv_center("bench", optarg); break;
         case 10: sa.chat = 1; break;
         default: path = NULL, optind = argc; break;
         }
@@ -88,6 +90,7 @@ int cli_bench(int argc, char **argv) {
     if (!path || n_prompt < 0 || n_gen < 0 || threads < 1 || reps < 1 || reps > 1000 || batch < 1) {
         fprintf(stderr, "usage: tachyon bench -m MODEL [-p 512] [-n 128] [-t THREADS] [-r REPS] [-b BATCH] [-d DEPTH] [--json]\n"
                         "                     [--kv-type|--kv-type-k|--kv-type-v f16|q8_0|q4_0] [--kv-rotate auto|off]\n"
+                        "                     [--kv-center auto|off]\n"
                         "                     [--prompt-file FILE [--spec off,ngram,draft,self,auto] [--spec-k K]\n"
                         "                      [--draft-model PATH] [--self-spec-layers L] [--chat]]\n"
                         "  --prompt-file: greedy decode of -n tokens after this prompt, once per --spec mode (interleaved\n"

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "model/kv_center.h"
 #include "model/model.h"
 
 int cli_logits(int argc, char **argv) {
@@ -51,7 +52,7 @@ int cli_logits(int argc, char **argv) {
     }
     if (model_load(path, &m, &err)) goto fail;
     int vocab = model_get_hparams(m)->n_vocab, bs = 16, n_blocks = (n + bs - 1) / bs;
-    if (model_ctx_new(m, batch, threads, &ctx, &err) || model_kv_new(m, n_blocks, bs, kt, kvt, &kv, &err)) goto fail;
+    if (model_kv_center_init(m, kt, threads, &err) || model_ctx_new(m, batch, threads, &ctx, &err) || model_kv_new(m, n_blocks, bs, kt, kvt, &kv, &err)) goto fail;
     int32_t *table = malloc(sizeof(int32_t) * (size_t)n_blocks);
     logits = malloc(sizeof(float) * (size_t)batch * vocab);
     if (!table || !logits) goto fail;

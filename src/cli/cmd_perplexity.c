@@ -19,6 +19,7 @@
 #include "cli/cli.h"
 #include "cli/ppl.h"
 #include "model/model.h"
+#include "model/kv_center.h"
 #include "tokenizer/tokenizer.h"
 
 typedef struct ppl_opts {
@@ -30,6 +31,7 @@ typedef struct ppl_opts {
 static void ppl_usage(void) {
     fprintf(stderr, "usage: tachyon perplexity -m MODEL -f TEXT [-c CTX] [--chunks N] [-t THREADS] [-b BATCH]\n"
                     "                          [--kv-type|--kv-type-k|--kv-type-v f16|q8_0|q4_0] [--kv-rotate auto|off]\n"
+                    "                          [--kv-center auto|off]\n"
                     "                          [--save-logits FILE] [--kl-base FILE] [--json]\n"
                     "  scores the second half of each CTX-token chunk (as llama-perplexity); --save-logits keeps\n"
                     "  each scored row's top-%d log-probabilities, --kl-base compares this run with such a file\n",
@@ -41,7 +43,7 @@ static int ppl_parse(int argc, char **argv, ppl_opts *o) {
         {"model", 1, 0, 'm'}, {"file", 1, 0, 'f'}, {"ctx-size", 1, 0, 'c'}, {"threads", 1, 0, 't'},
         {"batch", 1, 0, 'b'}, {"chunks", 1, 0, 1}, {"kv-type", 1, 0, 2}, {"kv-type-k", 1, 0, 3},
         {"kv-type-v", 1, 0, 4}, {"save-logits", 1, 0, 5}, {"kl-base", 1, 0, 6}, {"json", 0, 0, 7},
-        {"kv-rotate", 1, 0, 8},        {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+        {"kv-rotate", 1, 0, 8}, {"kv-center", 1, 0, 9}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     memset(o, 0, sizeof *o);
     o->ctx = 512, o->threads = 2, o->batch = 128, o->chunks = -1;
     o->kv_k = o->kv_v = TT_F16;
@@ -63,6 +65,7 @@ static int ppl_parse(int argc, char **argv, ppl_opts *o) {
         case 6: o->base = optarg; break;
         case 7: o->json = 1; break;
         case 8: bad = cli_kv_rotate("perplexity", optarg); break;
+        case 9: bad = cli_kv_center("perplexity", optarg); break;
         default: ppl_usage(); return -1;
         }
         if (bad) return -1;
@@ -160,7 +163,7 @@ int cli_perplexity(int argc, char **argv) {
         goto fail;
     }
     int batch = o.batch < o.ctx ? o.batch : o.ctx, bs = 16, n_blocks = (o.ctx + bs - 1) / bs;
-    if (model_ctx_new(m, batch, o.threads, &mc, &err) ||
+    if (model_kv_center_init(m, o.kv_k, o.threads, &err) || model_ctx_new(m, batch, o.threads, &mc, &err) ||
         model_kv_new(m, n_blocks, bs, o.kv_k, o.kv_v, &kv, &err))
         goto fail;
     pos = malloc(sizeof *pos * (size_t)batch), seq = calloc((size_t)batch, sizeof *seq);

@@ -19,6 +19,7 @@ static void run_usage(void) {
                     "                   [--chat-template NAME] [--ignore-eos] [--spec off|ngram|draft|self|auto] [--spec-k K]\n"
                     "                   [--draft-model PATH] [--self-spec-layers L]\n"
                     "                   [--kv-type|--kv-type-k|--kv-type-v f16|q8_0|q4_0] [--kv-rotate auto|off]\n"
+                    "                   [--kv-center auto|off]\n"
                     "  --spec: speculative decoding; ngram drafts k tokens by prompt lookup whenever it finds a match,\n"
                     "  draft drafts k tokens with --draft-model (same vocabulary as the model), self with the model's\n"
                     "  first L layers (--self-spec-layers, default n_layers/4); auto (default) uses the draft model\n"
@@ -42,7 +43,7 @@ static int parse(int argc, char **argv, run_opts *o) {
         {"seed", 1, 0, 5}, {"chat", 0, 0, 6}, {"chat-template", 1, 0, 7}, {"repeat-penalty", 1, 0, 8},
         {"ignore-eos", 0, 0, 9}, {"spec", 1, 0, 10}, {"spec-k", 1, 0, 11}, {"kv-type", 1, 0, 12},
         {"kv-type-k", 1, 0, 13}, {"kv-type-v", 1, 0, 14}, {"draft-model", 1, 0, 15}, {"self-spec-layers", 1, 0, 16},
-        {"kv-rotate", 1, 0, 17},
+        {"kv-rotate", 1, 0, 17}, {"kv-center", 1, 0, 18},
         {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     memset(o, 0, sizeof *o);
     o->n_predict = 128;
@@ -94,6 +95,7 @@ static int parse(int argc, char **argv, run_opts *o) {
         case 15: o->draft_model = optarg; break;
         case 16: bad = cli_num("run", "--self-spec-layers", optarg, 1, 1 << 16, &v), o->self_layers = (int)v; break;
         case 17: bad = cli_kv_rotate("run", optarg); break;
+        case 18: bad = cli_kv_center("run", optarg); break;
         default: run_usage(); return -1;
         }
         if (bad) return -1;

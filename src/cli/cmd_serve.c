@@ -53,6 +53,8 @@ static void serve_usage(void) {
             "  --kv-type-k / --kv-type-v TYPE  the same for K or V alone\n"
             "  --kv-rotate auto|off        Hadamard rotation of a quantized K/V cache (auto: on; off, or\n"
             "                              TACHYON_KV_ROTATE=0: stored unrotated, for A/B)\n"
+            "  --kv-center auto|off        subtract the model's mean key before quantizing K (auto: on for\n"
+            "                              q8_0/q4_0 keys; off, or TACHYON_KV_CENTER=0: for A/B)\n"
             "  --max-queue N               requests waiting for a running slot at most (256); beyond → 503\n"
             "                              (a request that finds one of --max-seqs slots free always starts)\n"
             "  --max-queued-tokens N       prompt tokens waiting for a slot at most (0 = unlimited)\n"
@@ -128,7 +130,7 @@ int cli_serve(int argc, char **argv) {
         O_TMPL, O_LOG, O_BODY, O_HTO, O_NAME, O_NOPC, O_ITL, O_ITLF, O_ITLM, O_PUBLIC, O_HOSTS, O_SPEC, O_SPECK,
         O_LENIENT, O_POOL, O_TRUNC, O_SUMM, O_DRAFT, O_DRAFTKV, O_SELFL,
         O_READTO, O_MAXCONN, O_BODYBUF, O_PING, // connection limits
-        O_KVT, O_KVTK, O_KVTV, O_KVROT, // KV cache types, its rotation
+        O_KVT, O_KVTK, O_KVTV, O_KVROT, O_KVCEN, // KV cache types, its rotation and key centering
         O_REASON,
         O_KEYFILE,
         O_CONFIG, O_ROUTER, O_RMP, O_RMT, O_RDEG, // several models, routers (their --ttft-slo is O_TTFTSLO)
@@ -156,6 +158,7 @@ int cli_serve(int argc, char **argv) {
         {"max-body-buffer", required_argument, 0, O_BODYBUF}, {"sse-ping", required_argument, 0, O_PING},
         {"kv-type", required_argument, 0, O_KVT}, {"kv-type-k", required_argument, 0, O_KVTK},
         {"kv-type-v", required_argument, 0, O_KVTV}, {"kv-rotate", required_argument, 0, O_KVROT},
+        {"kv-center", required_argument, 0, O_KVCEN},
         {"api-key-file", required_argument, 0, O_KEYFILE},
         {"reasoning-format", required_argument, 0, O_REASON},
         {"config", required_argument, 0, O_CONFIG}, {"router", required_argument, 0, O_ROUTER},
@@ -264,6 +267,7 @@ int cli_serve(int argc, char **argv) {
         case O_KVTK: bad = cli_kv_type("serve", "--kv-type-k", optarg, &o.eng.kv_type_k, NULL); break;
         case O_KVTV: bad = cli_kv_type("serve", "--kv-type-v", optarg, NULL, &o.eng.kv_type_v); break;
         case O_KVROT: bad = cli_kv_rotate("serve", optarg); break;
+        case O_KVCEN: bad = cli_kv_center("serve", optarg); break;
         case O_SCHED:
             if ((o.eng.sched_policy = sched_policy_parse(optarg)) < 0) {
                 fprintf(stderr, "tachyon serve: --sched expects fifo|priority|slo\n");

@@ -1,5 +1,7 @@
 #include "cli/gen.h"
 
+#include "model/kv_center.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,7 +13,8 @@ int gen_open(gen_session *g, model *m, int max_ctx, int max_batch, int n_threads
     g->max_ctx = max_ctx;
     g->max_batch = max_batch;
     g->n_blocks = (max_ctx + g->block_size - 1) / g->block_size;
-    int rc = model_ctx_new(m, max_batch, n_threads, &g->ctx, err);
+    int rc = model_kv_center_init(m, k_type, n_threads, err);
+    if (!rc) rc = model_ctx_new(m, max_batch, n_threads, &g->ctx, err);
     if (rc) return rc;
     if ((rc = model_kv_new(m, g->n_blocks, g->block_size, k_type, v_type, &g->kv, err))) goto fail;
     g->blocks = malloc(sizeof(int32_t) * (size_t)g->n_blocks);

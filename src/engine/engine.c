@@ -7,6 +7,7 @@
 
 #include "common/timeutil.h"
 #include "engine/engine_impl.h"
+#include "model/kv_center.h"
 #include "sched/sched_order.h"
 
 _Static_assert((int)SCHED_END_STOP == (int)ENGINE_FINISH_STOP && (int)SCHED_END_LENGTH == (int)ENGINE_FINISH_LENGTH &&
@@ -330,6 +331,8 @@ int engine_new(model *m, const engine_opts *o, engine **out, tc_err *err) {
         rc = n_blocks;
         goto fail;
     }
+    // A quantized K cache stores keys minus the model's per-layer mean key (kv_center.h): calibrated once.
+    if ((rc = model_kv_center_init(m, o->kv_type_k, o->n_threads, err))) goto fail;
     if ((rc = model_kv_new_swa(m, n_blocks, e->n_blocks_swa, o->block_size, o->kv_type_k, o->kv_type_v, &e->kv, err)))
         goto fail;
     if ((rc = model_ctx_new(m, o->max_batch_tokens, o->n_threads, &e->mctx, err))) goto fail;

@@ -40,7 +40,17 @@ struct model_ctx {
     // q4_0 cache rows: least-squares block scales (tt_q4_0_from_float_mse), or the reference quantizer when
     // TACHYON_KV_QUANT=ref (the A/B switch).
     int kv_mse;
+    // K centering (kv_center.c): the negated mean key, set per forward when the K cache is quantized.
+    const float *center_k;
+    // Calibration capture (model_ctx_capture_k): sums (n_layers, kv_dim) of post-RoPE keys, or NULL.
+    double *cap_k;
+    long *cap_n;
+    int cap_skip;
 };
+
+void model_ctx_capture_k(model_ctx *c, double *sums, long *n, int skip_pos) {
+    c->cap_k = sums, c->cap_n = n, c->cap_skip = skip_pos;
+}
 
 static size_t weight_scratch(const model_weight *w, int n) { return cpu_matmul_scratch_size(w->type, n, (int)w->cols); }
 
@@ -273,6 +283,14 @@ static int layer_forward(model_ctx *c, model_kv *kv, const model_batch *b, int l
         const float *cs = rcos + (size_t)t * half, *sn = rsin + (size_t)t * half;
         ops_rope(q, hp->n_heads, hd, hp->rope_dim, cs, sn, hp->rope_neox);
         ops_rope(k, hp->n_kv_heads, hd, hp->rope_dim, cs, sn, hp->rope_neox);
+        if (c->cap_k && b->pos[t] >= c->cap_skip) {
+            double *sk = c->cap_k + (size_t)l * kv_dim;
+            for (int i = 0; i < kv_dim; i++) sk[i] += k[i];
+            if (l == 0) ++*c->cap_n;
+        }
+        // A constant vector subtracted from every key shifts each query's scores by one constant: softmax,
+        // hence attention, is unchanged, and the quantized rows lose their shared offset (kv_center.h).
+        if (c->center_k) ops_add(k, c->center_k + (size_t)l * kv_dim, kv_dim);
         // Rotate what goes into a quantized cache (after QK-norm and RoPE: the cache holds the final rows), and
         // Q with K so that scores are unchanged; rotated V rows give a rotated output, undone below.
         if (c->rot_k) {
@@ -334,6 +352,7 @@ int model_forward_layers(model_ctx *c, model_kv *kv, const model_batch *b, int n
     // As llama.cpp: K rotated when the K cache is quantized, V when the V cache is; an f16 cache is untouched.
     c->rot_k = c->rot_block && kv->k_type != TT_F16 && kv->k_type != TT_F32;
     c->rot_v = c->rot_block && kv->v_type != TT_F16 && kv->v_type != TT_F32;
+    c->center_k = kv->k_type != TT_F16 && kv->k_type != TT_F32 ? m->k_center_neg : NULL;
     const int n = b->n_tokens, dim = hp->dim, half = hp->rope_dim / 2;
     const tt_traits *et = tt_get(m->tok_embd.type);
     size_t erow = tt_row_size(m->tok_embd.type, dim);

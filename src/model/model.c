@@ -244,6 +244,7 @@ void model_free(model *m) {
     if (!m) return;
     free_packed(m);
     free(m->layers);
+    free(m->k_center_neg);
     gguf_close(m->g);
     free(m);
 }

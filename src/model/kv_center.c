@@ -1,0 +1,109 @@
+// K centering for a quantized K cache (see kv_center.h).
+#include "model/kv_center.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/model_internal.h"
+#include "tokenizer/tokenizer.h"
+
+// Everyday English of several registers (story, encyclopedic, recipe, letter, dialogue, a little code),
+// written for this purpose. Its keys' mean is what matters, not its content.
+static const char CALIB_TEXT[] =
+    "The quick brown fox jumps over the lazy dog. In the morning the market opened early, and traders watched "
+    "the prices of wheat, copper and oil move slowly upward. A short story: once there was a small robot who "
+    "wanted to learn how to paint. Every day it mixed colours and tried again, and every evening it showed its "
+    "work to the old gardener, who smiled and said it was getting better.\n"
+    "Question: what is the capital of France? Answer: Paris is the capital and largest city of France.\n"
+    "def add(a, b):\n    return a + b\nfor i in range(10):\n    print(i, add(i, 2))\n"
+    "User: Can you summarise the main points of the report?\n"
+    "Assistant: Sure. The report makes three points: costs rose by 4% last year, demand stayed flat, and the new "
+    "plant will open in 2027.\n"
+    "Chapter One. The rain had not stopped for three days when Maria finally decided to leave the village. She "
+    "packed a small bag with bread, cheese, a knife and the letter her brother had sent from the city, and walked "
+    "down the muddy road towards the river. Nobody saw her go except the baker's dog, which followed her as far "
+    "as the bridge and then sat down, as if it knew that this was where the old life ended.\n"
+    "In computing, a cache is a hardware or software component that stores data so that future requests for that "
+    "data can be served faster. A cache hit occurs when the requested data can be found in the cache, while a "
+    "cache miss occurs when it cannot. Caches have proven themselves in many areas of computing, because typical "
+    "applications access data with a high degree of locality of reference.\n"
+    "Ingredients: two cups of flour, one teaspoon of salt, three eggs, a cup of milk and a little butter. Mix the "
+    "flour and salt, add the eggs one at a time, then pour in the milk slowly while stirring until the batter is "
+    "smooth. Let it rest for half an hour before cooking.\n"
+    "Dear Mr. Thompson, thank you for your letter of the 12th of March. I am pleased to confirm that your order "
+    "has been shipped and should arrive within five working days. If you have any questions, please do not "
+    "hesitate to contact our customer service team.\n"
+    "The results, shown in Table 2, suggest that the effect is small but significant (p < 0.01). However, "
+    "further work with a larger sample is needed before any firm conclusions can be drawn.\n";
+
+#define CALIB_SKIP 4    // leading positions left out of the mean (attention sinks)
+#define CALIB_BATCH 128 // rows per calibration forward
+#define CALIB_BLOCK 16
+
+const char *model_kv_center_text(void) { return CALIB_TEXT; }
+
+int model_kv_centered(const model *m) { return m->k_center_neg != NULL; }
+
+static int calibrate(model *m, const int32_t *ids, int n, int n_threads, tc_err *err) {
+    const model_hparams *hp = &m->hp;
+    const size_t kv_dim = (size_t)hp->n_kv_heads * hp->head_dim;
+    if (n > hp->ctx_train && hp->ctx_train > 0) n = hp->ctx_train;
+    if (n <= CALIB_SKIP + 16) return tc_err_set(err, TC_ERR_INVALID, "calibration text too short (%d tokens)", n);
+    int n_blocks = (n + CALIB_BLOCK - 1) / CALIB_BLOCK;
+    model_ctx *c = NULL;
+    model_kv *kv = NULL;
+    const size_t nt = (size_t)hp->n_layers * kv_dim;
+    double *sum = calloc(nt, sizeof(double));
+    int32_t *table = malloc(sizeof(int32_t) * (size_t)n_blocks), *pos = malloc(sizeof(int32_t) * CALIB_BATCH);
+    int32_t *seq = calloc(CALIB_BATCH, sizeof(int32_t));
+    float *neg = malloc(sizeof(float) * nt);
+    long count = 0;
+    int rc = 0;
+    if (!sum || !table || !pos || !seq || !neg) {
+        rc = tc_err_set(err, TC_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    if ((rc = model_ctx_new(m, CALIB_BATCH, n_threads, &c, err)) ||
+        (rc = model_kv_new(m, n_blocks, CALIB_BLOCK, TT_F16, TT_F16, &kv, err)))
+        goto out;
+    for (int i = 0; i < n_blocks; i++) table[i] = i;
+    // The local layers' keys are captured like the global ones: one table serves both (no separate storage).
+    const int32_t *tables[1] = {table};
+    model_ctx_capture_k(c, sum, &count, CALIB_SKIP);
+    for (int done = 0; done < n && !rc; done += CALIB_BATCH) {
+        int chunk = n - done < CALIB_BATCH ? n - done : CALIB_BATCH;
+        for (int i = 0; i < chunk; i++) pos[i] = done + i;
+        model_batch b = {.n_tokens = chunk, .tokens = ids + done, .pos = pos, .seq = seq, .n_seqs = 1,
+                         .block_tables = tables, .block_tables_swa = m->hp.swa_window > 0 ? tables : NULL};
+        rc = model_forward(c, kv, &b, NULL, err);
+    }
+    if (!rc) {
+        for (size_t i = 0; i < nt; i++) neg[i] = (float)(-sum[i] / (double)count);
+        m->k_center_neg = neg;
+        neg = NULL;
+    }
+out:
+    model_ctx_free(c);
+    model_kv_free(kv);
+    free(sum), free(table), free(pos), free(seq), free(neg);
+    return rc;
+}
+
+int model_kv_center_init(model *m, tt_type k_type, int n_threads, tc_err *err) {
+    if (m->k_center_tried || k_type == TT_F16 || k_type == TT_F32) return 0;
+    m->k_center_tried = 1;
+    const char *env = getenv("TACHYON_KV_CENTER");
+    if (env && (!strcmp(env, "0") || !strcmp(env, "off"))) return 0;
+    tok_vocab *v = NULL;
+    int32_t *ids = NULL;
+    int n = 0;
+    int rc = tok_load(model_gguf(m), &v, err);
+    if (!rc) {
+        int bos = tok_add_bos(v) && tok_bos(v) >= 0;
+        rc = tok_encode(v, CALIB_TEXT, strlen(CALIB_TEXT), bos ? TOK_ENC_ADD_BOS : 0, &ids, &n, err);
+    }
+    if (!rc) rc = calibrate(m, ids, n, n_threads, err);
+    free(ids);
+    tok_free(v);
+    return rc;
+}

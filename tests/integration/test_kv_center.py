@@ -1,0 +1,73 @@
+"""K centering of a quantized K cache (issue 12, src/model/kv_center.h), through `tachyon perplexity
+--kl-base` on SmolLM2: keys written to a q8_0/q4_0 cache have the model's per-layer mean key (calibrated at
+load on a built-in text) subtracted first, which leaves attention mathematically unchanged (each query's
+scores move by one constant) and frees the 4-bit blocks from the keys' shared offset.
+
+The tests: an f16 cache is never centered (bit-identical logits with centering on or off); centering cuts the
+KL of a q4_0 cache against f16 clearly below the uncentered cache's; a K-only q8_0 cache stays as close to
+f16 as without centering (a centering that were not softmax-invariant, e.g. a vector that differed between
+the keys a query sees, would move the logits far); a bad --kv-center value is refused. The tests fail when
+the subtraction is dropped (no KL gain) or made per-row (logits off)."""
+import json
+import os
+import subprocess
+
+import pytest
+
+from conftest import BIN, SMOL
+from test_perplexity import TEXT
+
+CTX, CHUNKS = 128, 4
+
+pytestmark = pytest.mark.skipif(not os.path.exists(SMOL), reason="SmolLM2 not present")
+
+
+def ppl(*args, env=None):
+    p = subprocess.run([BIN, "perplexity", "-m", SMOL, "-c", str(CTX), "--chunks", str(CHUNKS), "--json",
+                        *map(str, args)], capture_output=True, text=True, timeout=300,
+                       env={**os.environ, **(env or {})})
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory):
+    d = tmp_path_factory.mktemp("kvcenter")
+    text = d / "text.txt"
+    text.write_text(TEXT * 2)
+    saved = d / "f16.bin"
+    ppl("-f", text, "--save-logits", saved)
+    return str(text), str(saved), d
+
+
+def test_f16_cache_never_centered(base):
+    text, saved, d = base
+    off = d / "f16_off.bin"
+    ppl("-f", text, "--save-logits", off, "--kv-center", "off")
+    assert open(saved, "rb").read() == open(off, "rb").read(), "f16-cache logits changed with centering on"
+
+
+def test_centering_reduces_q4_0_kl(base):
+    text, saved, _ = base
+    on = ppl("-f", text, "--kv-type", "q4_0", "--kl-base", saved)
+    off = ppl("-f", text, "--kv-type", "q4_0", "--kv-center", "off", "--kl-base", saved)
+    env_off = ppl("-f", text, "--kv-type", "q4_0", "--kl-base", saved, env={"TACHYON_KV_CENTER": "0"})
+    assert env_off["kl"] == off["kl"], (env_off, off)
+    # measured: KL 0.0240 centered against 0.0306 uncentered (0.78; 0.0234 / 0.0302 with TACHYON_ISA=avx2,
+    # 0.0248 / 0.0317 scalar); on the text of docs/QUALITY.md (8 chunks of 512) 0.031 against 0.048
+    assert on["kl"] < 0.85 * off["kl"], (on, off)
+
+
+def test_centered_k_only_q8_0_stays_close(base):
+    text, saved, _ = base
+    on = ppl("-f", text, "--kv-type-k", "q8_0", "--kl-base", saved)
+    off = ppl("-f", text, "--kv-type-k", "q8_0", "--kv-center", "off", "--kl-base", saved)
+    assert on["kl"] < 0.005 and on["top1"] > 0.93, on
+    assert on["kl"] < 1.5 * off["kl"] + 1e-4, (on, off)
+
+
+def test_bad_value_refused(base):
+    text, _, _ = base
+    p = subprocess.run([BIN, "perplexity", "-m", SMOL, "-f", text, "--kv-center", "maybe"], capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode != 0 and "--kv-center expects auto or off" in p.stderr, p.stderr

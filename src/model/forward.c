@@ -42,14 +42,18 @@ struct model_ctx {
     int kv_mse;
     // K centering (kv_center.c): the negated mean key, set per forward when the K cache is quantized.
     const float *center_k;
-    // Calibration capture (model_ctx_capture_k): sums (n_layers, kv_dim) of post-RoPE keys, or NULL.
-    double *cap_k;
+    // and the per-channel balance (kv_center.h): keys times k_scale (n_layers, kv_dim), queries times q_scale
+    // (n_layers, q_dim), or NULL
+    const float *k_scale, *q_scale;
+    // Calibration capture (model_ctx_capture_k): sums (n_layers, kv_dim) of post-RoPE keys, or NULL; and sums
+    // of their squares, and of the squared queries (n_layers, q_dim).
+    double *cap_k, *cap_k2, *cap_q2;
     long *cap_n;
     int cap_skip;
 };
 
-void model_ctx_capture_k(model_ctx *c, double *sums, long *n, int skip_pos) {
-    c->cap_k = sums, c->cap_n = n, c->cap_skip = skip_pos;
+void model_ctx_capture_k(model_ctx *c, double *sums, double *k_sq, double *q_sq, long *n, int skip_pos) {
+    c->cap_k = sums, c->cap_k2 = k_sq, c->cap_q2 = q_sq, c->cap_n = n, c->cap_skip = skip_pos;
 }
 
 static size_t weight_scratch(const model_weight *w, int n) { return cpu_matmul_scratch_size(w->type, n, (int)w->cols); }
@@ -284,13 +288,20 @@ static int layer_forward(model_ctx *c, model_kv *kv, const model_batch *b, int l
         ops_rope(q, hp->n_heads, hd, hp->rope_dim, cs, sn, hp->rope_neox);
         ops_rope(k, hp->n_kv_heads, hd, hp->rope_dim, cs, sn, hp->rope_neox);
         if (c->cap_k && b->pos[t] >= c->cap_skip) {
-            double *sk = c->cap_k + (size_t)l * kv_dim;
-            for (int i = 0; i < kv_dim; i++) sk[i] += k[i];
+            double *sk = c->cap_k + (size_t)l * kv_dim, *sk2 = c->cap_k2 + (size_t)l * kv_dim;
+            double *sq2 = c->cap_q2 + (size_t)l * q_dim;
+            for (int i = 0; i < kv_dim; i++) sk[i] += k[i], sk2[i] += (double)k[i] * k[i];
+            for (int i = 0; i < q_dim; i++) sq2[i] += (double)q[i] * q[i];
             if (l == 0) ++*c->cap_n;
         }
         // A constant vector subtracted from every key shifts each query's scores by one constant: softmax,
         // hence attention, is unchanged, and the quantized rows lose their shared offset (kv_center.h).
         if (c->center_k) ops_add(k, c->center_k + (size_t)l * kv_dim, kv_dim);
+        if (c->k_scale) { // q'·k' = (q / s)·(k · s) = q·k, channel by channel
+            const float *ks = c->k_scale + (size_t)l * kv_dim, *qs = c->q_scale + (size_t)l * q_dim;
+            for (int i = 0; i < kv_dim; i++) k[i] *= ks[i];
+            for (int i = 0; i < q_dim; i++) q[i] *= qs[i];
+        }
         // Rotate what goes into a quantized cache (after QK-norm and RoPE: the cache holds the final rows), and
         // Q with K so that scores are unchanged; rotated V rows give a rotated output, undone below.
         if (c->rot_k) {
@@ -352,7 +363,10 @@ int model_forward_layers(model_ctx *c, model_kv *kv, const model_batch *b, int n
     // As llama.cpp: K rotated when the K cache is quantized, V when the V cache is; an f16 cache is untouched.
     c->rot_k = c->rot_block && kv->k_type != TT_F16 && kv->k_type != TT_F32;
     c->rot_v = c->rot_block && kv->v_type != TT_F16 && kv->v_type != TT_F32;
-    c->center_k = kv->k_type != TT_F16 && kv->k_type != TT_F32 ? m->k_center_neg : NULL;
+    int qk = kv->k_type != TT_F16 && kv->k_type != TT_F32;
+    c->center_k = qk ? m->k_center_neg : NULL;
+    c->k_scale = qk ? m->k_scale : NULL;
+    c->q_scale = qk ? m->q_scale : NULL;
     const int n = b->n_tokens, dim = hp->dim, half = hp->rope_dim / 2;
     const tt_traits *et = tt_get(m->tok_embd.type);
     size_t erow = tt_row_size(m->tok_embd.type, dim);

@@ -1,6 +1,7 @@
 // K centering for a quantized K cache (see kv_center.h).
 #include "model/kv_center.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,9 +41,13 @@ static const char CALIB_TEXT[] =
 #define CALIB_BATCH 128 // rows per calibration forward
 #define CALIB_BLOCK 16
 
-const char *model_kv_center_text(void) { return CALIB_TEXT; }
-
-int model_kv_centered(const model *m) { return m->k_center_neg != NULL; }
+// The balance exponent: keys scaled per channel by (rms query / rms centered key)^alpha, queries by the
+// inverse. TACHYON_KV_BALANCE overrides it (0: off).
+#define BALANCE_ALPHA 0.3
+static double balance_alpha(void) {
+    const char *e = getenv("TACHYON_KV_BALANCE");
+    return e ? atof(e) : BALANCE_ALPHA;
+}
 
 static int calibrate(model *m, const int32_t *ids, int n, int n_threads, tc_err *err) {
     const model_hparams *hp = &m->hp;
@@ -52,11 +57,12 @@ static int calibrate(model *m, const int32_t *ids, int n, int n_threads, tc_err 
     int n_blocks = (n + CALIB_BLOCK - 1) / CALIB_BLOCK;
     model_ctx *c = NULL;
     model_kv *kv = NULL;
-    const size_t nt = (size_t)hp->n_layers * kv_dim;
-    double *sum = calloc(nt, sizeof(double));
+    const size_t nt = (size_t)hp->n_layers * kv_dim, q_dim = (size_t)hp->n_heads * hp->head_dim;
+    const size_t nq = (size_t)hp->n_layers * q_dim;
+    double *sum = calloc(2 * nt + nq, sizeof(double)); // [keys | squared keys | squared queries]
     int32_t *table = malloc(sizeof(int32_t) * (size_t)n_blocks), *pos = malloc(sizeof(int32_t) * CALIB_BATCH);
     int32_t *seq = calloc(CALIB_BATCH, sizeof(int32_t));
-    float *neg = malloc(sizeof(float) * nt);
+    float *neg = malloc(sizeof(float) * (2 * nt + nq)); // [-mean key | k_scale | q_scale]
     long count = 0;
     int rc = 0;
     if (!sum || !table || !pos || !seq || !neg) {
@@ -69,7 +75,7 @@ static int calibrate(model *m, const int32_t *ids, int n, int n_threads, tc_err 
     for (int i = 0; i < n_blocks; i++) table[i] = i;
     // The local layers' keys are captured like the global ones: one table serves both (no separate storage).
     const int32_t *tables[1] = {table};
-    model_ctx_capture_k(c, sum, &count, CALIB_SKIP);
+    model_ctx_capture_k(c, sum, sum + nt, sum + 2 * nt, &count, CALIB_SKIP);
     for (int done = 0; done < n && !rc; done += CALIB_BATCH) {
         int chunk = n - done < CALIB_BATCH ? n - done : CALIB_BATCH;
         for (int i = 0; i < chunk; i++) pos[i] = done + i;
@@ -80,6 +86,28 @@ static int calibrate(model *m, const int32_t *ids, int n, int n_threads, tc_err 
     if (!rc) {
         for (size_t i = 0; i < nt; i++) neg[i] = (float)(-sum[i] / (double)count);
         m->k_center_neg = neg;
+        double alpha = balance_alpha();
+        if (alpha > 0) {
+            const int hd = hp->head_dim, rep = hp->n_heads / hp->n_kv_heads;
+            float *ks = neg + nt, *qs = neg + 2 * nt;
+            for (int l = 0; l < hp->n_layers; l++)
+                for (int g = 0; g < hp->n_kv_heads; g++)
+                    for (int i = 0; i < hd; i++) {
+                        size_t ki = (size_t)l * kv_dim + (size_t)g * hd + i;
+                        double mean = sum[ki] / (double)count;
+                        double kvar = sum[nt + ki] / (double)count - mean * mean, qsq = 0;
+                        for (int r = 0; r < rep; r++)
+                            qsq += sum[2 * nt + (size_t)l * q_dim + (size_t)(g * rep + r) * hd + i];
+                        qsq /= (double)count * rep;
+                        double s = kvar > 1e-12 && qsq > 1e-12 ? pow(sqrt(qsq) / sqrt(kvar), alpha) : 1.0;
+                        if (s < 1e-3) s = 1e-3;
+                        if (s > 1e3) s = 1e3;
+                        ks[ki] = (float)s;
+                        for (int r = 0; r < rep; r++)
+                            qs[(size_t)l * q_dim + (size_t)(g * rep + r) * hd + i] = (float)(1.0 / s);
+                    }
+            m->k_scale = ks, m->q_scale = qs;
+        }
         neg = NULL;
     }
 out:

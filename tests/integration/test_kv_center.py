@@ -1,13 +1,15 @@
-"""K centering of a quantized K cache (issue 12, src/model/kv_center.h), through `tachyon perplexity
---kl-base` on SmolLM2: keys written to a q8_0/q4_0 cache have the model's per-layer mean key (calibrated at
-load on a built-in text) subtracted first, which leaves attention mathematically unchanged (each query's
-scores move by one constant) and frees the 4-bit blocks from the keys' shared offset.
+"""K centering and balancing of a quantized K cache (issue 12, src/model/kv_center.h), through `tachyon
+perplexity --kl-base` on SmolLM2: keys written to a q8_0/q4_0 cache have the model's per-layer mean key
+(calibrated at load on a built-in text) subtracted, then keys and queries are scaled channel by channel by s
+and 1/s. Attention is mathematically unchanged (each query's scores move by one constant; q/s · k·s = q·k),
+and the 4-bit blocks no longer spend their levels on the keys' shared offset and loud channels.
 
-The tests: an f16 cache is never centered (bit-identical logits with centering on or off); centering cuts the
-KL of a q4_0 cache against f16 clearly below the uncentered cache's; a K-only q8_0 cache stays as close to
-f16 as without centering (a centering that were not softmax-invariant, e.g. a vector that differed between
-the keys a query sees, would move the logits far); a bad --kv-center value is refused. The tests fail when
-the subtraction is dropped (no KL gain) or made per-row (logits off)."""
+The tests: an f16 cache is never touched (bit-identical logits with centering on or off); centering cuts the
+KL of a q4_0 cache against f16 clearly below the plain cache's, and the balance cuts it further; a K-only q8_0
+cache stays as close to f16 as without (a transform that were not exact, e.g. a vector that differed between
+the keys a query sees, or keys scaled without the queries, moves the logits far); a bad --kv-center value is
+refused. The tests fail when the subtraction is dropped (no KL gain), made per-row, or the queries' inverse
+scale is dropped (KL 1.5: checked)."""
 import json
 import os
 import subprocess
@@ -53,9 +55,12 @@ def test_centering_reduces_q4_0_kl(base):
     off = ppl("-f", text, "--kv-type", "q4_0", "--kv-center", "off", "--kl-base", saved)
     env_off = ppl("-f", text, "--kv-type", "q4_0", "--kl-base", saved, env={"TACHYON_KV_CENTER": "0"})
     assert env_off["kl"] == off["kl"], (env_off, off)
-    # measured: KL 0.0240 centered against 0.0306 uncentered (0.78; 0.0234 / 0.0302 with TACHYON_ISA=avx2,
-    # 0.0248 / 0.0317 scalar); on the text of docs/QUALITY.md (8 chunks of 512) 0.031 against 0.048
-    assert on["kl"] < 0.85 * off["kl"], (on, off)
+    center = ppl("-f", text, "--kv-type", "q4_0", "--kl-base", saved, env={"TACHYON_KV_BALANCE": "0"})
+    # measured: KL 0.0176 centered and balanced, 0.0240 centered only (TACHYON_KV_BALANCE=0), 0.0306 plain;
+    # centered only 0.0234 / 0.0302 with TACHYON_ISA=avx2, 0.0248 / 0.0317 scalar. On the text of
+    # docs/QUALITY.md (SmolLM2, 16 chunks of 512): 0.0210 / 0.0290 / 0.0472.
+    assert center["kl"] < 0.85 * off["kl"], (center, off)
+    assert on["kl"] < 0.85 * center["kl"], (on, center)
 
 
 def test_centered_k_only_q8_0_stays_close(base):

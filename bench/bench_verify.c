@@ -24,7 +24,7 @@ int main(int argc, char **argv) {
     float *logits = NULL;
     int rc = 1;
     if (threads < 1 || reps < 1) return 2;
-    if (model_load(argv[1], &m, &err) || gen_open(&g, m, 1024, 64, threads, TT_F16, TT_F16, &err)) goto done;
+    if (model_load(argv[1], &m, &err) || gen_open(&g, m, BACKEND_CPU, 1024, 64, threads, TT_F16, TT_F16, &err)) goto done;
     int32_t toks[CTX + 17];
     for (int i = 0; i < CTX + 17; i++) toks[i] = 100 + i * 7; // any ids: the cost does not depend on them
     if (gen_eval(&g, toks, CTX, 0, &err)) goto done;

@@ -67,7 +67,7 @@ int bench_spec_run(model *m, const bench_spec_args *a, tc_err *err) {
     if (!acc) return tc_err_set(err, TC_ERR_NOMEM, "out of memory");
     if ((rc = read_prompt(m, a->prompt_file, a->chat, &ids, &n_ids, err))) goto done;
     int batch = a->batch > SPEC_MAX_K + 1 ? a->batch : SPEC_MAX_K + 1;
-    if ((rc = gen_open(&g, m, n_ids + a->n_gen + SPEC_MAX_K + 1, batch, a->threads, a->kv_k, a->kv_v, err)))
+    if ((rc = gen_open(&g, m, a->device, n_ids + a->n_gen + SPEC_MAX_K + 1, batch, a->threads, a->kv_k, a->kv_v, err)))
         goto done;
     int ctx = n_ids + a->n_gen + SPEC_MAX_K + 1, want_self = 0;
     for (int i = 0; i < a->n_modes; i++)

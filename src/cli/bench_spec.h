@@ -2,6 +2,7 @@
 #ifndef TACHYON_CLI_BENCH_SPEC_H
 #define TACHYON_CLI_BENCH_SPEC_H
 
+#include "backend/backend.h"
 #include "common/err.h"
 #include "model/model.h"
 
@@ -12,6 +13,7 @@ typedef struct bench_spec_args {
     int modes[BENCH_SPEC_MAX_MODES]; // spec_mode values, the first is the speedup's baseline
     int n_modes, spec_k, n_gen, reps, threads, batch, json;
     tt_type kv_k, kv_v;
+    backend_device device; // --device: where the target model runs (drafters stay on the CPU)
     model *draft_model; // (optional) borrowed: --draft-model, drafts for the draft and auto modes
     int self_layers;    // --self-spec-layers: L for self (0: n_layers / 4), and auto without a draft model
     int chat;           // --chat: the prompt file is one user turn in the model's chat template

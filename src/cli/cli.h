@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 
+#include "backend/backend.h"
 #include "common/err.h"
 #include "model/model.h"
 #include "tensor/ttype.h"
@@ -38,6 +39,9 @@ int cli_kv_rotate(const char *cmd, const char *s);
 // --kv-center auto|off: "off" sets TACHYON_KV_CENTER=0 (keys of a quantized K cache stored without subtracting
 // the model's mean key, kv_center.h, for A/B); "auto" leaves the environment alone. -1 on a bad value.
 int cli_kv_center(const char *cmd, const char *s);
+// --device cpu|cuda: parses s into *out; otherwise prints "tachyon CMD: --device expects cpu or cuda, got 's'"
+// and returns -1. (Whether the device is usable is known only when the backend opens: backend_new.)
+int cli_device(const char *cmd, const char *s, backend_device *out);
 // The prompt as one user turn with the model's chat template (template_name: a family name such as "chatml",
 // or NULL for the model's own template); the prompt's text stays plain text (see chat_encode). *ids malloc'd
 // (free). Returns 0 or a TC_ERR_* with err set (an unknown template names --chat-template).

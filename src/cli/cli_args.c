@@ -81,3 +81,9 @@ int cli_encode_chat(const model *m, const tok_vocab *v, const char *template_nam
     free(tmpl);
     return rc;
 }
+
+int cli_device(const char *cmd, const char *s, backend_device *out) {
+    if (backend_device_parse(s, out, NULL) == 0) return 0;
+    fprintf(stderr, "tachyon %s: --device expects cpu or cuda, got '%s'\n", cmd, s);
+    return -1;
+}

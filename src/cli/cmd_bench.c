@@ -51,9 +51,10 @@ int cli_bench(int argc, char **argv) {
                                        {"spec-k", 1, 0, 5}, {"prompt-file", 1, 0, 6}, {"draft-model", 1, 0, 7},
                                        {"self-spec-layers", 1, 0, 8},
                                        {"kv-rotate", 1, 0, 9}, {"chat", 0, 0, 10},
-                                       {"kv-center", 1, 0, 11}, {0, 0, 0, 0}};
+                                       {"kv-center", 1, 0, 11}, {"device", 1, 0, 12}, {0, 0, 0, 0}};
     bench_spec_args sa = {.spec_k = 8};
     tt_type kv_k = TT_F16, kv_v = TT_F16;
+    backend_device device = BACKEND_CPU;
     const char *path = NULL, *draft_path = NULL;
     int n_prompt = 512, n_gen = 128, threads = 2, reps = 5, json = 0, batch = 512, depth = 0, c, bad = 0;
     double v = 0;
@@ -83,6 +84,7 @@ int cli_bench(int argc, char **argv) {
         case 9: bad = cli_kv_rotate("bench", optarg); break;
         case 11: bad = cli_kv_center("bench", optarg); break;
         case 10: sa.chat = 1; break;
+        case 12: bad = cli_device("bench", optarg, &device); break;
         default: path = NULL, optind = argc; break;
         }
         if (bad) return 2;
@@ -91,6 +93,7 @@ int cli_bench(int argc, char **argv) {
         fprintf(stderr, "usage: tachyon bench -m MODEL [-p 512] [-n 128] [-t THREADS] [-r REPS] [-b BATCH] [-d DEPTH] [--json]\n"
                         "                     [--kv-type|--kv-type-k|--kv-type-v f16|q8_0|q4_0] [--kv-rotate auto|off]\n"
                         "                     [--kv-center auto|off]\n"
+                        "                     [--device cpu|cuda]\n"
                         "                     [--prompt-file FILE [--spec off,ngram,draft,self,auto] [--spec-k K]\n"
                         "                      [--draft-model PATH] [--self-spec-layers L] [--chat]]\n"
                         "  --prompt-file: greedy decode of -n tokens after this prompt, once per --spec mode (interleaved\n"
@@ -107,7 +110,7 @@ int cli_bench(int argc, char **argv) {
         tc_err e = {0};
         model *sm = NULL;
         sa.model_path = path, sa.n_gen = n_gen > 0 ? n_gen : 1, sa.reps = reps, sa.threads = threads;
-        sa.batch = batch, sa.json = json, sa.kv_k = kv_k, sa.kv_v = kv_v;
+        sa.batch = batch, sa.json = json, sa.kv_k = kv_k, sa.kv_v = kv_v, sa.device = device;
         int rc = model_load(path, &sm, &e);
         if (!rc && draft_path) rc = model_load(draft_path, &sa.draft_model, &e);
         for (int i = 0; !rc && i < sa.n_modes; i++)
@@ -128,13 +131,16 @@ int cli_bench(int argc, char **argv) {
     if (!samples || model_load(path, &m, &err)) goto fail;
     const model_hparams *hp = model_get_hparams(m);
     int ctx = (n_prompt > depth + n_gen ? n_prompt : depth + n_gen) + 1;
-    if (gen_open(&g, m, ctx, batch, threads, kv_k, kv_v, &err)) goto fail;
+    if (gen_open(&g, m, device, ctx, batch, threads, kv_k, kv_v, &err)) goto fail;
     toks = malloc(sizeof(int32_t) * (size_t)ctx);
     if (!toks) goto fail;
     srand(1234);
     for (int i = 0; i < ctx; i++) toks[i] = rand() % hp->n_vocab;
 
     const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    char be_name[24]; // the table's backend column
+    if (device == BACKEND_CUDA) snprintf(be_name, sizeof be_name, "CUDA");
+    else snprintf(be_name, sizeof be_name, "CPU-%s", cpu_isa_name(cpu_best_isa()));
     if (!json) {
         printf("| %-34s | %10s | %8s | %-8s | %7s | %8s | %20s |\n", "model", "size", "params", "backend", "threads",
                "test", "t/s");
@@ -154,19 +160,18 @@ int cli_bench(int argc, char **argv) {
         if (tests[k].p || !depth) snprintf(test, sizeof test, "%s%d", tests[k].p ? "pp" : "tg", tests[k].p ? tests[k].p : tests[k].n);
         else snprintf(test, sizeof test, "tg%d@d%d", tests[k].n, depth);
         if (json)
-            printf("{\"model\": \"%s\", \"size\": %llu, \"params\": %llu, \"backend\": \"CPU-%s\", \"threads\": %d, "
+            printf("{\"model\": \"%s\", \"size\": %llu, \"params\": %llu, \"backend\": \"%s\", \"threads\": %d, "
                    "\"test\": \"%s\", \"avg_ts\": %.3f, \"stddev_ts\": %.3f}\n", base,
-                   (unsigned long long)hp->weight_bytes, (unsigned long long)hp->n_params,
-                   cpu_isa_name(cpu_best_isa()), threads, test, s.mean, s.std);
-        else
-            printf("| %-34.34s | %6.2f MiB | %6.2f M | CPU-%-4s | %7d | %8s | %10.2f ± %7.2f |\n", base,
-                   hp->weight_bytes / 1048576.0, hp->n_params / 1e6, cpu_isa_name(cpu_best_isa()), threads, test,
+                   (unsigned long long)hp->weight_bytes, (unsigned long long)hp->n_params, be_name, threads, test,
                    s.mean, s.std);
+        else
+            printf("| %-34.34s | %6.2f MiB | %6.2f M | %-8s | %7d | %8s | %10.2f ± %7.2f |\n", base,
+                   hp->weight_bytes / 1048576.0, hp->n_params / 1e6, be_name, threads, test, s.mean, s.std);
         fflush(stdout);
     }
     // Decode floor: every weight byte is read once per token, except the token embedding when the output
     // projection is separate (one row of it is read).
-    {
+    if (device == BACKEND_CPU) {
         cpu_pool *pool = cpu_pool_new(threads);
         double bw = pool ? cpu_mem_bandwidth(pool) : 0;
         cpu_pool_free(pool);

@@ -1,16 +1,18 @@
 // tachyon logits: run token ids through the forward pass and write every row's logits as raw float32
 // (n_tokens, n_vocab) — the hook that reference tests use to compare against an independent implementation.
 // Rows are computed in chunks of --batch tokens, so the same ids with different chunking must agree.
+// --device cuda runs the same through the CUDA backend (the CPU-vs-CUDA comparison of tests/ref/test_cuda_ref.py).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "backend/backend.h"
 #include "model/kv_center.h"
 #include "model/model.h"
 
 int cli_logits(int argc, char **argv) {
-    const char *path = NULL, *ids_arg = NULL, *out_path = NULL, *kt_arg = "f16", *vt_arg = "f16";
+    const char *path = NULL, *ids_arg = NULL, *out_path = NULL, *kt_arg = "f16", *vt_arg = "f16", *dev_arg = "cpu";
     int batch = 512, threads = 2;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "-m")) path = argv[i + 1];
@@ -21,11 +23,12 @@ int cli_logits(int argc, char **argv) {
         else if (!strcmp(argv[i], "--kv-type")) kt_arg = vt_arg = argv[i + 1];
         else if (!strcmp(argv[i], "--kv-type-k")) kt_arg = argv[i + 1];
         else if (!strcmp(argv[i], "--kv-type-v")) vt_arg = argv[i + 1];
+        else if (!strcmp(argv[i], "--device")) dev_arg = argv[i + 1];
         else path = NULL, i = argc;
     }
     if (!path || !ids_arg || !out_path || batch < 1 || threads < 1) {
         fprintf(stderr, "usage: tachyon logits -m MODEL --ids 1,2,3 -o OUT.f32 [--batch N] [-t THREADS]\n"
-                        "       [--kv-type|--kv-type-k|--kv-type-v f16|q8_0|q4_0]\n");
+                        "       [--kv-type|--kv-type-k|--kv-type-v f16|q8_0|q4_0] [--device cpu|cuda]\n");
         return 2;
     }
     int cap = 1, n = 0;
@@ -34,14 +37,18 @@ int cli_logits(int argc, char **argv) {
     int32_t *seq = calloc((size_t)cap, sizeof(int32_t)), *rows = malloc(sizeof(int32_t) * (size_t)cap);
     tc_err err = {0};
     model *m = NULL;
-    model_ctx *ctx = NULL;
-    model_kv *kv = NULL;
+    backend_device dev = BACKEND_CPU;
+    backend *be = NULL;
+    backend_ctx *ctx = NULL;
+    backend_kv *kv = NULL;
     float *logits = NULL;
     FILE *f = NULL;
     int status = 1;
     tt_type kt = TT_F16, kvt = TT_F16;
     if (!ids || !pos || !seq || !rows) goto fail;
-    if (model_kv_type_parse(kt_arg, &kt, &err) || model_kv_type_parse(vt_arg, &kvt, &err)) goto fail;
+    if (model_kv_type_parse(kt_arg, &kt, &err) || model_kv_type_parse(vt_arg, &kvt, &err) ||
+        backend_device_parse(dev_arg, &dev, &err))
+        goto fail;
     for (char *p = (char *)ids_arg, *end; *p; p = *end ? end + 1 : end) {
         long v = strtol(p, &end, 10);
         if (end == p || (*end && *end != ',')) {
@@ -52,7 +59,9 @@ int cli_logits(int argc, char **argv) {
     }
     if (model_load(path, &m, &err)) goto fail;
     int vocab = model_get_hparams(m)->n_vocab, bs = 16, n_blocks = (n + bs - 1) / bs;
-    if (model_kv_center_init(m, kt, threads, &err) || model_ctx_new(m, batch, threads, &ctx, &err) || model_kv_new(m, n_blocks, bs, kt, kvt, &kv, &err)) goto fail;
+    if (model_kv_center_init(m, kt, threads, &err) || backend_new(m, dev, &be, &err) ||
+        backend_ctx_new(be, batch, threads, &ctx, &err) || backend_kv_new(be, n_blocks, 0, bs, kt, kvt, &kv, &err))
+        goto fail;
     int32_t *table = malloc(sizeof(int32_t) * (size_t)n_blocks);
     logits = malloc(sizeof(float) * (size_t)batch * vocab);
     if (!table || !logits) goto fail;
@@ -68,7 +77,7 @@ int cli_logits(int argc, char **argv) {
         for (int i = 0; i < chunk; i++) rows[i] = i;
         model_batch b = {.n_tokens = chunk, .tokens = ids + done, .pos = pos + done, .seq = seq, .n_seqs = 1,
                          .block_tables = tables, .n_logits = chunk, .logits_rows = rows};
-        if (model_forward(ctx, kv, &b, logits, &err)) {
+        if (backend_forward(ctx, kv, &b, logits, &err)) {
             free(table);
             goto fail;
         }
@@ -82,8 +91,9 @@ fail:
 done:
     if (f) fclose(f);
     free(ids), free(pos), free(seq), free(rows), free(logits);
-    model_kv_free(kv);
-    model_ctx_free(ctx);
+    backend_kv_free(kv);
+    backend_ctx_free(ctx);
+    backend_free(be);
     model_free(m);
     return status;
 }

@@ -19,7 +19,7 @@ static void run_usage(void) {
                     "                   [--chat-template NAME] [--ignore-eos] [--spec off|ngram|draft|self|auto] [--spec-k K]\n"
                     "                   [--draft-model PATH] [--self-spec-layers L]\n"
                     "                   [--kv-type|--kv-type-k|--kv-type-v f16|q8_0|q4_0] [--kv-rotate auto|off]\n"
-                    "                   [--kv-center auto|off]\n"
+                    "                   [--kv-center auto|off] [--device cpu|cuda]\n"
                     "  --spec: speculative decoding; ngram drafts k tokens by prompt lookup whenever it finds a match,\n"
                     "  draft drafts k tokens with --draft-model (same vocabulary as the model), self with the model's\n"
                     "  first L layers (--self-spec-layers, default n_layers/4); auto (default) uses the draft model\n"
@@ -33,6 +33,7 @@ typedef struct run_opts {
     int n_predict, threads, ctx, chat, ignore_eos;
     int spec, spec_k; // spec_mode, drafted tokens per step at most
     tt_type kv_k, kv_v; // KV cache types
+    backend_device device; // --device
     samp_params sp;
 } run_opts;
 
@@ -43,7 +44,7 @@ static int parse(int argc, char **argv, run_opts *o) {
         {"seed", 1, 0, 5}, {"chat", 0, 0, 6}, {"chat-template", 1, 0, 7}, {"repeat-penalty", 1, 0, 8},
         {"ignore-eos", 0, 0, 9}, {"spec", 1, 0, 10}, {"spec-k", 1, 0, 11}, {"kv-type", 1, 0, 12},
         {"kv-type-k", 1, 0, 13}, {"kv-type-v", 1, 0, 14}, {"draft-model", 1, 0, 15}, {"self-spec-layers", 1, 0, 16},
-        {"kv-rotate", 1, 0, 17}, {"kv-center", 1, 0, 18},
+        {"kv-rotate", 1, 0, 17}, {"kv-center", 1, 0, 18}, {"device", 1, 0, 19},
         {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     memset(o, 0, sizeof *o);
     o->n_predict = 128;
@@ -96,6 +97,7 @@ static int parse(int argc, char **argv, run_opts *o) {
         case 16: bad = cli_num("run", "--self-spec-layers", optarg, 1, 1 << 16, &v), o->self_layers = (int)v; break;
         case 17: bad = cli_kv_rotate("run", optarg); break;
         case 18: bad = cli_kv_center("run", optarg); break;
+        case 19: bad = cli_device("run", optarg, &o->device); break;
         default: run_usage(); return -1;
         }
         if (bad) return -1;
@@ -167,7 +169,7 @@ int cli_run(int argc, char **argv) {
     samp_accept_prompt(ss, ids, n_ids);
     int max_batch = n_ids < 512 ? n_ids : 512;
     if (max_batch < SPEC_MAX_K + 1) max_batch = SPEC_MAX_K + 1;
-    if (gen_open(&g, m, ctx, max_batch, o.threads, o.kv_k, o.kv_v, &err)) goto fail;
+    if (gen_open(&g, m, o.device, ctx, max_batch, o.threads, o.kv_k, o.kv_v, &err)) goto fail;
     if (o.draft_model && (o.spec == SPEC_DRAFT || o.spec == SPEC_AUTO) && model_load(o.draft_model, &dm, &err))
         goto fail;
     if (gen_spec_drafter_new(m, dm, o.spec, o.self_layers, ctx, o.spec_k, o.threads, &drafter, &err)) goto fail;

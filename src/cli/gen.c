@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-int gen_open(gen_session *g, model *m, int max_ctx, int max_batch, int n_threads, tt_type k_type, tt_type v_type,
-             tc_err *err) {
+int gen_open(gen_session *g, model *m, backend_device dev, int max_ctx, int max_batch, int n_threads, tt_type k_type,
+             tt_type v_type, tc_err *err) {
     memset(g, 0, sizeof *g);
     g->m = m;
     g->block_size = 16;
@@ -14,9 +14,10 @@ int gen_open(gen_session *g, model *m, int max_ctx, int max_batch, int n_threads
     g->max_batch = max_batch;
     g->n_blocks = (max_ctx + g->block_size - 1) / g->block_size;
     int rc = model_kv_center_init(m, k_type, n_threads, err);
-    if (!rc) rc = model_ctx_new(m, max_batch, n_threads, &g->ctx, err);
+    if (!rc) rc = backend_new(m, dev, &g->be, err);
     if (rc) return rc;
-    if ((rc = model_kv_new(m, g->n_blocks, g->block_size, k_type, v_type, &g->kv, err))) goto fail;
+    if ((rc = backend_ctx_new(g->be, max_batch, n_threads, &g->ctx, err))) goto fail;
+    if ((rc = backend_kv_new(g->be, g->n_blocks, 0, g->block_size, k_type, v_type, &g->kv, err))) goto fail;
     g->blocks = malloc(sizeof(int32_t) * (size_t)g->n_blocks);
     g->pos_buf = malloc(sizeof(int32_t) * (size_t)max_batch);
     g->seq_buf = calloc((size_t)max_batch, sizeof(int32_t));
@@ -33,8 +34,9 @@ fail:
 }
 
 void gen_close(gen_session *g) {
-    model_ctx_free(g->ctx);
-    model_kv_free(g->kv);
+    backend_ctx_free(g->ctx);
+    backend_kv_free(g->kv);
+    backend_free(g->be);
     free(g->blocks), free(g->pos_buf), free(g->seq_buf), free(g->logits);
     memset(g, 0, sizeof *g);
 }
@@ -50,7 +52,7 @@ int gen_eval(gen_session *g, const int32_t *tokens, int n, int pos0, tc_err *err
         int want = done + chunk == n;
         model_batch b = {.n_tokens = chunk, .tokens = tokens + done, .pos = g->pos_buf, .seq = g->seq_buf,
                          .n_seqs = 1, .block_tables = &table, .n_logits = want, .logits_rows = &last};
-        int rc = model_forward(g->ctx, g->kv, &b, g->logits, err);
+        int rc = backend_forward(g->ctx, g->kv, &b, g->logits, err);
         if (rc) return rc;
         done += chunk;
     }
@@ -67,5 +69,5 @@ int gen_eval_rows(gen_session *g, const int32_t *tokens, int n, int pos0, float 
     for (int i = 0; i < n; i++) g->pos_buf[i] = pos0 + i, rows[i] = i;
     model_batch b = {.n_tokens = n, .tokens = tokens, .pos = g->pos_buf, .seq = g->seq_buf, .n_seqs = 1,
                      .block_tables = &table, .n_logits = n, .logits_rows = rows};
-    return model_forward(g->ctx, g->kv, &b, logits, err);
+    return backend_forward(g->ctx, g->kv, &b, logits, err);
 }

@@ -30,6 +30,7 @@ void engine_opts_default(engine_opts *o) {
     o->max_queued_tokens = 0;
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     o->n_threads = n > 0 ? (int)n : 1;
+    o->device = BACKEND_CPU;
     o->prefix_cache = 1;
     o->itl_guard = 2.0f;
     o->itl_guard_fair = 1;
@@ -133,8 +134,7 @@ static int size_pool(engine *e, const model_hparams *hp, tc_err *err) {
         else if (cap_l >= eq) n = nl = eq;
         else nl = cap_l, n = bb_g ? (mem - nl * bb_l) / bb_g : want;
     } else {
-        long pages = sysconf(_SC_AVPHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-        long long avail = pages > 0 && psz > 0 ? (long long)pages * psz / 4 : (long long)1 << 30;
+        long long avail = (long long)backend_kv_mem_default(e->be); // a quarter of the device's free memory
         nl = cap_l < want ? cap_l : want;
         long long fit = bb_g ? (avail - nl * bb_l) / bb_g : want;
         n = want < fit ? want : fit;
@@ -197,8 +197,9 @@ static void engine_destroy(engine *e) {
     free(e->dreqs);
     kv_pool_free(e->pool);
     kv_pool_free(e->pool_swa);
-    model_ctx_free(e->mctx);
-    model_kv_free(e->kv);
+    backend_ctx_free(e->mctx);
+    backend_kv_free(e->kv);
+    backend_free(e->be);
     free(e->b_tokens);
     free(e->b_pos);
     free(e->b_seq);
@@ -238,7 +239,7 @@ static int warm_up(engine *e, int n_blocks, tc_err *err) {
                              .block_tables = tables, .block_tables_swa = e->pool_swa ? tables : NULL,
                              .n_logits = 1, .logits_rows = &last};
             double t0 = tc_now();
-            rc = model_forward(e->mctx, e->kv, &b, e->logits, err);
+            rc = backend_forward(e->mctx, e->kv, &b, e->logits, err);
             if (!rc && rep > 0) sched_observe(e->s, sizes[k], tc_now() - t0); // rep 0 pays page faults
         }
     }
@@ -327,15 +328,17 @@ int engine_new(model *m, const engine_opts *o, engine **out, tc_err *err) {
     if (o->n_eog) memcpy(e->eog, o->eog_ids, (size_t)o->n_eog * sizeof(int32_t));
     e->o.eog_ids = e->eog;
     if ((rc = alloc_scratch(e, err))) goto fail;
+    if ((rc = backend_new(m, o->device, &e->be, err))) goto fail;
     if ((n_blocks = size_pool(e, hp, err)) < 0) {
         rc = n_blocks;
         goto fail;
     }
     // A quantized K cache stores keys minus the model's per-layer mean key (kv_center.h): calibrated once.
     if ((rc = model_kv_center_init(m, o->kv_type_k, o->n_threads, err))) goto fail;
-    if ((rc = model_kv_new_swa(m, n_blocks, e->n_blocks_swa, o->block_size, o->kv_type_k, o->kv_type_v, &e->kv, err)))
+    if ((rc = backend_kv_new(e->be, n_blocks, e->n_blocks_swa, o->block_size, o->kv_type_k, o->kv_type_v, &e->kv,
+                             err)))
         goto fail;
-    if ((rc = model_ctx_new(m, o->max_batch_tokens, o->n_threads, &e->mctx, err))) goto fail;
+    if ((rc = backend_ctx_new(e->be, o->max_batch_tokens, o->n_threads, &e->mctx, err))) goto fail;
     if ((rc = kv_pool_new(n_blocks, o->block_size, &e->pool, err))) goto fail;
     if (e->n_blocks_swa && (rc = kv_pool_new(e->n_blocks_swa, o->block_size, &e->pool_swa, err))) goto fail;
     sched_opts so = {.max_batch_tokens = o->max_batch_tokens, .max_seqs = o->max_seqs,

@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 
+#include "backend/backend.h"
 #include "common/err.h"
 #include "grammar/gram.h"
 #include "model/model.h"
@@ -27,6 +28,7 @@ typedef struct engine_opts {
                             // (the server answers 503). A request that finds a free slot is always admitted.
     int max_queued_tokens;  // prompt tokens waiting at most (0 = unlimited)
     int n_threads;          // compute threads
+    backend_device device;  // where the forward pass runs (BACKEND_CPU default; BACKEND_CUDA: --device cuda)
     int prefix_cache;       // 1: reuse KV of identical prompt prefixes across requests
     float itl_guard;        // > 0: while streams decode, cap a step's tokens so it takes at most itl_guard ×
                             // a decode-only step (chunked prefill sized by measured step cost); 0: off

@@ -44,8 +44,9 @@ struct engine {
     int n_vocab;
     int ctx_limit;       // prompt + generated tokens at most per request (ctx_size, and what the pool holds)
 
-    model_kv *kv;        // owned
-    model_ctx *mctx;     // owned
+    backend *be;         // owned: the model's weights on o.device
+    backend_kv *kv;      // owned
+    backend_ctx *mctx;   // owned
     kv_pool *pool;       // owned
     kv_pool *pool_swa;   // owned; the local layers' blocks of a sliding-window model, or NULL
     int n_blocks_swa;    // its size (0: none)

@@ -353,7 +353,7 @@ static void prompt_logprobs(engine *e, const sched_item *it, const float *rows) 
         if (m == 0) break;
         tc_err err = {0};
         if (pos0 + m >= er->plp_next &&
-            model_logits_rows(e->mctx, rows + (size_t)k * e->dim, m, e->plp_logits, &err) == 0) {
+            backend_logits_rows(e->mctx, rows + (size_t)k * e->dim, m, e->plp_logits, &err) == 0) {
             for (int j = 0; j < m; j++) {
                 int pos = pos0 + j + 1; // the scored prompt token
                 if (pos < er->plp_next) continue;
@@ -404,7 +404,7 @@ void eng_step(engine *e, double now) {
     int rc = 0;
     for (int i = 0; e->fault_pos >= 0 && i < b.n_tokens && !rc; i++)
         if (b.pos[i] >= e->fault_pos) rc = tc_err_set(&err, TC_ERR, "injected fault (TACHYON_FAULT) at position %d", b.pos[i]);
-    if (!rc) rc = model_forward(e->mctx, e->kv, &b, e->logits, &err);
+    if (!rc) rc = backend_forward(e->mctx, e->kv, &b, e->logits, &err);
     if (e->fault_step_ms > 0 || e->fault_token_ms > 0) { // test-only slow engine (TACHYON_FAULT=step_sleep_ms:A:B)
         long ms = e->fault_step_ms + (long)e->fault_token_ms * b.n_tokens;
         struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};

@@ -1,0 +1,155 @@
+// The forward pass on the device: src/model/forward.c's layer sequence over a ragged batch, every step's
+// kernels queued on the context's stream; the host waits once, for the logits. The batch's integers (tokens,
+// positions, sequences, logits/embedding rows, flattened block tables) go up in one copy from pinned memory.
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda/tcu_internal.cuh"
+
+// Grows the tables' part of the staging buffers (host pinned and device) to hold `need` entries. Allocates only
+// when a batch's tables outgrow every earlier one.
+static int grow_tables(tcu_ctx *c, size_t need, char *msg, size_t msg_cap) {
+    if (need <= (size_t)c->table_cap) return 0;
+    size_t cap = (size_t)c->table_cap;
+    while (cap < need) cap *= 2;
+    if (cap > (size_t)1 << 30) return tcu_fail(msg, msg_cap, TC_ERR_INVALID, "cuda: block tables too large");
+    size_t n5 = 5 * (size_t)c->max_tokens;
+    int32_t *h = NULL, *d = NULL;
+    TCU_TRY(cudaStreamSynchronize(c->stream), "sync");
+    TCU_TRY(cudaHostAlloc((void **)&h, (n5 + cap) * sizeof(int32_t), cudaHostAllocDefault), "pinned tables");
+    cudaError_t e = cudaMalloc((void **)&d, (n5 + cap) * sizeof(int32_t));
+    if (e != cudaSuccess) {
+        cudaFreeHost(h);
+        return tcu_fail(msg, msg_cap, TC_ERR_NOMEM, "cuda: block tables: %s", cudaGetErrorString(e));
+    }
+    cudaFreeHost(c->h_ints), cudaFree(c->ints);
+    c->h_ints = h, c->ints = d, c->table_cap = (int)cap;
+    return 0;
+}
+
+// Stages the batch's integers; returns the tables' row stride (entries per sequence) or a negative code.
+static int stage_batch(tcu_ctx *c, const tcu_batch *b, int block_size, char *msg, size_t msg_cap) {
+    int stride = 1;
+    for (int t = 0; t < b->n_tokens; t++)
+        if (b->pos[t] / block_size + 1 > stride) stride = b->pos[t] / block_size + 1;
+    int rc = grow_tables(c, (size_t)b->n_seqs * stride, msg, msg_cap);
+    if (rc) return rc;
+    const size_t n = (size_t)c->max_tokens;
+    int32_t *h = c->h_ints;
+    memcpy(h, b->tokens, (size_t)b->n_tokens * sizeof(int32_t));
+    memcpy(h + n, b->pos, (size_t)b->n_tokens * sizeof(int32_t));
+    memcpy(h + 2 * n, b->seq, (size_t)b->n_tokens * sizeof(int32_t));
+    if (b->n_logits) memcpy(h + 3 * n, b->logits_rows, (size_t)b->n_logits * sizeof(int32_t));
+    if (b->n_embd) memcpy(h + 4 * n, b->embd_rows, (size_t)b->n_embd * sizeof(int32_t));
+    int32_t *tab = h + 5 * n;
+    // each sequence's entries up to the highest position any of its tokens reads (the rest is never read)
+    for (int s = 0; s < b->n_seqs; s++) memset(tab + (size_t)s * stride, 0xff, (size_t)stride * sizeof(int32_t));
+    for (int t = 0; t < b->n_tokens; t++) {
+        int s = b->seq[t], need = b->pos[t] / block_size + 1;
+        memcpy(tab + (size_t)s * stride, b->block_tables[s], (size_t)need * sizeof(int32_t));
+    }
+    size_t total = 5 * n + (size_t)b->n_seqs * stride;
+    TCU_TRY(cudaMemcpyAsync(c->ints, h, total * sizeof(int32_t), cudaMemcpyHostToDevice, c->stream), "batch upload");
+    return stride;
+}
+
+static const float *vec(const tcu_dweight *w) { return (const float *)w->d; }
+
+static void layer(tcu_ctx *c, tcu_kv *kv, int l, int n, const int32_t *d_pos, const int32_t *d_seq,
+                  const int32_t *d_tab, int stride) {
+    const tcu_model *m = c->m;
+    const tcu_model_desc *hp = &m->hp;
+    const tcu_dlayer *L = &m->layers[l];
+    const int dim = hp->dim, hd = hp->head_dim, q_dim = hp->n_heads * hd, kv_dim = hp->n_kv_heads * hd, ffn = hp->ffn_dim;
+    cudaStream_t s = c->stream;
+    tcu_rmsnorm(s, c->xb, dim, c->x, dim, NULL, n, dim, vec(&L->attn_norm), hp->norm_eps);
+    tcu_matmul(s, c->q, q_dim, c->xb, n, &L->wq);
+    tcu_matmul(s, c->k, kv_dim, c->xb, n, &L->wk);
+    tcu_matmul(s, c->v, kv_dim, c->xb, n, &L->wv);
+    if (L->bq.d) tcu_add_bias(s, c->q, vec(&L->bq), n, q_dim);
+    if (L->bk.d) tcu_add_bias(s, c->k, vec(&L->bk), n, kv_dim);
+    if (L->bv.d) tcu_add_bias(s, c->v, vec(&L->bv), n, kv_dim);
+    if (L->q_norm.d) tcu_rmsnorm(s, c->q, hd, c->q, hd, NULL, n * hp->n_heads, hd, vec(&L->q_norm), hp->norm_eps);
+    if (L->k_norm.d) tcu_rmsnorm(s, c->k, hd, c->k, hd, NULL, n * hp->n_kv_heads, hd, vec(&L->k_norm), hp->norm_eps);
+    tcu_rope(s, c->q, c->k, d_pos, n, hp->n_heads, hp->n_kv_heads, hd, hp->rope_dim, hp->rope_scale, m->inv_freq,
+             hp->rope_neox);
+    __half *kc = kv->k + (size_t)l * kv->layer_elems, *vc = kv->v + (size_t)l * kv->layer_elems;
+    tcu_store_kv(s, kc, vc, c->k, c->v, d_tab, stride, d_seq, d_pos, n, hp->n_kv_heads, hd, kv->block_size);
+    tcu_attention(s, c->xb, c->q, kc, vc, d_tab, stride, d_seq, d_pos, n, hp->n_heads, hp->n_kv_heads, hd,
+                  kv->block_size, hp->attn_scale, 0);
+    tcu_matmul(s, c->q, dim, c->xb, n, &L->wo);
+    if (L->attn_post_norm.d) tcu_rmsnorm(s, c->q, dim, c->q, dim, NULL, n, dim, vec(&L->attn_post_norm), hp->norm_eps);
+    tcu_add(s, c->x, c->q, (int64_t)n * dim);
+    tcu_rmsnorm(s, c->xb, dim, c->x, dim, NULL, n, dim, vec(&L->ffn_norm), hp->norm_eps);
+    tcu_matmul(s, c->hb, ffn, c->xb, n, &L->gate);
+    tcu_matmul(s, c->hb2, ffn, c->xb, n, &L->up);
+    tcu_glu(s, c->hb, c->hb2, (int64_t)n * ffn, hp->ffn_gelu);
+    tcu_matmul(s, c->q, dim, c->hb, n, &L->down);
+    if (L->ffn_post_norm.d) tcu_rmsnorm(s, c->q, dim, c->q, dim, NULL, n, dim, vec(&L->ffn_post_norm), hp->norm_eps);
+    tcu_add(s, c->x, c->q, (int64_t)n * dim);
+}
+
+// Output head over n normed rows already in c->xb: tiles of TCU_LOGIT_TILE rows through the device logits
+// buffer, each copied out through pinned memory (and argmax'd on the device when asked).
+static int head(tcu_ctx *c, int n, float *logits, int32_t *argmax, char *msg, size_t msg_cap) {
+    const tcu_model *m = c->m;
+    const int dim = m->hp.dim, nv = m->hp.n_vocab;
+    for (int r0 = 0; r0 < n; r0 += TCU_LOGIT_TILE) {
+        int rows = n - r0 < TCU_LOGIT_TILE ? n - r0 : TCU_LOGIT_TILE;
+        tcu_matmul(c->stream, c->logits, nv, c->xb + (size_t)r0 * dim, rows, &m->output);
+        if (argmax) {
+            tcu_argmax_rows(c->stream, c->argmax, c->logits, rows, nv);
+            TCU_TRY(cudaMemcpyAsync(c->h_argmax, c->argmax, rows * sizeof(int32_t), cudaMemcpyDeviceToHost, c->stream),
+                    "argmax download");
+        }
+        if (logits)
+            TCU_TRY(cudaMemcpyAsync(c->h_logits, c->logits, (size_t)rows * nv * sizeof(float), cudaMemcpyDeviceToHost,
+                                    c->stream), "logits download");
+        TCU_TRY(cudaStreamSynchronize(c->stream), "forward");
+        TCU_TRY(cudaGetLastError(), "kernel launch");
+        if (logits) memcpy(logits + (size_t)r0 * nv, c->h_logits, (size_t)rows * nv * sizeof(float));
+        if (argmax) memcpy(argmax + r0, c->h_argmax, rows * sizeof(int32_t));
+    }
+    return 0;
+}
+
+extern "C" int tcu_forward(tcu_ctx *c, tcu_kv *kv, const tcu_batch *b, int n_layers, float *logits, int32_t *argmax,
+                           char *msg, size_t msg_cap) {
+    const tcu_model *m = c->m;
+    const tcu_model_desc *hp = &m->hp;
+    const int n = b->n_tokens, dim = hp->dim;
+    if (n <= 0 || n > c->max_tokens || n_layers < 1 || n_layers > hp->n_layers || kv->m != m)
+        return tcu_fail(msg, msg_cap, TC_ERR_INVALID, "cuda: batch of %d tokens (max %d), %d layers", n, c->max_tokens,
+                        n_layers);
+    int stride = stage_batch(c, b, kv->block_size, msg, msg_cap);
+    if (stride < 0) return stride;
+    const size_t nn = (size_t)c->max_tokens;
+    const int32_t *d_tok = c->ints, *d_pos = c->ints + nn, *d_seq = c->ints + 2 * nn;
+    const int32_t *d_lrows = c->ints + 3 * nn, *d_erows = c->ints + 4 * nn, *d_tab = c->ints + 5 * nn;
+    tcu_embed(c->stream, c->x, &m->tok_embd, d_tok, n, hp->embd_scale);
+    for (int l = 0; l < n_layers; l++) layer(c, kv, l, n, d_pos, d_seq, d_tab, stride);
+    if (b->n_embd > 0) {
+        tcu_rmsnorm(c->stream, c->xb, dim, c->x, dim, d_erows, b->n_embd, dim, vec(&m->output_norm), hp->norm_eps);
+        TCU_TRY(cudaMemcpyAsync(c->h_rows, c->xb, (size_t)b->n_embd * dim * sizeof(float), cudaMemcpyDeviceToHost,
+                                c->stream), "embedding download");
+        TCU_TRY(cudaStreamSynchronize(c->stream), "forward");
+        memcpy(b->embd, c->h_rows, (size_t)b->n_embd * dim * sizeof(float));
+    }
+    if (b->n_logits == 0) {
+        TCU_TRY(cudaStreamSynchronize(c->stream), "forward");
+        TCU_TRY(cudaGetLastError(), "kernel launch");
+        return 0;
+    }
+    tcu_rmsnorm(c->stream, c->xb, dim, c->x, dim, d_lrows, b->n_logits, dim, vec(&m->output_norm), hp->norm_eps);
+    return head(c, b->n_logits, logits, argmax, msg, msg_cap);
+}
+
+extern "C" int tcu_logits_rows(tcu_ctx *c, const float *normed, int n, float *logits, char *msg, size_t msg_cap) {
+    const int dim = c->m->hp.dim;
+    if (n < 0 || n > c->max_tokens) return tcu_fail(msg, msg_cap, TC_ERR_INVALID, "%d rows (max %d)", n, c->max_tokens);
+    if (n == 0) return 0;
+    memcpy(c->h_rows, normed, (size_t)n * dim * sizeof(float));
+    TCU_TRY(cudaMemcpyAsync(c->xb, c->h_rows, (size_t)n * dim * sizeof(float), cudaMemcpyHostToDevice, c->stream),
+            "rows upload");
+    return head(c, n, logits, NULL, msg, msg_cap);
+}

@@ -1,0 +1,123 @@
+// Private to src/cuda/: the device objects behind tcu.h's handles, and the launchers each .cu file exports
+// to the forward pass (no relocatable device code: kernels are launched from the file that defines them).
+#ifndef TACHYON_CUDA_TCU_INTERNAL_CUH
+#define TACHYON_CUDA_TCU_INTERNAL_CUH
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "common/err.h"
+#include "cuda/tcu.h"
+#include "cuda/tcu_quant.h"
+
+// A weight in device memory; d NULL: absent.
+struct tcu_dweight {
+    int type;
+    const uint8_t *d;
+    int64_t rows, cols;
+    size_t row_bytes;
+};
+
+struct tcu_dlayer {
+    tcu_dweight attn_norm, wq, wk, wv, wo, bq, bk, bv, q_norm, k_norm;
+    tcu_dweight ffn_norm, gate, up, down, attn_post_norm, ffn_post_norm;
+};
+
+#define TCU_MAX_ALLOCS 4096
+
+struct tcu_model {
+    tcu_model_desc hp;      // the description's scalars (its pointers are not kept)
+    float *inv_freq;        // device (rope_dim/2)
+    tcu_dweight tok_embd, output, output_norm;
+    tcu_dlayer *layers;     // host array (n_layers) of device weights
+    void *allocs[TCU_MAX_ALLOCS]; // device buffers owned, freed in reverse
+    const void *alloc_src[TCU_MAX_ALLOCS]; // host source of each (a tied output reuses tok_embd's upload)
+    int n_allocs;
+};
+
+struct tcu_kv {
+    tcu_model *m;
+    int n_blocks, block_size;
+    size_t layer_elems;     // halves per layer: n_blocks · n_kv_heads · block_size · head_dim
+    __half *k, *v;          // (n_layers, n_blocks, n_kv_heads, block_size, head_dim)
+};
+
+#define TCU_LOGIT_TILE 32   // logits rows per output-head pass (bounds the device logits buffer)
+
+struct tcu_ctx {
+    tcu_model *m;
+    int max_tokens;
+    cudaStream_t stream;
+    // device activations, sized once for max_tokens rows
+    float *x;    // (max_tokens, dim) residual stream
+    float *xb;   // (max_tokens, wide) normed input / attention output; wide = max(dim, q_dim)
+    float *q;    // (max_tokens, wide) queries; output of the o/down projections
+    float *k, *v;     // (max_tokens, kv_dim)
+    float *hb, *hb2;  // (max_tokens, ffn_dim)
+    float *logits;    // (TCU_LOGIT_TILE, n_vocab)
+    int32_t *argmax;  // (TCU_LOGIT_TILE)
+    int32_t *ints;    // device copy of h_ints
+    // pinned host staging: tokens, pos, seq, logits rows, embd rows (max_tokens each), then the block tables
+    int32_t *h_ints;
+    int table_cap;    // int32 entries of the tables' part of ints / h_ints
+    float *h_logits;  // (TCU_LOGIT_TILE, n_vocab) pinned
+    int32_t *h_argmax; // (TCU_LOGIT_TILE) pinned
+    float *h_rows;    // (max_tokens, dim) pinned: embedding rows out, normed rows in (tcu_logits_rows)
+};
+
+// msg helpers: format into (msg, cap) and return code.
+static inline int tcu_fail(char *msg, size_t cap, int code, const char *fmt, ...) {
+    if (msg && cap) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, cap, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+
+#define TCU_TRY(call, what)                                                                                     \
+    do {                                                                                                        \
+        cudaError_t e_ = (call);                                                                                \
+        if (e_ != cudaSuccess)                                                                                  \
+            return tcu_fail(msg, msg_cap, e_ == cudaErrorMemoryAllocation ? TC_ERR_NOMEM : TC_ERR, "cuda: %s: %s", \
+                            what, cudaGetErrorString(e_));                                                      \
+    } while (0)
+
+// --- launchers (all asynchronous on stream s)
+
+// tcu_ops.cu
+// out rows (n, len) with stride ld_out = RMSNorm of x rows (rows[i] if rows, else i) with stride ld_x, times w
+// (len, may be NULL); as ops_rmsnorm (sum of squares in double).
+void tcu_rmsnorm(cudaStream_t s, float *out, int ld_out, const float *x, int ld_x, const int32_t *rows, int n,
+                 int len, const float *w, float eps);
+// x (n, d) += b (d)
+void tcu_add_bias(cudaStream_t s, float *x, const float *b, int n, int d);
+// x (n) += y
+void tcu_add(cudaStream_t s, float *x, const float *y, int64_t n);
+// g (n) = act(g)·u, act SiLU or tanh-GELU
+void tcu_glu(cudaStream_t s, float *g, const float *u, int64_t n, int gelu);
+// x (n, dim) = rows tokens[t] of the embedding (any tcu type), times scale
+void tcu_embed(cudaStream_t s, float *x, const tcu_dweight *e, const int32_t *tokens, int n, float scale);
+// Rotates q (n, n_heads, head_dim) and k (n, n_kv, head_dim) in place at positions pos (ops_rope's convention;
+// angles pos·scale·inv_freq_i in double, as ops_rope_angles).
+void tcu_rope(cudaStream_t s, float *q, float *k, const int32_t *pos, int n, int n_heads, int n_kv, int head_dim,
+              int rope_dim, float scale, const float *inv_freq, int neox);
+// Writes k, v (n, n_kv, head_dim) as f16 into the paged layer caches at each token's (block, slot).
+void tcu_store_kv(cudaStream_t s, __half *kc, __half *vc, const float *k, const float *v, const int32_t *tables,
+                  int stride, const int32_t *seq, const int32_t *pos, int n, int n_kv, int head_dim, int block_size);
+// out[r] = argmax of logits row r (n_vocab), ties to the lowest id, NaN never wins
+void tcu_argmax_rows(cudaStream_t s, int32_t *out, const float *logits, int n, int n_vocab);
+
+// tcu_matmul.cu: out (n, w.rows) with row stride ld_out = x (n, w.cols) @ wᵀ, dequantizing w on the fly.
+void tcu_matmul(cudaStream_t s, float *out, int ld_out, const float *x, int n, const tcu_dweight *w);
+
+// tcu_attn.cu: out (n, n_heads·hd) = softmax(q·Kᵀ·scale)·V per token and query head, over positions
+// [first, pos[t]] of the token's sequence (first from the window; 0 without one), reading the paged f16 cache.
+void tcu_attention(cudaStream_t s, float *out, const float *q, const __half *kc, const __half *vc,
+                   const int32_t *tables, int stride, const int32_t *seq, const int32_t *pos, int n, int n_heads,
+                   int n_kv, int head_dim, int block_size, float scale, int window);
+
+#endif

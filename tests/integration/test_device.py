@@ -8,7 +8,9 @@ import subprocess
 
 import pytest
 
-from conftest import BIN, ROOT, STORIES
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+BIN = os.environ.get("TACHYON_BIN", os.path.join(ROOT, "build", "tachyon"))
+STORIES = os.path.join(ROOT, "..", "shared", "testdata", "models", "stories260K.gguf")
 
 CUDA_WHY = ("built without CUDA", "no CUDA device", "cannot use device")
 

@@ -61,6 +61,7 @@ serve: build models
 unit: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 	@grep -h "ISA levels tested" $(BUILD)/Testing/Temporary/LastTest.log || true
+	@grep -h "SKIPPED" $(BUILD)/Testing/Temporary/LastTest.log || true
 
 # Timing thresholds (tests marked bench) are left to `make bench`: they need an idle machine.
 pytest: build models venv

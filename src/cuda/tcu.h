@@ -85,6 +85,16 @@ int tcu_forward(tcu_ctx *c, tcu_kv *kv, const tcu_batch *b, int n_layers, float 
 // Logits (n, n_vocab) of n final-normed host rows (n <= max_tokens).
 int tcu_logits_rows(tcu_ctx *c, const float *normed, int n, float *logits, char *msg, size_t msg_cap);
 
+// --- test hooks (tests/unit/test_cuda_kernels.c): one kernel on host data, synchronously, on a stream of its own.
+// out (n, rows) = x (n, cols) @ wᵀ, w (rows, cols) of type `type` (row_bytes per row) in host memory.
+int tcu_test_matmul(int type, const void *w, int64_t rows, int64_t cols, size_t row_bytes, const float *x, int n,
+                    float *out, char *msg, size_t msg_cap);
+// out (n_heads, head_dim) = attention of one query token at position n_pos - 1 of one sequence: q (n_heads,
+// head_dim); k, v: one layer's host f16 cache (n_blocks, n_kv, block_size, head_dim); blocks: its table.
+int tcu_test_attention(const float *q, const uint16_t *k, const uint16_t *v, int n_blocks, const int32_t *blocks,
+                       int n_pos, int n_heads, int n_kv, int head_dim, int block_size, float scale, int window,
+                       float *out, char *msg, size_t msg_cap);
+
 #ifdef __cplusplus
 }
 #endif

@@ -44,9 +44,14 @@ static int stage_batch(tcu_ctx *c, const tcu_batch *b, int block_size, char *msg
     int32_t *tab = h + 5 * n;
     // each sequence's entries up to the highest position any of its tokens reads (the rest is never read)
     for (int s = 0; s < b->n_seqs; s++) memset(tab + (size_t)s * stride, 0xff, (size_t)stride * sizeof(int32_t));
+    int last = -1, copied = 0; // a sequence's tokens are usually adjacent: copy only entries not yet copied
     for (int t = 0; t < b->n_tokens; t++) {
         int s = b->seq[t], need = b->pos[t] / block_size + 1;
-        memcpy(tab + (size_t)s * stride, b->block_tables[s], (size_t)need * sizeof(int32_t));
+        if (s != last) last = s, copied = 0;
+        if (need > copied) {
+            memcpy(tab + (size_t)s * stride + copied, b->block_tables[s] + copied, (size_t)(need - copied) * sizeof(int32_t));
+            copied = need;
+        }
     }
     size_t total = 5 * n + (size_t)b->n_seqs * stride;
     TCU_TRY(cudaMemcpyAsync(c->ints, h, total * sizeof(int32_t), cudaMemcpyHostToDevice, c->stream), "batch upload");

@@ -16,25 +16,27 @@ __global__ void k_matmul(float *out, int ld_out, const float *x, int n, int type
     if (r >= rows) return; // whole warps leave together (r is uniform over the warp)
     const uint8_t *row = w + (size_t)r * row_bytes;
     float acc[TN];
+#pragma unroll
     for (int t = 0; t < TN; t++) acc[t] = 0.0f;
     const int n_chunks = (cols + TCU_CHUNK - 1) / TCU_CHUNK;
     float wv[TCU_CHUNK];
     for (int c = lane; c < n_chunks; c += 32) {
         tcu_deq_chunk(type, row, c, cols, wv);
-        const int nv = cols - c * TCU_CHUNK < TCU_CHUNK ? cols - c * TCU_CHUNK : TCU_CHUNK;
-        for (int t = 0; t < TN; t++) {
-            if (t0 + t >= n) break;
-            const float *xr = x + (size_t)(t0 + t) * cols + (size_t)c * TCU_CHUNK;
-            float s = 0.0f;
-            if (nv == TCU_CHUNK) {
+        const int nv = cols - c * TCU_CHUNK; // values of this chunk: 32, or fewer in a plain row's last chunk
+        const float *xc = x + (size_t)t0 * cols + (size_t)c * TCU_CHUNK;
 #pragma unroll
-                for (int l = 0; l < TCU_CHUNK; l++) s += wv[l] * xr[l];
-            } else {
-                for (int l = 0; l < nv; l++) s += wv[l] * xr[l];
+        for (int t = 0; t < TN; t++) {
+            if (t0 + t < n) { // predicated, not a loop exit: acc and wv stay in registers
+                const float *xr = xc + (size_t)t * cols;
+                float s = 0.0f;
+#pragma unroll
+                for (int l = 0; l < TCU_CHUNK; l++)
+                    if (l < nv) s += wv[l] * xr[l];
+                acc[t] += s;
             }
-            acc[t] += s;
         }
     }
+#pragma unroll
     for (int t = 0; t < TN; t++) {
         float v = acc[t];
         for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);

@@ -89,11 +89,12 @@ int tcu_logits_rows(tcu_ctx *c, const float *normed, int n, float *logits, char 
 // out (n, rows) = x (n, cols) @ wᵀ, w (rows, cols) of type `type` (row_bytes per row) in host memory.
 int tcu_test_matmul(int type, const void *w, int64_t rows, int64_t cols, size_t row_bytes, const float *x, int n,
                     float *out, char *msg, size_t msg_cap);
-// out (n_heads, head_dim) = attention of one query token at position n_pos - 1 of one sequence: q (n_heads,
-// head_dim); k, v: one layer's host f16 cache (n_blocks, n_kv, block_size, head_dim); blocks: its table.
+// out (n_rows, n_heads, head_dim) = attention of n_rows consecutive query rows of one sequence at positions
+// n_pos - n_rows .. n_pos - 1 (a prefill chunk; 1: a decode row): q (n_rows, n_heads, head_dim); k, v: one
+// layer's host f16 cache (n_blocks, n_kv, block_size, head_dim); blocks: the sequence's table.
 int tcu_test_attention(const float *q, const uint16_t *k, const uint16_t *v, int n_blocks, const int32_t *blocks,
-                       int n_pos, int n_heads, int n_kv, int head_dim, int block_size, float scale, int window,
-                       float *out, char *msg, size_t msg_cap);
+                       int n_rows, int n_pos, int n_heads, int n_kv, int head_dim, int block_size, float scale,
+                       int window, float *out, char *msg, size_t msg_cap);
 
 #ifdef __cplusplus
 }

@@ -13,7 +13,7 @@ static int grow_tables(tcu_ctx *c, size_t need, char *msg, size_t msg_cap) {
     size_t cap = (size_t)c->table_cap;
     while (cap < need) cap *= 2;
     if (cap > (size_t)1 << 30) return tcu_fail(msg, msg_cap, TC_ERR_INVALID, "cuda: block tables too large");
-    size_t n5 = 5 * (size_t)c->max_tokens;
+    size_t n5 = TCU_NI * (size_t)c->max_tokens;
     int32_t *h = NULL, *d = NULL;
     TCU_TRY(cudaStreamSynchronize(c->stream), "sync");
     TCU_TRY(cudaHostAlloc((void **)&h, (n5 + cap) * sizeof(int32_t), cudaHostAllocDefault), "pinned tables");
@@ -27,8 +27,9 @@ static int grow_tables(tcu_ctx *c, size_t need, char *msg, size_t msg_cap) {
     return 0;
 }
 
-// Stages the batch's integers; returns the tables' row stride (entries per sequence) or a negative code.
-static int stage_batch(tcu_ctx *c, const tcu_batch *b, int block_size, char *msg, size_t msg_cap) {
+// Stages the batch's integers; returns the tables' row stride (entries per sequence) or a negative code, and the
+// number of attention tiles in *n_tiles.
+static int stage_batch(tcu_ctx *c, const tcu_batch *b, int block_size, int *n_tiles, char *msg, size_t msg_cap) {
     int stride = 1;
     for (int t = 0; t < b->n_tokens; t++)
         if (b->pos[t] / block_size + 1 > stride) stride = b->pos[t] / block_size + 1;
@@ -41,7 +42,8 @@ static int stage_batch(tcu_ctx *c, const tcu_batch *b, int block_size, char *msg
     memcpy(h + 2 * n, b->seq, (size_t)b->n_tokens * sizeof(int32_t));
     if (b->n_logits) memcpy(h + 3 * n, b->logits_rows, (size_t)b->n_logits * sizeof(int32_t));
     if (b->n_embd) memcpy(h + 4 * n, b->embd_rows, (size_t)b->n_embd * sizeof(int32_t));
-    int32_t *tab = h + 5 * n;
+    *n_tiles = tcu_attn_tiles(h + 5 * n, b->pos, b->seq, b->n_tokens);
+    int32_t *tab = h + TCU_NI * n;
     // each sequence's entries up to the highest position any of its tokens reads (the rest is never read)
     for (int s = 0; s < b->n_seqs; s++) memset(tab + (size_t)s * stride, 0xff, (size_t)stride * sizeof(int32_t));
     int last = -1, copied = 0; // a sequence's tokens are usually adjacent: copy only entries not yet copied
@@ -53,15 +55,20 @@ static int stage_batch(tcu_ctx *c, const tcu_batch *b, int block_size, char *msg
             copied = need;
         }
     }
-    size_t total = 5 * n + (size_t)b->n_seqs * stride;
+    size_t total = TCU_NI * n + (size_t)b->n_seqs * stride;
     TCU_TRY(cudaMemcpyAsync(c->ints, h, total * sizeof(int32_t), cudaMemcpyHostToDevice, c->stream), "batch upload");
     return stride;
 }
 
 static const float *vec(const tcu_dweight *w) { return (const float *)w->d; }
 
-static void layer(tcu_ctx *c, tcu_kv *kv, int l, int n, const int32_t *d_pos, const int32_t *d_seq,
-                  const int32_t *d_tab, int stride) {
+// The batch's device integers (tcu_ctx.ints): positions, sequences, attention tiles, block tables.
+typedef struct dev_batch {
+    const int32_t *pos, *seq, *tiles, *tab;
+    int n_tiles, stride;
+} dev_batch;
+
+static void layer(tcu_ctx *c, tcu_kv *kv, int l, int n, const dev_batch *db) {
     const tcu_model *m = c->m;
     const tcu_model_desc *hp = &m->hp;
     const tcu_dlayer *L = &m->layers[l];
@@ -76,12 +83,12 @@ static void layer(tcu_ctx *c, tcu_kv *kv, int l, int n, const int32_t *d_pos, co
     if (L->bv.d) tcu_add_bias(s, c->v, vec(&L->bv), n, kv_dim);
     if (L->q_norm.d) tcu_rmsnorm(s, c->q, hd, c->q, hd, NULL, n * hp->n_heads, hd, vec(&L->q_norm), hp->norm_eps);
     if (L->k_norm.d) tcu_rmsnorm(s, c->k, hd, c->k, hd, NULL, n * hp->n_kv_heads, hd, vec(&L->k_norm), hp->norm_eps);
-    tcu_rope(s, c->q, c->k, d_pos, n, hp->n_heads, hp->n_kv_heads, hd, hp->rope_dim, hp->rope_scale, m->inv_freq,
+    tcu_rope(s, c->q, c->k, db->pos, n, hp->n_heads, hp->n_kv_heads, hd, hp->rope_dim, hp->rope_scale, m->inv_freq,
              hp->rope_neox);
     __half *kc = kv->k + (size_t)l * kv->layer_elems, *vc = kv->v + (size_t)l * kv->layer_elems;
-    tcu_store_kv(s, kc, vc, c->k, c->v, d_tab, stride, d_seq, d_pos, n, hp->n_kv_heads, hd, kv->block_size);
-    tcu_attention(s, c->xb, c->q, kc, vc, d_tab, stride, d_seq, d_pos, n, hp->n_heads, hp->n_kv_heads, hd,
-                  kv->block_size, hp->attn_scale, 0);
+    tcu_store_kv(s, kc, vc, c->k, c->v, db->tab, db->stride, db->seq, db->pos, n, hp->n_kv_heads, hd, kv->block_size);
+    tcu_attention(s, c->xb, c->q, kc, vc, db->tab, db->stride, db->seq, db->pos, db->tiles, db->n_tiles, hp->n_heads,
+                  hp->n_kv_heads, hd, kv->block_size, hp->attn_scale, 0);
     tcu_matmul(s, c->q, dim, c->xb, n, &L->wo);
     if (L->attn_post_norm.d) tcu_rmsnorm(s, c->q, dim, c->q, dim, NULL, n, dim, vec(&L->attn_post_norm), hp->norm_eps);
     tcu_add(s, c->x, c->q, (int64_t)n * dim);
@@ -126,13 +133,14 @@ extern "C" int tcu_forward(tcu_ctx *c, tcu_kv *kv, const tcu_batch *b, int n_lay
     if (n <= 0 || n > c->max_tokens || n_layers < 1 || n_layers > hp->n_layers || kv->m != m)
         return tcu_fail(msg, msg_cap, TC_ERR_INVALID, "cuda: batch of %d tokens (max %d), %d layers", n, c->max_tokens,
                         n_layers);
-    int stride = stage_batch(c, b, kv->block_size, msg, msg_cap);
+    int n_tiles = 0, stride = stage_batch(c, b, kv->block_size, &n_tiles, msg, msg_cap);
     if (stride < 0) return stride;
     const size_t nn = (size_t)c->max_tokens;
-    const int32_t *d_tok = c->ints, *d_pos = c->ints + nn, *d_seq = c->ints + 2 * nn;
-    const int32_t *d_lrows = c->ints + 3 * nn, *d_erows = c->ints + 4 * nn, *d_tab = c->ints + 5 * nn;
+    const int32_t *d_tok = c->ints, *d_lrows = c->ints + 3 * nn, *d_erows = c->ints + 4 * nn;
+    const dev_batch db = {.pos = c->ints + nn, .seq = c->ints + 2 * nn, .tiles = c->ints + 5 * nn,
+                          .tab = c->ints + TCU_NI * nn, .n_tiles = n_tiles, .stride = stride};
     tcu_embed(c->stream, c->x, &m->tok_embd, d_tok, n, hp->embd_scale);
-    for (int l = 0; l < n_layers; l++) layer(c, kv, l, n, d_pos, d_seq, d_tab, stride);
+    for (int l = 0; l < n_layers; l++) layer(c, kv, l, n, &db);
     if (b->n_embd > 0) {
         tcu_rmsnorm(c->stream, c->xb, dim, c->x, dim, d_erows, b->n_embd, dim, vec(&m->output_norm), hp->norm_eps);
         TCU_TRY(cudaMemcpyAsync(c->h_rows, c->xb, (size_t)b->n_embd * dim * sizeof(float), cudaMemcpyDeviceToHost,

@@ -44,6 +44,7 @@ struct tcu_kv {
     __half *k, *v;          // (n_layers, n_blocks, n_kv_heads, block_size, head_dim)
 };
 
+#define TCU_NI 6           // max_tokens-sized regions of the staged integers (tcu_ctx.h_ints)
 #define TCU_LOGIT_TILE 32   // logits rows per output-head pass (bounds the device logits buffer)
 
 struct tcu_ctx {
@@ -59,7 +60,8 @@ struct tcu_ctx {
     float *logits;    // (TCU_LOGIT_TILE, n_vocab)
     int32_t *argmax;  // (TCU_LOGIT_TILE)
     int32_t *ints;    // device copy of h_ints
-    // pinned host staging: tokens, pos, seq, logits rows, embd rows (max_tokens each), then the block tables
+    // pinned host staging: tokens, pos, seq, logits rows, embd rows, attention tiles (TCU_NI regions of max_tokens
+    // each), then the block tables
     int32_t *h_ints;
     int table_cap;    // int32 entries of the tables' part of ints / h_ints
     float *h_logits;  // (TCU_LOGIT_TILE, n_vocab) pinned
@@ -116,8 +118,13 @@ void tcu_matmul(cudaStream_t s, float *out, int ld_out, const float *x, int n, c
 
 // tcu_attn.cu: out (n, n_heads·hd) = softmax(q·Kᵀ·scale)·V per token and query head, over positions
 // [first, pos[t]] of the token's sequence (first from the window; 0 without one), reading the paged f16 cache.
+// The rows go in tiles (tcu_attn_tiles) of consecutive positions of one sequence.
+#define TCU_ATT_TQ 8  // query rows per tile (warps per thread block)
+#define TCU_ATT_TK 32 // K/V positions staged in shared memory at a time
+// Host: cuts rows 0..n into tiles, each (first row | rows << 17); returns how many (<= n).
+int tcu_attn_tiles(int32_t *tiles, const int32_t *pos, const int32_t *seq, int n);
 void tcu_attention(cudaStream_t s, float *out, const float *q, const __half *kc, const __half *vc,
-                   const int32_t *tables, int stride, const int32_t *seq, const int32_t *pos, int n, int n_heads,
-                   int n_kv, int head_dim, int block_size, float scale, int window);
+                   const int32_t *tables, int stride, const int32_t *seq, const int32_t *pos, const int32_t *tiles,
+                   int n_tiles, int n_heads, int n_kv, int head_dim, int block_size, float scale, int window);
 
 #endif

@@ -176,8 +176,8 @@ extern "C" int tcu_ctx_new(tcu_model *m, int max_tokens, tcu_ctx **out, char *ms
     ALLOC(c->hb2, n * hp->ffn_dim * sizeof(float));
     ALLOC(c->logits, (size_t)TCU_LOGIT_TILE * hp->n_vocab * sizeof(float));
     ALLOC(c->argmax, TCU_LOGIT_TILE * sizeof(int32_t));
-    ALLOC(c->ints, (5 * n + (size_t)c->table_cap) * sizeof(int32_t));
-    HOST(c->h_ints, (5 * n + (size_t)c->table_cap) * sizeof(int32_t));
+    ALLOC(c->ints, (TCU_NI * n + (size_t)c->table_cap) * sizeof(int32_t));
+    HOST(c->h_ints, (TCU_NI * n + (size_t)c->table_cap) * sizeof(int32_t));
     HOST(c->h_logits, (size_t)TCU_LOGIT_TILE * hp->n_vocab * sizeof(float));
     HOST(c->h_argmax, TCU_LOGIT_TILE * sizeof(int32_t));
     HOST(c->h_rows, n * hp->dim * sizeof(float));

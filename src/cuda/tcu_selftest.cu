@@ -45,30 +45,36 @@ extern "C" int tcu_test_matmul(int type, const void *w, int64_t rows, int64_t co
 }
 
 extern "C" int tcu_test_attention(const float *q, const uint16_t *k, const uint16_t *v, int n_blocks,
-                                  const int32_t *blocks, int n_pos, int n_heads, int n_kv, int head_dim,
+                                  const int32_t *blocks, int n_rows, int n_pos, int n_heads, int n_kv, int head_dim,
                                   int block_size, float scale, int window, float *out, char *msg, size_t msg_cap) {
     int rc = tcu_device_check(msg, msg_cap);
     if (rc) return rc;
-    if (head_dim > 256 || n_kv <= 0 || n_heads % n_kv || n_pos <= 0)
+    if (head_dim > 256 || n_kv <= 0 || n_heads % n_kv || n_rows <= 0 || n_rows > 4096 || n_pos < n_rows)
         return tcu_fail(msg, msg_cap, TC_ERR_INVALID, "tcu_test_attention: bad geometry");
     const size_t cache = (size_t)n_blocks * n_kv * block_size * head_dim * sizeof(uint16_t);
+    const size_t q_bytes = sizeof(float) * (size_t)n_rows * n_heads * head_dim;
     const int n_tab = (n_pos + block_size - 1) / block_size;
-    const int32_t seq0 = 0, pos = n_pos - 1;
+    int32_t *ints = (int32_t *)malloc(sizeof(int32_t) * 3 * (size_t)n_rows); // seq, pos, tiles
+    if (!ints) return tcu_fail(msg, msg_cap, TC_ERR_NOMEM, "out of memory");
+    int32_t *seq = ints, *pos = ints + n_rows, *tiles = ints + 2 * n_rows;
+    for (int i = 0; i < n_rows; i++) seq[i] = 0, pos[i] = n_pos - n_rows + i;
+    const int n_tiles = tcu_attn_tiles(tiles, pos, seq, n_rows);
     tcu_scratch sc = {};
-    void *dq, *dk, *dv, *dtab, *dseq, *dpos, *dout;
-    TCU_TRY(cudaStreamCreate(&sc.s), "stream");
-    TCU_TRY(up(sc, &dq, q, sizeof(float) * (size_t)n_heads * head_dim), "q");
-    TCU_TRY(up(sc, &dk, k, cache), "k");
-    TCU_TRY(up(sc, &dv, v, cache), "v");
-    TCU_TRY(up(sc, &dtab, blocks, sizeof(int32_t) * (size_t)n_tab), "table");
-    TCU_TRY(up(sc, &dseq, &seq0, sizeof seq0), "seq");
-    TCU_TRY(up(sc, &dpos, &pos, sizeof pos), "pos");
-    TCU_TRY(up(sc, &dout, NULL, sizeof(float) * (size_t)n_heads * head_dim), "out");
+    void *dq, *dk, *dv, *dtab, *dints, *dout;
+    cudaError_t e = cudaStreamCreate(&sc.s);
+    if (e == cudaSuccess) e = up(sc, &dq, q, q_bytes);
+    if (e == cudaSuccess) e = up(sc, &dk, k, cache);
+    if (e == cudaSuccess) e = up(sc, &dv, v, cache);
+    if (e == cudaSuccess) e = up(sc, &dtab, blocks, sizeof(int32_t) * (size_t)n_tab);
+    if (e == cudaSuccess) e = up(sc, &dints, ints, sizeof(int32_t) * 3 * (size_t)n_rows);
+    if (e == cudaSuccess) e = up(sc, &dout, NULL, q_bytes);
+    free(ints);
+    TCU_TRY(e, "upload");
+    const int32_t *di = (const int32_t *)dints;
     tcu_attention(sc.s, (float *)dout, (const float *)dq, (const __half *)dk, (const __half *)dv, (const int32_t *)dtab,
-                  n_tab, (const int32_t *)dseq, (const int32_t *)dpos, 1, n_heads, n_kv, head_dim, block_size, scale,
-                  window);
+                  n_tab, di, di + n_rows, di + 2 * n_rows, n_tiles, n_heads, n_kv, head_dim, block_size, scale, window);
     TCU_TRY(cudaGetLastError(), "attention launch");
     TCU_TRY(cudaStreamSynchronize(sc.s), "attention");
-    TCU_TRY(cudaMemcpy(out, dout, sizeof(float) * (size_t)n_heads * head_dim, cudaMemcpyDeviceToHost), "download");
+    TCU_TRY(cudaMemcpy(out, dout, q_bytes, cudaMemcpyDeviceToHost), "download");
     return 0;
 }

@@ -66,31 +66,36 @@ static void check_matmul(tt_type type, int rows, int cols, int n) {
     free(w), free(wf), free(x), free(out);
 }
 
-static void check_attention(int n_heads, int n_kv, int hd, int bs, int n_pos, int window) {
+// n_rows query rows at positions n_pos - n_rows .. n_pos - 1 (tiles of 8 on the device), each against the CPU's
+// scalar kernel at its own position.
+static void check_attention(int n_heads, int n_kv, int hd, int bs, int n_rows, int n_pos, int window) {
     const int n_blocks = (n_pos + bs - 1) / bs + 3;
-    size_t cache = (size_t)n_blocks * n_kv * bs * hd;
+    size_t cache = (size_t)n_blocks * n_kv * bs * hd, qn = (size_t)n_rows * n_heads * hd;
     uint16_t *k = malloc(cache * 2), *v = malloc(cache * 2);
-    float *q = malloc(sizeof(float) * (size_t)n_heads * hd), *out = malloc(sizeof(float) * (size_t)n_heads * hd);
-    float *ref = malloc(sizeof(float) * (size_t)n_heads * hd);
+    float *q = malloc(sizeof(float) * qn), *out = malloc(sizeof(float) * qn), *ref = malloc(sizeof(float) * qn);
     int32_t *blocks = malloc(sizeof(int32_t) * (size_t)n_blocks);
     CHECK(k && v && q && out && ref && blocks);
     for (size_t i = 0; i < cache; i++) k[i] = tt_f32_to_f16(rng_sym()), v[i] = tt_f32_to_f16(rng_sym());
-    for (int i = 0; i < n_heads * hd; i++) q[i] = 2.0f * rng_sym();
+    for (size_t i = 0; i < qn; i++) q[i] = 2.0f * rng_sym();
     for (int i = 0; i < n_blocks; i++) blocks[i] = n_blocks - 1 - i; // permuted: exercises the table
     float scale = 1.0f / sqrtf((float)hd);
     char msg[512];
-    int rc = tcu_test_attention(q, k, v, n_blocks, blocks, n_pos, n_heads, n_kv, hd, bs, scale, window, out, msg,
-                                sizeof msg);
+    int rc = tcu_test_attention(q, k, v, n_blocks, blocks, n_rows, n_pos, n_heads, n_kv, hd, bs, scale, window, out,
+                                msg, sizeof msg);
     CHECK_MSG(rc == 0, "attention: %s", msg);
     attn_geom geo = {.n_kv_heads = n_kv, .head_dim = hd, .block_size = bs, .n_rep = n_heads / n_kv, .scale = scale,
                      .window = window, .k_type = TT_F16, .v_type = TT_F16};
-    for (int h = 0; h < n_kv; h++)
-        attn_tile_scalar(ref + (size_t)h * geo.n_rep * hd, q + (size_t)h * geo.n_rep * hd, k, v, blocks, n_pos, h, &geo);
+    for (int r = 0; r < n_rows; r++)
+        for (int h = 0; h < n_kv; h++) {
+            size_t off = ((size_t)r * n_heads + (size_t)h * geo.n_rep) * hd;
+            attn_tile_scalar(ref + off, q + off, k, v, blocks, n_pos - n_rows + r + 1, h, &geo);
+        }
     double worst = 0;
-    for (int i = 0; rc == 0 && i < n_heads * hd; i++) worst = fmax(worst, fabs(out[i] - ref[i]));
-    CHECK_MSG(worst < 1e-5, "attention %d/%d heads, hd %d, %d positions: max diff %.3g", n_heads, n_kv, hd, n_pos, worst);
-    printf("attention %2d/%d heads, hd %3d, bs %2d, %4d positions, window %d: max diff %.2g\n", n_heads, n_kv, hd, bs,
-           n_pos, window, worst);
+    for (size_t i = 0; rc == 0 && i < qn; i++) worst = fmax(worst, fabs(out[i] - ref[i]));
+    CHECK_MSG(worst < 1e-5, "attention %d/%d heads, hd %d, %d rows to %d: max diff %.3g", n_heads, n_kv, hd, n_rows,
+              n_pos, worst);
+    printf("attention %2d/%d heads, hd %3d, bs %2d, %3d rows to position %4d, window %d: max diff %.2g\n", n_heads,
+           n_kv, hd, bs, n_rows, n_pos, window, worst);
     free(k), free(v), free(q), free(out), free(ref), free(blocks);
 }
 
@@ -106,11 +111,13 @@ int main(void) {
         check_matmul(types[i], 64, 768, 13); // prefill: a partial tile of 8 tokens
     }
     check_matmul(TT_F32, 33, 172, 5); // a plain row whose length is not a multiple of 32 (stories260K's ffn)
-    check_attention(8, 4, 8, 16, 37, 0);    // stories260K's geometry: head dim below a warp
-    check_attention(9, 3, 64, 16, 300, 0);  // SmolLM2's
-    check_attention(16, 8, 128, 16, 1000, 0);
-    check_attention(8, 1, 256, 32, 77, 0);  // gemma's head dim
-    check_attention(8, 2, 64, 16, 300, 64); // a sliding window
+    check_attention(8, 4, 8, 16, 1, 37, 0);     // stories260K's geometry (head dim below a warp), decode
+    check_attention(8, 4, 8, 16, 37, 37, 0);    // its prefill from position 0: tiles of 8 and a partial one
+    check_attention(9, 3, 64, 16, 1, 300, 0);   // SmolLM2's, decode
+    check_attention(9, 3, 64, 16, 13, 300, 0);  // a chunk at a depth
+    check_attention(16, 8, 128, 16, 1, 1000, 0);
+    check_attention(8, 1, 256, 32, 20, 77, 0);  // gemma's head dim
+    check_attention(8, 2, 64, 16, 11, 300, 64); // a sliding window
     TEST_MAIN_END();
 }
 

@@ -51,6 +51,8 @@ class Server:
         os.makedirs(os.path.dirname(self.log_path), exist_ok=True)
         self.log = open(self.log_path, "w")
         cmd = [BIN, "serve", "-m", model, "--host", self.host, "--port", str(self.port)] + [str(a) for a in args]
+        if os.environ.get("TACHYON_TEST_DEVICE"):  # e.g. cuda: every server of the suite on that backend
+            cmd += ["--device", os.environ["TACHYON_TEST_DEVICE"]]
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, cwd=ROOT)
         self.saw_503 = False
         t0 = time.time()

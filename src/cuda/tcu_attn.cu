@@ -16,7 +16,7 @@ __global__ void k_attention(float *out, const float *q, const __half *kc, const 
                             int n_kv, int head_dim, int block_size, float scale, int window) {
     __shared__ __half ks[TCU_ATT_TK * 256], vs[TCU_ATT_TK * 256];
     const int lane = threadIdx.x % 32, w = threadIdx.x / 32;
-    const int tile = tiles[blockIdx.x], t0 = tile & 0x1ffff, nt = tile >> 17;
+    const int tile = tiles[blockIdx.x], t0 = tile & ((1 << TCU_TILE_SHIFT) - 1), nt = tile >> TCU_TILE_SHIFT;
     const int qh = blockIdx.y, h = qh / (n_heads / n_kv);
     const int t = t0 + (w < nt ? w : nt - 1); // idle warps shadow the last row and write nothing
     const size_t q_off = ((size_t)t * n_heads + qh) * head_dim;
@@ -72,17 +72,6 @@ __global__ void k_attention(float *out, const float *q, const __half *kc, const 
         int i = lane + 32 * j;
         if (i < head_dim) out[q_off + i] = o[j] * inv;
     }
-}
-
-int tcu_attn_tiles(int32_t *tiles, const int32_t *pos, const int32_t *seq, int n) {
-    int n_tiles = 0;
-    for (int t = 0; t < n;) {
-        int nt = 1;
-        while (nt < TCU_ATT_TQ && t + nt < n && seq[t + nt] == seq[t] && pos[t + nt] == pos[t + nt - 1] + 1) nt++;
-        tiles[n_tiles++] = t | nt << 17;
-        t += nt;
-    }
-    return n_tiles;
 }
 
 void tcu_attention(cudaStream_t s, float *out, const float *q, const __half *kc, const __half *vc,

@@ -30,9 +30,7 @@ static int grow_tables(tcu_ctx *c, size_t need, char *msg, size_t msg_cap) {
 // Stages the batch's integers; returns the tables' row stride (entries per sequence) or a negative code, and the
 // number of attention tiles in *n_tiles.
 static int stage_batch(tcu_ctx *c, const tcu_batch *b, int block_size, int *n_tiles, char *msg, size_t msg_cap) {
-    int stride = 1;
-    for (int t = 0; t < b->n_tokens; t++)
-        if (b->pos[t] / block_size + 1 > stride) stride = b->pos[t] / block_size + 1;
+    int stride = tcu_tables_stride(b->pos, b->n_tokens, block_size);
     int rc = grow_tables(c, (size_t)b->n_seqs * stride, msg, msg_cap);
     if (rc) return rc;
     const size_t n = (size_t)c->max_tokens;
@@ -43,18 +41,7 @@ static int stage_batch(tcu_ctx *c, const tcu_batch *b, int block_size, int *n_ti
     if (b->n_logits) memcpy(h + 3 * n, b->logits_rows, (size_t)b->n_logits * sizeof(int32_t));
     if (b->n_embd) memcpy(h + 4 * n, b->embd_rows, (size_t)b->n_embd * sizeof(int32_t));
     *n_tiles = tcu_attn_tiles(h + 5 * n, b->pos, b->seq, b->n_tokens);
-    int32_t *tab = h + TCU_NI * n;
-    // each sequence's entries up to the highest position any of its tokens reads (the rest is never read)
-    for (int s = 0; s < b->n_seqs; s++) memset(tab + (size_t)s * stride, 0xff, (size_t)stride * sizeof(int32_t));
-    int last = -1, copied = 0; // a sequence's tokens are usually adjacent: copy only entries not yet copied
-    for (int t = 0; t < b->n_tokens; t++) {
-        int s = b->seq[t], need = b->pos[t] / block_size + 1;
-        if (s != last) last = s, copied = 0;
-        if (need > copied) {
-            memcpy(tab + (size_t)s * stride + copied, b->block_tables[s] + copied, (size_t)(need - copied) * sizeof(int32_t));
-            copied = need;
-        }
-    }
+    tcu_stage_tables(h + TCU_NI * n, stride, b->block_tables, b->n_seqs, b->pos, b->seq, b->n_tokens, block_size);
     size_t total = TCU_NI * n + (size_t)b->n_seqs * stride;
     TCU_TRY(cudaMemcpyAsync(c->ints, h, total * sizeof(int32_t), cudaMemcpyHostToDevice, c->stream), "batch upload");
     return stride;

@@ -11,6 +11,7 @@
 #include "common/err.h"
 #include "cuda/tcu.h"
 #include "cuda/tcu_quant.h"
+#include "cuda/tcu_stage.h"
 
 // A weight in device memory; d NULL: absent.
 struct tcu_dweight {
@@ -118,11 +119,8 @@ void tcu_matmul(cudaStream_t s, float *out, int ld_out, const float *x, int n, c
 
 // tcu_attn.cu: out (n, n_heads·hd) = softmax(q·Kᵀ·scale)·V per token and query head, over positions
 // [first, pos[t]] of the token's sequence (first from the window; 0 without one), reading the paged f16 cache.
-// The rows go in tiles (tcu_attn_tiles) of consecutive positions of one sequence.
-#define TCU_ATT_TQ 8  // query rows per tile (warps per thread block)
+// The rows go in tiles (tcu_attn_tiles, tcu_stage.h) of consecutive positions of one sequence.
 #define TCU_ATT_TK 32 // K/V positions staged in shared memory at a time
-// Host: cuts rows 0..n into tiles, each (first row | rows << 17); returns how many (<= n).
-int tcu_attn_tiles(int32_t *tiles, const int32_t *pos, const int32_t *seq, int n);
 void tcu_attention(cudaStream_t s, float *out, const float *q, const __half *kc, const __half *vc,
                    const int32_t *tables, int stride, const int32_t *seq, const int32_t *pos, const int32_t *tiles,
                    int n_tiles, int n_heads, int n_kv, int head_dim, int block_size, float scale, int window);

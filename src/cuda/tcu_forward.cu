@@ -24,6 +24,7 @@ static int grow_tables(tcu_ctx *c, size_t need, char *msg, size_t msg_cap) {
     }
     cudaFreeHost(c->h_ints), cudaFree(c->ints);
     c->h_ints = h, c->ints = d, c->table_cap = (int)cap;
+    if (c->graph) cudaGraphExecDestroy(c->graph), c->graph = NULL; // it reads the old buffer
     return 0;
 }
 
@@ -31,6 +32,12 @@ static int grow_tables(tcu_ctx *c, size_t need, char *msg, size_t msg_cap) {
 // number of attention tiles in *n_tiles.
 static int stage_batch(tcu_ctx *c, const tcu_batch *b, int block_size, int *n_tiles, char *msg, size_t msg_cap) {
     int stride = tcu_tables_stride(b->pos, b->n_tokens, block_size);
+    if (c->graphs) // a power of two: a captured step stays valid while sequences grow
+        for (int p2 = 1;; p2 *= 2)
+            if (p2 >= stride) {
+                stride = p2;
+                break;
+            }
     int rc = grow_tables(c, (size_t)b->n_seqs * stride, msg, msg_cap);
     if (rc) return rc;
     const size_t n = (size_t)c->max_tokens;
@@ -49,9 +56,9 @@ static int stage_batch(tcu_ctx *c, const tcu_batch *b, int block_size, int *n_ti
 
 static const float *vec(const tcu_dweight *w) { return (const float *)w->d; }
 
-// The batch's device integers (tcu_ctx.ints): positions, sequences, attention tiles, block tables.
+// The batch's device integers (tcu_ctx.ints): tokens, positions, sequences, logits rows, attention tiles, tables.
 typedef struct dev_batch {
-    const int32_t *pos, *seq, *tiles, *tab;
+    const int32_t *tok, *pos, *seq, *lrows, *tiles, *tab;
     int n_tiles, stride;
 } dev_batch;
 
@@ -86,6 +93,48 @@ static void layer(tcu_ctx *c, tcu_kv *kv, int l, int n, const dev_batch *db) {
     tcu_matmul(s, c->q, dim, c->hb, n, &L->down);
     if (L->ffn_post_norm.d) tcu_rmsnorm(s, c->q, dim, c->q, dim, NULL, n, dim, vec(&L->ffn_post_norm), hp->norm_eps);
     tcu_add(s, c->x, c->q, (int64_t)n * dim);
+}
+
+// Everything from the embedding to the final norm of the logits rows (into xb), queued on the stream.
+static void body(tcu_ctx *c, tcu_kv *kv, int n, int n_layers, int n_logits, const dev_batch *db) {
+    const tcu_model *m = c->m;
+    const int dim = m->hp.dim;
+    tcu_embed(c->stream, c->x, &m->tok_embd, db->tok, n, m->hp.embd_scale);
+    for (int l = 0; l < n_layers; l++) layer(c, kv, l, n, db);
+    if (n_logits > 0)
+        tcu_rmsnorm(c->stream, c->xb, dim, c->x, dim, db->lrows, n_logits, dim, vec(&m->output_norm), m->hp.norm_eps);
+}
+
+// body() as a CUDA graph: replays the captured one when the step has its shape, else captures it again. Returns 0
+// (nothing queued; the caller runs body() itself) when capture fails, which turns graphs off for this context.
+static int run_graph(tcu_ctx *c, tcu_kv *kv, int n, int n_layers, int n_logits, const dev_batch *db) {
+    // every argument of every launch that can change between steps (the activations are the context's own)
+    const long long key[TCU_GRAPH_KEY] = {n, db->n_tiles, db->stride, n_layers, n_logits, (long long)(uintptr_t)kv->k,
+                                          (long long)(uintptr_t)kv->v, kv->block_size, (long long)kv->layer_elems};
+    if (!c->graph || memcmp(key, c->graph_key, sizeof key)) {
+        if (c->graph) cudaGraphExecDestroy(c->graph), c->graph = NULL;
+        cudaGraph_t g = NULL;
+        cudaError_t e = cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeThreadLocal);
+        if (e == cudaSuccess) {
+            body(c, kv, n, n_layers, n_logits, db);
+            e = cudaStreamEndCapture(c->stream, &g);
+        }
+        if (e == cudaSuccess) e = cudaGraphInstantiate(&c->graph, g, 0);
+        if (g) cudaGraphDestroy(g);
+        if (e != cudaSuccess) {
+            (void)cudaGetLastError(); // clear it: the step runs without a graph
+            c->graph = NULL, c->graphs = 0;
+            return 0;
+        }
+        memcpy(c->graph_key, key, sizeof key);
+    }
+    if (cudaGraphLaunch(c->graph, c->stream) != cudaSuccess) {
+        (void)cudaGetLastError();
+        cudaGraphExecDestroy(c->graph);
+        c->graph = NULL, c->graphs = 0;
+        return 0;
+    }
+    return 1;
 }
 
 // Output head over n normed rows already in c->xb: tiles of TCU_LOGIT_TILE rows through the device logits
@@ -123,14 +172,14 @@ extern "C" int tcu_forward(tcu_ctx *c, tcu_kv *kv, const tcu_batch *b, int n_lay
     int n_tiles = 0, stride = stage_batch(c, b, kv->block_size, &n_tiles, msg, msg_cap);
     if (stride < 0) return stride;
     const size_t nn = (size_t)c->max_tokens;
-    const int32_t *d_tok = c->ints, *d_lrows = c->ints + 3 * nn, *d_erows = c->ints + 4 * nn;
-    const dev_batch db = {.pos = c->ints + nn, .seq = c->ints + 2 * nn, .tiles = c->ints + 5 * nn,
-                          .tab = c->ints + TCU_NI * nn, .n_tiles = n_tiles, .stride = stride};
-    tcu_embed(c->stream, c->x, &m->tok_embd, d_tok, n, hp->embd_scale);
-    for (int l = 0; l < n_layers; l++) layer(c, kv, l, n, &db);
-    if (b->n_embd > 0) {
-        tcu_rmsnorm(c->stream, c->xb, dim, c->x, dim, d_erows, b->n_embd, dim, vec(&m->output_norm), hp->norm_eps);
-        TCU_TRY(cudaMemcpyAsync(c->h_rows, c->xb, (size_t)b->n_embd * dim * sizeof(float), cudaMemcpyDeviceToHost,
+    const int32_t *d_erows = c->ints + 4 * nn;
+    const dev_batch db = {.tok = c->ints, .pos = c->ints + nn, .seq = c->ints + 2 * nn, .lrows = c->ints + 3 * nn,
+                          .tiles = c->ints + 5 * nn, .tab = c->ints + TCU_NI * nn, .n_tiles = n_tiles, .stride = stride};
+    if (!(c->graphs && b->n_embd == 0 && n <= TCU_GRAPH_MAX_TOKENS && run_graph(c, kv, n, n_layers, b->n_logits, &db)))
+        body(c, kv, n, n_layers, b->n_logits, &db);
+    if (b->n_embd > 0) { // into q (free after the layers): xb holds the logits rows' normed states
+        tcu_rmsnorm(c->stream, c->q, dim, c->x, dim, d_erows, b->n_embd, dim, vec(&m->output_norm), hp->norm_eps);
+        TCU_TRY(cudaMemcpyAsync(c->h_rows, c->q, (size_t)b->n_embd * dim * sizeof(float), cudaMemcpyDeviceToHost,
                                 c->stream), "embedding download");
         TCU_TRY(cudaStreamSynchronize(c->stream), "forward");
         memcpy(b->embd, c->h_rows, (size_t)b->n_embd * dim * sizeof(float));
@@ -140,7 +189,6 @@ extern "C" int tcu_forward(tcu_ctx *c, tcu_kv *kv, const tcu_batch *b, int n_lay
         TCU_TRY(cudaGetLastError(), "kernel launch");
         return 0;
     }
-    tcu_rmsnorm(c->stream, c->xb, dim, c->x, dim, d_lrows, b->n_logits, dim, vec(&m->output_norm), hp->norm_eps);
     return head(c, b->n_logits, logits, argmax, msg, msg_cap);
 }
 

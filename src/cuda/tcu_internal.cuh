@@ -68,7 +68,16 @@ struct tcu_ctx {
     float *h_logits;  // (TCU_LOGIT_TILE, n_vocab) pinned
     int32_t *h_argmax; // (TCU_LOGIT_TILE) pinned
     float *h_rows;    // (max_tokens, dim) pinned: embedding rows out, normed rows in (tcu_logits_rows)
+    // CUDA graph of a step's kernels (TACHYON_CUDA_GRAPHS=1, steps of up to TCU_GRAPH_MAX_TOKENS rows: decode):
+    // replayed while the step's shape is the same, captured again when it changes
+    int graphs;              // 1: on
+    cudaGraphExec_t graph;   // the captured step, or NULL
+    long long graph_key[9];  // what it was captured for: rows, tiles, table stride, layers, logits rows, the KV
+                             // pool's buffers and geometry (run_graph in tcu_forward.cu)
 };
+
+#define TCU_GRAPH_MAX_TOKENS 256
+#define TCU_GRAPH_KEY 9
 
 // msg helpers: format into (msg, cap) and return code.
 static inline int tcu_fail(char *msg, size_t cap, int code, const char *fmt, ...) {

@@ -162,6 +162,8 @@ extern "C" int tcu_ctx_new(tcu_model *m, int max_tokens, tcu_ctx **out, char *ms
     size_t n = (size_t)max_tokens, q_dim = (size_t)hp->n_heads * hp->head_dim, kv_dim = (size_t)hp->n_kv_heads * hp->head_dim;
     size_t wide = q_dim > (size_t)hp->dim ? q_dim : (size_t)hp->dim;
     c->table_cap = 4096;
+    const char *g = getenv("TACHYON_CUDA_GRAPHS");
+    c->graphs = g && !strcmp(g, "1");
     cudaError_t e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking);
 #define ALLOC(ptr, bytes) \
     if (e == cudaSuccess) e = cudaMalloc((void **)&(ptr), (bytes))
@@ -195,6 +197,7 @@ extern "C" int tcu_ctx_new(tcu_model *m, int max_tokens, tcu_ctx **out, char *ms
 extern "C" void tcu_ctx_free(tcu_ctx *c) {
     if (!c) return;
     if (c->stream) cudaStreamSynchronize(c->stream);
+    if (c->graph) cudaGraphExecDestroy(c->graph);
     cudaFree(c->x), cudaFree(c->xb), cudaFree(c->q), cudaFree(c->k), cudaFree(c->v);
     cudaFree(c->hb), cudaFree(c->hb2), cudaFree(c->logits), cudaFree(c->argmax), cudaFree(c->ints);
     cudaFreeHost(c->h_ints), cudaFreeHost(c->h_logits), cudaFreeHost(c->h_argmax), cudaFreeHost(c->h_rows);

@@ -9,7 +9,8 @@ went unchecked. What they check when a GPU is there:
 - SmolLM2-135M-Instruct Q4_1 (quant weights, tied Q8_0 head): the 200-token text's logits against the CPU in
   reference-precision mode — mean KL and top-1 agreement — and against the float64 reference;
 - batch invariance on the device: logits in chunks of 1, 7 and 200 rows are bit-identical;
-- greedy generation: `run --device cuda` reproduces llama.cpp's golden continuations of stories260K.
+- greedy generation: `run --device cuda` reproduces llama.cpp's golden continuations of stories260K;
+- CUDA graphs (TACHYON_CUDA_GRAPHS=1): replayed steps give the same logits bit for bit as direct launches.
 
 The bounds marked PROVISIONAL were set before any GPU run (no GPU was lent when this was written): the first
 run on a GPU records the measured values here and tightens them (docs/CUDA.md lists what is unverified).
@@ -49,10 +50,10 @@ CUDA_ENV = dict(os.environ)
 PRECISE_ENV = dict(os.environ, TACHYON_PRECISE="1")
 
 
-def cuda_logits(model, ids, tmp_path, batch=512):
+def cuda_logits(model, ids, tmp_path, batch=512, env=None):
     out = tmp_path / f"cuda_logits_{batch}.f32"
     run("logits", "-m", model, "--ids", ",".join(map(str, ids)), "-o", str(out), "--batch", str(batch),
-        "--device", "cuda", env=CUDA_ENV)
+        "--device", "cuda", env=env or CUDA_ENV)
     return np.fromfile(out, dtype=np.float32).reshape(len(ids), -1)
 
 
@@ -108,3 +109,13 @@ def test_cuda_stories260k_golden(case):
     out = run("run", "-m", STORIES, "-p", case["prompt"], "-n", str(case["n_predict"]), "--ignore-eos",
               "--device", "cuda")
     assert out[:-1] == case["continuation"], f"got {out!r}"
+
+
+@needs_cuda
+def test_cuda_graphs_same_logits(smol_text_ids, tmp_path):
+    """Decode-sized steps (chunks of 1 and 7 rows) replayed from a captured graph equal the direct launches."""
+    ids = smol_text_ids[:48]
+    for b in (1, 7):
+        direct = cuda_logits(SMOL, ids, tmp_path, batch=b)
+        graphed = cuda_logits(SMOL, ids, tmp_path, batch=b, env=dict(os.environ, TACHYON_CUDA_GRAPHS="1"))
+        assert np.array_equal(direct, graphed), f"chunks of {b}: max diff {np.abs(direct - graphed).max()}"

@@ -10,36 +10,15 @@ cache stays as close to f16 as without (a transform that were not exact, e.g. a 
 the keys a query sees, or keys scaled without the queries, moves the logits far); a bad --kv-center value is
 refused. The tests fail when the subtraction is dropped (no KL gain), made per-row, or the queries' inverse
 scale is dropped (KL 1.5: checked)."""
-import json
 import os
 import subprocess
 
 import pytest
 
 from conftest import BIN, SMOL
-from test_perplexity import TEXT
-
-CTX, CHUNKS = 128, 4
+from test_kv_rotate import base, ppl  # noqa: F401 (the same runner and f16 base run: base is a fixture)
 
 pytestmark = pytest.mark.skipif(not os.path.exists(SMOL), reason="SmolLM2 not present")
-
-
-def ppl(*args, env=None):
-    p = subprocess.run([BIN, "perplexity", "-m", SMOL, "-c", str(CTX), "--chunks", str(CHUNKS), "--json",
-                        *map(str, args)], capture_output=True, text=True, timeout=300,
-                       env={**os.environ, **(env or {})})
-    assert p.returncode == 0, p.stderr
-    return json.loads(p.stdout)
-
-
-@pytest.fixture(scope="module")
-def base(tmp_path_factory):
-    d = tmp_path_factory.mktemp("kvcenter")
-    text = d / "text.txt"
-    text.write_text(TEXT * 2)
-    saved = d / "f16.bin"
-    ppl("-f", text, "--save-logits", saved)
-    return str(text), str(saved), d
 
 
 def test_f16_cache_never_centered(base):

@@ -160,19 +160,15 @@ static void cuda_ctx_free(void *p) {
     free(c);
 }
 
-// forward.c's validate() and more: every block-table entry a token's attention reads must be a block of the
-// pool (the CPU trusts entries below the token's own block; a device must not read outside its buffers).
+// model_batch_check, and more than forward.c's validate(): every block-table entry a token's attention reads
+// must be a block of the pool (the CPU trusts entries below the token's own block; a device must not read
+// outside its buffers).
 static int validate(const cuda_ctx *c, const cuda_kv *kv, const model_batch *b, tc_err *err) {
-    const model_hparams *hp = &c->w->m->hp;
-    if (b->n_tokens <= 0 || b->n_tokens > c->max_tokens)
-        return tc_err_set(err, TC_ERR_INVALID, "batch of %d tokens (max %d)", b->n_tokens, c->max_tokens);
+    int rc = model_batch_check(b, c->max_tokens, c->w->m->hp.n_vocab, err);
+    if (rc) return rc;
     if (kv->w != c->w) return tc_err_set(err, TC_ERR_INVALID, "KV cache was made for another model");
     int last_seq = -1, checked = 0; // entries [0, checked) of last_seq's table are known good
     for (int t = 0; t < b->n_tokens; t++) {
-        if (b->tokens[t] < 0 || b->tokens[t] >= hp->n_vocab)
-            return tc_err_set(err, TC_ERR_INVALID, "token id %d out of range [0, %d)", b->tokens[t], hp->n_vocab);
-        if (b->seq[t] < 0 || b->seq[t] >= b->n_seqs || b->pos[t] < 0)
-            return tc_err_set(err, TC_ERR_INVALID, "row %d: bad sequence %d or position %d", t, b->seq[t], b->pos[t]);
         if (b->seq[t] != last_seq) last_seq = b->seq[t], checked = 0;
         const int32_t *tab = b->block_tables[b->seq[t]];
         for (int k = checked; k <= b->pos[t] / kv->block_size; k++)
@@ -180,12 +176,6 @@ static int validate(const cuda_ctx *c, const cuda_kv *kv, const model_batch *b, 
                 return tc_err_set(err, TC_ERR_INVALID, "row %d: KV block %d (entry %d) out of range", t, tab[k], k);
         if (b->pos[t] / kv->block_size + 1 > checked) checked = b->pos[t] / kv->block_size + 1;
     }
-    for (int i = 0; i < b->n_logits; i++)
-        if (b->logits_rows[i] < 0 || b->logits_rows[i] >= b->n_tokens || (i && b->logits_rows[i] <= b->logits_rows[i - 1]))
-            return tc_err_set(err, TC_ERR_INVALID, "logits rows must be ascending rows of the batch");
-    for (int i = 0; i < b->n_embd; i++)
-        if (!b->embd || b->embd_rows[i] < 0 || b->embd_rows[i] >= b->n_tokens)
-            return tc_err_set(err, TC_ERR_INVALID, "embedding rows must be rows of the batch, with an output");
     return 0;
 }
 

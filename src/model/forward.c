@@ -178,17 +178,31 @@ static void attn_run(void *arg, int ith, int nth) {
     }
 }
 
+int model_batch_check(const model_batch *b, int max_tokens, int n_vocab, tc_err *err) {
+    if (b->n_tokens <= 0 || b->n_tokens > max_tokens)
+        return tc_err_set(err, TC_ERR_INVALID, "batch of %d tokens (max %d)", b->n_tokens, max_tokens);
+    for (int t = 0; t < b->n_tokens; t++) {
+        if (b->tokens[t] < 0 || b->tokens[t] >= n_vocab)
+            return tc_err_set(err, TC_ERR_INVALID, "token id %d out of range [0, %d)", b->tokens[t], n_vocab);
+        if (b->seq[t] < 0 || b->seq[t] >= b->n_seqs || b->pos[t] < 0)
+            return tc_err_set(err, TC_ERR_INVALID, "row %d: bad sequence %d or position %d", t, b->seq[t], b->pos[t]);
+    }
+    for (int i = 0; i < b->n_logits; i++)
+        if (b->logits_rows[i] < 0 || b->logits_rows[i] >= b->n_tokens || (i && b->logits_rows[i] <= b->logits_rows[i - 1]))
+            return tc_err_set(err, TC_ERR_INVALID, "logits rows must be ascending rows of the batch");
+    for (int i = 0; i < b->n_embd; i++)
+        if (!b->embd || b->embd_rows[i] < 0 || b->embd_rows[i] >= b->n_tokens)
+            return tc_err_set(err, TC_ERR_INVALID, "embedding rows must be rows of the batch, with an output");
+    return 0;
+}
+
 static int validate(const model_ctx *c, const model_kv *kv, const model_batch *b, tc_err *err) {
     const model_hparams *hp = &c->m->hp;
-    if (b->n_tokens <= 0 || b->n_tokens > c->max_tokens)
-        return tc_err_set(err, TC_ERR_INVALID, "batch of %d tokens (max %d)", b->n_tokens, c->max_tokens);
+    int rc = model_batch_check(b, c->max_tokens, hp->n_vocab, err);
+    if (rc) return rc;
     if (kv->n_layers != hp->n_layers || kv->n_kv_heads != hp->n_kv_heads || kv->head_dim != hp->head_dim)
         return tc_err_set(err, TC_ERR_INVALID, "KV cache was made for another model");
     for (int t = 0; t < b->n_tokens; t++) {
-        if (b->tokens[t] < 0 || b->tokens[t] >= hp->n_vocab)
-            return tc_err_set(err, TC_ERR_INVALID, "token id %d out of range [0, %d)", b->tokens[t], hp->n_vocab);
-        if (b->seq[t] < 0 || b->seq[t] >= b->n_seqs || b->pos[t] < 0)
-            return tc_err_set(err, TC_ERR_INVALID, "row %d: bad sequence %d or position %d", t, b->seq[t], b->pos[t]);
         int blk = b->block_tables[b->seq[t]][b->pos[t] / kv->block_size];
         if (blk < 0 || blk >= kv->n_blocks)
             return tc_err_set(err, TC_ERR_INVALID, "row %d: KV block %d out of range", t, blk);
@@ -201,12 +215,6 @@ static int validate(const model_ctx *c, const model_kv *kv, const model_batch *b
                                       t, st[k], k);
         }
     }
-    for (int i = 0; i < b->n_logits; i++)
-        if (b->logits_rows[i] < 0 || b->logits_rows[i] >= b->n_tokens || (i && b->logits_rows[i] <= b->logits_rows[i - 1]))
-            return tc_err_set(err, TC_ERR_INVALID, "logits rows must be ascending rows of the batch");
-    for (int i = 0; i < b->n_embd; i++)
-        if (!b->embd || b->embd_rows[i] < 0 || b->embd_rows[i] >= b->n_tokens)
-            return tc_err_set(err, TC_ERR_INVALID, "embedding rows must be rows of the batch, with an output");
     return 0;
 }
 
@@ -361,9 +369,10 @@ int model_forward_layers(model_ctx *c, model_kv *kv, const model_batch *b, int n
     c->geo.k_type = c->geo_swa.k_type = kv->k_type;
     c->geo.v_type = c->geo_swa.v_type = kv->v_type;
     // As llama.cpp: K rotated when the K cache is quantized, V when the V cache is; an f16 cache is untouched.
-    c->rot_k = c->rot_block && kv->k_type != TT_F16 && kv->k_type != TT_F32;
-    c->rot_v = c->rot_block && kv->v_type != TT_F16 && kv->v_type != TT_F32;
-    int qk = kv->k_type != TT_F16 && kv->k_type != TT_F32;
+    const int qk = kv->k_type != TT_F16 && kv->k_type != TT_F32, qv = kv->v_type != TT_F16 && kv->v_type != TT_F32;
+    c->rot_k = c->rot_block && qk;
+    c->rot_v = c->rot_block && qv;
+    // K centering and balance (kv_center.h): likewise only for a quantized K cache
     c->center_k = qk ? m->k_center_neg : NULL;
     c->k_scale = qk ? m->k_scale : NULL;
     c->q_scale = qk ? m->q_scale : NULL;

@@ -99,6 +99,11 @@ typedef struct model_batch {
     const int32_t *embd_rows; // (n_embd)
     float *embd;              // (n_embd, dim)
 } model_batch;
+// What every backend checks of a batch before running it, whatever its KV cache: 1..max_tokens rows, token ids
+// in [0, n_vocab), each row's sequence in [0, n_seqs) and position >= 0, logits rows ascending rows of the
+// batch, embedding rows rows of the batch with an output. 0 or TC_ERR_INVALID naming the first bad row. (The
+// block tables are the backend's to check against its own pool.)
+int model_batch_check(const model_batch *b, int max_tokens, int n_vocab, tc_err *err);
 // Contract: within a sequence, the batch's tokens have increasing positions; KV of every earlier position
 // of that sequence is already in the cache (written by a previous forward or earlier in this batch). A
 // token at position p attends to positions 0..p of its own sequence only.

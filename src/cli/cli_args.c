@@ -33,19 +33,17 @@ int cli_kv_type(const char *cmd, const char *flag, const char *s, tt_type *k, tt
     return 0;
 }
 
-int cli_kv_rotate(const char *cmd, const char *s) {
+// An auto|off switch whose "off" sets the A/B environment variable env to "0" (read by what is made later).
+static int auto_off(const char *cmd, const char *flag, const char *env, const char *s) {
     if (!strcmp(s, "auto")) return 0;
-    if (!strcmp(s, "off")) return setenv("TACHYON_KV_ROTATE", "0", 1) ? -1 : 0;
-    fprintf(stderr, "tachyon %s: --kv-rotate expects auto or off, got '%s'\n", cmd, s);
+    if (!strcmp(s, "off")) return setenv(env, "0", 1) ? -1 : 0;
+    fprintf(stderr, "tachyon %s: %s expects auto or off, got '%s'\n", cmd, flag, s);
     return -1;
 }
 
-int cli_kv_center(const char *cmd, const char *s) {
-    if (!strcmp(s, "auto")) return 0;
-    if (!strcmp(s, "off")) return setenv("TACHYON_KV_CENTER", "0", 1) ? -1 : 0;
-    fprintf(stderr, "tachyon %s: --kv-center expects auto or off, got '%s'\n", cmd, s);
-    return -1;
-}
+int cli_kv_rotate(const char *cmd, const char *s) { return auto_off(cmd, "--kv-rotate", "TACHYON_KV_ROTATE", s); }
+
+int cli_kv_center(const char *cmd, const char *s) { return auto_off(cmd, "--kv-center", "TACHYON_KV_CENTER", s); }
 
 const char *cli_opt_name(const struct option *lo, int val) {
     for (; lo->name; lo++)

@@ -59,8 +59,8 @@ int cli_logits(int argc, char **argv) {
     }
     if (model_load(path, &m, &err)) goto fail;
     int vocab = model_get_hparams(m)->n_vocab, bs = 16, n_blocks = (n + bs - 1) / bs;
-    if (model_kv_center_init(m, kt, threads, &err) || backend_new(m, dev, &be, &err) ||
-        backend_ctx_new(be, batch, threads, &ctx, &err) || backend_kv_new(be, n_blocks, 0, bs, kt, kvt, &kv, &err))
+    if (backend_new(m, dev, &be, &err) || backend_ctx_new(be, batch, threads, &ctx, &err) ||
+        backend_kv_new(be, n_blocks, 0, bs, kt, kvt, &kv, &err) || model_kv_center_init(m, kt, threads, &err))
         goto fail;
     int32_t *table = malloc(sizeof(int32_t) * (size_t)n_blocks);
     logits = malloc(sizeof(float) * (size_t)batch * vocab);

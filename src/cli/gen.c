@@ -13,11 +13,12 @@ int gen_open(gen_session *g, model *m, backend_device dev, int max_ctx, int max_
     g->max_ctx = max_ctx;
     g->max_batch = max_batch;
     g->n_blocks = (max_ctx + g->block_size - 1) / g->block_size;
-    int rc = model_kv_center_init(m, k_type, n_threads, err);
-    if (!rc) rc = backend_new(m, dev, &g->be, err);
+    int rc = backend_new(m, dev, &g->be, err);
     if (rc) return rc;
     if ((rc = backend_ctx_new(g->be, max_batch, n_threads, &g->ctx, err))) goto fail;
     if ((rc = backend_kv_new(g->be, g->n_blocks, 0, g->block_size, k_type, v_type, &g->kv, err))) goto fail;
+    // before the first forward, once the device has accepted the cache (a refused one costs no calibration)
+    if ((rc = model_kv_center_init(m, k_type, n_threads, err))) goto fail;
     g->blocks = malloc(sizeof(int32_t) * (size_t)g->n_blocks);
     g->pos_buf = malloc(sizeof(int32_t) * (size_t)max_batch);
     g->seq_buf = calloc((size_t)max_batch, sizeof(int32_t));

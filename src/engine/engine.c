@@ -333,11 +333,12 @@ int engine_new(model *m, const engine_opts *o, engine **out, tc_err *err) {
         rc = n_blocks;
         goto fail;
     }
-    // A quantized K cache stores keys minus the model's per-layer mean key (kv_center.h): calibrated once.
-    if ((rc = model_kv_center_init(m, o->kv_type_k, o->n_threads, err))) goto fail;
     if ((rc = backend_kv_new(e->be, n_blocks, e->n_blocks_swa, o->block_size, o->kv_type_k, o->kv_type_v, &e->kv,
                              err)))
         goto fail;
+    // A quantized K cache stores keys minus the model's per-layer mean key (kv_center.h): calibrated once, after
+    // the device accepted the cache and before the warm-up's first forward.
+    if ((rc = model_kv_center_init(m, o->kv_type_k, o->n_threads, err))) goto fail;
     if ((rc = backend_ctx_new(e->be, o->max_batch_tokens, o->n_threads, &e->mctx, err))) goto fail;
     if ((rc = kv_pool_new(n_blocks, o->block_size, &e->pool, err))) goto fail;
     if (e->n_blocks_swa && (rc = kv_pool_new(e->n_blocks_swa, o->block_size, &e->pool_swa, err))) goto fail;

@@ -35,14 +35,15 @@ int gen_spec_drafter_new(model *target, model *draft_model, int mode, int self_l
 }
 
 // k drafts for this step and whether the model drafts them: eng_draft's rule for one decoding sequence.
-static int pick_k(const gen_spec_opts *o, int left, const step_cost *cost, spec_accept *acc, double draft_cost,
-                  int *use_model) {
+// Rows are priced by the verify steps' own line (vcost) once it has one, else by the line the prefill seeded.
+static int pick_k(const gen_spec_opts *o, int left, const step_cost *cost, const step_cost *vcost, spec_accept *acc,
+                  double draft_cost, int *use_model) {
     int k = o->mode == SPEC_OFF ? 0 : o->k;
     if (k > left) k = left;
     *use_model = o->draft != NULL && (o->mode == SPEC_DRAFT || o->mode == SPEC_SELF || o->mode == SPEC_AUTO);
     if (k <= 0 || o->mode != SPEC_AUTO) return k;
-    if (!step_cost_ready(cost)) return *use_model = 0;
-    double t1 = step_cost_predict(cost, 1), b = step_cost_predict(cost, 2) - t1, a = t1 - b;
+    double a, b;
+    if (!step_cost_line(vcost, &a, &b) && !step_cost_line(cost, &a, &b)) return *use_model = 0;
     int k_model = 0;
     if (*use_model) // a model draft also costs a draft forward per drafted token (measured; until then one try)
         k_model = draft_cost > 0 ? spec_pick_k(acc->rate, k, a + b, b + draft_cost, 0, 0)
@@ -86,7 +87,7 @@ int gen_spec_generate(gen_session *g, samp_state *ss, float temperature, uint64_
         if (spec_drafter_run(o->draft, &dr, 1, &derr) == 0) spec_dseq_keep(o->draft, &ds, n_prompt);
     }
     st->t_prefill = tc_now() - t0;
-    step_cost cost = {0};
+    step_cost cost = {0}, vcost = {0};
     int wide = n_prompt < g->max_batch ? n_prompt : g->max_batch;
     step_cost_observe(&cost, wide, st->t_prefill * wide / n_prompt); // a wide step seeds the fit
     spec_accept acc;
@@ -105,7 +106,7 @@ int gen_spec_generate(gen_session *g, samp_state *ss, float temperature, uint64_
         }
         if (stop || st->n_gen >= n_gen) break;
         int use_model = 0;
-        int k = pick_k(o, n_gen - st->n_gen - 1, &cost, &acc, draft_cost, &use_model), d = 0;
+        int k = pick_k(o, n_gen - st->n_gen - 1, &cost, &vcost, &acc, draft_cost, &use_model), d = 0;
         const float *q = NULL;
         if (k > 0 && use_model && spec_dseq_reserve(o->draft, &ds, n_hist, k) == 0) {
             spec_draft_req dr = {&ds, hist, n_hist, k, samp_is_greedy(ss) ? 0.0f : temperature, &drng, NULL};
@@ -126,7 +127,9 @@ int gen_spec_generate(gen_session *g, samp_state *ss, float temperature, uint64_
         if (d == 0) acc.probing = 0;
         double ts = tc_now();
         if ((rc = gen_eval_rows(g, hist + n_hist - 1, 1 + d, n_hist - 1, rows, err))) goto done;
-        step_cost_observe(&cost, 1 + d, tc_now() - ts);
+        double dt = tc_now() - ts;
+        step_cost_observe(&cost, 1 + d, dt);
+        step_cost_observe(&vcost, 1 + d, dt);
         n_out = spec_verify_q(ss, rows, hp->n_vocab, hist + n_hist, q, d, out, res, probs);
         if (o->draft) spec_dseq_keep(o->draft, &ds, n_hist + n_out - 1); // its KV follows the verdict
         if (d > 0) {

@@ -11,6 +11,7 @@
 #include "sched/sched_admit.h"
 #include "spec/spec.h"
 #include "spec/spec_draft.h"
+#include "spec/spec_itl.h"
 
 // Per-request engine data, reached through sched_req.owner. Owned by the engine from a successful submit
 // to the request's FINISH event.
@@ -84,6 +85,11 @@ struct engine {
     double draft_pos_cost;              // seconds per draft position (EWMA; 0 = not measured): the k policy's
                                         // price of a model-drafted token
     spec_draft_req *dreqs;              // (max_seqs) this step's model drafts
+    step_cost vcost;                    // cost line of decode/verify-only steps (prices draft rows)
+    spec_itl itl;                       // recent p99 of draft-free step times: multi-stream drafts stay under it
+    int step_drafts;                    // rows drafted so far in the step being planned
+    double step_extra_tok;              // tokens those drafts are expected to add (beyond one per request)
+    double step_draft_cost;             // seconds of draft forwards those drafts need (model drafts)
     float *probs;                       // (n_vocab) verifier scratch
     int last_batch_seqs, last_batch_tokens;
     sched_load load;    // published each step under stats_mu, for engine_predict_ttft / SLO admission

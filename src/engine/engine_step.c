@@ -192,19 +192,37 @@ int eng_draft(void *ctx, sched_req *r, const sched_draft_info *info) {
     int use_model = er->drafter != NULL; // auto: only where it pays, decided below
     if (e->o.spec == SPEC_AUTO) {
         // Back off while prompts wait or prefill (their chunks need the budget), else pick k from this
-        // request's acceptance rate and what a row costs.
-        double a, b;
-        if (info->n_waiting > 0 || info->n_catching > 0 || !sched_step_cost_fit(e->s, &a, &b)) return 0;
+        // request's acceptance rate and what a row costs, with the rows and tokens of the drafts already
+        // planned in this step counted (each request would otherwise price its rows as the only drafter).
+        double ga, gb, a, b;
+        if (info->n_waiting > 0 || info->n_catching > 0 || !sched_step_cost_fit(e->s, &ga, &gb)) return 0;
+        // Rows are priced by the decode/verify steps' own line once it has one: the scheduler's line also
+        // spans prefill steps, whose per-token cost is not what a verify row adds (an F16 model's GEMM rows
+        // cost several times its memory-bound verify rows, and auto drafted short).
+        a = ga, b = gb;
+        step_cost_line(&e->vcost, &a, &b);
+        int n_rows = info->n_decoding + e->step_drafts;
+        double other = info->n_decoding - 1 + e->step_extra_tok;
+        double c = e->draft_pos_cost; // a model draft also costs a draft forward per drafted token (measured)
+        int model_ok = er->drafter && !er->pred.tokens;
+        if (info->n_decoding >= 2) {
+            // Peers wait for this step: drafts may not make it longer than the plain steps' recent p99
+            // (spec_itl.h). A model draft's forwards delay the step too (the drafter runs before it).
+            double t = ga + gb * n_rows + e->step_draft_cost; // priced as the plain steps' p99 is
+            int room = spec_itl_room(&e->itl, ga, gb, t, gb), room_m = spec_itl_room(&e->itl, ga, gb, t, gb + c);
+            if (room_m < 1) model_ok = 0;
+            if (room < k) k = room;
+            if (k <= 0) return 0; // no probes either: a probe row is a longer step too
+        }
         int k_model = 0;
-        if (er->drafter && !er->pred.tokens) {
-            // A model draft also costs a draft forward per drafted token, c (measured; until then one try at
-            // the plain k): t = (a + b·n) + (b + c)·k. No probes: they are for the free proposers.
-            double c = e->draft_pos_cost;
-            k_model = c > 0 ? spec_pick_k(er->acc.rate, k, a + b * info->n_decoding, b + c, 0, info->n_decoding - 1)
-                            : spec_accept_pick(&er->acc, k, a, b, info->n_decoding, info->n_decoding - 1);
+        if (model_ok) {
+            // t = (a + b·n) + (b + c)·k; until c is measured, one try at the plain k. No probes: they are for
+            // the free proposers.
+            k_model = c > 0 ? spec_pick_k(er->acc.rate, k, a + b * n_rows, b + c, 0, other)
+                            : spec_accept_pick(&er->acc, k, a, b, n_rows, other);
         }
         use_model = k_model > 0;
-        k = use_model ? k_model : spec_accept_pick(&er->acc, k, a, b, info->n_decoding, info->n_decoding - 1);
+        k = use_model ? k_model : spec_accept_pick(&er->acc, k, a, b, n_rows, other);
         if (k <= 0) return 0;
     }
     int d = 0;
@@ -226,6 +244,10 @@ int eng_draft(void *ctx, sched_req *r, const sched_draft_info *info) {
     }
     if (d == 0) er->acc.probing = 0; // nothing to probe with: no lesson either way
     e->spec_rows_left -= d;
+    e->step_drafts += d;
+    e->step_extra_tok += spec_expected_tokens(er->acc.rate, d) - 1.0;
+    if (d > 0 && er->draft_method >= SPEC_M_DRAFT && e->draft_pos_cost * d > e->step_draft_cost)
+        e->step_draft_cost = e->draft_pos_cost * d; // one batched draft forward per position: the longest draft
     return d;
 }
 
@@ -382,6 +404,8 @@ static void embed_finish(engine *e, sched_req *r) {
 
 void eng_step(engine *e, double now) {
     e->spec_rows_left = e->max_logit_rows - e->o.max_seqs;
+    e->step_drafts = 0;
+    e->step_extra_tok = e->step_draft_cost = 0;
     const sched_plan *p = sched_step(e->s, now);
     for (sched_req *r = p->ended, *next; r; r = next) {
         next = r->next;
@@ -410,7 +434,16 @@ void eng_step(engine *e, double now) {
         struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
         nanosleep(&ts, NULL);
     }
-    if (rc == 0) sched_observe(e->s, b.n_tokens, tc_now() - t_fwd);
+    if (rc == 0) {
+        sched_observe(e->s, b.n_tokens, tc_now() - t_fwd);
+        int n_drafted = 0, decode_only = 1;
+        for (int i = 0; i < p->n_items; i++) {
+            n_drafted += p->items[i].n_draft;
+            decode_only &= p->items[i].sample && p->items[i].n - p->items[i].n_draft == 1;
+        }
+        if (decode_only) step_cost_observe(&e->vcost, b.n_tokens, tc_now() - t_fwd);
+        spec_itl_observe(&e->itl, b.n_tokens - n_drafted); // the step as it would have been without drafts
+    }
     if (rc != 0) { // every request of the batch ends with the error; the others go on
         while (p->n_items > 0) {
             sched_req *r = p->items[0].r;

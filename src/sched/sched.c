@@ -522,13 +522,7 @@ void sched_set_draft_fn(sched *s, sched_draft_fn fn, void *ctx) {
     s->draft_ctx = ctx;
 }
 
-int sched_step_cost_fit(const sched *s, double *a, double *b) {
-    if (!step_cost_ready(&s->cost)) return 0;
-    double t1 = step_cost_predict(&s->cost, 1), t2 = step_cost_predict(&s->cost, 2);
-    *b = t2 - t1;
-    *a = t1 - *b;
-    return 1;
-}
+int sched_step_cost_fit(const sched *s, double *a, double *b) { return step_cost_line(&s->cost, a, b); }
 
 void sched_commit(sched *s) {
     sched_plan *p = &s->plan;

@@ -39,6 +39,12 @@ int step_cost_ready(const step_cost *c) {
     return c->n_obs >= 2 && fit(c, &a, &b) >= 0;
 }
 
+int step_cost_line(const step_cost *c, double *a, double *b) {
+    if (!step_cost_ready(c)) return 0;
+    fit(c, a, b);
+    return 1;
+}
+
 double step_cost_predict(const step_cost *c, int n_tokens) {
     double a, b;
     fit(c, &a, &b);

@@ -17,6 +17,8 @@ void step_cost_observe(step_cost *c, int n_tokens, double seconds);
 // switching itself off (it used to, and the ITL guard then let a full max_batch_tokens step through).
 int step_cost_ready(const step_cost *c);
 double step_cost_predict(const step_cost *c, int n_tokens); // seconds
+// The fitted line t(n) = a + b·n; 0 (and nothing written) until step_cost_ready.
+int step_cost_line(const step_cost *c, double *a, double *b);
 // Largest n >= 1 whose predicted step time is <= seconds (1 if even one token does not fit).
 int step_cost_max_tokens(const step_cost *c, double seconds);
 

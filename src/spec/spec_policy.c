@@ -3,12 +3,14 @@
 
 #include "spec/spec.h"
 
-#define SPEC_EWMA 0.3f     // weight of the newest verify step: adapts within a few steps
-#define SPEC_RATE0 0.5f    // prior before any verify step: optimistic enough to try
+#define SPEC_DECAY 0.7f   // weight of the older verify steps: adapts within a few steps
+#define SPEC_RATE0 0.5f   // prior before any verify step (one pseudo-trial): optimistic enough to try
 
 #define SPEC_MAX_BACKOFF 64
 
 void spec_accept_init(spec_accept *a) {
+    a->acc_w = SPEC_RATE0;
+    a->try_w = 1.0f;
     a->rate = SPEC_RATE0;
     a->n_obs = 0;
     a->idle = 0;
@@ -18,13 +20,20 @@ void spec_accept_init(spec_accept *a) {
 
 void spec_accept_observe(spec_accept *a, int n_draft, int n_accepted) {
     if (n_draft <= 0) return;
+    if (n_accepted < 0) n_accepted = 0;
+    if (n_accepted > n_draft) n_accepted = n_draft;
     if (a->probing) {
         a->probing = 0;
         if (n_accepted > 0) a->backoff = 1;
         else if (a->backoff < SPEC_MAX_BACKOFF) a->backoff *= 2;
     }
-    float x = (float)n_accepted / (float)n_draft;
-    a->rate = a->n_obs == 0 ? 0.5f * (a->rate + x) : (1.0f - SPEC_EWMA) * a->rate + SPEC_EWMA * x;
+    // Verification stops at the first rejection: a step that accepted n of d drafts saw n acceptances and,
+    // if n < d, one rejection; the drafts after it were never tried. The per-token acceptance probability is
+    // then (acceptances) / (tries), over decayed sums. (The fraction n / d would count the untried drafts as
+    // rejected: at a true rate of 0.9 and k = 8 it reads about 0.64, and the k picked from it came out short.)
+    a->acc_w = SPEC_DECAY * a->acc_w + (float)n_accepted;
+    a->try_w = SPEC_DECAY * a->try_w + (float)(n_accepted + (n_accepted < n_draft));
+    a->rate = a->try_w > 0 ? a->acc_w / a->try_w : 0.0f;
     a->n_obs++;
 }
 
@@ -34,7 +43,7 @@ double spec_expected_tokens(double rate, int k) {
     return e;
 }
 
-int spec_pick_k(double rate, int k_max, double a, double b, int n_rows, int n_other_tok) {
+int spec_pick_k(double rate, int k_max, double a, double b, int n_rows, double n_other_tok) {
     if (k_max <= 0 || !(rate > 0)) return 0;
     if (!(b >= 0) || !(a >= 0) || a + b <= 0) return 0; // no cost model yet: do not guess
     // The k of the best predicted tokens per second; drafting at all only if that beats k = 0 by 5% (noise
@@ -50,7 +59,7 @@ int spec_pick_k(double rate, int k_max, double a, double b, int n_rows, int n_ot
     return best_v > v0 * 1.05 ? best : 0;
 }
 
-int spec_accept_pick(spec_accept *a, int k_max, double t_a, double t_b, int n_rows, int n_other_tok) {
+int spec_accept_pick(spec_accept *a, int k_max, double t_a, double t_b, int n_rows, double n_other_tok) {
     if (k_max <= 0) return 0;
     int k = spec_pick_k(a->rate, k_max, t_a, t_b, n_rows, n_other_tok);
     if (k > 0) {

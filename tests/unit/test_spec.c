@@ -1,9 +1,11 @@
 // Speculative decoding pieces: the n-gram and prediction proposers, the verifier's accept/reject logic and
 // its output distribution (accept x with probability p(x), else p with x removed), that it draws exactly
 // what plain sampling draws (same seed → same tokens with speculation on or off), and the k policy.
+#include <math.h>
 #include <string.h>
 
 #include "spec/spec.h"
+#include "spec/spec_itl.h"
 #include "test_util.h"
 
 static void check_tokens(const int32_t *got, int n_got, const int32_t *want, int n_want, const char *what) {
@@ -264,6 +266,22 @@ static void test_policy(void) {
     CHECK(a.rate < 0.01f);
     for (int i = 0; i < 20; i++) spec_accept_observe(&a, 4, 4);
     CHECK(a.rate > 0.99f);
+    // drafts accepted one by one with probability 0.9, k = 8 (verification stops at the first rejection): the
+    // estimate is the per-token rate, not the accepted fraction of the drafts (about 0.64 here)
+    spec_accept_init(&a);
+    uint64_t st = 12345;
+    double sum = 0;
+    for (int i = 0; i < 2000; i++) {
+        int n = 0;
+        while (n < 8) {
+            st = st * 6364136223846793005ull + 1442695040888963407ull;
+            if ((st >> 11) * (1.0 / 9007199254740992.0) >= 0.9) break;
+            n++;
+        }
+        spec_accept_observe(&a, 8, n);
+        if (i >= 1000) sum += a.rate;
+    }
+    CHECK_MSG(fabs(sum / 1000 - 0.9) < 0.03, "mean estimate %.3f for a per-token rate of 0.9", sum / 1000);
     // while it does not pay: 1-token probes with doubling gaps after failures, reset by a success
     spec_accept_init(&a);
     a.rate = 0.0f;
@@ -290,6 +308,36 @@ static void test_policy(void) {
     CHECK_EQ_INT(spec_mode_parse("on"), -1);
 }
 
+// The multi-stream ITL bound: drafts may lengthen a step up to the recent p99 of draft-free steps only.
+static void test_itl_room(void) {
+    const double a = 0.003, b = 0.0005; // t(n) = 3 ms + 0.5 ms per row
+    spec_itl w;
+    spec_itl_init(&w);
+    CHECK_EQ_INT(spec_itl_room(&w, a, b, a + 4 * b, b), 0); // nothing seen yet: no room
+    for (int i = 0; i < 100; i++) spec_itl_observe(&w, 4); // steady decoding of 4 streams: 5 ms steps
+    CHECK_EQ_INT(w.ref_rows, 4);
+    // a decode step of the same length has 2% of slack only: not one 0.5 ms row
+    CHECK_EQ_INT(spec_itl_room(&w, a, b, a + 4 * b, b), 0);
+    // two prefill steps of 100 rows are under 1% of the window: still no room
+    spec_itl_observe(&w, 100);
+    spec_itl_observe(&w, 100);
+    CHECK_EQ_INT(spec_itl_room(&w, a, b, a + 4 * b, b), 0);
+    // a third makes a 100-row step the p99: 53 ms; a 5 ms step may grow by (53 * 1.02 - 5) / 0.5 = 98 rows,
+    // by 49 if each row also costs a 0.5 ms draft forward
+    spec_itl_observe(&w, 100);
+    CHECK_EQ_INT(w.ref_rows, 100);
+    CHECK_EQ_INT(spec_itl_room(&w, a, b, a + 4 * b, b), 98);
+    CHECK_EQ_INT(spec_itl_room(&w, a, b, a + 4 * b, 2 * b), 49);
+    CHECK_EQ_INT(spec_itl_room(&w, a, b, 0.060, b), 0); // already past it
+    CHECK_EQ_INT(spec_itl_room(&w, a, b, a + 4 * b, 0.0), 0); // no cost model
+    // they age out of the window: the bound falls back to the decode step
+    for (int i = 0; i < SPEC_ITL_WIN; i++) spec_itl_observe(&w, 4);
+    CHECK_EQ_INT(w.ref_rows, 4);
+    CHECK_EQ_INT(spec_itl_room(&w, a, b, a + 4 * b, b), 0);
+    spec_itl_observe(&w, -1); // ignored
+    CHECK_EQ_INT(w.ref_rows, 4);
+}
+
 int main(void) {
     test_ngram();
     test_prediction();
@@ -298,5 +346,6 @@ int main(void) {
     test_verify_q();
     test_verify_penalties();
     test_policy();
+    test_itl_room();
     TEST_MAIN_END();
 }

@@ -1,0 +1,30 @@
+// The inter-token latency speculation must not raise. With several streams decoding, a request's drafted rows
+// lengthen the step every stream waits for: its peers see a longer gap between tokens and gain nothing. `auto`
+// therefore lets drafts make a multi-stream step at most as long as the recent p99 of what steps would have
+// taken WITHOUT drafts (the plain step: its decode rows and prefill chunks), so the streams' p99 inter-token
+// latency stays what `--spec off` gives. In steady decoding that leaves no room (drafting then waits for a
+// single stream); after prompts arrived, whose prefill chunks set the p99 anyway, decode-only steps may draft
+// up to that length.
+// The window keeps row counts, priced with the step-cost line of the moment: times predicted by an older fit
+// drift with it (a few % under a changing load) and read as room that is not there.
+#ifndef TACHYON_SPEC_ITL_H
+#define TACHYON_SPEC_ITL_H
+
+#define SPEC_ITL_WIN 256    // plain steps remembered (about 1-3 s of decoding)
+#define SPEC_ITL_RANK 3     // the reference is the 3rd largest of the window: its p99
+#define SPEC_ITL_SLACK 0.02 // a step may exceed the reference by this fraction (below what a benchmark resolves)
+
+typedef struct spec_itl {
+    int rows[SPEC_ITL_WIN]; // ring of plain steps' row counts
+    int n, next;
+    int ref_rows;           // SPEC_ITL_RANK-th largest of the window, 0 until it holds SPEC_ITL_RANK steps
+} spec_itl;
+
+void spec_itl_init(spec_itl *w);
+// After a step: plain_rows = its rows minus its drafted rows.
+void spec_itl_observe(spec_itl *w, int plain_rows);
+// Drafted rows, each costing row_s seconds, that a step predicted to take step_s seconds may still add, with
+// the reference step priced by the line t(n) = a + b·n: 0 while the reference is unknown.
+int spec_itl_room(const spec_itl *w, double a, double b, double step_s, double row_s);
+
+#endif

@@ -207,9 +207,12 @@ int eng_draft(void *ctx, sched_req *r, const sched_draft_info *info) {
         int model_ok = er->drafter && !er->pred.tokens;
         if (info->n_decoding >= 2) {
             // Peers wait for this step: drafts may not make it longer than the plain steps' recent p99
-            // (spec_itl.h). A model draft's forwards delay the step too (the drafter runs before it).
-            double t = ga + gb * n_rows + e->step_draft_cost; // priced as the plain steps' p99 is
-            int room = spec_itl_room(&e->itl, ga, gb, t, gb), room_m = spec_itl_room(&e->itl, ga, gb, t, gb + c);
+            // (spec_itl.h), a prefill step's rows priced by the scheduler's line, this step's by the verify
+            // line (its rows all produce logits: dearer than prefill rows). A model draft's forwards delay the
+            // step too (the drafter runs before it).
+            double t = a + b * n_rows + e->step_draft_cost;
+            int room = spec_itl_room(&e->itl, info->n_decoding, ga, gb, t, b);
+            int room_m = spec_itl_room(&e->itl, info->n_decoding, ga, gb, t, b + c);
             if (room_m < 1) model_ok = 0;
             if (room < k) k = room;
             if (k <= 0) return 0; // no probes either: a probe row is a longer step too

@@ -25,8 +25,8 @@ void spec_itl_observe(spec_itl *w, int plain_rows) {
     w->ref_rows = top[SPEC_ITL_RANK - 1];
 }
 
-int spec_itl_room(const spec_itl *w, double a, double b, double step_s, double row_s) {
-    if (w->ref_rows <= 0 || !(row_s > 0) || !(a >= 0) || !(b >= 0)) return 0;
+int spec_itl_room(const spec_itl *w, int plain_rows, double a, double b, double step_s, double row_s) {
+    if (w->ref_rows <= plain_rows || !(row_s > 0) || !(a >= 0) || !(b >= 0)) return 0;
     double room = ((a + b * w->ref_rows) * (1.0 + SPEC_ITL_SLACK) - step_s) / row_s;
     return room < 1 ? 0 : room > (1 << 20) ? 1 << 20 : (int)floor(room);
 }

@@ -23,8 +23,10 @@ typedef struct spec_itl {
 void spec_itl_init(spec_itl *w);
 // After a step: plain_rows = its rows minus its drafted rows.
 void spec_itl_observe(spec_itl *w, int plain_rows);
-// Drafted rows, each costing row_s seconds, that a step predicted to take step_s seconds may still add, with
-// the reference step priced by the line t(n) = a + b·n: 0 while the reference is unknown.
-int spec_itl_room(const spec_itl *w, double a, double b, double step_s, double row_s);
+// Drafted rows, each costing row_s seconds, that a step of plain_rows draft-free rows, predicted to take step_s
+// seconds with the drafts planned so far, may still add, with the reference step priced by the line
+// t(n) = a + b·n. 0 while the reference is unknown, and whenever the reference is no bigger than this step's
+// plain part (steady decoding: the bound then depends on no price).
+int spec_itl_room(const spec_itl *w, int plain_rows, double a, double b, double step_s, double row_s);
 
 #endif

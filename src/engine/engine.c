@@ -172,7 +172,8 @@ static int alloc_scratch(engine *e, tc_err *err) {
     e->evs = malloc((size_t)e->ev_cap * sizeof *e->evs);
     e->load.cap_wait = (int)ns + e->o.max_queue; // every request in flight at most
     e->load.wait = e->load_keys = malloc((size_t)e->load.cap_wait * sizeof *e->load_keys);
-    if (!e->b_tokens || !e->b_pos || !e->b_seq || !e->b_tables || !e->b_tables_swa || !e->b_logit_rows || !e->b_resume_rows || !e->logits || !e->evs ||
+    if (!e->b_tokens || !e->b_pos || !e->b_seq || !e->b_tables || !e->b_tables_swa || !e->b_logit_rows || !e->logits || !e->evs ||
+        !e->b_resume_rows ||
         !e->b_embd_rows || !e->embd_out || !e->plp_logits || !e->load_keys || !e->probs ||
         !e->dreqs)
         return tc_err_set(err, TC_ERR_NOMEM, "engine: out of memory for step buffers");

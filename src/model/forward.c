@@ -209,7 +209,8 @@ int model_batch_check(const model_batch *b, int max_tokens, int n_vocab, int n_l
     if (b->resume_layer < 1 || b->resume_layer >= n_layers)
         return tc_err_set(err, TC_ERR_INVALID, "resume layer %d out of range 1..%d", b->resume_layer, n_layers - 1);
     for (int i = 0; i < b->n_resume; i++)
-        if (b->resume_rows[i] < 0 || b->resume_rows[i] >= b->n_tokens || (i && b->resume_rows[i] <= b->resume_rows[i - 1]))
+        if (b->resume_rows[i] < 0 || b->resume_rows[i] >= b->n_tokens ||
+            (i && b->resume_rows[i] <= b->resume_rows[i - 1]))
             return tc_err_set(err, TC_ERR_INVALID, "resumed row %d: rows must be ascending rows of the batch", i);
     return 0;
 }
@@ -426,7 +427,8 @@ static int forward_resumed(model_ctx *c, model_kv *kv, const model_batch *b, int
     // Spread the sub-batch back to its rows, last first (sub_row[i] >= i: nothing is overwritten unread), and
     // put the resumed rows' residuals in theirs.
     for (int i = ns - 1; i >= 0; i--)
-        if (c->sub_row[i] != i) memcpy(c->x + (size_t)c->sub_row[i] * dim, c->x + (size_t)i * dim, (size_t)dim * sizeof(float));
+        if (c->sub_row[i] != i)
+            memcpy(c->x + (size_t)c->sub_row[i] * dim, c->x + (size_t)i * dim, (size_t)dim * sizeof(float));
     for (int j = 0; j < b->n_resume; j++)
         memcpy(c->x + (size_t)b->resume_rows[j] * dim, b->resume_x + (size_t)j * dim, (size_t)dim * sizeof(float));
     rope_rows(c, b);

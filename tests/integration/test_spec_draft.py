@@ -208,6 +208,18 @@ def test_sampled_draft_distribution(make_server):
     assert n_draft > 0 and n_acc < n_draft  # drafts ran, and some were rejected (the residual was sampled)
 
 
+def test_self_spec_sampled_distribution(make_server):
+    # The same test with stories260K drafting through its own first 3 of 5 layers: sampled drafts from the
+    # early exit, verified by a forward that resumes the drafted rows at layer 3 (the target's p is unchanged
+    # by the reuse, so the pairs keep the exact distribution).
+    bias = {"286": -3.0}
+    on = make_server(STORIES, "--spec", "self", "--self-spec-layers", 3, "--spec-k", 4)
+    d_on = pair_draws(on, dict(temperature=2.0, top_k=5, logit_bias=bias))
+    check_pair_distribution(d_on, dict(temperature=2.0, top_k=5), bias=bias)
+    n_draft, n_acc = drafted(on, "self")
+    assert n_draft > 0 and 0 < n_acc < n_draft, (n_draft, n_acc)
+
+
 def test_draft_pool_exhausted(off):
     # 2 MiB of draft KV holds ~90 SmolLM2 tokens (5 blocks): most requests find no room to draft and go on
     # without (dropping their draft KV so others can use it); output unchanged, nobody preempted or failed.

@@ -12,9 +12,11 @@
 #define MAX_ROWS 64
 #define BS 16
 
-// (the tiny random Llama has one layer: nothing to resume at; it is skipped)
+// (the tiny random Llama has one layer: nothing to resume at; it is skipped) and, when present, Gemma 3
+// (sliding-window layers in a storage of their own: the sub-batch keeps block_tables_swa)
 static const char *const MODELS[] = {"../shared/testdata/models/stories260K.gguf",
                                      "../shared/testdata/models/llama-2-tiny-random.gguf"};
+static const char *const GEMMA = "models/gemma-3-270m-q4_k_m.gguf";
 
 // Every sequence: a prompt already in the cache, then `rows` new rows of which the first `drafted` were run
 // by the early-exit forward (self-speculation: the last token and the drafts, the last draft excluded).
@@ -37,7 +39,9 @@ static int fx_open(fixture *f, model *m) {
     memset(f, 0, sizeof *f);
     f->m = m;
     f->hp = model_get_hparams(m);
-    if (model_ctx_new(m, MAX_ROWS, 2, &f->ctx, &err) || model_kv_new(m, N_SEQS * 4, BS, TT_F16, TT_F16, &f->kv, &err)) {
+    int swa = f->hp->swa_window > 0; // the local layers in their own storage, addressed by the same tables
+    if (model_ctx_new(m, MAX_ROWS, 2, &f->ctx, &err) ||
+        model_kv_new_swa(m, N_SEQS * 4, swa ? N_SEQS * 4 : 0, BS, TT_F16, TT_F16, &f->kv, &err)) {
         fprintf(stderr, "fixture: %s\n", err.msg);
         return -1;
     }
@@ -49,7 +53,8 @@ static int fx_open(fixture *f, model *m) {
     int32_t tok[MAX_ROWS], pos[MAX_ROWS], seq[MAX_ROWS], n = 0;
     for (int s = 0; s < N_SEQS; s++)
         for (int p = 0; p < PROMPT[s]; p++) tok[n] = tok_at(s, p, f->hp->n_vocab), pos[n] = p, seq[n++] = s;
-    model_batch b = {.n_tokens = n, .tokens = tok, .pos = pos, .seq = seq, .n_seqs = N_SEQS, .block_tables = f->tables};
+    model_batch b = {.n_tokens = n, .tokens = tok, .pos = pos, .seq = seq, .n_seqs = N_SEQS, .block_tables = f->tables,
+                     .block_tables_swa = swa ? f->tables : NULL};
     if (model_forward(f->ctx, f->kv, &b, NULL, &err)) {
         fprintf(stderr, "prompt forward: %s\n", err.msg);
         return -1;
@@ -83,15 +88,17 @@ static void step_build(step *st, int n_vocab, int all_resumed) {
 
 static model_batch step_batch(const fixture *f, step *st) {
     return (model_batch){.n_tokens = st->n, .tokens = st->tok, .pos = st->pos, .seq = st->seq, .n_seqs = N_SEQS,
-                         .block_tables = f->tables, .n_logits = st->n, .logits_rows = st->lrows};
+                         .block_tables = f->tables, .block_tables_swa = f->hp->swa_window > 0 ? f->tables : NULL,
+                         .n_logits = st->n, .logits_rows = st->lrows};
 }
 
 // The early exit over the resumed rows as the drafter runs them: one forward per draft position j over every
 // sequence with a row there; their residuals after layer L-1 gathered in batch-row order into x (n_resume, dim).
 static int draft_rows(fixture *f, const step *st, int L, float *x, float *logits) {
     const int dim = f->hp->dim;
-    float xo[MAX_ROWS * 512];
+    float *xo = malloc((size_t)MAX_ROWS * dim * sizeof(float));
     tc_err err = {0};
+    int rc = 0;
     for (int j = 0; j < MAX_ROWS; j++) {
         int32_t tok[N_SEQS], pos[N_SEQS], seq[N_SEQS], lr[N_SEQS], idx[N_SEQS], n = 0;
         for (int i = 0; i < st->n_resume; i++) {
@@ -101,14 +108,16 @@ static int draft_rows(fixture *f, const step *st, int L, float *x, float *logits
         }
         if (n == 0) break;
         model_batch b = {.n_tokens = n, .tokens = tok, .pos = pos, .seq = seq, .n_seqs = N_SEQS,
-                         .block_tables = f->tables, .n_logits = n, .logits_rows = lr, .x_out = xo};
-        if (model_forward_layers(f->ctx, f->kv, &b, L, logits, &err)) {
+                         .block_tables = f->tables, .block_tables_swa = f->hp->swa_window > 0 ? f->tables : NULL,
+                         .n_logits = n, .logits_rows = lr, .x_out = xo};
+        if ((rc = model_forward_layers(f->ctx, f->kv, &b, L, logits, &err))) {
             fprintf(stderr, "early exit: %s\n", err.msg);
-            return -1;
+            break;
         }
         for (int i = 0; i < n; i++) memcpy(x + (size_t)idx[i] * dim, xo + (size_t)i * dim, (size_t)dim * sizeof(float));
     }
-    return 0;
+    free(xo);
+    return rc;
 }
 
 // Bit-exact comparison; prints the first difference.
@@ -162,7 +171,7 @@ static void check_batch_rules(model *m) {
     const int nl = f.hp->n_layers;
     step st;
     step_build(&st, f.hp->n_vocab, 0);
-    float x[MAX_ROWS * 512] = {0};
+    float *x = calloc((size_t)MAX_ROWS * f.hp->dim, sizeof(float));
     tc_err err = {0};
     model_batch b = step_batch(&f, &st);
     b.n_resume = st.n_resume, b.resume_rows = st.resume_rows, b.resume_x = x;
@@ -183,29 +192,38 @@ static void check_batch_rules(model *m) {
     // an early exit cannot resume at or past its own last layer
     b.resume_rows = st.resume_rows, b.n_resume = st.n_resume, b.resume_layer = 1, b.n_logits = 0;
     CHECK(model_forward_layers(f.ctx, f.kv, &b, 1, NULL, &err) == TC_ERR_INVALID);
+    free(x);
     fx_close(&f);
 }
 
-int main(void) {
-    for (size_t i = 0; i < sizeof MODELS / sizeof *MODELS; i++) {
-        model *m = NULL;
-        tc_err err = {0};
-        if (model_load(MODELS[i], &m, &err)) {
-            fprintf(stderr, "%s: %s\n", MODELS[i], err.msg);
-            CHECK(0);
-            continue;
-        }
-        const model_hparams *hp = model_get_hparams(m);
-        CHECK(hp->dim <= 512);
-        printf("%s: %d layers, dim %d\n", MODELS[i], hp->n_layers, hp->dim);
-        if (hp->n_layers < 2) { // nothing to resume at: one layer
-            model_free(m);
-            continue;
-        }
-        for (int L = 1; L < hp->n_layers; L++) check_resume(m, L, 0);
+static void check_model(const char *path, int all_layers) {
+    model *m = NULL;
+    tc_err err = {0};
+    if (model_load(path, &m, &err)) {
+        fprintf(stderr, "%s: %s\n", path, err.msg);
+        CHECK(0);
+        return;
+    }
+    const model_hparams *hp = model_get_hparams(m);
+    printf("%s: %d layers, dim %d, window %d\n", path, hp->n_layers, hp->dim, hp->swa_window);
+    if (hp->n_layers >= 2) { // else nothing to resume at
+        if (all_layers)
+            for (int L = 1; L < hp->n_layers; L++) check_resume(m, L, 0);
+        else // a local layer's, a global layer's (Gemma 3: every 6th) boundary, and the last
+            for (int L = 1; L < hp->n_layers; L += 5) check_resume(m, L, 0);
+        check_resume(m, hp->n_layers - 1, 0);
         check_resume(m, hp->n_layers / 2 > 0 ? hp->n_layers / 2 : 1, 1);
         check_batch_rules(m);
-        model_free(m);
     }
+    model_free(m);
+}
+
+int main(void) {
+    for (size_t i = 0; i < sizeof MODELS / sizeof *MODELS; i++) check_model(MODELS[i], 1);
+    FILE *g = fopen(GEMMA, "rb");
+    if (g) {
+        fclose(g);
+        check_model(GEMMA, 0);
+    } else printf("%s not present: the sliding-window case is not checked\n", GEMMA);
     TEST_MAIN_END();
 }

@@ -164,7 +164,7 @@ static void cuda_ctx_free(void *p) {
 // must be a block of the pool (the CPU trusts entries below the token's own block; a device must not read
 // outside its buffers).
 static int validate(const cuda_ctx *c, const cuda_kv *kv, const model_batch *b, tc_err *err) {
-    int rc = model_batch_check(b, c->max_tokens, c->w->m->hp.n_vocab, err);
+    int rc = model_batch_check(b, c->max_tokens, c->w->m->hp.n_vocab, c->w->m->hp.n_layers, err);
     if (rc) return rc;
     if (kv->w != c->w) return tc_err_set(err, TC_ERR_INVALID, "KV cache was made for another model");
     int last_seq = -1, checked = 0; // entries [0, checked) of last_seq's table are known good
@@ -186,6 +186,9 @@ static int cuda_forward(void *pc, void *pkv, const model_batch *b, int n_layers,
         return tc_err_set(err, TC_ERR_INVALID, "forward through %d layers (model has %d)", n_layers, c->w->m->hp.n_layers);
     int rc = validate(c, kv, b, err);
     if (rc) return rc;
+    if (b->n_resume > 0 || b->x_out) // self-speculation's KV reuse: the CPU forward only
+        return tc_err_set(err, TC_ERR_UNSUPPORTED, "the CUDA backend does not run resumed rows or return the residual "
+                          "stream (self-speculation reusing the target's KV): use --device cpu");
     tcu_batch tb = {.n_tokens = b->n_tokens, .tokens = b->tokens, .pos = b->pos, .seq = b->seq, .n_seqs = b->n_seqs,
                     .block_tables = b->block_tables, .n_logits = b->n_logits, .logits_rows = b->logits_rows,
                     .n_embd = b->n_embd, .embd_rows = b->embd_rows, .embd = b->embd};

@@ -67,15 +67,18 @@ int bench_spec_run(model *m, const bench_spec_args *a, tc_err *err) {
     if (!acc) return tc_err_set(err, TC_ERR_NOMEM, "out of memory");
     if ((rc = read_prompt(m, a->prompt_file, a->chat, &ids, &n_ids, err))) goto done;
     int batch = a->batch > SPEC_MAX_K + 1 ? a->batch : SPEC_MAX_K + 1;
+    for (int i = 0; i < a->n_modes; i++)
+        if ((rc = gen_spec_device_check(a->modes[i], a->draft_model != NULL, a->self_layers, a->device, err)))
+            goto done;
     if ((rc = gen_open(&g, m, a->device, n_ids + a->n_gen + SPEC_MAX_K + 1, batch, a->threads, a->kv_k, a->kv_v, err)))
         goto done;
     int ctx = n_ids + a->n_gen + SPEC_MAX_K + 1, want_self = 0;
     for (int i = 0; i < a->n_modes; i++)
         want_self |= a->modes[i] == SPEC_SELF || (a->modes[i] == SPEC_AUTO && !a->draft_model && a->self_layers > 0);
-    if (a->draft_model && (rc = gen_spec_drafter_new(m, a->draft_model, SPEC_DRAFT, 0, ctx, a->spec_k, a->threads,
+    if (a->draft_model && (rc = gen_spec_drafter_new(&g, a->draft_model, SPEC_DRAFT, 0, ctx, a->spec_k, a->threads,
                                                      &dmodel, err)))
         goto done;
-    if (want_self && (rc = gen_spec_drafter_new(m, NULL, SPEC_SELF, a->self_layers, ctx, a->spec_k, a->threads,
+    if (want_self && (rc = gen_spec_drafter_new(&g, NULL, SPEC_SELF, a->self_layers, ctx, a->spec_k, a->threads,
                                                 &dself, err)))
         goto done;
     gen_spec_stats st;

@@ -169,10 +169,11 @@ int cli_run(int argc, char **argv) {
     samp_accept_prompt(ss, ids, n_ids);
     int max_batch = n_ids < 512 ? n_ids : 512;
     if (max_batch < SPEC_MAX_K + 1) max_batch = SPEC_MAX_K + 1;
+    if (gen_spec_device_check(o.spec, o.draft_model != NULL, o.self_layers, o.device, &err)) goto fail;
     if (gen_open(&g, m, o.device, ctx, max_batch, o.threads, o.kv_k, o.kv_v, &err)) goto fail;
     if (o.draft_model && (o.spec == SPEC_DRAFT || o.spec == SPEC_AUTO) && model_load(o.draft_model, &dm, &err))
         goto fail;
-    if (gen_spec_drafter_new(m, dm, o.spec, o.self_layers, ctx, o.spec_k, o.threads, &drafter, &err)) goto fail;
+    if (gen_spec_drafter_new(&g, dm, o.spec, o.self_layers, ctx, o.spec_k, o.threads, &drafter, &err)) goto fail;
     // Generated text continues the prompt's text (keeps its leading space), unless the prompt is BOS alone.
     int bos_only = n_ids == 1 && ids[0] == tok_bos(v);
     ts = tok_stream_new(v, bos_only ? 0 : TOK_DEC_CONTINUATION);

@@ -61,6 +61,11 @@ int gen_eval(gen_session *g, const int32_t *tokens, int n, int pos0, tc_err *err
 }
 
 int gen_eval_rows(gen_session *g, const int32_t *tokens, int n, int pos0, float *logits, tc_err *err) {
+    return gen_eval_rows_resumed(g, tokens, n, pos0, 0, NULL, 0, logits, err);
+}
+
+int gen_eval_rows_resumed(gen_session *g, const int32_t *tokens, int n, int pos0, int n_resume, const float *x,
+                          int resume_layer, float *logits, tc_err *err) {
     if (n <= 0 || n > g->max_batch || pos0 < 0 || pos0 + n > g->max_ctx)
         return tc_err_set(err, TC_ERR_INVALID, "positions %d..%d exceed the context of %d (or batch %d)", pos0,
                           pos0 + n, g->max_ctx, g->max_batch);
@@ -69,6 +74,7 @@ int gen_eval_rows(gen_session *g, const int32_t *tokens, int n, int pos0, float 
     if (n > 64) return tc_err_set(err, TC_ERR_INVALID, "at most 64 rows with logits");
     for (int i = 0; i < n; i++) g->pos_buf[i] = pos0 + i, rows[i] = i;
     model_batch b = {.n_tokens = n, .tokens = tokens, .pos = g->pos_buf, .seq = g->seq_buf, .n_seqs = 1,
-                     .block_tables = &table, .n_logits = n, .logits_rows = rows};
+                     .block_tables = &table, .n_logits = n, .logits_rows = rows,
+                     .n_resume = n_resume, .resume_rows = rows, .resume_x = x, .resume_layer = resume_layer};
     return backend_forward(g->ctx, g->kv, &b, logits, err);
 }

@@ -30,5 +30,9 @@ int gen_eval(gen_session *g, const int32_t *tokens, int n, int pos0, tc_err *err
 // Runs n <= max_batch tokens at positions pos0.. in one forward and writes every row's logits into
 // logits (n, n_vocab): a speculative verify step.
 int gen_eval_rows(gen_session *g, const int32_t *tokens, int n, int pos0, float *logits, tc_err *err);
+// The same with the first n_resume rows resumed at layer resume_layer from their residuals x (n_resume, dim),
+// their KV of the layers below already in the cache (self-speculation's drafted rows: model.h n_resume).
+int gen_eval_rows_resumed(gen_session *g, const int32_t *tokens, int n, int pos0, int n_resume, const float *x,
+                          int resume_layer, float *logits, tc_err *err);
 
 #endif

@@ -9,8 +9,19 @@
 #include "sched/step_cost.h"
 #include "spec/spec.h"
 
-int gen_spec_drafter_new(model *target, model *draft_model, int mode, int self_layers, int max_ctx, int k,
+int gen_spec_device_check(int mode, int have_draft_model, int self_layers, backend_device dev, tc_err *err) {
+    int self = !(have_draft_model && (mode == SPEC_DRAFT || mode == SPEC_AUTO)) &&
+               (mode == SPEC_SELF || (mode == SPEC_AUTO && self_layers > 0));
+    if (self && dev != BACKEND_CPU)
+        return tc_err_set(err, TC_ERR_UNSUPPORTED, "self-speculation (--spec self, or auto with --self-spec-layers) "
+                          "reuses the target's KV through resumed verify rows, which only the CPU forward runs: "
+                          "use --device cpu");
+    return 0;
+}
+
+int gen_spec_drafter_new(gen_session *g, model *draft_model, int mode, int self_layers, int max_ctx, int k,
                          int n_threads, spec_drafter **out, tc_err *err) {
+    model *target = g->m;
     const model_hparams *hp = model_get_hparams(target);
     model *dm = NULL;
     int layers = 0;
@@ -27,7 +38,10 @@ int gen_spec_drafter_new(model *target, model *draft_model, int mode, int self_l
         if (layers >= hp->n_layers)
             return tc_err_set(err, TC_ERR_INVALID, "--self-spec-layers %d must be below the model's %d layers",
                               layers, hp->n_layers);
-        dm = target;
+        int rc = gen_spec_device_check(mode, 0, self_layers, backend_get_device(g->be), err);
+        if (rc) return rc;
+        // in the session's own runner and KV (spec_draft.h): one request, one sampled draft's q buffer
+        return spec_drafter_new_self(target, layers, g->ctx, g->kv, 1, k, 1, out, err);
     } else return 0;
     int bs = 16, nb = (max_ctx + SPEC_MAX_K + bs) / bs;
     // one request; a sampled draft keeps one (k, n_vocab) q buffer
@@ -72,17 +86,21 @@ int gen_spec_generate(gen_session *g, samp_state *ss, float temperature, uint64_
         rc = tc_err_set(err, TC_ERR_NOMEM, "out of memory");
         goto done;
     }
-    if (o->draft && (rc = spec_dseq_init(&ds, n_prompt + n_gen + SPEC_MAX_K + 1, 16, err))) goto done;
+    if (o->draft && !spec_drafter_is_self(o->draft) &&
+        (rc = spec_dseq_init(&ds, n_prompt + n_gen + SPEC_MAX_K + 1, 16, err)))
+        goto done;
     memcpy(hist, prompt, (size_t)n_prompt * sizeof *hist);
     int n_hist = n_prompt;
 
     double t0 = tc_now();
     if ((rc = gen_eval(g, prompt, n_prompt, 0, err))) goto done;
-    // The drafter prefills the prompt too, here rather than lazily at its first draft: it is prompt work (TTFT),
+    // A draft model prefills the prompt too, here rather than lazily at its first draft: it is prompt work (TTFT),
     // and a decode rate that hid a draft's prefill of hundreds of tokens in its first step would measure that.
+    // (Self-speculation has nothing to prefill: it drafts in the target's KV.)
     int may_use_model = o->draft && (o->mode == SPEC_DRAFT || o->mode == SPEC_SELF || o->mode == SPEC_AUTO);
-    if (may_use_model && spec_dseq_reserve(o->draft, &ds, n_prompt, 1) == 0) {
-        spec_draft_req dr = {&ds, hist, n_prompt, 1, 0.0f, &drng, NULL};
+    int self = spec_drafter_is_self(o->draft);
+    if (may_use_model && !self && spec_dseq_reserve(o->draft, &ds, n_prompt, 1) == 0) {
+        spec_draft_req dr = {.ds = &ds, .tokens = hist, .n_tokens = n_prompt, .k = 1, .rng = &drng};
         tc_err derr = {0};
         if (spec_drafter_run(o->draft, &dr, 1, &derr) == 0) spec_dseq_keep(o->draft, &ds, n_prompt);
     }
@@ -107,10 +125,13 @@ int gen_spec_generate(gen_session *g, samp_state *ss, float temperature, uint64_
         if (stop || st->n_gen >= n_gen) break;
         int use_model = 0;
         int k = pick_k(o, n_gen - st->n_gen - 1, &cost, &vcost, &acc, draft_cost, &use_model), d = 0;
-        const float *q = NULL;
+        const float *q = NULL, *x = NULL;
         if (k > 0 && use_model && spec_dseq_reserve(o->draft, &ds, n_hist, k) == 0) {
-            spec_draft_req dr = {&ds, hist, n_hist, k, samp_is_greedy(ss) ? 0.0f : temperature, &drng, NULL};
-            int catch_up = n_hist - ds.n_computed; // rows before draft 0: 1-2 in steady state
+            // self: the target has KV of positions < n_hist - 1 (the last token is computed by the verify step)
+            spec_draft_req dr = {.ds = &ds, .tokens = hist, .n_tokens = n_hist, .k = k,
+                                 .temperature = samp_is_greedy(ss) ? 0.0f : temperature, .rng = &drng,
+                                 .blocks = g->blocks};
+            int catch_up = spec_drafter_catch_up(o->draft, &dr); // rows before draft 0: 1-2 in steady state
             double td = tc_now();
             tc_err derr = {0}; // a failed draft run only costs this step its draft (the engine does the same)
             if (spec_drafter_run(o->draft, &dr, 1, &derr) == 0) {
@@ -118,7 +139,7 @@ int gen_spec_generate(gen_session *g, samp_state *ss, float temperature, uint64_
                 // sat out steps) is a one-off that would make auto give up on a draft that pays.
                 double per_pos = (tc_now() - td) / (k + catch_up - 1);
                 if (catch_up <= 2) draft_cost = draft_cost > 0 ? 0.8 * draft_cost + 0.2 * per_pos : per_pos;
-                d = k, q = dr.q;
+                d = k, q = dr.q, x = dr.x;
                 st->n_model_drafted += d;
             }
         }
@@ -126,7 +147,11 @@ int gen_spec_generate(gen_session *g, samp_state *ss, float temperature, uint64_
             d = spec_ngram_propose_min(hist, n_hist, k, acc.probing ? 2 : 1, hist + n_hist);
         if (d == 0) acc.probing = 0;
         double ts = tc_now();
-        if ((rc = gen_eval_rows(g, hist + n_hist - 1, 1 + d, n_hist - 1, rows, err))) goto done;
+        // self: the last token and drafts 0..d-2 resume at layer L from the drafter's residuals (their KV of the
+        // layers below is in the cache); the last draft runs every layer
+        if ((rc = gen_eval_rows_resumed(g, hist + n_hist - 1, 1 + d, n_hist - 1, x ? d : 0, x,
+                                        x ? spec_drafter_layers(o->draft) : 0, rows, err)))
+            goto done;
         double dt = tc_now() - ts;
         step_cost_observe(&cost, 1 + d, dt);
         step_cost_observe(&vcost, 1 + d, dt);

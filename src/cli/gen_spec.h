@@ -26,12 +26,17 @@ typedef struct gen_spec_stats {
     double t_decode;   // seconds from the first generated token to the last (n_gen - 1 tokens)
 } gen_spec_stats;
 
-// The drafter the engine would build for these options (engine.c new_drafter): the draft model when given
-// and mode is SPEC_DRAFT or SPEC_AUTO (its vocabulary checked against the target's: TC_ERR_INVALID with
-// the first difference); the target's first self_layers layers for SPEC_SELF (0: n_layers / 4) or for
-// SPEC_AUTO with self_layers > 0; else none (*out NULL). max_ctx: tokens of draft KV; k: drafts per step at
-// most. Owned by the caller: spec_drafter_free.
-int gen_spec_drafter_new(model *target, model *draft_model, int mode, int self_layers, int max_ctx, int k,
+// The drafter the engine would build for these options (engine.c new_drafter) over session g's model (the
+// target): the draft model when given and mode is SPEC_DRAFT or SPEC_AUTO (its vocabulary checked against the
+// target's: TC_ERR_INVALID with the first difference); the target's first self_layers layers for SPEC_SELF
+// (0: n_layers / 4) or for SPEC_AUTO with self_layers > 0, drafting in g's own runner and KV (g must outlive
+// it; a CPU session only: TC_ERR_UNSUPPORTED on another device); else none (*out NULL). max_ctx: tokens of
+// draft KV; k: drafts per step at most. Owned by the caller: spec_drafter_free.
+// Self-speculation resumes the verify rows in the CPU forward only: TC_ERR_UNSUPPORTED with a message when these
+// options would build a self-speculation drafter (mode, whether a draft model is given, self_layers as
+// gen_spec_drafter_new takes them) on another device. For the CLI to refuse before it opens anything.
+int gen_spec_device_check(int mode, int have_draft_model, int self_layers, backend_device dev, tc_err *err);
+int gen_spec_drafter_new(gen_session *g, model *draft_model, int mode, int self_layers, int max_ctx, int k,
                          int n_threads, spec_drafter **out, tc_err *err);
 
 // Called with every generated token in order; returns nonzero to stop generating (an end-of-generation token).

@@ -161,6 +161,7 @@ static int alloc_scratch(engine *e, tc_err *err) {
     if (rows < ns) rows = ns;
     e->max_logit_rows = (int)rows;
     e->b_logit_rows = malloc(rows * sizeof(int32_t));
+    e->b_resume_rows = malloc(rows * sizeof(int32_t));
     e->logits = malloc(rows * (size_t)e->n_vocab * sizeof(float));
     e->b_embd_rows = malloc(nbt * sizeof(int32_t));
     e->embd_out = malloc(nbt * (size_t)e->dim * sizeof(float));
@@ -173,6 +174,7 @@ static int alloc_scratch(engine *e, tc_err *err) {
     e->load.cap_wait = (int)ns + e->o.max_queue; // every request in flight at most
     e->load.wait = e->load_keys = malloc((size_t)e->load.cap_wait * sizeof *e->load_keys);
     if (!e->b_tokens || !e->b_pos || !e->b_seq || !e->b_tables || !e->b_tables_swa || !e->b_logit_rows || !e->logits || !e->evs ||
+        !e->b_resume_rows ||
         !e->b_embd_rows || !e->embd_out || !e->plp_logits || !e->load_keys || !e->probs ||
         !e->dreqs)
         return tc_err_set(err, TC_ERR_NOMEM, "engine: out of memory for step buffers");
@@ -207,6 +209,7 @@ static void engine_destroy(engine *e) {
     free(e->b_tables);
     free(e->b_tables_swa);
     free(e->b_logit_rows);
+    free(e->b_resume_rows);
     free(e->logits);
     free(e->b_embd_rows);
     free(e->embd_out);
@@ -250,8 +253,16 @@ static int warm_up(engine *e, int n_blocks, tc_err *err) {
 
 _Static_assert(ENGINE_SPEC_METHODS == SPEC_N_METHODS, "engine_stats.spec_draft is indexed by spec_method");
 
-// The draft model or self-speculation drafter, when the options ask for one. Its pool: draft_kv_mem_bytes,
-// else a quarter of kv_mem_bytes, else the target's block count (the same token capacity).
+// 1 when the options ask for a draft model drafter, 2 for self-speculation, 0 for neither.
+static int drafter_kind(const engine_opts *o) {
+    if (o->draft_model && (o->spec == SPEC_DRAFT || o->spec == SPEC_AUTO)) return 1;
+    return o->spec == SPEC_SELF || (o->spec == SPEC_AUTO && o->self_spec_layers > 0) ? 2 : 0;
+}
+
+// The draft model or self-speculation drafter, when the options ask for one. A draft model's pool:
+// draft_kv_mem_bytes, else a quarter of kv_mem_bytes, else the target's block count (the same token capacity).
+// Self-speculation has no pool: it runs in the target's runner and writes the target's KV of layers 0..L-1,
+// which the verify forward then resumes from (spec_draft.h); the CPU forward only.
 static int new_drafter(engine *e, int n_target_blocks, tc_err *err) {
     const engine_opts *o = &e->o;
     const model_hparams *hp = model_get_hparams(e->m);
@@ -259,22 +270,22 @@ static int new_drafter(engine *e, int n_target_blocks, tc_err *err) {
     int layers = 0;
     if (o->spec == SPEC_DRAFT && !o->draft_model)
         return tc_err_set(err, TC_ERR_INVALID, "engine: --spec draft needs a draft model (--draft-model)");
-    if (o->draft_model && (o->spec == SPEC_DRAFT || o->spec == SPEC_AUTO)) {
+    if (drafter_kind(o) == 1) {
         int rc = spec_vocab_check(e->m, o->draft_model, err);
         if (rc) return rc;
         dm = o->draft_model;
         layers = model_get_hparams(dm)->n_layers;
         e->drafter_method = SPEC_M_DRAFT;
-    } else if (o->spec == SPEC_SELF || (o->spec == SPEC_AUTO && o->self_spec_layers > 0)) {
+    } else if (drafter_kind(o) == 2) {
         layers = o->self_spec_layers > 0 ? o->self_spec_layers : (hp->n_layers / 4 > 0 ? hp->n_layers / 4 : 1);
         if (layers >= hp->n_layers)
             return tc_err_set(err, TC_ERR_INVALID, "engine: --self-spec-layers %d must be below the model's %d layers",
                               layers, hp->n_layers);
-        dm = e->m;
         e->drafter_method = SPEC_M_SELF;
+        int q_reqs = o->max_seqs < 16 ? o->max_seqs : 16;
+        int max_reqs = o->max_seqs < o->max_batch_tokens ? o->max_seqs : o->max_batch_tokens; // rows per forward
+        return spec_drafter_new_self(e->m, layers, e->mctx, e->kv, max_reqs, o->spec_k, q_reqs, &e->drafter, err);
     } else return 0;
-    // Self-speculation keeps its own KV of all layers' shape (only the first L are written): simple, at the
-    // cost of memory; reusing the target's layers 0..L-1 KV is not done (see docs).
     size_t bb = spec_drafter_block_bytes(dm, o->block_size, TT_F16);
     long long nb = n_target_blocks;
     size_t mem = o->draft_kv_mem_bytes ? o->draft_kv_mem_bytes : o->kv_mem_bytes / 4;
@@ -298,6 +309,10 @@ int engine_new(model *m, const engine_opts *o, engine **out, tc_err *err) {
                           "spec %d, spec_k %d: 1..%d)",
                           o->max_batch_tokens, o->max_seqs, o->block_size, o->max_queue, o->spec, o->spec_k,
                           SPEC_MAX_K);
+    if (drafter_kind(o) == 2 && o->device != BACKEND_CPU) // before anything is opened on the device
+        return tc_err_set(err, TC_ERR_UNSUPPORTED, "engine: self-speculation (--spec self, or auto with "
+                          "--self-spec-layers) reuses the target's KV through resumed verify rows, which only the "
+                          "CPU forward runs: use --device cpu");
     engine *e = calloc(1, sizeof *e);
     if (!e) return tc_err_set(err, TC_ERR_NOMEM, "engine: out of memory");
     e->m = m;
@@ -469,8 +484,8 @@ int engine_submit(engine *e, engine_req *q, uint64_t *id, tc_err *err) {
     }
     samp_accept_prompt(er->samp, q->prompt, q->n_prompt);
     spec_accept_init(&er->acc);
-    if (e->drafter && !q->embed) {
-        if ((rc = spec_dseq_init(&er->ds, e->ctx_limit, e->o.block_size, err))) {
+    if (e->drafter && !q->embed) { // (self-speculation keeps no draft-side KV: no table)
+        if (!spec_drafter_is_self(e->drafter) && (rc = spec_dseq_init(&er->ds, e->ctx_limit, e->o.block_size, err))) {
             samp_free(er->samp);
             free(er);
             return rc;

@@ -41,10 +41,11 @@ typedef struct engine_opts {
     // Model-based drafting (src/spec/spec_draft.h). SPEC_DRAFT needs draft_model; SPEC_AUTO uses the draft
     // model when one is given, else self-speculation when self_spec_layers > 0.
     model *draft_model;         // (optional) borrowed, must outlive the engine; its vocabulary must be the target's
-    size_t draft_kv_mem_bytes;  // draft KV pool in bytes; 0: kv_mem_bytes / 4 when that is set, else as many
-                                // blocks as the target's pool (the same token capacity)
+    size_t draft_kv_mem_bytes;  // the draft model's KV pool in bytes; 0: kv_mem_bytes / 4 when that is set, else
+                                // as many blocks as the target's pool (the same token capacity)
     int self_spec_layers;       // SPEC_SELF/AUTO: draft with the target's first L layers (0: n_layers / 4 for
-                                // SPEC_SELF, off for SPEC_AUTO)
+                                // SPEC_SELF, off for SPEC_AUTO), in the target's own KV (no pool: draft_kv_mem_bytes
+                                // does not apply); device BACKEND_CPU only (engine_new refuses another)
     const int32_t *eog_ids; // tokens that end generation (EOS/EOT …), copied at engine_new
     int n_eog;
     int sched_policy;       // a sched_policy (sched/sched_order.h): SCHED_POL_FIFO (default), _PRIORITY, _SLO

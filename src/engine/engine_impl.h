@@ -33,6 +33,8 @@ typedef struct eng_req {
     float draft_temp;    // 0: greedy draft; else the request's temperature (sampled draft, q kept)
     uint64_t drng;       // draft RNG state
     const float *dq;     // (n_draft, n_vocab) q of this step's sampled draft, NULL: one-hot
+    const float *dx;     // (n_draft, dim) self-speculation: this step's drafted rows' residuals after layer L-1
+                         // (the verify item's first n_draft rows resume there), NULL: none
     int n_drafted, n_accepted, n_pred_accepted;
 } eng_req;
 
@@ -58,6 +60,7 @@ struct engine {
     const int32_t **b_tables;           // (max_seqs)
     const int32_t **b_tables_swa;       // (max_seqs) the local layers' tables (with pool_swa)
     int32_t *b_logit_rows;              // (max_logit_rows)
+    int32_t *b_resume_rows;             // (max_logit_rows) self-speculation: the verify rows the drafter ran
     float *logits;                      // (max_logit_rows, n_vocab)
     int max_logit_rows;                 // max_seqs + speculative rows a step may carry
     int spec_rows_left;                 // speculative rows still free in the step being planned

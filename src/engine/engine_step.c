@@ -142,9 +142,23 @@ static int is_eog(const engine *e, int32_t tok) {
     return 0;
 }
 
+// Self-speculation: the item's first n_draft rows (the last token and every draft but the last) were run
+// through layers 0..L-1 by the drafter, in this KV: they resume at layer L from its residuals (model.h
+// n_resume). Their residuals must continue the rows resumed so far (run_drafter's order is the plan's, and
+// spec_draft_req.x's rows follow each other): else the item computes every layer, which is as exact.
+static void add_resumed(engine *e, const sched_item *it, int row0, model_batch *b) {
+    const eng_req *er = it->r->owner;
+    if (!er->dx || it->n_draft <= 0 || it->n != it->n_draft + 1) return;
+    if (b->n_resume == 0) b->resume_x = er->dx;
+    else if (er->dx != b->resume_x + (size_t)b->n_resume * e->dim) return;
+    for (int k = 0; k < it->n_draft; k++) e->b_resume_rows[b->n_resume++] = row0 + k;
+}
+
 // Fills the batch arrays from the plan. Returns the model_batch view.
 static model_batch build_batch(engine *e, const sched_plan *p) {
     int nt = 0, nl = 0, ne = 0;
+    model_batch b = {.resume_rows = e->b_resume_rows,
+                     .resume_layer = spec_drafter_is_self(e->drafter) ? spec_drafter_layers(e->drafter) : 0};
     for (int i = 0; i < p->n_items; i++) {
         const sched_item *it = &p->items[i];
         const sched_req *r = it->r;
@@ -152,6 +166,7 @@ static model_batch build_batch(engine *e, const sched_plan *p) {
         e->b_tables_swa[i] = r->kv_swa.blocks;
         const eng_req *er = r->owner;
         int embed = er->embed || (er->plp && it->start < r->n_prompt - 1);
+        add_resumed(e, it, nt, &b);
         for (int k = 0; k < it->n; k++, nt++) {
             e->b_tokens[nt] = r->tokens[it->start + k];
             e->b_pos[nt] = it->start + k;
@@ -161,20 +176,18 @@ static model_batch build_batch(engine *e, const sched_plan *p) {
         if (it->sample) // the last row, and every drafted row before it: each row's logits verify the next
             for (int k = it->n_draft; k >= 0; k--) e->b_logit_rows[nl++] = nt - 1 - k;
     }
-    model_batch b = {
-        .n_tokens = nt,
-        .tokens = e->b_tokens,
-        .pos = e->b_pos,
-        .seq = e->b_seq,
-        .n_seqs = p->n_items,
-        .block_tables = e->b_tables,
-        .block_tables_swa = e->pool_swa ? e->b_tables_swa : NULL,
-        .n_logits = nl,
-        .logits_rows = e->b_logit_rows,
-        .n_embd = ne,
-        .embd_rows = e->b_embd_rows,
-        .embd = e->embd_out,
-    };
+    b.n_tokens = nt;
+    b.tokens = e->b_tokens;
+    b.pos = e->b_pos;
+    b.seq = e->b_seq;
+    b.n_seqs = p->n_items;
+    b.block_tables = e->b_tables;
+    b.block_tables_swa = e->pool_swa ? e->b_tables_swa : NULL;
+    b.n_logits = nl;
+    b.logits_rows = e->b_logit_rows;
+    b.n_embd = ne;
+    b.embd_rows = e->b_embd_rows;
+    b.embd = e->embd_out;
     return b;
 }
 
@@ -256,7 +269,9 @@ int eng_draft(void *ctx, sched_req *r, const sched_draft_info *info) {
 
 // Fills the model drafts reserved by eng_draft: one drafter run over every request of the plan that drafts
 // with the model. On failure the placeholder rows stay (the last token repeated: verified like any guess, so
-// output stays exact) and their draft KV is recomputed next time.
+// output stays exact) and their draft KV is recomputed next time. Self-speculation drafts in the target's KV
+// through the plan's block tables (the scheduler reserved the item's positions n_tokens-1 .. n_tokens+k-1
+// when it planned it) and leaves the drafted rows' residuals (er->dx) for build_batch's resumed rows.
 static void run_drafter(engine *e, const sched_plan *p) {
     if (!e->drafter) return;
     int n = 0;
@@ -264,16 +279,20 @@ static void run_drafter(engine *e, const sched_plan *p) {
         const sched_item *it = &p->items[i];
         eng_req *er = it->r->owner;
         er->dq = NULL;
+        er->dx = NULL;
         if (it->n_draft <= 0 || er->draft_method < SPEC_M_DRAFT) continue;
-        e->dreqs[n++] = (spec_draft_req){&er->ds, it->r->tokens, it->r->n_tokens, it->n_draft,
-                                         samp_is_greedy(er->samp) ? 0.0f : er->draft_temp, &er->drng, NULL};
+        e->dreqs[n++] = (spec_draft_req){.ds = &er->ds, .tokens = it->r->tokens, .n_tokens = it->r->n_tokens,
+                                         .k = it->n_draft,
+                                         .temperature = samp_is_greedy(er->samp) ? 0.0f : er->draft_temp,
+                                         .rng = &er->drng, .blocks = it->r->kv.blocks,
+                                         .blocks_swa = e->pool_swa ? it->r->kv_swa.blocks : NULL};
     }
     if (n == 0) return;
     tc_err err = {0};
     int k_max = 0, catch_up = 0; // catch_up: most rows a request runs before its draft 0 (1-2 in steady state)
     for (int i = 0; i < n; i++) {
         k_max = e->dreqs[i].k > k_max ? e->dreqs[i].k : k_max;
-        int c = e->dreqs[i].n_tokens - e->dreqs[i].ds->n_computed;
+        int c = spec_drafter_catch_up(e->drafter, &e->dreqs[i]);
         catch_up = c > catch_up ? c : catch_up;
     }
     double t0 = tc_now();
@@ -285,7 +304,10 @@ static void run_drafter(engine *e, const sched_plan *p) {
     for (int i = 0, j = 0; i < p->n_items && j < n; i++) {
         const sched_item *it = &p->items[i];
         eng_req *er = it->r->owner;
-        if (it->n_draft > 0 && er->draft_method >= SPEC_M_DRAFT) er->dq = e->dreqs[j++].q;
+        if (it->n_draft > 0 && er->draft_method >= SPEC_M_DRAFT) {
+            er->dq = e->dreqs[j].q;
+            er->dx = e->dreqs[j++].x;
+        }
     }
 }
 

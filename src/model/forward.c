@@ -33,6 +33,9 @@ struct model_ctx {
     // Local (sliding-window) layers have their own RoPE base; with no window these alias the global ones.
     float *rcos_swa, *rsin_swa, *inv_freq_swa; // as rcos, rsin, inv_freq
     void *mm_scratch;
+    // Batches with resumed rows: the rows that run the layers below the resume layer, as a sub-batch
+    int32_t *sub_row;                   // (max_tokens) its rows' rows in the batch, ascending
+    int32_t *sub_tok, *sub_pos, *sub_seq; // (max_tokens) as model_batch's
     // Hadamard rotation of a quantized KV cache (ops_hadamard): the size of the rotated blocks of a head, 0 when
     // the head dim has none or TACHYON_KV_ROTATE=0; rot_k / rot_v are set per forward from the cache's types.
     int rot_block;
@@ -92,6 +95,10 @@ int model_ctx_new(model *m, int max_batch_tokens, int n_threads, model_ctx **out
     c->rcos = malloc(n * half * sizeof(float));
     c->rsin = malloc(n * half * sizeof(float));
     c->inv_freq = malloc(half * sizeof(float));
+    c->sub_row = malloc(n * sizeof(int32_t));
+    c->sub_tok = malloc(n * sizeof(int32_t));
+    c->sub_pos = malloc(n * sizeof(int32_t));
+    c->sub_seq = malloc(n * sizeof(int32_t));
     if (hp->swa_window > 0) {
         c->rcos_swa = malloc(n * half * sizeof(float));
         c->rsin_swa = malloc(n * half * sizeof(float));
@@ -108,7 +115,7 @@ int model_ctx_new(model *m, int max_batch_tokens, int n_threads, model_ctx **out
         }
     c->mm_scratch = aligned_alloc(64, (scratch + 63) / 64 * 64 + 64);
     if (!c->pool || !c->x || !c->xb || !c->q || !c->k || !c->v || !c->hb || !c->hb2 || !c->rcos || !c->rsin ||
-        !c->inv_freq || !c->mm_scratch ||
+        !c->inv_freq || !c->mm_scratch || !c->sub_row || !c->sub_tok || !c->sub_pos || !c->sub_seq ||
         (hp->swa_window > 0 && (!c->rcos_swa || !c->rsin_swa || !c->inv_freq_swa))) {
         model_ctx_free(c);
         return tc_err_set(err, TC_ERR_NOMEM, "cannot allocate scratch for %d batch tokens", max_batch_tokens);
@@ -129,6 +136,7 @@ void model_ctx_free(model_ctx *c) {
     free(c->x), free(c->xb), free(c->q), free(c->k), free(c->v), free(c->hb), free(c->hb2);
     free(c->rcos), free(c->rsin), free(c->inv_freq), free(c->mm_scratch);
     free(c->rcos_swa), free(c->rsin_swa), free(c->inv_freq_swa);
+    free(c->sub_row), free(c->sub_tok), free(c->sub_pos), free(c->sub_seq);
     free(c);
 }
 
@@ -178,7 +186,7 @@ static void attn_run(void *arg, int ith, int nth) {
     }
 }
 
-int model_batch_check(const model_batch *b, int max_tokens, int n_vocab, tc_err *err) {
+int model_batch_check(const model_batch *b, int max_tokens, int n_vocab, int n_layers, tc_err *err) {
     if (b->n_tokens <= 0 || b->n_tokens > max_tokens)
         return tc_err_set(err, TC_ERR_INVALID, "batch of %d tokens (max %d)", b->n_tokens, max_tokens);
     for (int t = 0; t < b->n_tokens; t++) {
@@ -193,12 +201,23 @@ int model_batch_check(const model_batch *b, int max_tokens, int n_vocab, tc_err 
     for (int i = 0; i < b->n_embd; i++)
         if (!b->embd || b->embd_rows[i] < 0 || b->embd_rows[i] >= b->n_tokens)
             return tc_err_set(err, TC_ERR_INVALID, "embedding rows must be rows of the batch, with an output");
+    if (b->n_resume < 0 || b->n_resume > b->n_tokens)
+        return tc_err_set(err, TC_ERR_INVALID, "%d resumed rows in a batch of %d", b->n_resume, b->n_tokens);
+    if (b->n_resume == 0) return 0;
+    if (!b->resume_rows || !b->resume_x)
+        return tc_err_set(err, TC_ERR_INVALID, "resumed rows without their rows or residuals");
+    if (b->resume_layer < 1 || b->resume_layer >= n_layers)
+        return tc_err_set(err, TC_ERR_INVALID, "resume layer %d out of range 1..%d", b->resume_layer, n_layers - 1);
+    for (int i = 0; i < b->n_resume; i++)
+        if (b->resume_rows[i] < 0 || b->resume_rows[i] >= b->n_tokens ||
+            (i && b->resume_rows[i] <= b->resume_rows[i - 1]))
+            return tc_err_set(err, TC_ERR_INVALID, "resumed row %d: rows must be ascending rows of the batch", i);
     return 0;
 }
 
 static int validate(const model_ctx *c, const model_kv *kv, const model_batch *b, tc_err *err) {
     const model_hparams *hp = &c->m->hp;
-    int rc = model_batch_check(b, c->max_tokens, hp->n_vocab, err);
+    int rc = model_batch_check(b, c->max_tokens, hp->n_vocab, hp->n_layers, err);
     if (rc) return rc;
     if (kv->n_layers != hp->n_layers || kv->n_kv_heads != hp->n_kv_heads || kv->head_dim != hp->head_dim)
         return tc_err_set(err, TC_ERR_INVALID, "KV cache was made for another model");
@@ -357,6 +376,67 @@ int model_forward(model_ctx *c, model_kv *kv, const model_batch *b, float *logit
     return model_forward_layers(c, kv, b, c->m->hp.n_layers, logits, err);
 }
 
+// The token embeddings of b's rows into the residual stream's rows 0..n_tokens-1.
+static void embed_rows(model_ctx *c, const model_batch *b) {
+    const model *m = c->m;
+    const model_hparams *hp = &m->hp;
+    const int dim = hp->dim;
+    const tt_traits *et = tt_get(m->tok_embd.type);
+    size_t erow = tt_row_size(m->tok_embd.type, dim);
+    for (int t = 0; t < b->n_tokens; t++) {
+        et->to_float((const char *)m->tok_embd.data + (size_t)b->tokens[t] * erow, c->x + (size_t)t * dim, dim);
+        if (hp->embd_scale != 1.0f) ops_scale(c->x + (size_t)t * dim, hp->embd_scale, dim);
+    }
+}
+
+// The RoPE angles of b's rows (a pure function of each row's position).
+static void rope_rows(model_ctx *c, const model_batch *b) {
+    const model_hparams *hp = &c->m->hp;
+    const int half = hp->rope_dim / 2;
+    for (int t = 0; t < b->n_tokens; t++) {
+        ops_rope_angles(c->rcos + (size_t)t * half, c->rsin + (size_t)t * half, b->pos[t], hp->rope_dim,
+                        hp->rope_scale, c->inv_freq);
+        if (hp->swa_window > 0) // local layers: their own base, positions never scaled (as llama.cpp)
+            ops_rope_angles(c->rcos_swa + (size_t)t * half, c->rsin_swa + (size_t)t * half, b->pos[t], hp->rope_dim,
+                            1.0f, c->inv_freq_swa);
+    }
+}
+
+// Layers 0..n_layers-1 over a batch with resumed rows: layers below the resume layer over the other rows
+// (compacted into a sub-batch that keeps the sequences and their block tables), then every row from there,
+// the resumed rows' residual taken from resume_x. Each row's arithmetic is what the one-pass forward does.
+static int forward_resumed(model_ctx *c, model_kv *kv, const model_batch *b, int n_layers, tc_err *err) {
+    const int dim = c->m->hp.dim, n = b->n_tokens;
+    int ns = 0, rc;
+    for (int t = 0, j = 0; t < n; t++) {
+        if (j < b->n_resume && b->resume_rows[j] == t) {
+            j++;
+            continue;
+        }
+        c->sub_row[ns] = t, c->sub_tok[ns] = b->tokens[t], c->sub_pos[ns] = b->pos[t], c->sub_seq[ns] = b->seq[t];
+        ns++;
+    }
+    model_batch sb = {.n_tokens = ns, .tokens = c->sub_tok, .pos = c->sub_pos, .seq = c->sub_seq,
+                      .n_seqs = b->n_seqs, .block_tables = b->block_tables, .block_tables_swa = b->block_tables_swa};
+    if (ns > 0) {
+        embed_rows(c, &sb);
+        rope_rows(c, &sb);
+        for (int l = 0; l < b->resume_layer; l++)
+            if ((rc = layer_forward(c, kv, &sb, l))) return tc_err_set(err, rc, "matmul failed in layer %d", l);
+    }
+    // Spread the sub-batch back to its rows, last first (sub_row[i] >= i: nothing is overwritten unread), and
+    // put the resumed rows' residuals in theirs.
+    for (int i = ns - 1; i >= 0; i--)
+        if (c->sub_row[i] != i)
+            memcpy(c->x + (size_t)c->sub_row[i] * dim, c->x + (size_t)i * dim, (size_t)dim * sizeof(float));
+    for (int j = 0; j < b->n_resume; j++)
+        memcpy(c->x + (size_t)b->resume_rows[j] * dim, b->resume_x + (size_t)j * dim, (size_t)dim * sizeof(float));
+    rope_rows(c, b);
+    for (int l = b->resume_layer; l < n_layers; l++)
+        if ((rc = layer_forward(c, kv, b, l))) return tc_err_set(err, rc, "matmul failed in layer %d", l);
+    return 0;
+}
+
 int model_forward_layers(model_ctx *c, model_kv *kv, const model_batch *b, int n_layers, float *logits, tc_err *err) {
     const model *m = c->m;
     const model_hparams *hp = &m->hp;
@@ -364,6 +444,9 @@ int model_forward_layers(model_ctx *c, model_kv *kv, const model_batch *b, int n
         return tc_err_set(err, TC_ERR_INVALID, "forward through %d layers (model has %d)", n_layers, hp->n_layers);
     int rc = validate(c, kv, b, err);
     if (rc) return rc;
+    if (b->n_resume > 0 && b->resume_layer >= n_layers)
+        return tc_err_set(err, TC_ERR_INVALID, "resume layer %d is not below the %d layers run", b->resume_layer,
+                          n_layers);
     // the geometry fields that come from the cache, not the model
     c->geo.block_size = c->geo_swa.block_size = kv->block_size;
     c->geo.k_type = c->geo_swa.k_type = kv->k_type;
@@ -376,20 +459,16 @@ int model_forward_layers(model_ctx *c, model_kv *kv, const model_batch *b, int n
     c->center_k = qk ? m->k_center_neg : NULL;
     c->k_scale = qk ? m->k_scale : NULL;
     c->q_scale = qk ? m->q_scale : NULL;
-    const int n = b->n_tokens, dim = hp->dim, half = hp->rope_dim / 2;
-    const tt_traits *et = tt_get(m->tok_embd.type);
-    size_t erow = tt_row_size(m->tok_embd.type, dim);
-    for (int t = 0; t < n; t++) {
-        et->to_float((const char *)m->tok_embd.data + (size_t)b->tokens[t] * erow, c->x + (size_t)t * dim, dim);
-        if (hp->embd_scale != 1.0f) ops_scale(c->x + (size_t)t * dim, hp->embd_scale, dim);
-        ops_rope_angles(c->rcos + (size_t)t * half, c->rsin + (size_t)t * half, b->pos[t], hp->rope_dim,
-                        hp->rope_scale, c->inv_freq);
-        if (hp->swa_window > 0) // local layers: their own base, positions never scaled (as llama.cpp)
-            ops_rope_angles(c->rcos_swa + (size_t)t * half, c->rsin_swa + (size_t)t * half, b->pos[t], hp->rope_dim,
-                            1.0f, c->inv_freq_swa);
+    const int n = b->n_tokens, dim = hp->dim;
+    if (b->n_resume > 0) {
+        if ((rc = forward_resumed(c, kv, b, n_layers, err))) return rc;
+    } else {
+        embed_rows(c, b);
+        rope_rows(c, b);
+        for (int l = 0; l < n_layers; l++)
+            if ((rc = layer_forward(c, kv, b, l))) return tc_err_set(err, rc, "matmul failed in layer %d", l);
     }
-    for (int l = 0; l < n_layers; l++)
-        if ((rc = layer_forward(c, kv, b, l))) return tc_err_set(err, rc, "matmul failed in layer %d", l);
+    if (b->x_out) memcpy(b->x_out, c->x, (size_t)n * dim * sizeof(float));
     // Embedding rows (optional): the final-normed hidden state, as pooled embeddings use it.
     for (int i = 0; i < b->n_embd; i++)
         ops_rmsnorm(b->embd + (size_t)i * dim, c->x + (size_t)b->embd_rows[i] * dim, m->output_norm.data, dim,

@@ -98,12 +98,24 @@ typedef struct model_batch {
     int n_embd;
     const int32_t *embd_rows; // (n_embd)
     float *embd;              // (n_embd, dim)
+    // (optional) resumed rows: rows whose residual stream after layers 0..resume_layer-1 is given, and whose KV
+    // of those layers is already in the cache (self-speculation: the drafted rows, computed by an early-exit
+    // forward that wrote the target's own KV). Layers < resume_layer run on the other rows only; layers
+    // >= resume_layer on every row, the resumed ones starting from resume_x. Logits and embeddings of any row.
+    int n_resume;
+    const int32_t *resume_rows; // (n_resume) ascending rows of the batch
+    const float *resume_x;      // (n_resume, dim) their residual stream after layer resume_layer - 1
+    int resume_layer;           // 1..n_layers-1, below the layers the forward runs
+    // (optional) the residual stream of every row after the last layer the forward ran (before the output
+    // norm): what a later forward resumes from. (n_tokens, dim)
+    float *x_out;
 } model_batch;
 // What every backend checks of a batch before running it, whatever its KV cache: 1..max_tokens rows, token ids
 // in [0, n_vocab), each row's sequence in [0, n_seqs) and position >= 0, logits rows ascending rows of the
-// batch, embedding rows rows of the batch with an output. 0 or TC_ERR_INVALID naming the first bad row. (The
-// block tables are the backend's to check against its own pool.)
-int model_batch_check(const model_batch *b, int max_tokens, int n_vocab, tc_err *err);
+// batch, embedding rows rows of the batch with an output, resumed rows ascending rows of the batch with their
+// residuals and a resume layer in 1..n_layers-1 (n_layers: the model's). 0 or TC_ERR_INVALID naming the first
+// bad row. (The block tables are the backend's to check against its own pool.)
+int model_batch_check(const model_batch *b, int max_tokens, int n_vocab, int n_layers, tc_err *err);
 // Contract: within a sequence, the batch's tokens have increasing positions; KV of every earlier position
 // of that sequence is already in the cache (written by a previous forward or earlier in this batch). A
 // token at position p attends to positions 0..p of its own sequence only.
@@ -116,7 +128,8 @@ void model_ctx_free(model_ctx *c);
 // Runs the batch, writes KV for every token, and fills logits (n_logits, n_vocab) row-major.
 int model_forward(model_ctx *c, model_kv *kv, const model_batch *b, float *logits, tc_err *err);
 // The same through the first n_layers layers only (1..n_layers of the model), then the final norm and the
-// output head: early exit, for self-speculation. KV is written for those layers only.
+// output head: early exit, for self-speculation. KV is written for those layers only. With resumed rows
+// (model_batch.n_resume) the resume layer must be below n_layers.
 int model_forward_layers(model_ctx *c, model_kv *kv, const model_batch *b, int n_layers, float *logits, tc_err *err);
 // The output projection alone: logits (n, n_vocab) of n final-normed hidden rows (model_batch.embd's rows),
 // n <= max_batch_tokens. Used to score given tokens (prompt logprobs) from rows computed by model_forward.

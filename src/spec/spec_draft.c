@@ -1,5 +1,6 @@
-// Model-based drafting (draft model or the target's first L layers): its own KV pool, lazy catch-up, one
-// batched forward per draft position. See spec_draft.h.
+// Model-based drafting: a draft model (its own KV pool, lazy catch-up) or the target's first L layers (in the
+// target's runner and KV, no catch-up, residuals kept for the verify forward); one batched forward per draft
+// position. See spec_draft.h.
 #include "spec/spec_draft.h"
 
 #include <math.h>
@@ -9,10 +10,16 @@
 struct spec_drafter {
     model *m;          // borrowed
     int n_layers;      // layers a draft forward runs
-    int n_vocab;
-    model_kv *kv;      // owned
-    model_ctx *ctx;    // owned
-    kv_pool *pool;     // owned
+    int n_vocab, dim;
+    model_kv *kv;      // owned (draft model)
+    model_ctx *ctx;    // owned (draft model)
+    kv_pool *pool;     // owned (draft model)
+    int self;          // 1: self-speculation, in the target's tctx / tkv
+    backend_ctx *tctx; // borrowed (self)
+    backend_kv *tkv;   // borrowed (self)
+    const int32_t **b_tables_swa;      // (max_reqs) (self)
+    float *x_step;                     // (max_reqs, dim) (self) one draft forward's residuals
+    float *x;                          // (max_reqs * k_max, dim) (self) every drafted row's, spec_draft_req.x
     int max_tokens;    // rows per forward
     int max_reqs, k_max, q_reqs;
     int32_t *b_tokens, *b_pos, *b_seq; // (max_tokens)
@@ -56,8 +63,9 @@ size_t spec_drafter_block_bytes(const model *m, int block_size, tt_type kv_type)
     return model_kv_block_bytes(m, block_size, kv_type, kv_type);
 }
 
-int spec_drafter_new(model *m, int n_layers, int n_blocks, int block_size, tt_type kv_type, int max_batch_tokens,
-                     int n_threads, int max_reqs, int k_max, int q_reqs, spec_drafter **out, tc_err *err) {
+// The fields and buffers both kinds share; max_tokens rows per forward.
+static int drafter_alloc(model *m, int n_layers, int max_tokens, int max_reqs, int k_max, int q_reqs,
+                         spec_drafter **out, tc_err *err) {
     *out = NULL;
     const model_hparams *hp = model_get_hparams(m);
     if (n_layers < 1 || n_layers > hp->n_layers || max_reqs < 1 || k_max < 1 || q_reqs < 0)
@@ -68,14 +76,11 @@ int spec_drafter_new(model *m, int n_layers, int n_blocks, int block_size, tt_ty
     d->m = m;
     d->n_layers = n_layers;
     d->n_vocab = hp->n_vocab;
-    d->max_tokens = max_batch_tokens > max_reqs ? max_batch_tokens : max_reqs;
+    d->dim = hp->dim;
+    d->max_tokens = max_tokens > max_reqs ? max_tokens : max_reqs;
     d->max_reqs = max_reqs;
     d->k_max = k_max;
     d->q_reqs = q_reqs;
-    int rc;
-    if ((rc = model_kv_new(m, n_blocks, block_size, kv_type, kv_type, &d->kv, err))) goto fail;
-    if ((rc = model_ctx_new(m, d->max_tokens, n_threads, &d->ctx, err))) goto fail;
-    if ((rc = kv_pool_new(n_blocks, block_size, &d->pool, err))) goto fail;
     size_t nt = (size_t)d->max_tokens, nr = (size_t)max_reqs, nv = (size_t)d->n_vocab;
     d->b_tokens = malloc(nt * sizeof(int32_t));
     d->b_pos = malloc(nt * sizeof(int32_t));
@@ -87,15 +92,53 @@ int spec_drafter_new(model *m, int n_layers, int n_blocks, int block_size, tt_ty
     d->q = q_reqs ? malloc((size_t)q_reqs * (size_t)k_max * nv * sizeof(float)) : NULL;
     if (!d->b_tokens || !d->b_pos || !d->b_seq || !d->b_tables || !d->b_logit_rows || !d->row_req || !d->logits ||
         (q_reqs && !d->q)) {
-        rc = tc_err_set(err, TC_ERR_NOMEM, "drafter: out of memory");
-        goto fail;
+        spec_drafter_free(d);
+        return tc_err_set(err, TC_ERR_NOMEM, "drafter: out of memory");
     }
+    *out = d;
+    return 0;
+}
+
+int spec_drafter_new(model *m, int n_layers, int n_blocks, int block_size, tt_type kv_type, int max_batch_tokens,
+                     int n_threads, int max_reqs, int k_max, int q_reqs, spec_drafter **out, tc_err *err) {
+    spec_drafter *d;
+    int rc = drafter_alloc(m, n_layers, max_batch_tokens, max_reqs, k_max, q_reqs, &d, err);
+    if (rc) return rc;
+    if ((rc = model_kv_new(m, n_blocks, block_size, kv_type, kv_type, &d->kv, err))) goto fail;
+    if ((rc = model_ctx_new(m, d->max_tokens, n_threads, &d->ctx, err))) goto fail;
+    if ((rc = kv_pool_new(n_blocks, block_size, &d->pool, err))) goto fail;
     *out = d;
     return 0;
 fail:
     spec_drafter_free(d);
     return rc;
 }
+
+int spec_drafter_new_self(model *m, int n_layers, backend_ctx *ctx, backend_kv *kv, int max_reqs, int k_max,
+                          int q_reqs, spec_drafter **out, tc_err *err) {
+    *out = NULL;
+    if (n_layers >= model_get_hparams(m)->n_layers || !ctx || !kv)
+        return tc_err_set(err, TC_ERR_INVALID, "self-speculation: %d layers must be below the model's %d", n_layers,
+                          model_get_hparams(m)->n_layers);
+    spec_drafter *d;
+    int rc = drafter_alloc(m, n_layers, max_reqs, max_reqs, k_max, q_reqs, &d, err);
+    if (rc) return rc;
+    d->self = 1, d->tctx = ctx, d->tkv = kv;
+    size_t nr = (size_t)max_reqs, dim = (size_t)d->dim;
+    d->b_tables_swa = malloc(nr * sizeof *d->b_tables_swa);
+    d->x_step = malloc(nr * dim * sizeof(float));
+    d->x = malloc(nr * (size_t)k_max * dim * sizeof(float));
+    if (!d->b_tables_swa || !d->x_step || !d->x) {
+        spec_drafter_free(d);
+        return tc_err_set(err, TC_ERR_NOMEM, "drafter: out of memory");
+    }
+    *out = d;
+    return 0;
+}
+
+int spec_drafter_is_self(const spec_drafter *d) { return d && d->self; }
+
+int spec_drafter_layers(const spec_drafter *d) { return d->n_layers; }
 
 void spec_drafter_free(spec_drafter *d) {
     if (!d) return;
@@ -110,6 +153,9 @@ void spec_drafter_free(spec_drafter *d) {
     free(d->row_req);
     free(d->logits);
     free(d->q);
+    free(d->b_tables_swa);
+    free(d->x_step);
+    free(d->x);
     free(d);
 }
 
@@ -124,12 +170,13 @@ int spec_dseq_init(spec_dseq *ds, int max_tokens, int block_size, tc_err *err) {
 
 void spec_dseq_free(spec_drafter *d, spec_dseq *ds) {
     if (!ds->inited) return;
-    if (d) kv_seq_free(d->pool, &ds->kv);
+    if (d && d->pool) kv_seq_free(d->pool, &ds->kv);
     kv_seq_destroy(&ds->kv);
     ds->inited = 0;
 }
 
 int spec_dseq_reserve(spec_drafter *d, spec_dseq *ds, int n_tokens, int k) {
+    if (d->self) return 0; // the target's blocks: its plan reserves them
     if (!ds->inited) return TC_ERR_INVALID;
     if (ds->n_computed > n_tokens - 1) spec_dseq_keep(d, ds, n_tokens - 1); // never past the known tokens
     int rc = kv_seq_alloc_to(d->pool, &ds->kv, n_tokens + k - 1);
@@ -141,7 +188,7 @@ int spec_dseq_reserve(spec_drafter *d, spec_dseq *ds, int n_tokens, int k) {
 }
 
 void spec_dseq_keep(spec_drafter *d, spec_dseq *ds, int n_valid) {
-    if (!ds->inited) return;
+    if (!ds->inited || d->self) return;
     if (n_valid < 0) n_valid = 0;
     if (ds->n_computed > n_valid) ds->n_computed = n_valid;
     kv_seq_truncate(d->pool, &ds->kv, ds->n_computed);
@@ -195,16 +242,68 @@ static void take_drafts(spec_drafter *d, spec_draft_req *reqs, int nl, int j) {
     }
 }
 
+int spec_drafter_catch_up(const spec_drafter *d, const spec_draft_req *q) {
+    return d->self ? 1 : q->n_tokens - q->ds->n_computed;
+}
+
+// Self-speculation: one early-exit forward per draft position j over the requests still drafting, in the
+// target's KV: row j of a request is position n_tokens - 1 + j (the last token, then the drafts), which gives
+// draft j; its residual after layer L-1 goes to the request's x row j.
+static int run_self(spec_drafter *d, spec_draft_req *reqs, int n, int k_max, tc_err *err) {
+    const size_t dim = (size_t)d->dim;
+    int swa = n > 0 && reqs[0].blocks_swa != NULL;
+    for (int j = 0; j < k_max; j++) {
+        int nt = 0;
+        for (int i = 0; i < n; i++) {
+            spec_draft_req *q = &reqs[i];
+            if (q->k <= j) continue;
+            int pos = q->n_tokens - 1 + j;
+            d->b_tables[nt] = q->blocks;
+            d->b_tables_swa[nt] = q->blocks_swa;
+            d->b_tokens[nt] = q->tokens[pos];
+            d->b_pos[nt] = pos;
+            d->b_seq[nt] = nt;
+            d->row_req[nt] = i;
+            d->b_logit_rows[nt] = nt;
+            nt++;
+        }
+        model_batch b = {.n_tokens = nt, .tokens = d->b_tokens, .pos = d->b_pos, .seq = d->b_seq, .n_seqs = nt,
+                         .block_tables = d->b_tables, .block_tables_swa = swa ? d->b_tables_swa : NULL,
+                         .n_logits = nt, .logits_rows = d->b_logit_rows, .x_out = d->x_step};
+        int rc = backend_forward_layers(d->tctx, d->tkv, &b, d->n_layers, d->logits, err);
+        if (rc) return rc;
+        for (int r = 0; r < nt; r++)
+            memcpy((float *)reqs[d->row_req[r]].x + (size_t)j * dim, d->x_step + (size_t)r * dim, dim * sizeof(float));
+        take_drafts(d, reqs, nt, j);
+    }
+    return 0;
+}
+
 int spec_drafter_run(spec_drafter *d, spec_draft_req *reqs, int n, tc_err *err) {
     if (n > d->max_reqs) n = d->max_reqs;
     int q_used = 0, k_max = 0;
+    float *x = d->x;
+    for (int i = 0; i < n; i++)
+        if (reqs[i].k < 1 || reqs[i].k > d->k_max)
+            return tc_err_set(err, TC_ERR_INVALID, "drafter: %d drafts (1..%d)", reqs[i].k, d->k_max);
     for (int i = 0; i < n; i++) {
         spec_draft_req *q = &reqs[i];
         q->q = NULL;
+        q->x = NULL;
+        if (d->self) { // contiguous rows in reqs order (spec_draft_req.x)
+            q->x = x;
+            x += (size_t)q->k * d->dim;
+        }
         if (q->temperature > 0 && q_used < d->q_reqs)
             q->q = d->q + (size_t)q_used++ * (size_t)d->k_max * d->n_vocab;
         else q->temperature = 0; // no buffer for q: greedy (one-hot q), still exact
         if (q->k > k_max) k_max = q->k;
+    }
+    if (d->self) {
+        int rc = run_self(d, reqs, n, k_max, err);
+        if (rc) // no residuals: the verify forward computes every layer (the drafts stay, verified as any guess)
+            for (int i = 0; i < n; i++) reqs[i].x = NULL;
+        return rc;
     }
     // Catch-up: every request's rows from its draft KV up to its last known token, in chunks of at most
     // max_tokens rows; the last known token's row gives draft 0.

@@ -13,6 +13,10 @@
   512 seeds pass a chi-square test against the exact distribution from `tachyon logits` at p > 1e-4 (a fixed
   seed set: deterministic).
 - Metrics and /stats carry the method label (draft, self).
+- Self-speculation drafts in the target's own KV (layers 0..L-1 of the drafted rows) and the verify forward
+  resumes those rows at layer L: greedy output stays identical alone, among concurrent requests (one batched
+  early-exit forward per draft position, resumed rows of several requests in one verify batch), and with
+  Gemma 3's sliding-window KV (the local layers' block tables, a prompt past the 512-position window).
 """
 import concurrent.futures as cf
 import json
@@ -139,6 +143,60 @@ def test_self_spec_greedy_identical(off):
         s.stop()
 
 
+def test_self_spec_refused_on_cuda():
+    need_smol()
+    with pytest.raises(RuntimeError) as e:
+        Server(SMOL, "--spec", "self", "--device", "cuda")
+    msg = str(e.value)
+    assert "self-speculation" in msg and "--device cpu" in msg, msg[-800:]
+
+
+def test_self_spec_concurrent(off):
+    s = Server(SMOL, "--ctx-size", 1024, "--spec", "self", "--self-spec-layers", 24, "--spec-k", 4)
+    try:
+        msgs = PROMPTS[:6]
+        want = [chat(off, m) for m in msgs]
+        with cf.ThreadPoolExecutor(6) as ex:
+            got = list(ex.map(lambda m: chat(s, m), msgs))
+        for i, (g, w) in enumerate(zip(got, want)):
+            assert g == w, "prompt %d differs among 6 concurrent self-speculating requests:\n%r\n%r" % (i, g, w)
+        d, a = drafted(s, "self")
+        assert d > 0 and a > 0, (d, a)  # drafts ran and some were kept: resumed rows reached the output
+    finally:
+        s.stop()
+
+
+GEMMA = os.path.join(os.path.dirname(SMOL), "gemma-3-270m-q4_k_m.gguf")
+# ~800 tokens (the local layers' window is 512 positions): numbered facts, so greedy output is not a loop
+GEMMA_LONG = " ".join(f"Fact {i}: the {w} number {i * 7 % 97} sits next to the {v} river in town {i}."
+                      for i, (w, v) in enumerate(zip(["red", "blue", "green", "old", "tall"] * 8,
+                                                     ["quiet", "wide", "cold", "fast"] * 10)))
+
+
+@pytest.mark.timeout(900)
+def test_self_spec_gemma3_sliding_window(make_server):
+    if not os.path.exists(GEMMA):
+        pytest.skip("Gemma 3 model not present")
+    # a KV budget that keeps the local layers' blocks in a pool of their own (block_tables_swa), released
+    # behind the window
+    args = ("--ctx-size", 2048, "--threads", 2, "--max-batch-tokens", 64, "--max-seqs", 3, "--kv-cache-mem", 64)
+    off_g = make_server(GEMMA, *args, "--spec", "off")
+    self_g = make_server(GEMMA, *args, "--spec", "self", "--self-spec-layers", 12, "--spec-k", 4)
+    st, _, raw = self_g.request("GET", "/stats")
+    assert json.loads(raw)["kv_swa_blocks_total"] > 0
+    prompts = [GEMMA_LONG + " Which river is in town 3? Answer:", "The three primary colors are",
+               "Once upon a time, in a small village by the sea,"]
+    body = lambda p: {"prompt": p, "max_tokens": 32, "temperature": 0}  # noqa: E731
+    want = [off_g.post("/v1/completions", body(p), timeout=600)[2]["choices"][0]["text"] for p in prompts]
+    with cf.ThreadPoolExecutor(3) as ex:
+        got = list(ex.map(lambda p: self_g.post("/v1/completions", body(p), timeout=600)[2]["choices"][0]["text"],
+                          prompts))
+    for i, (g, w) in enumerate(zip(got, want)):
+        assert g == w, "Gemma 3 prompt %d differs with self-speculation:\n%r\n%r" % (i, g, w)
+    d, a = drafted(self_g, "self")
+    assert d > 0 and a > 0, (d, a)
+
+
 def test_sampled_draft_distribution(make_server):
     # Target: top_k 5 at temperature 2 with logit_bias -3 on " was" (286), the likeliest second token; the
     # draft draws from q = softmax(logits / 2) over all 512 tokens without the bias, so it over-proposes 286
@@ -151,6 +209,18 @@ def test_sampled_draft_distribution(make_server):
     check_pair_distribution(d_on, dict(temperature=2.0, top_k=5), bias=bias)
     n_draft, n_acc = drafted(on, "draft")
     assert n_draft > 0 and n_acc < n_draft  # drafts ran, and some were rejected (the residual was sampled)
+
+
+def test_self_spec_sampled_distribution(make_server):
+    # The same test with stories260K drafting through its own first 3 of 5 layers: sampled drafts from the
+    # early exit, verified by a forward that resumes the drafted rows at layer 3 (the target's p is unchanged
+    # by the reuse, so the pairs keep the exact distribution).
+    bias = {"286": -3.0}
+    on = make_server(STORIES, "--spec", "self", "--self-spec-layers", 3, "--spec-k", 4)
+    d_on = pair_draws(on, dict(temperature=2.0, top_k=5, logit_bias=bias))
+    check_pair_distribution(d_on, dict(temperature=2.0, top_k=5), bias=bias)
+    n_draft, n_acc = drafted(on, "self")
+    assert n_draft > 0 and 0 < n_acc < n_draft, (n_draft, n_acc)
 
 
 def test_draft_pool_exhausted(off):

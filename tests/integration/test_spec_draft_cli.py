@@ -4,6 +4,9 @@ off|ngram|draft|self|auto and --self-spec-layers, and drive the same drafter (sr
 - `tachyon run`: greedy output is byte-identical with --spec off, draft (SmolLM2 drafting for itself: every
   draft is accepted, so multi-token verify steps run throughout), self (first 24 layers) and auto; the run
   prints how many tokens the draft model drafted and the acceptance rate.
+- Self-speculation drafts in the session's own KV and resumes the drafted rows at layer L in the verify
+  forward: Gemma 3 (sandwich norms, local and global layers) gives the --spec off output too; --spec self is
+  refused on --device cuda before anything is opened.
 - A draft whose vocabulary differs from the target's is refused with a message naming the difference.
 - `tachyon bench --spec off,draft,self,auto --draft-model`: one row per mode with the model's drafts counted.
 """
@@ -70,6 +73,27 @@ def test_run_sampled_with_draft():
     assert a.returncode == 0 and b.returncode == 0, a.stderr + b.stderr
     assert a.stdout == b.stdout and len(a.stdout.strip()) > 0
     assert spec_line(a.stderr)["model_drafted"] > 0
+
+
+def test_run_self_gemma3_identical():
+    gemma = os.path.join(os.path.dirname(SMOL), "gemma-3-270m-q4_k_m.gguf")
+    if not os.path.exists(gemma):
+        pytest.skip("Gemma 3 model not present")
+    base = [BIN, "run", "-m", gemma, "--chat", "-p", PROMPT, "-n", "48", "-t", "2", "--ignore-eos"]
+    off = subprocess.run(base + ["--spec", "off"], capture_output=True, text=True, timeout=240)
+    on = subprocess.run(base + ["--spec", "self", "--self-spec-layers", "12", "--spec-k", "4"], capture_output=True,
+                        text=True, timeout=240)
+    assert off.returncode == 0 and on.returncode == 0, (off.stderr, on.stderr)
+    assert on.stdout == off.stdout, (on.stdout, off.stdout)
+    s = spec_line(on.stderr)
+    assert s["model_drafted"] > 0 and s["accepted"] > 0, s
+
+
+def test_self_spec_refused_on_cuda():
+    need_models()
+    p = run("--spec", "self", "--device", "cuda", timeout=60)
+    assert p.returncode != 0
+    assert "self-speculation" in p.stderr and "--device cpu" in p.stderr, p.stderr[-600:]
 
 
 def test_run_refuses_bad_draft():

@@ -24,6 +24,9 @@ def spec_stats(srv):
 def test_multi_stream_auto_keeps_steps_plain(make_server, monkeypatch):
     monkeypatch.setenv("TACHYON_FAULT", "step_sleep_ms:6:1")
     srv = make_server(STORIES, "--spec", "auto", "--ctx-size", 512, "--spec-k", 4)
+    for n in (1, 8, 30):  # steps of different sizes: the step-cost model learns the slowed engine (its start-up
+        # warm-up timed the engine without the sleep)
+        assert srv.post("/v1/completions", {"prompt": "Once upon a time " * n, "max_tokens": 2})[0] == 200
     want = srv.post("/v1/completions", BODY)[2]["choices"][0]["text"]
     _, d_one = spec_stats(srv)
     assert d_one > 20, "one stream alone drafted %d tokens in 330" % d_one  # the looping story copies itself

@@ -59,9 +59,9 @@ static int pick_k(const gen_spec_opts *o, int left, const step_cost *cost, const
     double a, b;
     if (!step_cost_line(vcost, &a, &b) && !step_cost_line(cost, &a, &b)) return *use_model = 0;
     int k_model = 0;
-    if (*use_model) // a model draft also costs a draft forward per drafted token (measured; until then one try)
-        k_model = draft_cost > 0 ? spec_pick_k(acc->rate, k, a + b, b + draft_cost, 0, 0)
-                                 : spec_accept_pick(acc, k, a, b, 1, 0);
+    if (*use_model) // a model draft also costs a draft forward per drafted token (measured; until then one try
+        // at the full k: it measures that cost, and a draft model is there to be accepted)
+        k_model = draft_cost > 0 ? spec_pick_k(acc->rate, k, a + b, b + draft_cost, 0, 0) : k;
     *use_model = k_model > 0;
     return *use_model ? k_model : spec_accept_pick(acc, k, a, b, 1, 0);
 }

@@ -232,10 +232,9 @@ int eng_draft(void *ctx, sched_req *r, const sched_draft_info *info) {
         }
         int k_model = 0;
         if (model_ok) {
-            // t = (a + b·n) + (b + c)·k; until c is measured, one try at the plain k. No probes: they are for
-            // the free proposers.
-            k_model = c > 0 ? spec_pick_k(er->acc.rate, k, a + b * n_rows, b + c, 0, other)
-                            : spec_accept_pick(&er->acc, k, a, b, n_rows, other);
+            // t = (a + b·n) + (b + c)·k; until c is measured, one try at the full k (it measures c, and a
+            // draft model is there to be accepted). No probes: they are for the free proposers.
+            k_model = c > 0 ? spec_pick_k(er->acc.rate, k, a + b * n_rows, b + c, 0, other) : k;
         }
         use_model = k_model > 0;
         k = use_model ? k_model : spec_accept_pick(&er->acc, k, a, b, n_rows, other);

@@ -460,13 +460,16 @@ void eng_step(engine *e, double now) {
     }
     if (rc == 0) {
         sched_observe(e->s, b.n_tokens, tc_now() - t_fwd);
-        int n_drafted = 0, decode_only = 1;
+        int n_drafted = 0, decode_only = 1, n_gaps = 0;
         for (int i = 0; i < p->n_items; i++) {
-            n_drafted += p->items[i].n_draft;
-            decode_only &= p->items[i].sample && p->items[i].n - p->items[i].n_draft == 1;
+            const sched_item *it = &p->items[i];
+            int dec = it->sample && it->n - it->n_draft == 1;
+            n_drafted += it->n_draft;
+            decode_only &= dec;
+            n_gaps += dec && sched_req_n_generated(it->r) > 0; // a gap between two of its tokens
         }
         if (decode_only) step_cost_observe(&e->vcost, b.n_tokens, tc_now() - t_fwd);
-        spec_itl_observe(&e->itl, b.n_tokens - n_drafted); // the step as it would have been without drafts
+        spec_itl_observe(&e->itl, b.n_tokens - n_drafted, n_gaps); // the step as it would have been without drafts
     }
     if (rc != 0) { // every request of the batch ends with the error; the others go on
         while (p->n_items > 0) {

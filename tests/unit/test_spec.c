@@ -308,35 +308,38 @@ static void test_policy(void) {
     CHECK_EQ_INT(spec_mode_parse("on"), -1);
 }
 
-// The multi-stream ITL bound: drafts may lengthen a step up to the recent p99 of draft-free steps only.
+// The multi-stream ITL bound: drafts may lengthen a step up to the recent p99 of the streams' gaps without
+// drafts only.
 static void test_itl_room(void) {
     const double a = 0.003, b = 0.0005; // t(n) = 3 ms + 0.5 ms per row
     spec_itl w;
     spec_itl_init(&w);
     CHECK_EQ_INT(spec_itl_room(&w, 4, a, b, a + 4 * b, b), 0); // nothing seen yet: no room
-    for (int i = 0; i < 100; i++) spec_itl_observe(&w, 4); // steady decoding of 4 streams: 5 ms steps
+    for (int i = 0; i < 100; i++) spec_itl_observe(&w, 4, 4); // steady decoding of 4 streams: 5 ms steps
     CHECK_EQ_INT(w.ref_rows, 4);
     // a decode step of the same length has 2% of slack only: not one 0.5 ms row
     CHECK_EQ_INT(spec_itl_room(&w, 4, a, b, a + 4 * b, b), 0);
-    // two prefill steps of 100 rows are under 1% of the window: still no room
-    spec_itl_observe(&w, 100);
-    spec_itl_observe(&w, 100);
+    // prefill steps nobody decoded in are no stream's gap
+    for (int i = 0; i < 50; i++) spec_itl_observe(&w, 100, 0);
+    CHECK_EQ_INT(w.ref_rows, 4);
+    // 100-row steps beside one decoding stream: 3 gaps of 400 are under 1%: still no room
+    for (int i = 0; i < 3; i++) spec_itl_observe(&w, 100, 1);
     CHECK_EQ_INT(spec_itl_room(&w, 4, a, b, a + 4 * b, b), 0);
-    // a third makes a 100-row step the p99: 53 ms; a 5 ms step may grow by (53 * 1.02 - 5) / 0.5 = 98 rows,
-    // by 49 if each row also costs a 0.5 ms draft forward
-    spec_itl_observe(&w, 100);
+    // 5 of 405 are over 1%: a 100-row step (53 ms) is the p99; a 5 ms step may grow by (53 * 1.02 - 5) / 0.5 =
+    // 98 rows, by 49 if each row also costs a 0.5 ms draft forward
+    for (int i = 0; i < 2; i++) spec_itl_observe(&w, 100, 1);
     CHECK_EQ_INT(w.ref_rows, 100);
     CHECK_EQ_INT(spec_itl_room(&w, 4, a, b, a + 4 * b, b), 98);
     CHECK_EQ_INT(spec_itl_room(&w, 4, a, b, a + 4 * b, 2 * b), 49);
-    CHECK_EQ_INT(spec_itl_room(&w, 4, a, b, 0.060, b), 0); // already past it
+    CHECK_EQ_INT(spec_itl_room(&w, 4, a, b, 0.060, b), 0);     // already past it
     CHECK_EQ_INT(spec_itl_room(&w, 4, a, b, a + 4 * b, 0.0), 0); // no cost model
     // they age out of the window: the bound falls back to the decode step
-    for (int i = 0; i < SPEC_ITL_WIN; i++) spec_itl_observe(&w, 4);
+    for (int i = 0; i < SPEC_ITL_WIN / 4; i++) spec_itl_observe(&w, 4, 4);
     CHECK_EQ_INT(w.ref_rows, 4);
     CHECK_EQ_INT(spec_itl_room(&w, 4, a, b, a + 4 * b, b), 0);
     // the plain part of this step as big as the reference (4 rows): no room whatever the prices say
     CHECK_EQ_INT(spec_itl_room(&w, 4, a, 2 * b, a + 4 * b, b), 0);
-    spec_itl_observe(&w, -1); // ignored
+    spec_itl_observe(&w, -1, 1); // ignored
     CHECK_EQ_INT(w.ref_rows, 4);
 }
 

@@ -8,8 +8,6 @@ void spec_itl_init(spec_itl *w) {
     w->ref_rows = 0;
 }
 
-#define SPEC_ITL_MAX_RANK (SPEC_ITL_WIN / 100 > 3 ? SPEC_ITL_WIN / 100 : 3)
-
 void spec_itl_observe(spec_itl *w, int plain_rows, int n_gaps) {
     if (plain_rows < 0 || n_gaps <= 0) return;
     if (n_gaps > SPEC_ITL_WIN) n_gaps = SPEC_ITL_WIN;
@@ -18,9 +16,10 @@ void spec_itl_observe(spec_itl *w, int plain_rows, int n_gaps) {
         w->next = (w->next + 1) % SPEC_ITL_WIN;
         if (w->n < SPEC_ITL_WIN) w->n++;
     }
-    int rank = w->n / 100 > 3 ? w->n / 100 : 3;
-    if (w->n < rank) return;
-    int top[SPEC_ITL_MAX_RANK] = {0}; // descending: the largest `rank` of the window
+    // The rank is 1% of the whole window even while it fills (the missing gaps count as empty): one prefill
+    // step beside a few streams is a few gaps at once, and the p99 of a few hundred gaps would be that step.
+    const int rank = SPEC_ITL_RANK;
+    int top[SPEC_ITL_RANK] = {0}; // descending: the largest `rank` of the window
     for (int i = 0; i < w->n; i++) {
         int x = w->rows[i];
         if (x <= top[rank - 1]) continue;

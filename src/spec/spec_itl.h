@@ -12,12 +12,13 @@
 #define TACHYON_SPEC_ITL_H
 
 #define SPEC_ITL_WIN 1024   // gaps remembered (a few hundred steps)
+#define SPEC_ITL_RANK (SPEC_ITL_WIN / 100) // the reference: the window's 10th largest gap, its p99
 #define SPEC_ITL_SLACK 0.02 // a step may exceed the reference by this fraction (below what a benchmark resolves)
 
 typedef struct spec_itl {
     int rows[SPEC_ITL_WIN]; // ring of the gaps' plain step sizes (rows)
     int n, next;
-    int ref_rows;           // the window's p99 (its max(3, n/100)-th largest), 0 until it holds 3 gaps
+    int ref_rows;           // the window's SPEC_ITL_RANK-th largest gap, 0 until it holds that many
 } spec_itl;
 
 void spec_itl_init(spec_itl *w);

@@ -322,12 +322,12 @@ static void test_itl_room(void) {
     // prefill steps nobody decoded in are no stream's gap
     for (int i = 0; i < 50; i++) spec_itl_observe(&w, 100, 0);
     CHECK_EQ_INT(w.ref_rows, 4);
-    // 100-row steps beside one decoding stream: 3 gaps of 400 are under 1%: still no room
-    for (int i = 0; i < 3; i++) spec_itl_observe(&w, 100, 1);
+    // 100-row steps beside decoding streams: 9 gaps are under 1% of the window (even while it fills): no room
+    for (int i = 0; i < 3; i++) spec_itl_observe(&w, 100, 3);
     CHECK_EQ_INT(spec_itl_room(&w, 4, a, b, a + 4 * b, b), 0);
-    // 5 of 405 are over 1%: a 100-row step (53 ms) is the p99; a 5 ms step may grow by (53 * 1.02 - 5) / 0.5 =
-    // 98 rows, by 49 if each row also costs a 0.5 ms draft forward
-    for (int i = 0; i < 2; i++) spec_itl_observe(&w, 100, 1);
+    // 10 are 1%: a 100-row step (53 ms) is the p99; a 5 ms step may grow by (53 * 1.02 - 5) / 0.5 = 98 rows,
+    // by 49 if each row also costs a 0.5 ms draft forward
+    spec_itl_observe(&w, 100, 1);
     CHECK_EQ_INT(w.ref_rows, 100);
     CHECK_EQ_INT(spec_itl_room(&w, 4, a, b, a + 4 * b, b), 98);
     CHECK_EQ_INT(spec_itl_room(&w, 4, a, b, a + 4 * b, 2 * b), 49);

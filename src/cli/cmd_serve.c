@@ -96,6 +96,9 @@ static void serve_usage(void) {
             "                              draft); auto also uses the draft model when loaded, else self when\n"
             "                              --self-spec-layers is given\n"
             "  --spec-k N                  drafted tokens per request per step at most (8; 1..16)\n"
+            "  --spec-max-streams N        auto drafts only while at most N streams decode (1); with N > 1 the\n"
+            "                              drafts of a multi-stream step stay within the p99 of the streams'\n"
+            "                              inter-token gaps without drafts\n"
             "  --draft-model PATH          a draft model (GGUF) with the target's vocabulary (refused otherwise)\n"
             "  --draft-kv-mem MiB          the draft model's KV pool (default: a quarter of --kv-cache-mem when set,\n"
             "                              else as many tokens as the target's pool)\n"
@@ -129,7 +132,7 @@ int cli_serve(int argc, char **argv) {
     server_opts_default(&o);
     enum {
         O_HOST = 256, O_PORT, O_KEY, O_CORS, O_CTX, O_MBT, O_SEQS, O_KV, O_QUEUE, O_QTOK, O_RTO, O_GRACE, O_THREADS,
-        O_TMPL, O_LOG, O_BODY, O_HTO, O_NAME, O_NOPC, O_ITL, O_ITLF, O_ITLM, O_PUBLIC, O_HOSTS, O_SPEC, O_SPECK,
+        O_TMPL, O_LOG, O_BODY, O_HTO, O_NAME, O_NOPC, O_ITL, O_ITLF, O_ITLM, O_PUBLIC, O_HOSTS, O_SPEC, O_SPECK, O_SPECMS,
         O_LENIENT, O_POOL, O_TRUNC, O_SUMM, O_DRAFT, O_DRAFTKV, O_SELFL,
         O_READTO, O_MAXCONN, O_BODYBUF, O_PING, // connection limits
         O_KVT, O_KVTK, O_KVTV, O_KVROT, O_KVCEN, // KV cache types, its rotation and key centering
@@ -152,6 +155,7 @@ int cli_serve(int argc, char **argv) {
         {"itl-guard", required_argument, 0, O_ITL}, {"itl-guard-fair", required_argument, 0, O_ITLF},
         {"itl-guard-floor-ms", required_argument, 0, O_ITLM},
         {"spec", required_argument, 0, O_SPEC},       {"spec-k", required_argument, 0, O_SPECK},
+        {"spec-max-streams", required_argument, 0, O_SPECMS},
         {"max-body", required_argument, 0, O_BODY},   {"http-timeout", required_argument, 0, O_HTO},
         {"served-model-name", required_argument, 0, O_NAME}, {"no-prefix-cache", no_argument, 0, O_NOPC},
         {"public-routes", required_argument, 0, O_PUBLIC}, {"allowed-hosts", required_argument, 0, O_HOSTS},
@@ -245,6 +249,7 @@ int cli_serve(int argc, char **argv) {
             } else o.eng.spec = spec_mode_parse(optarg);
             break;
         case O_SPECK: bad = num(flag, optarg, 1, SPEC_MAX_K, &v); o.eng.spec_k = (int)v; break;
+        case O_SPECMS: bad = num(flag, optarg, 1, 1 << 20, &v); o.eng.spec_max_streams = (int)v; break;
         case O_DRAFT: o.draft_model_path = optarg; break;
         case O_DRAFTKV: bad = num(flag, optarg, 1, 1 << 22, &v); o.eng.draft_kv_mem_bytes = (size_t)(v * 1048576.0); break;
         case O_SELFL: bad = num(flag, optarg, 1, 4096, &v); o.eng.self_spec_layers = (int)v; break;

@@ -37,6 +37,7 @@ void engine_opts_default(engine_opts *o) {
     o->itl_guard_floor_ms = 50.0f;
     o->spec = SPEC_AUTO;
     o->spec_k = 8;
+    o->spec_max_streams = 1;
 }
 
 const char *engine_finish_name(engine_finish f) {
@@ -303,7 +304,7 @@ int engine_new(model *m, const engine_opts *o, engine **out, tc_err *err) {
     if (o->max_batch_tokens < 1 || o->max_seqs < 1 || o->block_size < 1 || o->max_queue < 0 || o->n_eog < 0 ||
         o->ctx_size < 0 || (o->n_eog > 0 && !o->eog_ids) || o->spec < SPEC_OFF || o->spec > SPEC_SELF ||
         o->sched_policy < SCHED_POL_FIFO || o->sched_policy > SCHED_POL_SLO || !(o->ttft_slo >= 0) ||
-        (o->spec != SPEC_OFF && (o->spec_k < 1 || o->spec_k > SPEC_MAX_K)))
+        (o->spec != SPEC_OFF && (o->spec_k < 1 || o->spec_k > SPEC_MAX_K || o->spec_max_streams < 1)))
         return tc_err_set(err, TC_ERR_INVALID,
                           "engine: bad options (max_batch_tokens %d, max_seqs %d, block_size %d, max_queue %d, "
                           "spec %d, spec_k %d: 1..%d)",

@@ -38,6 +38,10 @@ typedef struct engine_opts {
                             // whenever it finds a match), SPEC_AUTO (default: the request's prediction if
                             // given, else prompt lookup; k adapted per request, 0 when it does not pay)
     int spec_k;             // drafted tokens per request per step at most (1..SPEC_MAX_K)
+    int spec_max_streams;   // SPEC_AUTO drafts only while at most this many requests decode (default 1: on a
+                            // CPU a drafted row lengthens every peer's step; as vLLM's
+                            // speculative_disable_by_batch_size). Above 1, multi-stream steps keep to
+                            // spec_itl.h's bound.
     // Model-based drafting (src/spec/spec_draft.h). SPEC_DRAFT needs draft_model; SPEC_AUTO uses the draft
     // model when one is given, else self-speculation when self_spec_layers > 0.
     model *draft_model;         // (optional) borrowed, must outlive the engine; its vocabulary must be the target's

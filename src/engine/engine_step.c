@@ -204,11 +204,14 @@ int eng_draft(void *ctx, sched_req *r, const sched_draft_info *info) {
     int32_t *out = r->tokens + r->n_tokens;
     int use_model = er->drafter != NULL; // auto: only where it pays, decided below
     if (e->o.spec == SPEC_AUTO) {
-        // Back off while prompts wait or prefill (their chunks need the budget), else pick k from this
+        // Back off while prompts wait or prefill (their chunks need the budget) and above spec_max_streams
+        // decoding streams, else pick k from this
         // request's acceptance rate and what a row costs, with the rows and tokens of the drafts already
         // planned in this step counted (each request would otherwise price its rows as the only drafter).
         double ga, gb, a, b;
-        if (info->n_waiting > 0 || info->n_catching > 0 || !sched_step_cost_fit(e->s, &ga, &gb)) return 0;
+        if (info->n_waiting > 0 || info->n_catching > 0 || info->n_decoding > e->o.spec_max_streams ||
+            !sched_step_cost_fit(e->s, &ga, &gb))
+            return 0;
         // Rows are priced by the decode/verify steps' own line once it has one: the scheduler's line also
         // spans prefill steps, whose per-token cost is not what a verify row adds (an F16 model's GEMM rows
         // cost several times its memory-bound verify rows, and auto drafted short).

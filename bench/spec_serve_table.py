@@ -40,6 +40,7 @@ def main():
     ap.add_argument("--in-len", type=int, default=200)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", default="/tmp/spec_serve_table")
+    ap.add_argument("--datasets", default=",".join(DATASETS), help="comma-separated subset of " + ",".join(DATASETS))
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     servers = {m: Server(SMOL, "--ctx-size", 4096, "--threads", a.threads, "--spec", m) for m in MODES}
@@ -48,9 +49,10 @@ def main():
         model = json.loads(body)["data"][0]["id"]
         res = {}
         concs = [int(c) for c in a.conc.split(",")]
+        datasets = a.datasets.split(",")
         for r in range(a.rounds):
             for conc in concs:
-                for ds in DATASETS:
+                for ds in datasets:
                     for m in MODES:
                         x = run(servers[m], model, ds, conc, a.out_len, a.in_len, 11 + r,
                                 os.path.join(a.out, "%s-c%d-%s-r%d.json" % (ds, conc, m, r)))
@@ -60,7 +62,7 @@ def main():
               "accepted/rejected prediction tokens |")
         print("|---|---|---|---|---|---|---|---|---|")
         for conc in concs:
-            for ds in DATASETS:
+            for ds in datasets:
                 base = None
                 for m in MODES:
                     xs = res[(ds, conc, m)]

@@ -246,6 +246,27 @@ int spec_drafter_catch_up(const spec_drafter *d, const spec_draft_req *q) {
     return d->self ? 1 : q->n_tokens - q->ds->n_computed;
 }
 
+// The rows of draft position j: one per request still drafting (k > j), the token at n_tokens - 1 + j (the
+// last token, then the drafts), each its own sequence, with logits; in the target's tables (self) or the
+// request's draft-pool table. Returns the row count.
+static int position_rows(spec_drafter *d, spec_draft_req *reqs, int n, int j) {
+    int nt = 0;
+    for (int i = 0; i < n; i++) {
+        spec_draft_req *q = &reqs[i];
+        if (q->k <= j) continue;
+        int pos = q->n_tokens - 1 + j;
+        d->b_tables[nt] = d->self ? q->blocks : q->ds->kv.blocks;
+        if (d->self) d->b_tables_swa[nt] = q->blocks_swa;
+        d->b_tokens[nt] = q->tokens[pos];
+        d->b_pos[nt] = pos;
+        d->b_seq[nt] = nt;
+        d->row_req[nt] = i;
+        d->b_logit_rows[nt] = nt;
+        nt++;
+    }
+    return nt;
+}
+
 // Self-speculation: one early-exit forward per draft position j over the requests still drafting, in the
 // target's KV: row j of a request is position n_tokens - 1 + j (the last token, then the drafts), which gives
 // draft j; its residual after layer L-1 goes to the request's x row j.
@@ -253,20 +274,7 @@ static int run_self(spec_drafter *d, spec_draft_req *reqs, int n, int k_max, tc_
     const size_t dim = (size_t)d->dim;
     int swa = n > 0 && reqs[0].blocks_swa != NULL;
     for (int j = 0; j < k_max; j++) {
-        int nt = 0;
-        for (int i = 0; i < n; i++) {
-            spec_draft_req *q = &reqs[i];
-            if (q->k <= j) continue;
-            int pos = q->n_tokens - 1 + j;
-            d->b_tables[nt] = q->blocks;
-            d->b_tables_swa[nt] = q->blocks_swa;
-            d->b_tokens[nt] = q->tokens[pos];
-            d->b_pos[nt] = pos;
-            d->b_seq[nt] = nt;
-            d->row_req[nt] = i;
-            d->b_logit_rows[nt] = nt;
-            nt++;
-        }
+        int nt = position_rows(d, reqs, n, j);
         model_batch b = {.n_tokens = nt, .tokens = d->b_tokens, .pos = d->b_pos, .seq = d->b_seq, .n_seqs = nt,
                          .block_tables = d->b_tables, .block_tables_swa = swa ? d->b_tables_swa : NULL,
                          .n_logits = nt, .logits_rows = d->b_logit_rows, .x_out = d->x_step};
@@ -334,19 +342,7 @@ int spec_drafter_run(spec_drafter *d, spec_draft_req *reqs, int n, tc_err *err) 
     }
     // One forward per further draft position over the requests still drafting.
     for (int j = 1; j < k_max; j++) {
-        int nt = 0;
-        for (int i = 0; i < n; i++) {
-            spec_draft_req *q = &reqs[i];
-            if (q->k <= j) continue;
-            int pos = q->n_tokens + j - 1;
-            d->b_tables[nt] = q->ds->kv.blocks;
-            d->b_tokens[nt] = q->tokens[pos];
-            d->b_pos[nt] = pos;
-            d->b_seq[nt] = nt;
-            d->row_req[nt] = i;
-            d->b_logit_rows[nt] = nt;
-            nt++;
-        }
+        int nt = position_rows(d, reqs, n, j);
         if ((rc = draft_forward(d, nt, nt, nt, err))) goto fail;
         for (int i = 0; i < n; i++)
             if (reqs[i].k > j) reqs[i].ds->n_computed = reqs[i].n_tokens + j;

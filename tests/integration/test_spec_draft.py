@@ -89,13 +89,16 @@ def test_draft_model_completions_identical(off, draft):
     assert stream_text(ev_on, kind="cmpl") == stream_text(ev_off, kind="cmpl")
 
 
-def test_draft_model_concurrent(off, draft):
-    msgs = PROMPTS[:6]
+def assert_concurrent_same(srv, off, msgs, what):
     want = [chat(off, m) for m in msgs]
-    with cf.ThreadPoolExecutor(6) as ex:
-        got = list(ex.map(lambda m: chat(draft, m), msgs))
+    with cf.ThreadPoolExecutor(len(msgs)) as ex:
+        got = list(ex.map(lambda m: chat(srv, m), msgs))
     for i, (g, w) in enumerate(zip(got, want)):
-        assert g == w, "prompt %d differs among 6 concurrent requests with a draft model:\n%r\n%r" % (i, g, w)
+        assert g == w, "prompt %d differs among %d concurrent requests %s:\n%r\n%r" % (i, len(msgs), what, g, w)
+
+
+def test_draft_model_concurrent(off, draft):
+    assert_concurrent_same(draft, off, PROMPTS[:6], "with a draft model")
 
 
 def test_stories_drafts_for_itself(make_server):
@@ -154,12 +157,7 @@ def test_self_spec_refused_on_cuda():
 def test_self_spec_concurrent(off):
     s = Server(SMOL, "--ctx-size", 1024, "--spec", "self", "--self-spec-layers", 24, "--spec-k", 4)
     try:
-        msgs = PROMPTS[:6]
-        want = [chat(off, m) for m in msgs]
-        with cf.ThreadPoolExecutor(6) as ex:
-            got = list(ex.map(lambda m: chat(s, m), msgs))
-        for i, (g, w) in enumerate(zip(got, want)):
-            assert g == w, "prompt %d differs among 6 concurrent self-speculating requests:\n%r\n%r" % (i, g, w)
+        assert_concurrent_same(s, off, PROMPTS[:6], "self-speculating")
         d, a = drafted(s, "self")
         assert d > 0 and a > 0, (d, a)  # drafts ran and some were kept: resumed rows reached the output
     finally:

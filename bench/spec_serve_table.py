@@ -4,6 +4,7 @@ streams, greedy. The three servers run side by side and every (workload, concurr
 back to back (rounds repeat the whole sweep), so drifting machine load hits the modes alike.
 
   TACHYON_BIN=build/tachyon .venv/bin/python bench/spec_serve_table.py [--rounds 1] [--out DIR]
+      [--datasets code-edit,quote] [--model TARGET.gguf --draft-model DRAFT.gguf --modes off,draft,auto]
 
 Prints a markdown table: output tok/s, median TPOT (decode ms/token), p99 ITL, and each mode's ratio to off."""
 import argparse
@@ -41,9 +42,15 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", default="/tmp/spec_serve_table")
     ap.add_argument("--datasets", default=",".join(DATASETS), help="comma-separated subset of " + ",".join(DATASETS))
+    ap.add_argument("--modes", default=",".join(MODES), help="--spec modes, off first (draft needs --draft-model)")
+    ap.add_argument("--model", default=SMOL)
+    ap.add_argument("--draft-model", default=None, help="loaded by every server but off's")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    servers = {m: Server(SMOL, "--ctx-size", 4096, "--threads", a.threads, "--spec", m) for m in MODES}
+    modes = a.modes.split(",")
+    assert modes[0] == "off", "the first mode is the baseline: off"
+    draft = lambda m: ["--draft-model", a.draft_model] if a.draft_model and m != "off" else []  # noqa: E731
+    servers = {m: Server(a.model, "--ctx-size", 4096, "--threads", a.threads, "--spec", m, *draft(m)) for m in modes}
     try:
         st, _, body = servers["off"].request("GET", "/v1/models")
         model = json.loads(body)["data"][0]["id"]
@@ -53,7 +60,7 @@ def main():
         for r in range(a.rounds):
             for conc in concs:
                 for ds in datasets:
-                    for m in MODES:
+                    for m in modes:
                         x = run(servers[m], model, ds, conc, a.out_len, a.in_len, 11 + r,
                                 os.path.join(a.out, "%s-c%d-%s-r%d.json" % (ds, conc, m, r)))
                         res.setdefault((ds, conc, m), []).append(x)
@@ -64,7 +71,7 @@ def main():
         for conc in concs:
             for ds in datasets:
                 base = None
-                for m in MODES:
+                for m in modes:
                     xs = res[(ds, conc, m)]
                     tok = statistics.median(x["tok_s"] for x in xs)
                     tpot = statistics.median(x["tpot_ms"] for x in xs)

@@ -139,6 +139,7 @@ typedef struct engine_stats {
     uint64_t spec_draft[ENGINE_SPEC_METHODS], spec_accepted[ENGINE_SPEC_METHODS]; // speculative tokens by
                                               // method (spec_method: n-gram, prediction, draft, self)
     uint64_t spec_verify_steps;               // items verified (a request's 1 + k rows in one step)
+    uint64_t spec_draft_prefill;              // prompt tokens the draft model prefilled beside the target
     int sched_policy;                         // engine_opts.sched_policy
     uint64_t prio_preemptions;                // preemptions for a higher-priority request
     sched_stats sched;                        // outcomes and queue times per priority class (refusals included)

@@ -83,6 +83,7 @@ struct engine {
     engine_stats stats; // published once per step
     uint64_t prompt_tokens, generated_tokens;
     uint64_t spec_draft[SPEC_N_METHODS], spec_accepted[SPEC_N_METHODS], spec_verify_steps;
+    uint64_t spec_draft_prefill;        // prompt tokens the draft model prefilled beside the target
     spec_drafter *drafter;              // owned, or NULL
     int drafter_method;                 // SPEC_M_DRAFT or SPEC_M_SELF
     double draft_pos_cost;              // seconds per draft position (EWMA; 0 = not measured): the k policy's

@@ -201,9 +201,10 @@ static json_t *stats_json(server *s) {
     }
     uint64_t sd = 0, sa = 0;
     for (int i = 0; i < ENGINE_SPEC_METHODS; i++) sd += st.spec_draft[i], sa += st.spec_accepted[i];
-    json_t *spec = j ? json_pack("{s:I,s:I,s:I,s:f}", "draft_tokens", (json_int_t)sd, "accepted_tokens",
+    json_t *spec = j ? json_pack("{s:I,s:I,s:I,s:f,s:I}", "draft_tokens", (json_int_t)sd, "accepted_tokens",
                                  (json_int_t)sa, "verify_steps", (json_int_t)st.spec_verify_steps, "acceptance_rate",
-                                 sd ? (double)sa / (double)sd : 0.0)
+                                 sd ? (double)sa / (double)sd : 0.0, "draft_prefill_tokens",
+                                 (json_int_t)st.spec_draft_prefill)
                      : NULL;
     json_t *by = spec ? json_object() : NULL;
     static const char *names[ENGINE_SPEC_METHODS] = {"ngram", "prediction", "draft", "self"};

@@ -287,6 +287,48 @@ static int run_self(spec_drafter *d, spec_draft_req *reqs, int n, int k_max, tc_
     return 0;
 }
 
+// Catch-up: every request's rows from its draft KV up to its last known token, in chunks of at most
+// max_tokens rows; with logits, the last known token's row gives draft 0.
+static int catch_up(spec_drafter *d, spec_draft_req *reqs, int n, int logits, tc_err *err) {
+    int next = 0, rc;
+    while (next < n) {
+        int nt = 0, ns = 0, nl = 0;
+        while (next < n && nt < d->max_tokens) {
+            spec_draft_req *q = &reqs[next];
+            spec_dseq *ds = q->ds;
+            int m = q->n_tokens - ds->n_computed, room = d->max_tokens - nt;
+            if (m > room) m = room;
+            d->b_tables[ns] = ds->kv.blocks;
+            for (int t = 0; t < m; t++, nt++) {
+                d->b_tokens[nt] = q->tokens[ds->n_computed + t];
+                d->b_pos[nt] = ds->n_computed + t;
+                d->b_seq[nt] = ns;
+            }
+            ns++;
+            ds->n_computed += m; // undone by the caller if a forward fails
+            if (ds->n_computed == q->n_tokens) {
+                if (logits) {
+                    d->row_req[nl] = next;
+                    d->b_logit_rows[nl++] = nt - 1;
+                }
+                next++;
+            }
+        }
+        if (nt > 0 && (rc = draft_forward(d, nt, ns, nl, err))) return rc;
+        take_drafts(d, reqs, nl, 0);
+    }
+    return 0;
+}
+
+int spec_drafter_prefill(spec_drafter *d, spec_draft_req *reqs, int n, tc_err *err) {
+    if (d->self || n <= 0) return 0;
+    if (n > d->max_reqs) n = d->max_reqs;
+    int rc = catch_up(d, reqs, n, 0, err);
+    if (rc) // the draft KV of this step is suspect: recompute it at the first draft
+        for (int i = 0; i < n; i++) spec_dseq_keep(d, reqs[i].ds, 0);
+    return rc;
+}
+
 int spec_drafter_run(spec_drafter *d, spec_draft_req *reqs, int n, tc_err *err) {
     if (n > d->max_reqs) n = d->max_reqs;
     int q_used = 0, k_max = 0;
@@ -313,33 +355,8 @@ int spec_drafter_run(spec_drafter *d, spec_draft_req *reqs, int n, tc_err *err) 
             for (int i = 0; i < n; i++) reqs[i].x = NULL;
         return rc;
     }
-    // Catch-up: every request's rows from its draft KV up to its last known token, in chunks of at most
-    // max_tokens rows; the last known token's row gives draft 0.
-    int next = 0, rc;
-    while (next < n) {
-        int nt = 0, ns = 0, nl = 0;
-        while (next < n && nt < d->max_tokens) {
-            spec_draft_req *q = &reqs[next];
-            spec_dseq *ds = q->ds;
-            int m = q->n_tokens - ds->n_computed, room = d->max_tokens - nt;
-            if (m > room) m = room;
-            d->b_tables[ns] = ds->kv.blocks;
-            for (int t = 0; t < m; t++, nt++) {
-                d->b_tokens[nt] = q->tokens[ds->n_computed + t];
-                d->b_pos[nt] = ds->n_computed + t;
-                d->b_seq[nt] = ns;
-            }
-            ns++;
-            ds->n_computed += m; // undone below if the forward fails
-            if (ds->n_computed == q->n_tokens) {
-                d->row_req[nl] = next;
-                d->b_logit_rows[nl++] = nt - 1;
-                next++;
-            }
-        }
-        if ((rc = draft_forward(d, nt, ns, nl, err))) goto fail;
-        take_drafts(d, reqs, nl, 0);
-    }
+    int rc = catch_up(d, reqs, n, 1, err);
+    if (rc) goto fail;
     // One forward per further draft position over the requests still drafting.
     for (int j = 1; j < k_max; j++) {
         int nt = position_rows(d, reqs, n, j);

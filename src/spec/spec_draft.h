@@ -84,6 +84,11 @@ typedef struct spec_draft_req {
     const float *x;
 } spec_draft_req;
 
+// A draft model's prefill: catches each request's draft KV up to tokens[0..n_tokens) (reserved with
+// spec_dseq_reserve(d, ds, n_tokens, 1)), no drafts. The engine runs it over each prompt chunk beside the
+// target's, so that the first draft does not catch up on the whole prompt inside a decode step (an
+// inter-token gap). No-op for self-speculation (the target's own KV). 0 or an error (the KV then starts over).
+int spec_drafter_prefill(spec_drafter *d, spec_draft_req *reqs, int n, tc_err *err);
 // Drafts for n requests: catch-up rows, then one batched forward per draft position. A request whose
 // sampled draft finds no free distribution buffer drafts greedily (q NULL, still exact). 0 or an error.
 int spec_drafter_run(spec_drafter *d, spec_draft_req *reqs, int n, tc_err *err);

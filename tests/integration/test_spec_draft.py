@@ -79,6 +79,20 @@ def test_draft_model_greedy_identical(off, draft):
     assert s["by_method"]["draft"]["draft_tokens"] == d1 and s["acceptance_rate"] > 0.9, s
 
 
+def test_draft_model_prefills_beside_the_target(draft):
+    # the draft model runs each prompt chunk in the step that prefills it (time to first token), not the whole
+    # prompt at the first draft (an inter-token gap): its prefilled tokens follow the prompt tokens
+    def prefilled():
+        st, _, raw = draft.request("GET", "/stats")
+        return json.loads(raw)["spec"]["draft_prefill_tokens"]
+    p0 = prefilled()
+    msgs = [{"role": "user", "content": "Count the words in this sentence, then repeat it: " + "tic tac toe " * 60}]
+    st, _, j = draft.post("/v1/chat/completions", {"messages": msgs, "max_tokens": 8, "temperature": 0})
+    assert st == 200, j
+    n_prompt = j["usage"]["prompt_tokens"] - j["usage"].get("prompt_tokens_details", {}).get("cached_tokens", 0)
+    assert prefilled() - p0 >= n_prompt - 1 > 150, (prefilled() - p0, j["usage"])
+
+
 def test_draft_model_completions_identical(off, draft):
     b = {"prompt": "The capital of France is", "max_tokens": 24, "temperature": 0}
     _, _, a = off.post("/v1/completions", b)

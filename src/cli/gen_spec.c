@@ -10,13 +10,7 @@
 #include "spec/spec.h"
 
 int gen_spec_device_check(int mode, int have_draft_model, int self_layers, backend_device dev, tc_err *err) {
-    int self = !(have_draft_model && (mode == SPEC_DRAFT || mode == SPEC_AUTO)) &&
-               (mode == SPEC_SELF || (mode == SPEC_AUTO && self_layers > 0));
-    if (self && dev != BACKEND_CPU)
-        return tc_err_set(err, TC_ERR_UNSUPPORTED, "self-speculation (--spec self, or auto with --self-spec-layers) "
-                          "reuses the target's KV through resumed verify rows, which only the CPU forward runs: "
-                          "use --device cpu");
-    return 0;
+    return spec_self_device_check(spec_drafter_choice(mode, have_draft_model, self_layers), dev == BACKEND_CPU, err);
 }
 
 int gen_spec_drafter_new(gen_session *g, model *draft_model, int mode, int self_layers, int max_ctx, int k,
@@ -28,17 +22,18 @@ int gen_spec_drafter_new(gen_session *g, model *draft_model, int mode, int self_
     *out = NULL;
     if (mode == SPEC_DRAFT && !draft_model)
         return tc_err_set(err, TC_ERR_INVALID, "--spec draft needs a draft model (--draft-model)");
-    if (draft_model && (mode == SPEC_DRAFT || mode == SPEC_AUTO)) {
+    int choice = spec_drafter_choice(mode, draft_model != NULL, self_layers);
+    if (choice == SPEC_M_DRAFT) {
         int rc = spec_vocab_check(target, draft_model, err);
         if (rc) return rc;
         dm = draft_model;
         layers = model_get_hparams(dm)->n_layers;
-    } else if (mode == SPEC_SELF || (mode == SPEC_AUTO && self_layers > 0)) {
+    } else if (choice == SPEC_M_SELF) {
         layers = self_layers > 0 ? self_layers : (hp->n_layers / 4 > 0 ? hp->n_layers / 4 : 1);
         if (layers >= hp->n_layers)
             return tc_err_set(err, TC_ERR_INVALID, "--self-spec-layers %d must be below the model's %d layers",
                               layers, hp->n_layers);
-        int rc = gen_spec_device_check(mode, 0, self_layers, backend_get_device(g->be), err);
+        int rc = spec_self_device_check(choice, backend_get_device(g->be) == BACKEND_CPU, err);
         if (rc) return rc;
         // in the session's own runner and KV (spec_draft.h): one request, one sampled draft's q buffer
         return spec_drafter_new_self(target, layers, g->ctx, g->kv, 1, k, 1, out, err);

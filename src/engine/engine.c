@@ -254,10 +254,9 @@ static int warm_up(engine *e, int n_blocks, tc_err *err) {
 
 _Static_assert(ENGINE_SPEC_METHODS == SPEC_N_METHODS, "engine_stats.spec_draft is indexed by spec_method");
 
-// 1 when the options ask for a draft model drafter, 2 for self-speculation, 0 for neither.
+// The drafter the options ask for: SPEC_M_DRAFT, SPEC_M_SELF or -1 (spec_drafter_choice).
 static int drafter_kind(const engine_opts *o) {
-    if (o->draft_model && (o->spec == SPEC_DRAFT || o->spec == SPEC_AUTO)) return 1;
-    return o->spec == SPEC_SELF || (o->spec == SPEC_AUTO && o->self_spec_layers > 0) ? 2 : 0;
+    return spec_drafter_choice(o->spec, o->draft_model != NULL, o->self_spec_layers);
 }
 
 // The draft model or self-speculation drafter, when the options ask for one. A draft model's pool:
@@ -271,13 +270,13 @@ static int new_drafter(engine *e, int n_target_blocks, tc_err *err) {
     int layers = 0;
     if (o->spec == SPEC_DRAFT && !o->draft_model)
         return tc_err_set(err, TC_ERR_INVALID, "engine: --spec draft needs a draft model (--draft-model)");
-    if (drafter_kind(o) == 1) {
+    if (drafter_kind(o) == SPEC_M_DRAFT) {
         int rc = spec_vocab_check(e->m, o->draft_model, err);
         if (rc) return rc;
         dm = o->draft_model;
         layers = model_get_hparams(dm)->n_layers;
         e->drafter_method = SPEC_M_DRAFT;
-    } else if (drafter_kind(o) == 2) {
+    } else if (drafter_kind(o) == SPEC_M_SELF) {
         layers = o->self_spec_layers > 0 ? o->self_spec_layers : (hp->n_layers / 4 > 0 ? hp->n_layers / 4 : 1);
         if (layers >= hp->n_layers)
             return tc_err_set(err, TC_ERR_INVALID, "engine: --self-spec-layers %d must be below the model's %d layers",
@@ -310,10 +309,8 @@ int engine_new(model *m, const engine_opts *o, engine **out, tc_err *err) {
                           "spec %d, spec_k %d: 1..%d)",
                           o->max_batch_tokens, o->max_seqs, o->block_size, o->max_queue, o->spec, o->spec_k,
                           SPEC_MAX_K);
-    if (drafter_kind(o) == 2 && o->device != BACKEND_CPU) // before anything is opened on the device
-        return tc_err_set(err, TC_ERR_UNSUPPORTED, "engine: self-speculation (--spec self, or auto with "
-                          "--self-spec-layers) reuses the target's KV through resumed verify rows, which only the "
-                          "CPU forward runs: use --device cpu");
+    int rc0 = spec_self_device_check(drafter_kind(o), o->device == BACKEND_CPU, err); // before the device opens
+    if (rc0) return rc0;
     engine *e = calloc(1, sizeof *e);
     if (!e) return tc_err_set(err, TC_ERR_NOMEM, "engine: out of memory");
     e->m = m;

@@ -90,7 +90,7 @@ struct engine {
                                         // price of a model-drafted token
     spec_draft_req *dreqs;              // (max_seqs) this step's model drafts
     step_cost vcost;                    // cost line of decode/verify-only steps (prices draft rows)
-    spec_itl itl;                       // recent p99 of draft-free step times: multi-stream drafts stay under it
+    spec_itl itl;                       // recent p99 of the streams' gaps without drafts (spec_max_streams > 1)
     int step_drafts;                    // rows drafted so far in the step being planned
     double step_extra_tok;              // tokens those drafts are expected to add (beyond one per request)
     double step_draft_cost;             // seconds of draft forwards those drafts need (model drafts)

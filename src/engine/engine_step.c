@@ -194,21 +194,30 @@ static model_batch build_batch(engine *e, const sched_plan *p) {
 
 // --- speculation
 
+// Requests that never draft: the grammar's mask is applied by samp_sample_grammar one row at a time,
+// embeddings generate nothing, prompt logprobs keep one row per step.
+static int never_drafts(const eng_req *er) { return er->grammar || er->embed || er->plp; }
+
+// Whether r's drafts may come from the drafter (draft model or self): always in --spec draft/self; in auto
+// only without a prediction (a given prediction is the draft source).
+static int may_draft_with_model(const engine *e, const eng_req *er) {
+    return er->drafter && !(e->o.spec == SPEC_AUTO && er->pred.tokens);
+}
+
 int eng_draft(void *ctx, sched_req *r, const sched_draft_info *info) {
     engine *e = ctx;
     eng_req *er = r->owner;
     int k = e->o.spec_k < info->max_draft ? e->o.spec_k : info->max_draft;
     if (k > e->spec_rows_left) k = e->spec_rows_left;
     if (k <= 0) return 0;
-    if (er->grammar) return 0; // the grammar's mask is applied by samp_sample_grammar, one row at a time
-    if (er->embed || er->plp) return 0; // embeddings generate nothing; prompt logprobs keep one row per step
+    if (never_drafts(er)) return 0;
     int32_t *out = r->tokens + r->n_tokens;
     int use_model = er->drafter != NULL; // auto: only where it pays, decided below
     if (e->o.spec == SPEC_AUTO) {
         // Back off while prompts wait or prefill (their chunks need the budget) and above spec_max_streams
-        // decoding streams, else pick k from this
-        // request's acceptance rate and what a row costs, with the rows and tokens of the drafts already
-        // planned in this step counted (each request would otherwise price its rows as the only drafter).
+        // decoding streams, else pick k from this request's acceptance rate and what a row costs, with the rows
+        // and tokens of the drafts already planned in this step counted (each request would otherwise price its
+        // rows as the only drafter).
         double ga, gb, a, b;
         if (info->n_waiting > 0 || info->n_catching > 0 || info->n_decoding > e->o.spec_max_streams ||
             !sched_step_cost_fit(e->s, &ga, &gb))
@@ -221,7 +230,7 @@ int eng_draft(void *ctx, sched_req *r, const sched_draft_info *info) {
         int n_rows = info->n_decoding + e->step_drafts;
         double other = info->n_decoding - 1 + e->step_extra_tok;
         double c = e->draft_pos_cost; // a model draft also costs a draft forward per drafted token (measured)
-        int model_ok = er->drafter && !er->pred.tokens;
+        int model_ok = may_draft_with_model(e, er);
         if (info->n_decoding >= 2) {
             // Peers wait for this step: drafts may not make it longer than the plain steps' recent p99
             // (spec_itl.h), a prefill step's rows priced by the scheduler's line, this step's by the verify
@@ -272,7 +281,7 @@ int eng_draft(void *ctx, sched_req *r, const sched_draft_info *info) {
 
 // A draft model prefills beside the target: each prompt chunk of a request that may draft with the model runs
 // through the drafter in the step that prefills it (time to first token), instead of the whole prompt at its
-// first draft (one inter-token gap of a draft-model prefill: 200-300 ms for a 200-token prompt, measured).
+// first draft, inside a decode step (an inter-token gap as long as a draft-model prefill of the prompt).
 // A full draft pool or a failed run leaves the catch-up to the first draft, as before.
 static void prefill_drafter(engine *e, const sched_plan *p) {
     if (!e->drafter || spec_drafter_is_self(e->drafter)) return;
@@ -282,8 +291,7 @@ static void prefill_drafter(engine *e, const sched_plan *p) {
         sched_req *r = it->r;
         eng_req *er = r->owner;
         int end = it->start + it->n;
-        if (it->n_draft > 0 || end > r->n_prompt || !er->drafter || er->grammar || er->embed || er->plp) continue;
-        if (e->o.spec == SPEC_AUTO && er->pred.tokens) continue; // it drafts from its prediction
+        if (it->n_draft > 0 || end > r->n_prompt || never_drafts(er) || !may_draft_with_model(e, er)) continue;
         if (spec_dseq_reserve(e->drafter, &er->ds, end, 1)) continue;
         rows += end - er->ds.n_computed;
         e->dreqs[n++] = (spec_draft_req){.ds = &er->ds, .tokens = r->tokens, .n_tokens = end, .k = 1};
@@ -486,7 +494,8 @@ void eng_step(engine *e, double now) {
         nanosleep(&ts, NULL);
     }
     if (rc == 0) {
-        sched_observe(e->s, b.n_tokens, tc_now() - t_fwd);
+        double t_step = tc_now() - t_fwd;
+        sched_observe(e->s, b.n_tokens, t_step);
         int n_drafted = 0, decode_only = 1, n_gaps = 0;
         for (int i = 0; i < p->n_items; i++) {
             const sched_item *it = &p->items[i];
@@ -495,8 +504,9 @@ void eng_step(engine *e, double now) {
             decode_only &= dec;
             n_gaps += dec && sched_req_n_generated(it->r) > 0; // a gap between two of its tokens
         }
-        if (decode_only) step_cost_observe(&e->vcost, b.n_tokens, tc_now() - t_fwd);
-        spec_itl_observe(&e->itl, b.n_tokens - n_drafted, n_gaps); // the step as it would have been without drafts
+        if (decode_only) step_cost_observe(&e->vcost, b.n_tokens, t_step);
+        if (e->o.spec == SPEC_AUTO && e->o.spec_max_streams > 1) // the only reader of the gaps' window
+            spec_itl_observe(&e->itl, b.n_tokens - n_drafted, n_gaps); // the step as it would have been without drafts
     }
     if (rc != 0) { // every request of the batch ends with the error; the others go on
         while (p->n_items > 0) {

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "spec/spec.h"
+
 struct spec_drafter {
     model *m;          // borrowed
     int n_layers;      // layers a draft forward runs
@@ -55,6 +57,18 @@ int spec_vocab_check(const model *target, const model *draft, tc_err *err) {
         }
     }
     return 0;
+}
+
+int spec_drafter_choice(int mode, int have_draft_model, int self_layers) {
+    if (have_draft_model && (mode == SPEC_DRAFT || mode == SPEC_AUTO)) return SPEC_M_DRAFT;
+    return mode == SPEC_SELF || (mode == SPEC_AUTO && self_layers > 0) ? SPEC_M_SELF : -1;
+}
+
+int spec_self_device_check(int choice, int on_cpu, tc_err *err) {
+    if (choice != SPEC_M_SELF || on_cpu) return 0;
+    return tc_err_set(err, TC_ERR_UNSUPPORTED, "self-speculation (--spec self, or auto with --self-spec-layers) "
+                      "reuses the target's KV through resumed verify rows, which only the CPU forward runs: "
+                      "use --device cpu");
 }
 
 // --- lifetime

@@ -23,6 +23,13 @@
 
 typedef struct spec_drafter spec_drafter; // opaque
 
+// Which drafter a --spec mode selects: SPEC_M_DRAFT (a draft model: --spec draft, or auto with one loaded),
+// SPEC_M_SELF (--spec self, or auto with --self-spec-layers > 0 and no draft model), -1 for none.
+int spec_drafter_choice(int mode, int have_draft_model, int self_layers);
+// Self-speculation resumes verify rows mid-stack, which only the CPU forward runs: TC_ERR_UNSUPPORTED with a
+// message naming the way out when choice is SPEC_M_SELF off the CPU, else 0.
+int spec_self_device_check(int choice, int on_cpu, tc_err *err);
+
 // A request's draft-side state: its block table in the drafter's pool and how many leading tokens have
 // draft KV. Embedded in the engine's per-request data; spec_dseq_init / spec_dseq_free.
 typedef struct spec_dseq {

@@ -116,10 +116,62 @@ static void bench_kernels(int n_pos, int iters, int hd, int rep) {
     free(kf), free(vf), free(q), free(out), free(table);
 }
 
+// Part (3): n_q queries of one sequence at consecutive positions (a verification item, a prefill run), us per
+// query: n_q one-query calls against one multi-query call (attn_select_multi), f16 and q8_0 caches, best of 5.
+static void bench_multi(int n_pos, int iters, int hd, int rep) {
+    enum { NQ = 10 };
+    int n_blocks = (n_pos + NQ + BS - 1) / BS;
+    size_t rows = (size_t)n_blocks * BS;
+    float *q = malloc(sizeof(float) * (size_t)NQ * rep * hd), *out = malloc(sizeof(float) * (size_t)NQ * rep * hd);
+    for (int i = 0; i < NQ * rep * hd; i++) q[i] = frand();
+    int32_t *table = malloc(sizeof(int32_t) * (size_t)n_blocks);
+    for (int i = 0; i < n_blocks; i++) table[i] = i;
+    cpu_isa hw = cpu_best_isa();
+    printf("%d queries at once (rep %d, head dim %d, %d positions), 1 thread: us per query, one-query calls / "
+           "one multi-query call, best of 5\n", NQ, rep, hd, n_pos);
+    const tt_type types[2] = {TT_F16, TT_Q8_0};
+    for (int t = 0; t < 2; t++) {
+        size_t rb = tt_row_size(types[t], hd);
+        char *kc = malloc(rows * rb), *vc = malloc(rows * rb);
+        float *f = malloc(sizeof(float) * (size_t)hd);
+        for (size_t r = 0; r < rows; r++) {
+            for (int i = 0; i < hd; i++) f[i] = 2.0f * frand();
+            tt_get(types[t])->from_float(f, kc + r * rb, hd);
+            for (int i = 0; i < hd; i++) f[i] = frand();
+            tt_get(types[t])->from_float(f, vc + r * rb, hd);
+        }
+        for (int isa = CPU_ISA_AVX2; isa <= (int)hw; isa++) {
+            attn_geom g = {.n_kv_heads = 1, .head_dim = hd, .block_size = BS, .n_rep = rep,
+                           .scale = 1.0f / sqrtf((float)hd), .k_type = types[t], .v_type = types[t]};
+            attn_fn one = attn_select((cpu_isa)isa, &g);
+            attn_multi_fn multi = attn_select_multi((cpu_isa)isa, &g);
+            const int nq = NQ * rep <= ATTN_MAX_REP ? NQ : attn_max_queries(&g);
+            double b1 = 1e9, bm = 1e9;
+            for (int round = 0; round < 5; round++) {
+                double t0 = tc_now();
+                for (int it = 0; it < iters; it++)
+                    for (int i = 0; i < nq; i++)
+                        one(out + (size_t)i * rep * hd, q + (size_t)i * rep * hd, kc, vc, table, n_pos + i, 0, &g);
+                b1 = fmin(b1, (tc_now() - t0) / iters / nq);
+                t0 = tc_now();
+                for (int it = 0; it < iters; it++)
+                    multi(out, (size_t)rep * hd, q, (size_t)rep * hd, nq, kc, vc, table, n_pos, 0, &g);
+                bm = fmin(bm, (tc_now() - t0) / iters / nq);
+            }
+            printf("  %-7s %-5s %d queries: %7.2f us / %7.2f us (x%.2f)\n", cpu_isa_name((cpu_isa)isa),
+                   tt_get(types[t])->name, nq, b1 * 1e6, bm * 1e6, b1 / bm);
+        }
+        free(kc), free(vc), free(f);
+    }
+    free(q), free(out), free(table);
+}
+
 int main(int argc, char **argv) {
     int n_pos = argc > 1 ? atoi(argv[1]) : 2048, iters = argc > 2 ? atoi(argv[2]) : 200;
     bench_kernels(n_pos, iters, HD, REP); // SmolLM2-135M
     bench_kernels(n_pos, iters / 4 + 1, 256, 4); // Gemma 3 270M (one KV head, 4 query heads, head dim 256)
+    bench_multi(n_pos < 512 ? n_pos : 300, iters, HD, REP);
+    bench_multi(n_pos < 512 ? n_pos : 300, iters / 4 + 1, 256, 4);
     cpu_isa hw = cpu_best_isa();
     int n_blocks = (n_pos + BS - 1) / BS;
     size_t rows = (size_t)n_blocks * BS;

@@ -10,7 +10,9 @@
 // The cache type a geometry's type field means (attention.h: anything but q8_0/q4_0 is f16).
 static tt_type cache_type(int t) { return t == TT_Q8_0 || t == TT_Q4_0 ? (tt_type)t : TT_F16; }
 
-void attn_quantize_q(attn_q8 *dst, const float *q, int nr, int hd) {
+void attn_quantize_q(attn_q8 *dst, const float *q, int nr, int hd) { attn_quantize_q_at(dst, 0, q, nr, hd); }
+
+void attn_quantize_q_at(attn_q8 *dst, int row0, const float *q, int nr, int hd) {
     for (int r = 0; r < nr; r++)
         for (int b = 0; b < hd / 32; b++) {
             const float *x = q + (size_t)r * hd + b * 32;
@@ -21,9 +23,9 @@ void attn_quantize_q(attn_q8 *dst, const float *q, int nr, int hd) {
             for (int i = 0; i < 32; i++) {
                 int v = (int)lrintf(x[i] * id);
                 v = v > 127 ? 127 : v < -127 ? -127 : v;
-                dst->qs[r][b * 32 + i] = (int8_t)v, sum += v;
+                dst->qs[row0 + r][b * 32 + i] = (int8_t)v, sum += v;
             }
-            dst->d[r][b] = d, dst->sum[r][b] = sum;
+            dst->d[row0 + r][b] = d, dst->sum[row0 + r][b] = sum;
         }
 }
 
@@ -86,6 +88,22 @@ void attn_tile_scalar(float *out, const float *q, const void *k_layer, const voi
         float inv = l[r] > 0 ? 1.0f / l[r] : 0.0f;
         for (int i = 0; i < hd; i++) out[(size_t)r * hd + i] *= inv;
     }
+}
+
+void attn_multi_scalar(float *out, size_t out_stride, const float *q, size_t q_stride, int n_q,
+                       const void *k_layer, const void *v_layer, const int32_t *blocks, int n_pos, int kv_head,
+                       const attn_geom *geo) {
+    for (int i = 0; i < n_q; i++)
+        attn_tile_scalar(out + (size_t)i * out_stride, q + (size_t)i * q_stride, k_layer, v_layer, blocks,
+                         n_pos + i, kv_head, geo);
+}
+
+attn_multi_fn attn_select_multi(cpu_isa isa, const attn_geom *geo) {
+    if (geo->head_dim % 16 == 0) {
+        if (isa >= CPU_ISA_AVX512) return attn_multi_avx512;
+        if (isa >= CPU_ISA_AVX2) return attn_multi_avx2;
+    }
+    return attn_multi_scalar;
 }
 
 attn_fn attn_select(cpu_isa isa, const attn_geom *geo) {

@@ -44,6 +44,8 @@ static inline int attn_k_quantized(int k_type) { return k_type == TT_Q8_0 || k_t
 
 // dst = q (nr, hd) rounded per 32-value block: d = max|x| / 127, qs = round-to-nearest-even(x / d).
 void attn_quantize_q(attn_q8 *dst, const float *q, int nr, int hd);
+// The same into dst's rows [row0, row0 + nr).
+void attn_quantize_q_at(attn_q8 *dst, int row0, const float *q, int nr, int hd);
 
 // out (n_rep, head_dim) = softmax(q·Kᵀ·scale) V over positions [attn_first_pos, n_pos) of one sequence, KV
 // head kv_head. q (n_rep, head_dim); k_layer/v_layer: one layer's cache laid out (n_blocks, n_kv_heads,
@@ -59,8 +61,37 @@ void attn_tile_avx2(float *out, const float *q, const void *k_layer, const void 
 void attn_tile_avx512(float *out, const float *q, const void *k_layer, const void *v_layer,
                       const int32_t *blocks, int n_pos, int kv_head, const attn_geom *geo);
 
+// Several queries of one sequence at consecutive positions at once (a prefill chunk, a verification item):
+// query i (0 <= i < n_q) sees n_pos + i positions; its q rows are q + i·q_stride (n_rep, head_dim) and its
+// output out + i·out_stride. n_q · n_rep <= ATTN_MAX_REP. Each query's output is bit for bit what the
+// one-query kernel of the same ISA gives it (the same operations per head in the same order): only the
+// conversion of each K row and V chunk, read once per tile for all the queries, is shared.
+typedef void (*attn_multi_fn)(float *out, size_t out_stride, const float *q, size_t q_stride, int n_q,
+                              const void *k_layer, const void *v_layer, const int32_t *blocks, int n_pos,
+                              int kv_head, const attn_geom *geo);
+
+void attn_multi_scalar(float *out, size_t out_stride, const float *q, size_t q_stride, int n_q,
+                       const void *k_layer, const void *v_layer, const int32_t *blocks, int n_pos, int kv_head,
+                       const attn_geom *geo);
+void attn_multi_avx2(float *out, size_t out_stride, const float *q, size_t q_stride, int n_q,
+                     const void *k_layer, const void *v_layer, const int32_t *blocks, int n_pos, int kv_head,
+                     const attn_geom *geo);
+void attn_multi_avx512(float *out, size_t out_stride, const float *q, size_t q_stride, int n_q,
+                       const void *k_layer, const void *v_layer, const int32_t *blocks, int n_pos, int kv_head,
+                       const attn_geom *geo);
+
+// y[i] = expf(x[i]), vectorized bit for bit (x86_expf.h): the exp of the f16 cache's softmax, exported for
+// its unit test.
+void attn_expf_avx2(float *y, const float *x, int n);
+void attn_expf_avx512(float *y, const float *x, int n);
+
+// Queries one multi-query call may take for this geometry (>= 1).
+static inline int attn_max_queries(const attn_geom *geo) { return ATTN_MAX_REP / geo->n_rep; }
+
 // The best kernel for this ISA level and geometry (vector kernels need head_dim % 16 == 0). Every kernel
 // reads every supported cache type (the type is in geo, checked per row, not per element).
 attn_fn attn_select(cpu_isa isa, const attn_geom *geo);
+// Its multi-query form (the scalar one loops over the queries).
+attn_multi_fn attn_select_multi(cpu_isa isa, const attn_geom *geo);
 
 #endif

@@ -7,10 +7,10 @@
 // - V: per W-float chunk of the head dim, up to 4 query heads' outputs stay in registers over the whole tile
 //   while each row's chunk is converted once (q4_0/q8_0 straight from the quantized bytes; no row buffer).
 //
-// Required macros: ATTN_X86_FN (function name), W (floats per vector, 8 or 16: divides the 32-value quant
+// Required macros: ATTN_X86_FN, ATTN_X86_MULTI_FN (function names), W (floats per vector, 8 or 16: divides the 32-value quant
 // block), V (vector type), LOAD_H(p) (W f16 → V), LOAD_Q8(p) (W int8 → V), LOAD_Q4(p, hi) (W unsigned
 // nibbles → V: the low nibbles of bytes p[0..W) or, hi, their high nibbles), H2F(h) (one f16 → float),
-// REDUCE(v) (horizontal sum → float), and the vector macros of x86_vec256.h / x86_vec512.h (W, V, LOADF, FMA, ...,
+// REDUCE(v) (horizontal sum → float), EXPF(v) (expf per lane, bit for bit: x86_expf.h), and the vector macros of x86_vec256.h / x86_vec512.h (W, V, LOADF, FMA, ...,
 // x86_vexp).
 #include <math.h>
 #include <string.h>
@@ -135,62 +135,140 @@ static inline void attn_scores_q(float (*s)[64], const attn_q8 *qq, const char *
     }
 }
 
-// out rows [r0, r0 + RN) += Σ_j s[r][j] · v_j over the tile rows j in [j0, cnt), outputs held in registers
-// per chunk. RN is a constant at each call site (always_inline), so a[] lives in registers.
-static inline __attribute__((always_inline)) void attn_accum_v(float *out, float (*s)[64], const char *vb,
+// s[hs[i]][j] = scale · q_hs[i] · k for RN heads against one f16 K row held in registers: RN independent
+// FMA chains side by side (one chain is FMA latency bound), each summed over the chunks in order and reduced
+// as one head alone is, so a score does not depend on the heads beside it.
+static inline __attribute__((always_inline)) void attn_scores_f(float (*s)[64], const float *const *qh,
+                                                                const int *hs, const V *kv, int j, int nv,
+                                                                const int RN, float scale) {
+    V acc[4];
+    for (int i = 0; i < RN; i++) acc[i] = ZERO();
+    for (int c = 0; c < nv; c++)
+        for (int i = 0; i < RN; i++) acc[i] = FMA(LOADF(qh[hs[i]] + c * W), kv[c], acc[i]);
+    for (int i = 0; i < RN; i++) s[hs[i]][j] = REDUCE(acc[i]) * scale;
+}
+
+// Heads oh[r0..r0 + RN) += Σ_j s[r][j] · v_j over the tile rows j in [j0, cnt), CC chunks of the head dim at a
+// time with the outputs held in registers. RN and CC are constants at each call site (always_inline), so a[]
+// lives in registers: RN·CC independent FMA chains side by side (fewer are FMA latency bound). Each output
+// element's sum runs over j in order whatever RN and CC are (the multi-query kernel groups heads of several
+// queries), so the result does not depend on the grouping.
+static inline __attribute__((always_inline)) void attn_accum_v(float *const *oh, float (*s)[64], const char *vb,
                                                                size_t v_row, int vt, int j0, int cnt, int r0,
-                                                               const int RN, int hd) {
-    for (int c = 0; c < hd / W; c++) {
-        V a[4];
-        for (int i = 0; i < RN; i++) a[i] = LOADF(out + (size_t)(r0 + i) * hd + c * W);
+                                                               const int RN, const int CC, int hd) {
+    int c = 0;
+    for (; c + CC <= hd / W; c += CC) {
+        V a[8]; // a[i·CC + k]: head r0 + i, chunk c + k
+        for (int i = 0; i < RN; i++)
+            for (int k = 0; k < CC; k++) a[i * CC + k] = LOADF(oh[r0 + i] + (c + k) * W);
+        for (int j = j0; j < cnt; j++)
+            for (int k = 0; k < CC; k++) {
+                V vv = attn_load_chunk(vb + (size_t)j * v_row, vt, c + k);
+                for (int i = 0; i < RN; i++) a[i * CC + k] = FMA(SET1(s[r0 + i][j]), vv, a[i * CC + k]);
+            }
+        for (int i = 0; i < RN; i++)
+            for (int k = 0; k < CC; k++) STOREF(oh[r0 + i] + (c + k) * W, a[i * CC + k]);
+    }
+    for (; c < hd / W; c++) { // a head dim that is not a multiple of CC chunks
+        V a[8];
+        for (int i = 0; i < RN; i++) a[i] = LOADF(oh[r0 + i] + c * W);
         for (int j = j0; j < cnt; j++) {
             V vv = attn_load_chunk(vb + (size_t)j * v_row, vt, c);
             for (int i = 0; i < RN; i++) a[i] = FMA(SET1(s[r0 + i][j]), vv, a[i]);
         }
-        for (int i = 0; i < RN; i++) STOREF(out + (size_t)(r0 + i) * hd + c * W, a[i]);
+        for (int i = 0; i < RN; i++) STOREF(oh[r0 + i] + c * W, a[i]);
     }
 }
 
-void ATTN_X86_FN(float *out, const float *q, const void *k_layer, const void *v_layer,
-                 const int32_t *blocks, int n_pos, int kv_head, const attn_geom *geo) {
-    const int hd = geo->head_dim, bs = geo->block_size, nr = geo->n_rep, nv = hd / W;
+// Heads [r0, r1) over the same tile rows [j0, cnt): 8 at a time, or fewer with 2-8 chunks each.
+static void attn_accum_heads(float *const *oh, float (*s)[64], const char *vb, size_t v_row, int vt, int j0,
+                             int cnt, int r0, int r1, int hd) {
+    for (; r0 + 8 <= r1; r0 += 8) attn_accum_v(oh, s, vb, v_row, vt, j0, cnt, r0, 8, 1, hd);
+    switch (r1 - r0) {
+    case 7: attn_accum_v(oh, s, vb, v_row, vt, j0, cnt, r0, 7, 1, hd); break;
+    case 6: attn_accum_v(oh, s, vb, v_row, vt, j0, cnt, r0, 6, 1, hd); break;
+    case 5: attn_accum_v(oh, s, vb, v_row, vt, j0, cnt, r0, 5, 1, hd); break;
+    case 4: attn_accum_v(oh, s, vb, v_row, vt, j0, cnt, r0, 4, 2, hd); break;
+    case 3: attn_accum_v(oh, s, vb, v_row, vt, j0, cnt, r0, 3, 2, hd); break;
+    case 2: attn_accum_v(oh, s, vb, v_row, vt, j0, cnt, r0, 2, 4, hd); break;
+    case 1: attn_accum_v(oh, s, vb, v_row, vt, j0, cnt, r0, 1, 4, hd); break;
+    default: break;
+    }
+}
+
+// The multi-query kernel (attention.h, attn_multi_fn): n_q queries at consecutive positions, head r being
+// query r / n_rep's head r % n_rep. Per tile, each query's rows [j0, cnt) are exactly those the one-query
+// kernel reads for it, and every head's arithmetic (score, max, exp, sum, rescale, V order) is the one-query
+// kernel's; only the K row conversion, the V chunk conversion and the loop over heads are shared.
+void ATTN_X86_MULTI_FN(float *out, size_t out_stride, const float *q, size_t q_stride, int n_q,
+                       const void *k_layer, const void *v_layer, const int32_t *blocks, int n_pos, int kv_head,
+                       const attn_geom *geo) {
+    const int hd = geo->head_dim, bs = geo->block_size, nr = geo->n_rep, nv = hd / W, nh = n_q * nr;
     const int kt = geo->k_type, vt = geo->v_type, kq = attn_k_quantized(kt);
     const size_t k_row = attn_row_bytes(kt, hd), v_row = attn_row_bytes(vt, hd);
     float m[ATTN_MAX_REP], l[ATTN_MAX_REP];
     float s[ATTN_MAX_REP][64]; // scores then weights of one tile; block_size <= 64
+    float *oh[ATTN_MAX_REP];
+    const float *qh[ATTN_MAX_REP];
+    int qj0[ATTN_MAX_REP], qcnt[ATTN_MAX_REP]; // per query: its rows of the current tile
     attn_q8 qq;
-    if (kq) attn_quantize_q(&qq, q, nr, hd);
-    for (int r = 0; r < nr; r++) m[r] = -INFINITY, l[r] = 0.0f;
-    memset(out, 0, sizeof(float) * (size_t)nr * hd);
-    const int first = attn_first_pos(geo, n_pos);
-    for (int p0 = first / bs * bs; p0 < n_pos; p0 += bs) {
-        int cnt = n_pos - p0 < bs ? n_pos - p0 : bs;
-        int j0 = first > p0 ? first - p0 : 0; // the window may start inside the first tile
+    for (int r = 0; r < nh; r++) {
+        oh[r] = out + (size_t)(r / nr) * out_stride + (size_t)(r % nr) * hd;
+        qh[r] = q + (size_t)(r / nr) * q_stride + (size_t)(r % nr) * hd;
+        m[r] = -INFINITY, l[r] = 0.0f;
+        memset(oh[r], 0, sizeof(float) * (size_t)hd);
+    }
+    if (kq)
+        for (int i = 0; i < n_q; i++) attn_quantize_q_at(&qq, i * nr, q + (size_t)i * q_stride, nr, hd);
+    const int first = attn_first_pos(geo, n_pos), end = n_pos + n_q - 1; // the last query sees `end` positions
+    for (int p0 = first / bs * bs; p0 < end; p0 += bs) {
+        int lo = bs, hi = 0;
+        for (int i = 0; i < n_q; i++) {
+            const int np = n_pos + i, f = attn_first_pos(geo, np);
+            qj0[i] = f > p0 ? f - p0 : 0; // the window may start inside the tile
+            qcnt[i] = np - p0 < bs ? np - p0 : bs;
+            if (qcnt[i] <= qj0[i]) continue; // the tile is outside this query's positions
+            lo = qj0[i] < lo ? qj0[i] : lo, hi = qcnt[i] > hi ? qcnt[i] : hi;
+        }
+        if (hi <= lo) continue;
         size_t row0 = ((size_t)blocks[p0 / bs] * geo->n_kv_heads + kv_head) * bs;
         const char *kb = (const char *)k_layer + row0 * k_row, *vb = (const char *)v_layer + row0 * v_row;
-        if (kq) attn_scores_q(s, &qq, kb, k_row, kt, j0, cnt, nr, hd / 32, geo->scale);
+        if (kq) attn_scores_q(s, &qq, kb, k_row, kt, lo, hi, nh, hd / 32, geo->scale); // each score is its row's alone
         else
-            for (int j = j0; j < cnt; j++) {
+            for (int j = lo; j < hi; j++) {
                 V kv[ATTN_MAX_HEAD_DIM / W];
                 attn_load_row(kv, kb + (size_t)j * k_row, kt, nv);
-                for (int r = 0; r < nr; r++) {
-                    const float *qr = q + (size_t)r * hd;
-                    V acc = ZERO();
-                    for (int c = 0; c < nv; c++) acc = FMA(LOADF(qr + c * W), kv[c], acc);
-                    s[r][j] = REDUCE(acc) * geo->scale;
+                int hs[ATTN_MAX_REP], n = 0; // the heads whose query sees row j
+                for (int i = 0; i < n_q; i++)
+                    if (j >= qj0[i] && j < qcnt[i])
+                        for (int r = i * nr; r < (i + 1) * nr; r++) hs[n++] = r;
+                int h = 0;
+                for (; h + 4 <= n; h += 4) attn_scores_f(s, qh, hs + h, kv, j, nv, 4, geo->scale);
+                switch (n - h) {
+                case 3: attn_scores_f(s, qh, hs + h, kv, j, nv, 3, geo->scale); break;
+                case 2: attn_scores_f(s, qh, hs + h, kv, j, nv, 2, geo->scale); break;
+                case 1: attn_scores_f(s, qh, hs + h, kv, j, nv, 1, geo->scale); break;
+                default: break;
                 }
             }
-        for (int r = 0; r < nr; r++) {
+        for (int r = 0; r < nh; r++) {
+            const int j0 = qj0[r / nr], cnt = qcnt[r / nr];
+            if (cnt <= j0) continue;
             float mt = m[r];
             for (int j = j0; j < cnt; j++) mt = s[r][j] > mt ? s[r][j] : mt;
             float corr = expf(m[r] - mt), sum = 0.0f;
             int j = j0;
             V vm = SET1(mt), vsum = ZERO();
-            // Vector exp for quantized caches only: an f16 cache keeps expf and the sequential sum, bit for bit
-            // the numerics its golden tests (tests/ref) were set against.
+            // A quantized cache: the fast vector exp and a vector sum. An f16 cache keeps expf's values (EXPF:
+            // x86_expf.h, glibc's expf lane by lane) and the sequential sum, bit for bit the numerics its golden
+            // tests (tests/ref) were set against.
             for (; kq && j + W <= cnt; j += W) {
                 V e = x86_vexp(SUB(LOADF(&s[r][j]), vm));
                 STOREF(&s[r][j], e), vsum = FMA(e, SET1(1.0f), vsum);
+            }
+            if (!kq) {
+                for (; j + W <= cnt; j += W) STOREF(&s[r][j], EXPF(SUB(LOADF(&s[r][j]), vm)));
+                for (int i = j0; i < j; i++) sum += s[r][i];
             }
             for (; j < cnt; j++) sum += s[r][j] = expf(s[r][j] - mt);
             sum += REDUCE(vsum);
@@ -198,22 +276,29 @@ void ATTN_X86_FN(float *out, const float *q, const void *k_layer, const void *v_
             m[r] = mt;
             if (corr != 1.0f) {
                 V cv = SET1(corr);
-                float *o = out + (size_t)r * hd;
-                for (int c = 0; c < nv; c++) STOREF(o + c * W, MUL(LOADF(o + c * W), cv));
+                for (int c = 0; c < nv; c++) STOREF(oh[r] + c * W, MUL(LOADF(oh[r] + c * W), cv));
             }
         }
-        int r0 = 0;
-        for (; r0 + 4 <= nr; r0 += 4) attn_accum_v(out, s, vb, v_row, vt, j0, cnt, r0, 4, hd);
-        switch (nr - r0) {
-        case 3: attn_accum_v(out, s, vb, v_row, vt, j0, cnt, r0, 3, hd); break;
-        case 2: attn_accum_v(out, s, vb, v_row, vt, j0, cnt, r0, 2, hd); break;
-        case 1: attn_accum_v(out, s, vb, v_row, vt, j0, cnt, r0, 1, hd); break;
-        default: break;
+        for (int i = 0; i < n_q;) { // runs of queries with the same rows share each converted V chunk
+            int e = i + 1;
+            while (e < n_q && qj0[e] == qj0[i] && qcnt[e] == qcnt[i]) e++;
+            if (qcnt[i] > qj0[i]) attn_accum_heads(oh, s, vb, v_row, vt, qj0[i], qcnt[i], i * nr, e * nr, hd);
+            i = e;
         }
     }
-    for (int r = 0; r < nr; r++) {
+    for (int r = 0; r < nh; r++) {
         V inv = SET1(l[r] > 0 ? 1.0f / l[r] : 0.0f);
-        float *o = out + (size_t)r * hd;
-        for (int c = 0; c < nv; c++) STOREF(o + c * W, MUL(LOADF(o + c * W), inv));
+        for (int c = 0; c < nv; c++) STOREF(oh[r] + c * W, MUL(LOADF(oh[r] + c * W), inv));
     }
+}
+
+void ATTN_X86_EXPF_FN(float *y, const float *x, int n) {
+    int i = 0;
+    for (; i + W <= n; i += W) STOREF(y + i, EXPF(LOADF(x + i)));
+    for (; i < n; i++) y[i] = expf(x[i]);
+}
+
+void ATTN_X86_FN(float *out, const float *q, const void *k_layer, const void *v_layer,
+                 const int32_t *blocks, int n_pos, int kv_head, const attn_geom *geo) {
+    ATTN_X86_MULTI_FN(out, 0, q, 0, 1, k_layer, v_layer, blocks, n_pos, kv_head, geo);
 }

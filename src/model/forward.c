@@ -16,7 +16,7 @@ struct model_ctx {
     model *m;
     int max_tokens;
     cpu_pool *pool; // owned
-    attn_fn attn;
+    attn_multi_fn attn;
     cvt_f32_f16_fn to_f16;
     attn_geom geo;     // global (full-attention) layers
     attn_geom geo_swa; // local layers: geo with the sliding window
@@ -80,7 +80,7 @@ int model_ctx_new(model *m, int max_batch_tokens, int n_threads, model_ctx **out
     c->geo_swa.window = hp->swa_window;
     cpu_isa isa = cpu_best_isa();
     c->to_f16 = cvt_select_f32_f16(isa);
-    c->attn = attn_select(isa, &c->geo); // depends on the ISA and head dim only
+    c->attn = attn_select_multi(isa, &c->geo); // depends on the ISA and head dim only
     c->pool = cpu_pool_new(n_threads);
     size_t n = (size_t)max_batch_tokens, q_dim = (size_t)hp->n_heads * hp->head_dim;
     size_t kv_dim = (size_t)hp->n_kv_heads * hp->head_dim, half = (size_t)hp->rope_dim / 2;
@@ -161,7 +161,9 @@ static int matmul_multi(model_ctx *c, float *const *outs, const float *x, int n,
     return cpu_matmul_multi(c->pool, a, count);
 }
 
-// --- attention as a pool job over (token, KV head) pairs
+// --- attention as a pool job over (run of queries, KV head) pairs: a run is up to attn_max_queries rows of
+// one sequence at consecutive positions (a prefill chunk, a verification item), so each K/V tile is read and
+// converted once for all of them; runs are cut smaller when there would be fewer than 3 units per thread.
 typedef struct attn_job {
     model_ctx *c;
     const model_kv *kv;
@@ -173,16 +175,28 @@ typedef struct attn_job {
 static void attn_run(void *arg, int ith, int nth) {
     const attn_job *j = arg;
     model_ctx *c = j->c;
+    const model_batch *b = j->b;
     const model_hparams *hp = &c->m->hp;
     const int n_kv = hp->n_kv_heads, hd = hp->head_dim, q_dim = hp->n_heads * hd, rep = j->geo->n_rep;
     const uint8_t *kl = j->kv->k_l[j->layer], *vl = j->kv->v_l[j->layer];
-    const int32_t *const *tables = model_kv_layer_is_swa(j->kv, j->layer) ? j->b->block_tables_swa : j->b->block_tables;
-    int total = j->b->n_tokens * n_kv;
-    for (int i = ith; i < total; i += nth) {
-        int t = i / n_kv, h = i % n_kv;
-        const int32_t *blocks = tables[j->b->seq[t]];
-        size_t off = (size_t)t * q_dim + (size_t)h * rep * hd;
-        c->attn(c->xb + off, c->q + off, kl, vl, blocks, j->b->pos[t] + 1, h, j->geo);
+    const int32_t *const *tables = model_kv_layer_is_swa(j->kv, j->layer) ? b->block_tables_swa : b->block_tables;
+    int g = b->n_tokens * n_kv / (3 * nth), max_q = attn_max_queries(j->geo);
+    g = g < 1 ? 1 : g > max_q ? max_q : g;
+    int unit = 0;
+    for (int t = 0; t < b->n_tokens;) {
+        int len = 1; // rows t.. of one sequence at consecutive positions
+        while (t + len < b->n_tokens && b->seq[t + len] == b->seq[t] && b->pos[t + len] == b->pos[t] + len) len++;
+        const int runs = (len + g - 1) / g;
+        for (int k = 0; k < runs; k++) {
+            const int r0 = t + len * k / runs, r1 = t + len * (k + 1) / runs;
+            for (int h = 0; h < n_kv; h++, unit++) {
+                if (unit % nth != ith) continue;
+                size_t off = (size_t)r0 * q_dim + (size_t)h * rep * hd;
+                c->attn(c->xb + off, (size_t)q_dim, c->q + off, (size_t)q_dim, r1 - r0, kl, vl, tables[b->seq[r0]],
+                        b->pos[r0] + 1, h, j->geo);
+            }
+        }
+        t += len;
     }
 }
 

@@ -119,9 +119,57 @@ static void test_quantize_q(void) {
         }
 }
 
+// The multi-query kernel of every ISA level (attn_select_multi) against its one-query kernel called per query:
+// bit for bit (attention.h promises it; the engine's verify rows and decode rows rely on it), over GQA sizes,
+// query counts up to the maximum, runs that cross tile ends, sliding windows and cache types. The queries'
+// rows are strided as the forward pass lays them out (other KV heads' rows between them).
+static void test_multi(void) {
+    const int reps[] = {1, 3, 4, 8}, poss[] = {1, 15, 16, 40}, wins[] = {0, 7, 20};
+    const tt_type types[][2] = {{TT_F16, TT_F16}, {TT_Q8_0, TT_Q8_0}, {TT_Q4_0, TT_F16}};
+    cpu_isa hw = cpu_best_isa();
+    for (int ty = 0; ty < 3; ty++)
+        for (int a = 0; a < 4; a++)
+            for (int hd = 64; hd <= 128; hd += 64)
+                for (int bs = 16; bs <= 32; bs += 16)
+                    for (int p = 0; p < 4; p++)
+                        for (int w = 0; w < 3; w++) {
+                            const int rep = reps[a], n_kv = 2, kv_head = 1, stride = n_kv * rep * hd;
+                            attn_geom g0 = {.n_rep = rep};
+                            const int max_q = attn_max_queries(&g0), nqs[] = {1, 2, 5, max_q};
+                            case_data c;
+                            make_case(&c, n_kv, rep, hd, bs, poss[p] + max_q, types[ty][0], types[ty][1]);
+                            c.g.window = wins[w];
+                            float *q = malloc(sizeof(float) * (size_t)max_q * stride);
+                            float *got = calloc((size_t)max_q * stride, sizeof(float));
+                            float *want = malloc(sizeof(float) * (size_t)rep * hd);
+                            for (int i = 0; i < max_q * stride; i++) q[i] = 2.0f * frand();
+                            for (int isa = CPU_ISA_SCALAR; isa <= (int)hw; isa++)
+                                for (int k = 0; k < 4; k++) {
+                                    const int nq = nqs[k] < max_q ? nqs[k] : max_q;
+                                    const size_t off = (size_t)kv_head * rep * hd; // this KV head's query rows
+                                    attn_fn one = attn_select((cpu_isa)isa, &c.g);
+                                    attn_multi_fn multi = attn_select_multi((cpu_isa)isa, &c.g);
+                                    if (isa == CPU_ISA_SCALAR) one = attn_tile_scalar, multi = attn_multi_scalar;
+                                    multi(got + off, (size_t)stride, q + off, (size_t)stride, nq, c.k, c.v, c.table,
+                                          poss[p], kv_head, &c.g);
+                                    for (int i = 0; i < nq; i++) {
+                                        one(want, q + off + (size_t)i * stride, c.k, c.v, c.table, poss[p] + i,
+                                            kv_head, &c.g);
+                                        CHECK_MSG(!memcmp(want, got + off + (size_t)i * stride, sizeof(float) * (size_t)rep * hd),
+                                                  "%s multi-query != one-query: %s/%s rep %d hd %d bs %d pos %d+%d of %d "
+                                                  "window %d", cpu_isa_name((cpu_isa)isa), tt_name(types[ty][0]),
+                                                  tt_name(types[ty][1]), rep, hd, bs, poss[p], i, nq, wins[w]);
+                                    }
+                                }
+                            free(q), free(got), free(want);
+                            free_case(&c);
+                        }
+}
+
 int main(void) {
     srand(7);
     test_quantize_q();
+    test_multi();
     const int reps[] = {1, 3, 4, 8}, hds[] = {16, 64, 128}, bss[] = {16, 32}, poss[] = {1, 5, 16, 17, 100};
     const int wins[] = {0, 7, 16, 40}; // 0: full causal
     // (K, V) cache types: f16, both quantized, and mixed as --kv-type-k / --kv-type-v allow

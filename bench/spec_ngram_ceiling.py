@@ -2,7 +2,8 @@
 """How much can prompt lookup gain on this prompt with this model, at best? (not a test)
 
 Generates the greedy continuation once (`tachyon run --spec off`), then replays tachyon's n-gram proposer
-(spec_ngram_propose: the most recent earlier occurrence of the last n tokens, n = 4..1) over it offline and
+(spec_ngram_propose: the earlier occurrence of the last token with the longest common suffix, drafting 1, 2,
+4 or k tokens for a suffix of 1, 2, 3-4, 5+ tokens) over it offline and
 prices each verify step as 1 + c * (drafted rows), c = the marginal cost of a verify row in units of a one-row
 decode step (measure it with build/bench_verify MODEL). Reports decode speedup over plain decoding for:
   fixed k   - always draft k tokens when the lookup finds a match (`--spec ngram`)
@@ -21,20 +22,28 @@ import subprocess
 import sys
 import tempfile
 
-NGRAM_MAX_N = 4  # src/spec/spec.h SPEC_NGRAM_MAX_N
+NGRAM_MAX_L = 64  # src/spec/spec.h SPEC_NGRAM_MAX_L (the work bound SPEC_NGRAM_WORK is not modelled)
 
 
 def propose(toks, k):
     n_tok = len(toks)
-    for n in range(NGRAM_MAX_N, 0, -1):
-        if n_tok <= n:
+    if n_tok < 2:
+        return []
+    best_l, best_j = 0, -1
+    for j in range(n_tok - 2, -1, -1):
+        if toks[j] != toks[-1]:
             continue
-        tail = toks[n_tok - n:]
-        for j in range(n_tok - n - 1, -1, -1):
-            if toks[j:j + n] == tail:
-                f = j + n
-                return toks[f:f + min(n_tok - f, k)]
-    return []
+        L = 1
+        while L < NGRAM_MAX_L and L <= j and toks[j - L] == toks[n_tok - 1 - L]:
+            L += 1
+        if L > best_l:
+            best_l, best_j = L, j
+        if L == NGRAM_MAX_L:
+            break
+    if best_j < 0:
+        return []
+    cap = 1 if best_l < 2 else 2 if best_l < 3 else 4 if best_l < 5 else k
+    return toks[best_j + 1:best_j + 1 + min(cap, k)]
 
 
 def replay(toks, n_prompt, k, c, oracle):

@@ -11,7 +11,9 @@
 #include "sampling/sampling.h"
 
 #define SPEC_MAX_K 16 // drafted tokens per request per step at most
-#define SPEC_NGRAM_MAX_N 4
+#define SPEC_NGRAM_MAX_N 4     // prediction re-alignment: the output's last n tokens, n = 4..1
+#define SPEC_NGRAM_MAX_L 64    // prompt lookup: the longest common suffix that counts
+#define SPEC_NGRAM_WORK 65536  // prompt lookup: token comparisons per proposal, at most (about)
 
 // SPEC_DRAFT: a draft model (--draft-model); SPEC_SELF: the target's first L layers (--self-spec-layers).
 typedef enum { SPEC_OFF = 0, SPEC_NGRAM, SPEC_AUTO, SPEC_DRAFT, SPEC_SELF } spec_mode;
@@ -26,9 +28,12 @@ const char *spec_mode_name(spec_mode m);
 
 // --- proposers
 
-// Prompt lookup (n-gram): finds the most recent earlier occurrence of the last n tokens of tokens[0..n_tokens)
-// (n = SPEC_NGRAM_MAX_N down to 1, the longest that matches wins) and copies up to k tokens that followed it
-// into out. Returns how many (0: no match). Searches the prompt and the output so far alike.
+// Prompt lookup (n-gram): finds, among the earlier occurrences of the last token of tokens[0..n_tokens), the one
+// with the longest common suffix L with the whole sequence (up to SPEC_NGRAM_MAX_L; the most recent among
+// equals), and copies the tokens that followed it into out: up to k, and fewer for a short match (L = 1: 1 token, 2: 2,
+// 3-4: 4, 5 or more: k). Returns how many (0: no match). Searches the prompt and the output so far alike. The
+// longest suffix, not the most recent short n-gram, is what follows a passage being copied in order (a
+// repeated `if shape == "` has many earlier occurrences, only one of them after the same preceding line).
 int spec_ngram_propose(const int32_t *tokens, int n_tokens, int k, int32_t *out);
 // The same, with matches of at least min_n tokens only. `auto`'s 1-token probes (spec_accept_pick, while
 // drafting does not pay) use min_n = 2: on free text a one-token match (a common word) is accepted often

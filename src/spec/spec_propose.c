@@ -44,19 +44,34 @@ int spec_ngram_propose(const int32_t *tokens, int n_tokens, int k, int32_t *out)
     return spec_ngram_propose_min(tokens, n_tokens, k, 1, out);
 }
 
+// Draft length for a match of suffix length L (spec.h): a short match is often a common word or symbol, a long
+// one the output copying a passage; cut short, a wrong guess costs few verify rows.
+static int ngram_cap(int L, int k) {
+    int cap = L < 2 ? 1 : L < 3 ? 2 : L < 5 ? 4 : k;
+    return cap < k ? cap : k;
+}
+
 int spec_ngram_propose_min(const int32_t *tokens, int n_tokens, int k, int min_n, int32_t *out) {
-    if (k <= 0) return 0;
-    for (int n = SPEC_NGRAM_MAX_N; n >= (min_n > 1 ? min_n : 1); n--) {
-        if (n_tokens <= n) continue;
-        const int32_t *tail = tokens + n_tokens - n;
-        // an occurrence ending before the tail starts has at least one follower
-        int j = find_back(tokens, n_tokens - n - 1, tail, n);
-        if (j < 0) continue;
-        int from = j + n, m = n_tokens - from < k ? n_tokens - from : k;
-        memcpy(out, tokens + from, (size_t)m * sizeof *out);
-        return m;
+    if (k <= 0 || n_tokens < 2) return 0;
+    const int32_t last = tokens[n_tokens - 1];
+    int best_l = 0, best_j = -1, work = 0;
+    // candidates j: tokens[j] == the last token, newest first; L = the common suffix of tokens[..j] and the
+    // whole sequence. Bounded work: a match of SPEC_NGRAM_MAX_L ends the search, and so does the budget (the
+    // best so far is used), so no sequence makes a proposal cost more than ~SPEC_NGRAM_WORK comparisons.
+    for (int j = n_tokens - 2; j >= 0 && work < SPEC_NGRAM_WORK; j--) {
+        work++;
+        if (tokens[j] != last) continue;
+        int L = 1;
+        while (L < SPEC_NGRAM_MAX_L && L <= j && tokens[j - L] == tokens[n_tokens - 1 - L]) L++;
+        work += L;
+        if (L > best_l) best_l = L, best_j = j;
+        if (L == SPEC_NGRAM_MAX_L) break;
     }
-    return 0;
+    if (best_j < 0 || best_l < (min_n > 1 ? min_n : 1)) return 0;
+    const int from = best_j + 1, cap = ngram_cap(best_l, k);
+    const int m = n_tokens - from < cap ? n_tokens - from : cap;
+    memcpy(out, tokens + from, (size_t)m * sizeof *out);
+    return m;
 }
 
 void spec_pred_free(spec_pred *p) {

@@ -2,6 +2,7 @@
 // its output distribution (accept x with probability p(x), else p with x removed), that it draws exactly
 // what plain sampling draws (same seed → same tokens with speculation on or off), and the k policy.
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "spec/spec.h"
@@ -16,24 +17,39 @@ static void check_tokens(const int32_t *got, int n_got, const int32_t *want, int
 
 static void test_ngram(void) {
     int32_t out[16];
-    // the longest suffix that occurred before wins: "1 2 3" at 0 → what followed it
-    const int32_t a[] = {1, 2, 3, 4, 5, 6, 9, 2, 3, 7, 1, 2, 3};
-    check_tokens(out, spec_ngram_propose(a, 13, 3, out), (const int32_t[]){4, 5, 6}, 3, "longest suffix");
-    // k limits; the proposal may run up to the end of the sequence
-    check_tokens(out, spec_ngram_propose(a, 13, 16, out), (const int32_t[]){4, 5, 6, 9, 2, 3, 7, 1, 2, 3}, 10,
+    // the occurrence with the longest common suffix wins, not the most recent: "1 2 3" at 0 (L = 3) beats
+    // "9 2 3" at 4 (L = 2); L = 3 drafts at most 4 tokens
+    const int32_t a[] = {1, 2, 3, 4, 9, 2, 3, 5, 1, 2, 3};
+    check_tokens(out, spec_ngram_propose(a, 11, 8, out), (const int32_t[]){4, 9, 2, 3}, 4, "longest suffix");
+    check_tokens(out, spec_ngram_propose(a, 11, 3, out), (const int32_t[]){4, 9, 2}, 3, "k limits");
+    // a long match (L = 6) drafts k tokens, and the proposal may run up to the end of the sequence
+    const int32_t l[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 1, 2, 3, 4, 5};
+    check_tokens(out, spec_ngram_propose(l, 16, 3, out), (const int32_t[]){6, 7, 8}, 3, "long match");
+    check_tokens(out, spec_ngram_propose(l, 16, 16, out), (const int32_t[]){6, 7, 8, 9, 0, 1, 2, 3, 4, 5}, 10,
                  "up to the end");
-    // most recent occurrence of the matched n-gram: "7 8" occurs at 0 and 3
+    // equal suffixes: the most recent; L = 2 drafts at most 2 tokens
     const int32_t b[] = {7, 8, 1, 7, 8, 2, 9, 7, 8};
-    check_tokens(out, spec_ngram_propose(b, 9, 4, out), (const int32_t[]){2, 9, 7, 8}, 4, "most recent");
-    // 1-gram fallback, and nothing when the last token never occurred before
+    check_tokens(out, spec_ngram_propose(b, 9, 4, out), (const int32_t[]){2, 9}, 2, "most recent");
+    // a 1-token match drafts 1 token; nothing when the last token never occurred before
     const int32_t c[] = {5, 6, 7, 8, 6};
-    check_tokens(out, spec_ngram_propose(c, 5, 2, out), (const int32_t[]){7, 8}, 2, "1-gram");
+    check_tokens(out, spec_ngram_propose(c, 5, 2, out), (const int32_t[]){7}, 1, "1-gram");
     CHECK_EQ_INT(spec_ngram_propose_min(c, 5, 2, 2, out), 0); // only a 1-gram matches: not enough for a probe
-    check_tokens(out, spec_ngram_propose_min(b, 9, 4, 2, out), (const int32_t[]){2, 9, 7, 8}, 4, "min 2, most recent");
+    check_tokens(out, spec_ngram_propose_min(b, 9, 1, 2, out), (const int32_t[]){2}, 1, "min 2, most recent");
     const int32_t d[] = {5, 6, 7, 8, 9};
     CHECK_EQ_INT(spec_ngram_propose(d, 5, 4, out), 0);
     CHECK_EQ_INT(spec_ngram_propose(d, 1, 4, out), 0);
-    CHECK_EQ_INT(spec_ngram_propose(a, 13, 0, out), 0);
+    CHECK_EQ_INT(spec_ngram_propose(a, 11, 0, out), 0);
+    // bounded work: the only earlier occurrence lies beyond SPEC_NGRAM_WORK comparisons back → no proposal;
+    // within it, found
+    enum { N = 3 * SPEC_NGRAM_WORK };
+    int32_t *far = malloc(sizeof(int32_t) * N);
+    for (int i = 0; i < N; i++) far[i] = 100 + i;
+    far[0] = far[N - 1] = 42, far[1] = 43;
+    CHECK_EQ_INT(spec_ngram_propose(far, N, 4, out), 0);
+    far[N - 1 - SPEC_NGRAM_WORK / 2] = 42;
+    check_tokens(out, spec_ngram_propose(far, N, 4, out), (const int32_t[]){100 + N - SPEC_NGRAM_WORK / 2}, 1,
+                 "within the budget");
+    free(far);
 }
 
 static void test_prediction(void) {

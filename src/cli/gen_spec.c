@@ -56,7 +56,7 @@ static int pick_k(const gen_spec_opts *o, int left, const step_cost *cost, const
     int k_model = 0;
     if (*use_model) // a model draft also costs a draft forward per drafted token (measured; until then one try
         // at the full k: it measures that cost, and a draft model is there to be accepted)
-        k_model = draft_cost > 0 ? spec_pick_k(acc->rate, k, a + b, b + draft_cost, 0, 0) : k;
+        k_model = draft_cost > 0 ? spec_pick_k(acc->p1, acc->pc, k, a + b, b + draft_cost, 0, 0) : k;
     *use_model = k_model > 0;
     return *use_model ? k_model : spec_accept_pick(acc, k, a, b, 1, 0);
 }

@@ -247,7 +247,7 @@ int eng_draft(void *ctx, sched_req *r, const sched_draft_info *info) {
         if (model_ok) {
             // t = (a + b·n) + (b + c)·k; until c is measured, one try at the full k (it measures c, and a
             // draft model is there to be accepted). No probes: they are for the free proposers.
-            k_model = c > 0 ? spec_pick_k(er->acc.rate, k, a + b * n_rows, b + c, 0, other) : k;
+            k_model = c > 0 ? spec_pick_k(er->acc.p1, er->acc.pc, k, a + b * n_rows, b + c, 0, other) : k;
         }
         use_model = k_model > 0;
         k = use_model ? k_model : spec_accept_pick(&er->acc, k, a, b, n_rows, other);
@@ -273,7 +273,7 @@ int eng_draft(void *ctx, sched_req *r, const sched_draft_info *info) {
     if (d == 0) er->acc.probing = 0; // nothing to probe with: no lesson either way
     e->spec_rows_left -= d;
     e->step_drafts += d;
-    e->step_extra_tok += spec_expected_tokens(er->acc.rate, d) - 1.0;
+    e->step_extra_tok += spec_expected_tokens(er->acc.p1, er->acc.pc, d) - 1.0;
     if (d > 0 && er->draft_method >= SPEC_M_DRAFT && e->draft_pos_cost * d > e->step_draft_cost)
         e->step_draft_cost = e->draft_pos_cost * d; // one batched draft forward per position: the longest draft
     return d;

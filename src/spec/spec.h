@@ -81,12 +81,18 @@ int spec_verify_q(samp_state *s, const float *logits, int n_vocab, const int32_t
 
 // --- policy (adaptive k)
 
-// Per-request acceptance estimate: the probability that the target accepts a drafted token given that it
-// accepted the ones before it (what spec_expected_tokens assumes), from exponentially decayed counts of
-// acceptances and tries (a step's drafts after its first rejection are never tried).
+// Per-request acceptance estimate. Acceptance comes in runs (a draft that copies a passage is accepted to its
+// end; one that guessed the wrong place fails at its first token), so it is modelled as a chain: p1, the
+// probability that the target accepts a draft's first token, and pc, that it accepts a later one given that it
+// accepted the one before (one per-token rate made k = 4 look best where drafts were accepted whole or not at
+// all). Both from exponentially decayed counts of acceptances and tries (a step's drafts after its first
+// rejection are never tried); `rate` is the per-token rate over all positions.
 typedef struct spec_accept {
-    float acc_w, try_w; // decayed acceptances and tries (a prior of 0.5 of one try to start)
+    float acc_w, try_w; // decayed acceptances and tries, every position (a prior of 0.5 of one try to start)
+    float f_acc, f_try; // the same, first positions only
+    float c_acc, c_try; // the same, later positions only
     float rate;   // acc_w / try_w, in [0, 1]
+    float p1, pc; // f_acc / f_try, c_acc / c_try
     int n_obs;    // verify steps seen
     int idle;     // steps since the last draft while the estimate said it does not pay
     int backoff;  // steps between 1-token probes while it does not pay (doubles after a failed probe)
@@ -95,18 +101,19 @@ typedef struct spec_accept {
 
 void spec_accept_init(spec_accept *a);
 void spec_accept_observe(spec_accept *a, int n_draft, int n_accepted);
-// k for this step: spec_pick_k with the request's estimate; when that says 0, a 1-token probe every
+// k for this step: k_max before the first verify step (a try at the full k), then spec_pick_k with the
+// request's estimate; when that says 0, a 1-token probe every
 // `backoff` steps (1, 2, 4 … 64 after failed probes) notices when the text turns repetitive, at a cost of at
 // most one row per 64 steps once it has not paid for a while.
 int spec_accept_pick(spec_accept *a, int k_max, double t_a, double t_b, int n_rows, double n_other_tok);
 
-// Expected tokens a step yields with k drafts when each is accepted independently with probability rate:
-// 1 + rate + … + rate^k.
-double spec_expected_tokens(double rate, int k);
+// Expected tokens a step yields with k drafts under the chain above: 1 + p1·(1 + pc + … + pc^(k-1)) (with
+// p1 = pc, independent acceptances: 1 + p + … + p^k).
+double spec_expected_tokens(double p1, double pc, int k);
 
 // The k in [0, k_max] that maximises the batch's expected tokens per second of step time, with the step time
 // modelled as t(n) = a + b·n (seconds, n = rows): (n_other_tok + E(k)) / t(n_rows + k), where n_rows is the
 // step's rows without this draft and n_other_tok the tokens the rest of the step yields. 0 when it does not pay.
-int spec_pick_k(double rate, int k_max, double a, double b, int n_rows, double n_other_tok);
+int spec_pick_k(double p1, double pc, int k_max, double a, double b, int n_rows, double n_other_tok);
 
 #endif

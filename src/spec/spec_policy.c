@@ -9,9 +9,9 @@
 #define SPEC_MAX_BACKOFF 64
 
 void spec_accept_init(spec_accept *a) {
-    a->acc_w = SPEC_RATE0;
-    a->try_w = 1.0f;
-    a->rate = SPEC_RATE0;
+    a->acc_w = a->f_acc = a->c_acc = SPEC_RATE0;
+    a->try_w = a->f_try = a->c_try = 1.0f;
+    a->rate = a->p1 = a->pc = SPEC_RATE0;
     a->n_obs = 0;
     a->idle = 0;
     a->backoff = 1;
@@ -34,17 +34,26 @@ void spec_accept_observe(spec_accept *a, int n_draft, int n_accepted) {
     a->acc_w = SPEC_DECAY * a->acc_w + (float)n_accepted;
     a->try_w = SPEC_DECAY * a->try_w + (float)(n_accepted + (n_accepted < n_draft));
     a->rate = a->try_w > 0 ? a->acc_w / a->try_w : 0.0f;
+    // the chain: position 1 is always tried; position i > 1 is tried iff i - 1 was accepted
+    a->f_acc = SPEC_DECAY * a->f_acc + (float)(n_accepted > 0);
+    a->f_try = SPEC_DECAY * a->f_try + 1.0f;
+    if (n_accepted > 0 && n_draft > 1) { // a step whose first draft failed says nothing of the later ones
+        a->c_acc = SPEC_DECAY * a->c_acc + (float)(n_accepted - 1);
+        a->c_try = SPEC_DECAY * a->c_try + (float)(n_accepted < n_draft ? n_accepted : n_draft - 1);
+    }
+    a->p1 = a->f_try > 0 ? a->f_acc / a->f_try : 0.0f;
+    a->pc = a->c_try > 0 ? a->c_acc / a->c_try : 0.0f;
     a->n_obs++;
 }
 
-double spec_expected_tokens(double rate, int k) {
-    double e = 1.0, t = 1.0;
-    for (int i = 0; i < k; i++) e += (t *= rate);
+double spec_expected_tokens(double p1, double pc, int k) {
+    double e = 1.0, t = p1;
+    for (int i = 0; i < k; i++, t *= pc) e += t;
     return e;
 }
 
-int spec_pick_k(double rate, int k_max, double a, double b, int n_rows, double n_other_tok) {
-    if (k_max <= 0 || !(rate > 0)) return 0;
+int spec_pick_k(double p1, double pc, int k_max, double a, double b, int n_rows, double n_other_tok) {
+    if (k_max <= 0 || !(p1 > 0)) return 0;
     if (!(b >= 0) || !(a >= 0) || a + b <= 0) return 0; // no cost model yet: do not guess
     // The k of the best predicted tokens per second; drafting at all only if that beats k = 0 by 5% (noise
     // in the cost model must not buy rows). The margin is not applied between drafting k's: on the flat top of
@@ -53,7 +62,7 @@ int spec_pick_k(double rate, int k_max, double a, double b, int n_rows, double n
     int best = 0;
     double best_v = 0, v0 = (n_other_tok + 1.0) / (a + b * n_rows);
     for (int k = 1; k <= k_max; k++) {
-        double v = (n_other_tok + spec_expected_tokens(rate, k)) / (a + b * (n_rows + k));
+        double v = (n_other_tok + spec_expected_tokens(p1, pc, k)) / (a + b * (n_rows + k));
         if (v > best_v) best = k, best_v = v;
     }
     return best_v > v0 * 1.05 ? best : 0;
@@ -61,7 +70,11 @@ int spec_pick_k(double rate, int k_max, double a, double b, int n_rows, double n
 
 int spec_accept_pick(spec_accept *a, int k_max, double t_a, double t_b, int n_rows, double n_other_tok) {
     if (k_max <= 0) return 0;
-    int k = spec_pick_k(a->rate, k_max, t_a, t_b, n_rows, n_other_tok);
+    // The first draft is a try at the full k: the estimate starts from a prior, and the proposer already drafts
+    // little where its match is short (spec_ngram_propose), so a long draft is one that copies; ramping up
+    // from the prior's k = 2 cost a copying request several steps at its start.
+    if (a->n_obs == 0 && t_a + t_b > 0) return k_max;
+    int k = spec_pick_k(a->p1, a->pc, k_max, t_a, t_b, n_rows, n_other_tok);
     if (k > 0) {
         a->idle = 0;
         return k;

@@ -261,21 +261,21 @@ static void test_verify_penalties(void) {
 }
 
 static void test_policy(void) {
-    CHECK_NEAR(spec_expected_tokens(0.5, 0), 1.0, 1e-12);
-    CHECK_NEAR(spec_expected_tokens(0.5, 3), 1.875, 1e-12);
+    CHECK_NEAR(spec_expected_tokens(0.5, 0.5, 0), 1.0, 1e-12);
+    CHECK_NEAR(spec_expected_tokens(0.5, 0.5, 3), 1.875, 1e-12);
     // memory-bound step (a row costs 1% of the fixed part): drafting pays, more when acceptance is high
-    int k_hi = spec_pick_k(0.9, 8, 0.01, 0.0001, 1, 0), k_lo = spec_pick_k(0.2, 8, 0.01, 0.0001, 1, 0);
+    int k_hi = spec_pick_k(0.9, 0.9, 8, 0.01, 0.0001, 1, 0), k_lo = spec_pick_k(0.2, 0.2, 8, 0.01, 0.0001, 1, 0);
     CHECK_MSG(k_hi >= 6, "k %d at acceptance 0.9", k_hi);
     CHECK_MSG(k_lo >= 1 && k_lo < k_hi, "k %d at acceptance 0.2 (%d at 0.9)", k_lo, k_hi);
     // compute-bound (rows cost as much as the fixed part) or nothing accepted: no speculation
-    CHECK_EQ_INT(spec_pick_k(0.5, 8, 0.01, 0.01, 1, 0), 0);
-    CHECK_EQ_INT(spec_pick_k(0.0, 8, 0.01, 0.0001, 1, 0), 0);
+    CHECK_EQ_INT(spec_pick_k(0.5, 0.5, 8, 0.01, 0.01, 1, 0), 0);
+    CHECK_EQ_INT(spec_pick_k(0.0, 0.0, 8, 0.01, 0.0001, 1, 0), 0);
     // a big batch: the same rate pays less
-    CHECK(spec_pick_k(0.3, 8, 0.01, 0.0001, 64, 63) <= k_lo);
-    CHECK_EQ_INT(spec_pick_k(0.9, 0, 0.01, 0.0001, 1, 0), 0);
+    CHECK(spec_pick_k(0.3, 0.3, 8, 0.01, 0.0001, 64, 63) <= k_lo);
+    CHECK_EQ_INT(spec_pick_k(0.9, 0.9, 0, 0.01, 0.0001, 1, 0), 0);
     // a draft model's rows cost 40% of the step (0.06 s + 0.025 s per row) at acceptance 0.93: the curve is
     // flat on top and its maximum is at k = 5 (a 5% margin per extra row stopped at 4)
-    CHECK_EQ_INT(spec_pick_k(0.93, 8, 0.06, 0.025, 0, 0), 5);
+    CHECK_EQ_INT(spec_pick_k(0.93, 0.93, 8, 0.06, 0.025, 0, 0), 5);
     spec_accept a;
     spec_accept_init(&a);
     for (int i = 0; i < 20; i++) spec_accept_observe(&a, 4, 0);
@@ -298,9 +298,34 @@ static void test_policy(void) {
         if (i >= 1000) sum += a.rate;
     }
     CHECK_MSG(fabs(sum / 1000 - 0.9) < 0.03, "mean estimate %.3f for a per-token rate of 0.9", sum / 1000);
+    // runs: a draft's first token is accepted with probability 0.6, each later one with 0.97 after an
+    // accepted one (a passage copied from the right place, or the wrong place guessed). The chain's estimates
+    // find both, and with rows at 27% of a step it drafts the full 8, where one per-token rate (about 0.86
+    // here) would stop at 4-5 (what the policy did before the chain)
+    spec_accept_init(&a);
+    double s1 = 0, sc = 0, sr = 0;
+    for (int i = 0; i < 4000; i++) {
+        int n = 0;
+        while (n < 8) {
+            st = st * 6364136223846793005ull + 1442695040888963407ull;
+            if ((st >> 11) * (1.0 / 9007199254740992.0) >= (n == 0 ? 0.6 : 0.97)) break;
+            n++;
+        }
+        spec_accept_observe(&a, 8, n);
+        if (i >= 2000) s1 += a.p1, sc += a.pc, sr += a.rate;
+    }
+    CHECK_MSG(fabs(s1 / 2000 - 0.6) < 0.04 && fabs(sc / 2000 - 0.97) < 0.02, "mean estimates p1 %.3f pc %.3f",
+              s1 / 2000, sc / 2000);
+    CHECK_NEAR(spec_expected_tokens(0.6, 0.97, 2), 1 + 0.6 + 0.6 * 0.97, 1e-12);
+    CHECK_EQ_INT(spec_pick_k(0.6, 0.97, 8, 1.0, 0.27, 1, 0), 8);
+    sr /= 2000;
+    CHECK_MSG(spec_pick_k(sr, sr, 8, 1.0, 0.27, 1, 0) <= 5, "per-token rate %.3f: k %d", sr,
+              spec_pick_k(sr, sr, 8, 1.0, 0.27, 1, 0));
+    CHECK_EQ_INT(spec_accept_pick(&a, 8, 1.0, 0.27, 1, 0), 8);
     // while it does not pay: 1-token probes with doubling gaps after failures, reset by a success
     spec_accept_init(&a);
-    a.rate = 0.0f;
+    CHECK_EQ_INT(spec_accept_pick(&a, 8, 0.01, 0.002, 1, 0), 8); // the first draft: a try at the full k
+    a.rate = a.p1 = a.pc = 0.0f, a.n_obs = 1;
     int probes = 0, steps = 0;
     for (; steps < 400; steps++) {
         int k = spec_accept_pick(&a, 8, 0.01, 0.002, 1, 0);

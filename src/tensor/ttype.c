@@ -67,34 +67,22 @@ size_t tt_row_size(uint32_t type, int64_t n) {
 
 // --- f16 / bf16 <-> f32 (bit manipulation, no FPU mode dependence)
 
-static inline uint32_t f32_bits(float f) {
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-
-static inline float f32_from_bits(uint32_t u) {
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
 float tt_f16_to_f32(tt_f16 h) {
     uint32_t sign = (uint32_t)(h & 0x8000) << 16;
     uint32_t exp = (h >> 10) & 0x1f;
     uint32_t mant = h & 0x3ff;
     if (exp == 0) { // zero or subnormal: mant * 2^-24, exact in f32
         float v = (float)mant * 0x1p-24f;
-        return f32_from_bits(sign | f32_bits(v));
+        return tt_f32_from_bits(sign | tt_f32_bits(v));
     }
-    if (exp == 31) return f32_from_bits(sign | 0x7f800000u | (mant << 13)); // inf / nan (payload kept)
-    return f32_from_bits(sign | ((exp + 127 - 15) << 23) | (mant << 13));
+    if (exp == 31) return tt_f32_from_bits(sign | 0x7f800000u | (mant << 13)); // inf / nan (payload kept)
+    return tt_f32_from_bits(sign | ((exp + 127 - 15) << 23) | (mant << 13));
 }
 
 // Round to nearest, ties to even. Overflow (|f| >= 65520) gives inf; NaN stays NaN with the quiet bit set
 // and the top payload bits kept (what F16C's vcvtps2ph does).
 tt_f16 tt_f32_to_f16(float f) {
-    uint32_t x = f32_bits(f);
+    uint32_t x = tt_f32_bits(f);
     uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
     uint32_t ax = x & 0x7fffffffu;
     if (ax > 0x7f800000u) return (tt_f16)(sign | 0x7e00 | ((ax >> 13) & 0x3ff));
@@ -115,13 +103,13 @@ tt_f16 tt_f32_to_f16(float f) {
 }
 
 float tt_bf16_to_f32(tt_bf16 h) {
-    return f32_from_bits((uint32_t)h << 16);
+    return tt_f32_from_bits((uint32_t)h << 16);
 }
 
 // As ggml: NaN -> quiet NaN (payload truncated), everything else round to nearest even (overflow -> inf,
 // subnormals kept).
 tt_bf16 tt_f32_to_bf16(float f) {
-    uint32_t x = f32_bits(f);
+    uint32_t x = tt_f32_bits(f);
     if ((x & 0x7fffffffu) > 0x7f800000u) return (tt_bf16)((x >> 16) | 0x40);
     return (tt_bf16)((x + 0x7fffu + ((x >> 16) & 1)) >> 16);
 }

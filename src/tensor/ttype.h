@@ -6,6 +6,7 @@
 #include <assert.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 typedef enum {
     TT_F32 = 0,
@@ -104,6 +105,19 @@ size_t tt_row_size(uint32_t type, int64_t n);
 
 float tt_f16_to_f32(tt_f16 h);
 tt_f16 tt_f32_to_f16(float f); // round to nearest even
+
+// A float's IEEE bits and back.
+static inline uint32_t tt_f32_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+static inline float tt_f32_from_bits(uint32_t u) {
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
 float tt_bf16_to_f32(tt_bf16 h);
 tt_bf16 tt_f32_to_bf16(float f);
 

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "cpu/attention.h"
+#include "tensor/ttype.h"
 #include "test_util.h"
 
 enum { CHUNK = 4096 };
@@ -20,7 +21,7 @@ static long check_chunk(expf_fn fn, const float *x, int n, const char *isa) {
     fn(y, x, n);
     for (int i = 0; i < n; i++) {
         float e = expf(x[i]);
-        if (tu_f32_bits(y[i]) == tu_f32_bits(e) || (isnan(y[i]) && isnan(e))) continue;
+        if (tt_f32_bits(y[i]) == tt_f32_bits(e) || (isnan(y[i]) && isnan(e))) continue;
         if (bad++ < 5) fprintf(stderr, "%s: expf(%a) = %a, vector %a\n", isa, (double)x[i], (double)e, (double)y[i]);
     }
     return bad;
@@ -32,7 +33,7 @@ static long check_range(expf_fn fn, uint32_t lo_bits, uint32_t hi_bits, uint32_t
     long bad = 0;
     int n = 0;
     for (uint64_t u = lo_bits; u <= hi_bits; u += step) {
-        x[n++] = tu_f32_from((uint32_t)u | 0x80000000u);
+        x[n++] = tt_f32_from_bits((uint32_t)u | 0x80000000u);
         if (n == CHUNK) bad += check_chunk(fn, x, n, isa), n = 0;
     }
     return bad + check_chunk(fn, x, n, isa);
@@ -40,7 +41,7 @@ static long check_range(expf_fn fn, uint32_t lo_bits, uint32_t hi_bits, uint32_t
 
 int main(int argc, char **argv) {
     const int all = argc > 1 && !strcmp(argv[1], "--all");
-    const uint32_t max_bits = tu_f32_bits(110.0f);
+    const uint32_t max_bits = tt_f32_bits(110.0f);
     cpu_isa best = cpu_best_isa();
     tu_isa_ran(CPU_ISA_SCALAR); // the reference is libm's scalar expf itself
     for (int isa = CPU_ISA_AVX2; isa <= (int)best; isa++) {
@@ -48,8 +49,8 @@ int main(int argc, char **argv) {
         const char *name = cpu_isa_name((cpu_isa)isa);
         tu_isa_ran((cpu_isa)isa);
         long bad = check_range(fn, 0, max_bits, all ? 1 : 499, name);
-        bad += check_range(fn, tu_f32_bits(1e-3f), tu_f32_bits(0.1f), all ? 1 : 61, name);
-        float sp[] = {-0.0f, 0.0f, -INFINITY, INFINITY, NAN, -NAN, tu_f32_from(0x80000001u), tu_f32_from(0x807fffffu),
+        bad += check_range(fn, tt_f32_bits(1e-3f), tt_f32_bits(0.1f), all ? 1 : 61, name);
+        float sp[] = {-0.0f, 0.0f, -INFINITY, INFINITY, NAN, -NAN, tt_f32_from_bits(0x80000001u), tt_f32_from_bits(0x807fffffu),
                       -0x1.9fe368p6f, -0x1.9d1d9ep6f, 0x1.62e42ep6f, 88.0f, 89.0f, 1e30f, -1e30f, 1.0f, 0.5f,
                       nextafterf(-0x1.9fe368p6f, 0.0f), nextafterf(-0x1.9fe368p6f, -200.0f),
                       nextafterf(-0x1.9d1d9ep6f, 0.0f), nextafterf(-0x1.9d1d9ep6f, -200.0f),

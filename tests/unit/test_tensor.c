@@ -152,14 +152,14 @@ static void test_f16(void) {
         int e = (h >> 10) & 0x1f, m = h & 0x3ff;
         if (e == 31) { // inf / nan: same sign, payload kept in the top mantissa bits
             uint32_t want = (h & 0x8000u) << 16 | 0x7f800000u | (uint32_t)m << 13;
-            if (tu_f32_bits(f) != want && bad_decode++ < 5)
-                fprintf(stderr, "f16 %04x -> %08x\n", h, tu_f32_bits(f));
+            if (tt_f32_bits(f) != want && bad_decode++ < 5)
+                fprintf(stderr, "f16 %04x -> %08x\n", h, tt_f32_bits(f));
             tt_f16 back = tt_f32_to_f16(f);
             tt_f16 want16 = m ? (tt_f16)(h | 0x200) : (tt_f16)h; // NaN comes back quiet
             if (back != want16 && bad_trip++ < 5) fprintf(stderr, "f16 %04x round-trips to %04x\n", h, back);
             continue;
         }
-        if ((double)f != f16_value((uint16_t)h) || (tu_f32_bits(f) >> 31) != (h >> 15)) {
+        if ((double)f != f16_value((uint16_t)h) || (tt_f32_bits(f) >> 31) != (h >> 15)) {
             if (bad_decode++ < 5)
                 fprintf(stderr, "f16 %04x -> %.9g, want %.9g\n", h, f, f16_value((uint16_t)h));
         }
@@ -212,7 +212,7 @@ static void test_f16(void) {
     for (int i = 0; i < 1 << 20; i++) {
         uint32_t u = (uint32_t)rng_u64();
         if (i & 1) u = (u & 0x87ffffffu) | 0x30000000u; // bias half the samples towards the f16 range
-        float f = tu_f32_from(u);
+        float f = tt_f32_from_bits(u);
         if (isnan(f)) continue;
         _Float16 h = (_Float16)f;
         uint16_t hb;
@@ -228,7 +228,7 @@ static void test_bf16(void) {
     int bad = 0;
     for (uint32_t h = 0; h < 65536; h++) {
         float f = tt_bf16_to_f32((tt_bf16)h);
-        if (tu_f32_bits(f) != h << 16 && bad++ < 5) fprintf(stderr, "bf16 %04x -> %08x\n", h, tu_f32_bits(f));
+        if (tt_f32_bits(f) != h << 16 && bad++ < 5) fprintf(stderr, "bf16 %04x -> %08x\n", h, tt_f32_bits(f));
         int is_nan = (h & 0x7f80) == 0x7f80 && (h & 0x7f);
         tt_bf16 back = tt_f32_to_bf16(f);
         tt_bf16 want = is_nan ? (tt_bf16)(h | 0x40) : (tt_bf16)h;
@@ -237,8 +237,8 @@ static void test_bf16(void) {
         // Midpoint to the next bf16 up in magnitude (a carry into the exponent, and 0x7f7f -> inf, included).
         uint32_t mid = h << 16 | 0x8000;
         tt_bf16 even = (h & 1) ? (tt_bf16)(h + 1) : (tt_bf16)h;
-        if ((tt_f32_to_bf16(tu_f32_from(mid)) != even || tt_f32_to_bf16(tu_f32_from(mid - 1)) != h ||
-             tt_f32_to_bf16(tu_f32_from(mid + 1)) != (tt_bf16)(h + 1)) &&
+        if ((tt_f32_to_bf16(tt_f32_from_bits(mid)) != even || tt_f32_to_bf16(tt_f32_from_bits(mid - 1)) != h ||
+             tt_f32_to_bf16(tt_f32_from_bits(mid + 1)) != (tt_bf16)(h + 1)) &&
             bad++ < 5)
             fprintf(stderr, "bf16 midpoint after %04x rounds wrongly\n", h);
     }
@@ -247,7 +247,7 @@ static void test_bf16(void) {
     CHECK_EQ_INT(tt_f32_to_bf16(3.14159265f), 0x4049);
     CHECK_EQ_INT(tt_f32_to_bf16(-INFINITY), 0xff80);
     CHECK_EQ_INT(tt_f32_to_bf16(3.4e38f), 0x7f80);               // rounds up to inf
-    CHECK_EQ_INT(tt_f32_to_bf16(tu_f32_from(0x7f800001u)), 0x7fc0); // signalling NaN -> quiet
+    CHECK_EQ_INT(tt_f32_to_bf16(tt_f32_from_bits(0x7f800001u)), 0x7fc0); // signalling NaN -> quiet
 }
 
 // --- quantize -> dequantize

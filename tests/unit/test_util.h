@@ -4,7 +4,6 @@
 #define TACHYON_TEST_UTIL_H
 
 #include <math.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,19 +39,6 @@ static int tu_pass, tu_fail;
 #define CHECK_NEAR(a, b, tol)                                                                                \
     CHECK_MSG(fabs((double)(a) - (double)(b)) <= (tol), "%.9g vs %.9g (tol %.3g)", (double)(a), (double)(b), \
               (double)(tol))
-
-// A float's IEEE bits and back (bit-exact comparisons, special values by their encoding).
-static inline uint32_t tu_f32_bits(float f) {
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-
-static inline float tu_f32_from(uint32_t u) {
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
 
 #define TEST_MAIN_END()                                                                                      \
     do {                                                                                                     \

@@ -250,7 +250,11 @@ int eng_draft(void *ctx, sched_req *r, const sched_draft_info *info) {
             k_model = c > 0 ? spec_pick_k(er->acc.p1, er->acc.pc, k, a + b * n_rows, b + c, 0, other) : k;
         }
         use_model = k_model > 0;
-        k = use_model ? k_model : spec_accept_pick(&er->acc, k, a, b, n_rows, other);
+        if (use_model) k = k_model;
+        else if (er->pred.tokens) k = spec_accept_pick(&er->acc, k, a, b, n_rows, other);
+        else // prompt lookup: a long match is judged by its own record (spec.h)
+            k = spec_accept_pick_match(&er->acc, spec_ngram_match(r->tokens, r->n_tokens, NULL), k, a, b, n_rows,
+                                       other);
         if (k <= 0) return 0;
     }
     int d = 0;
@@ -270,7 +274,7 @@ int eng_draft(void *ctx, sched_req *r, const sched_draft_info *info) {
         d = spec_ngram_propose_min(r->tokens, r->n_tokens, k, er->acc.probing ? 2 : 1, out);
         er->draft_method = SPEC_M_NGRAM;
     }
-    if (d == 0) er->acc.probing = 0; // nothing to probe with: no lesson either way
+    if (d == 0) er->acc.probing = er->acc.long_match = 0; // nothing to probe with: no lesson either way
     e->spec_rows_left -= d;
     e->step_drafts += d;
     e->step_extra_tok += spec_expected_tokens(er->acc.p1, er->acc.pc, d) - 1.0;

@@ -14,6 +14,7 @@
 #define SPEC_NGRAM_MAX_N 4     // prediction re-alignment: the output's last n tokens, n = 4..1
 #define SPEC_NGRAM_MAX_L 64    // prompt lookup: the longest common suffix that counts
 #define SPEC_NGRAM_WORK 65536  // prompt lookup: token comparisons per proposal, at most (about)
+#define SPEC_NGRAM_LONG 5      // prompt lookup: a match this long drafts the full k (a passage being copied)
 
 // SPEC_DRAFT: a draft model (--draft-model); SPEC_SELF: the target's first L layers (--self-spec-layers).
 typedef enum { SPEC_OFF = 0, SPEC_NGRAM, SPEC_AUTO, SPEC_DRAFT, SPEC_SELF } spec_mode;
@@ -40,6 +41,9 @@ int spec_ngram_propose(const int32_t *tokens, int n_tokens, int k, int32_t *out)
 // enough to reset the probe back-off now and then, and each probe costs a verify row, while a repeated pair of
 // tokens is the sign that the output started copying.
 int spec_ngram_propose_min(const int32_t *tokens, int n_tokens, int k, int min_n, int32_t *out);
+// The match spec_ngram_propose drafts from: returns its suffix length L (0: none) and sets *from (if not NULL)
+// to the index of the first token it would draft.
+int spec_ngram_match(const int32_t *tokens, int n_tokens, int *from);
 
 // Predicted output (OpenAI `prediction`): the expected completion, tokenized, as the draft source. The cursor
 // follows the output; after a mismatch it is re-aligned by finding the output's last tokens in the prediction
@@ -91,12 +95,16 @@ typedef struct spec_accept {
     float acc_w, try_w; // decayed acceptances and tries, every position (a prior of 0.5 of one try to start)
     float f_acc, f_try; // the same, first positions only
     float c_acc, c_try; // the same, later positions only
+    float l_acc, l_try;   // the same, drafts from a long prompt-lookup match only: first positions
+    float lc_acc, lc_try; // and later positions
     float rate;   // acc_w / try_w, in [0, 1]
     float p1, pc; // f_acc / f_try, c_acc / c_try
+    float pl, plc; // l_acc / l_try, lc_acc / lc_try: p1 and pc of long-match drafts
     int n_obs;    // verify steps seen
     int idle;     // steps since the last draft while the estimate said it does not pay
     int backoff;  // steps between 1-token probes while it does not pay (doubles after a failed probe)
     int probing;  // the current draft is a probe
+    int long_match; // the current draft is from a long prompt-lookup match (spec_accept_pick_match)
 } spec_accept;
 
 void spec_accept_init(spec_accept *a);
@@ -106,6 +114,12 @@ void spec_accept_observe(spec_accept *a, int n_draft, int n_accepted);
 // `backoff` steps (1, 2, 4 … 64 after failed probes) notices when the text turns repetitive, at a cost of at
 // most one row per 64 steps once it has not paid for a while.
 int spec_accept_pick(spec_accept *a, int k_max, double t_a, double t_b, int n_rows, double n_other_tok);
+// The same when the draft will come from prompt lookup with a match of match_len tokens: a long match
+// (>= SPEC_NGRAM_LONG, a passage being copied) is priced with its own chain (pl, plc; priors 0.8 and 0.95 of one try):
+// drafts from short matches, a common word or symbol, fail often and would keep p1 and pc low through a copied
+// passage. A short match or a long one that does not pay: as spec_accept_pick.
+int spec_accept_pick_match(spec_accept *a, int match_len, int k_max, double t_a, double t_b, int n_rows,
+                           double n_other_tok);
 
 // Expected tokens a step yields with k drafts under the chain above: 1 + p1·(1 + pc + … + pc^(k-1)) (with
 // p1 = pc, independent acceptances: 1 + p + … + p^k).

@@ -47,12 +47,12 @@ int spec_ngram_propose(const int32_t *tokens, int n_tokens, int k, int32_t *out)
 // Draft length for a match of suffix length L (spec.h): a short match is often a common word or symbol, a long
 // one the output copying a passage; cut short, a wrong guess costs few verify rows.
 static int ngram_cap(int L, int k) {
-    int cap = L < 2 ? 1 : L < 3 ? 2 : L < 5 ? 4 : k;
+    int cap = L < 2 ? 1 : L < 3 ? 2 : L < SPEC_NGRAM_LONG ? 4 : k;
     return cap < k ? cap : k;
 }
 
-int spec_ngram_propose_min(const int32_t *tokens, int n_tokens, int k, int min_n, int32_t *out) {
-    if (k <= 0 || n_tokens < 2) return 0;
+int spec_ngram_match(const int32_t *tokens, int n_tokens, int *from) {
+    if (n_tokens < 2) return 0;
     const int32_t last = tokens[n_tokens - 1];
     int best_l = 0, best_j = -1, work = 0;
     // candidates j: tokens[j] == the last token, newest first; L = the common suffix of tokens[..j] and the
@@ -67,8 +67,16 @@ int spec_ngram_propose_min(const int32_t *tokens, int n_tokens, int k, int min_n
         if (L > best_l) best_l = L, best_j = j;
         if (L == SPEC_NGRAM_MAX_L) break;
     }
-    if (best_j < 0 || best_l < (min_n > 1 ? min_n : 1)) return 0;
-    const int from = best_j + 1, cap = ngram_cap(best_l, k);
+    if (from) *from = best_j + 1;
+    return best_l;
+}
+
+int spec_ngram_propose_min(const int32_t *tokens, int n_tokens, int k, int min_n, int32_t *out) {
+    if (k <= 0) return 0;
+    int from = 0;
+    const int L = spec_ngram_match(tokens, n_tokens, &from);
+    if (L == 0 || L < (min_n > 1 ? min_n : 1)) return 0;
+    const int cap = ngram_cap(L, k);
     const int m = n_tokens - from < cap ? n_tokens - from : cap;
     memcpy(out, tokens + from, (size_t)m * sizeof *out);
     return m;

@@ -35,7 +35,13 @@ static void test_ngram(void) {
     check_tokens(out, spec_ngram_propose(c, 5, 2, out), (const int32_t[]){7}, 1, "1-gram");
     CHECK_EQ_INT(spec_ngram_propose_min(c, 5, 2, 2, out), 0); // only a 1-gram matches: not enough for a probe
     check_tokens(out, spec_ngram_propose_min(b, 9, 1, 2, out), (const int32_t[]){2}, 1, "min 2, most recent");
+    int from = -1;
+    CHECK_EQ_INT(spec_ngram_match(a, 11, &from), 3);
+    CHECK_EQ_INT(from, 3);
+    CHECK_EQ_INT(spec_ngram_match(l, 16, &from), 6);
+    CHECK_EQ_INT(from, 6);
     const int32_t d[] = {5, 6, 7, 8, 9};
+    CHECK_EQ_INT(spec_ngram_match(d, 5, &from), 0);
     CHECK_EQ_INT(spec_ngram_propose(d, 5, 4, out), 0);
     CHECK_EQ_INT(spec_ngram_propose(d, 1, 4, out), 0);
     CHECK_EQ_INT(spec_ngram_propose(a, 11, 0, out), 0);
@@ -322,6 +328,22 @@ static void test_policy(void) {
     CHECK_MSG(spec_pick_k(sr, sr, 8, 1.0, 0.27, 1, 0) <= 5, "per-token rate %.3f: k %d", sr,
               spec_pick_k(sr, sr, 8, 1.0, 0.27, 1, 0));
     CHECK_EQ_INT(spec_accept_pick(&a, 8, 1.0, 0.27, 1, 0), 8);
+    // drafts from short matches keep failing (p1, pc low), a long match still drafts the full k by its own
+    // record; a long match whose drafts fail too falls back to the shared estimate (here: nothing)
+    spec_accept_init(&a);
+    for (int i = 0; i < 6; i++) spec_accept_observe(&a, 2, 0); // short-match drafts rejected at once
+    CHECK(spec_accept_pick(&a, 8, 1.0, 0.27, 1, 0) <= 1); // nothing, or a 1-token probe
+    CHECK(spec_accept_pick_match(&a, 3, 8, 1.0, 0.27, 1, 0) <= 1);
+    CHECK_EQ_INT(spec_accept_pick_match(&a, SPEC_NGRAM_LONG, 8, 1.0, 0.27, 1, 0), 8);
+    CHECK(a.long_match);
+    spec_accept_observe(&a, 8, 8); // the copied passage was accepted: only the long chain learns it is long
+    CHECK(!a.long_match && a.pl > 0.8f && a.plc > 0.8f);
+    for (int i = 0; i < 6; i++) {
+        int k = spec_accept_pick_match(&a, 20, 8, 1.0, 0.27, 1, 0);
+        spec_accept_observe(&a, k > 0 ? k : 1, 0);
+    }
+    CHECK_MSG(a.pl < 0.2f, "pl %.3f after failed long drafts", a.pl);
+    CHECK(spec_accept_pick_match(&a, 20, 8, 1.0, 0.27, 1, 0) <= 1 && !a.long_match);
     // while it does not pay: 1-token probes with doubling gaps after failures, reset by a success
     spec_accept_init(&a);
     CHECK_EQ_INT(spec_accept_pick(&a, 8, 0.01, 0.002, 1, 0), 8); // the first draft: a try at the full k

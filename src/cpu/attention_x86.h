@@ -1,17 +1,21 @@
 // The x86 attention kernel body (see attention.h), compiled once per ISA: attention_avx2.c and
-// attention_avx512.c define the vector macros below and include this file. Per KV block (tile): scores for
-// all n_rep heads, one online-softmax rescale per tile, then V accumulation.
-// - K: an f16 row is converted in registers and dotted with f32 q; a q8_0/q4_0 row is dotted with the query
-//   rounded to 8 bits (attn_q8, attention.h) by 256-bit integer dot products (vpdpbusd with AVX512-VNNI,
-//   maddubs + madd on AVX2; x86_common.h), one float scale per 32-value block.
-// - V: per W-float chunk of the head dim, up to 4 query heads' outputs stay in registers over the whole tile
-//   while each row's chunk is converted once (q4_0/q8_0 straight from the quantized bytes; no row buffer).
+// attention_avx512.c define the vector macros below and include this file. One call takes n_q queries of a
+// sequence at consecutive positions (the one-query kernel is n_q = 1). Per KV block (tile): scores for all
+// n_q·n_rep heads, one online-softmax rescale per tile and head, then V accumulation.
+// - K: an f16 row is converted in registers once and dotted with f32 q, 1-4 heads' FMA chains side by side;
+//   a q8_0/q4_0 row is dotted with the query rounded to 8 bits (attn_q8, attention.h) by 256-bit integer dot
+//   products (vpdpbusd with AVX512-VNNI, maddubs + madd on AVX2; x86_common.h), one scale per 32 values.
+// - V: per W-float chunk of the head dim, up to 8 heads' outputs (or fewer heads over 2-4 chunks) stay in
+//   registers over the whole tile while each row's chunk is converted once (q4_0/q8_0 straight from the
+//   quantized bytes; no row buffer).
+// Every head's arithmetic is in the same order whatever the grouping, so a query's output does not depend on
+// n_q or on the other queries.
 //
-// Required macros: ATTN_X86_FN, ATTN_X86_MULTI_FN (function names), W (floats per vector, 8 or 16: divides the 32-value quant
-// block), V (vector type), LOAD_H(p) (W f16 → V), LOAD_Q8(p) (W int8 → V), LOAD_Q4(p, hi) (W unsigned
-// nibbles → V: the low nibbles of bytes p[0..W) or, hi, their high nibbles), H2F(h) (one f16 → float),
-// REDUCE(v) (horizontal sum → float), EXPF(v) (expf per lane, bit for bit: x86_expf.h), and the vector macros of x86_vec256.h / x86_vec512.h (W, V, LOADF, FMA, ...,
-// x86_vexp).
+// Required macros: ATTN_X86_FN, ATTN_X86_MULTI_FN, ATTN_X86_EXPF_FN (function names), W (floats per vector, 8
+// or 16: divides the 32-value quant block), V (vector type), LOAD_H(p) (W f16 → V), LOAD_Q8(p) (W int8 → V),
+// LOAD_Q4(p, hi) (W unsigned nibbles → V: the low nibbles of bytes p[0..W) or, hi, their high nibbles), H2F(h)
+// (one f16 → float), REDUCE(v) (horizontal sum → float), EXPF(v) (expf per lane, bit for bit: x86_expf.h),
+// and the vector macros of x86_vec256.h / x86_vec512.h (W, V, LOADF, FMA, ..., x86_vexp).
 #include <math.h>
 #include <string.h>
 
@@ -233,7 +237,8 @@ void ATTN_X86_MULTI_FN(float *out, size_t out_stride, const float *q, size_t q_s
         if (hi <= lo) continue;
         size_t row0 = ((size_t)blocks[p0 / bs] * geo->n_kv_heads + kv_head) * bs;
         const char *kb = (const char *)k_layer + row0 * k_row, *vb = (const char *)v_layer + row0 * v_row;
-        if (kq) attn_scores_q(s, &qq, kb, k_row, kt, lo, hi, nh, hd / 32, geo->scale); // each score is its row's alone
+        if (kq) // every head over [lo, hi): a score depends on its own row only, the extra ones go unread
+            attn_scores_q(s, &qq, kb, k_row, kt, lo, hi, nh, hd / 32, geo->scale);
         else
             for (int j = lo; j < hi; j++) {
                 V kv[ATTN_MAX_HEAD_DIM / W];

@@ -52,12 +52,16 @@ static inline __m128 x86_expf_pd4(__m256d xd) {
 
 // Out-of-range lanes (the table trick needs |k| < 150·32): clamped before, set after.
 static inline __m256 x86_expf_avx2(__m256 x) {
-    const __m256 xc = _mm256_max_ps(_mm256_set1_ps(X86_EXPF_UFLOW), x); // NaN lanes stay NaN (maxps returns its second operand)
+    // NaN lanes stay NaN (maxps returns its second operand when either is NaN)
+    const __m256 xc = _mm256_max_ps(_mm256_set1_ps(X86_EXPF_UFLOW), x);
     __m256 y = _mm256_set_m128(x86_expf_pd4(_mm256_cvtps_pd(_mm256_extractf128_ps(xc, 1))),
                                x86_expf_pd4(_mm256_cvtps_pd(_mm256_castps256_ps128(xc))));
-    y = _mm256_blendv_ps(y, _mm256_set1_ps(0x1p-149f), _mm256_cmp_ps(x, _mm256_set1_ps(X86_EXPF_MAYUF), _CMP_LT_OQ));
-    y = _mm256_blendv_ps(y, _mm256_setzero_ps(), _mm256_cmp_ps(x, _mm256_set1_ps(X86_EXPF_UFLOW), _CMP_LT_OQ));
-    return _mm256_blendv_ps(y, _mm256_set1_ps(__builtin_inff()), _mm256_cmp_ps(x, _mm256_set1_ps(X86_EXPF_OFLOW), _CMP_GT_OQ));
+    const __m256 mayuf = _mm256_cmp_ps(x, _mm256_set1_ps(X86_EXPF_MAYUF), _CMP_LT_OQ);
+    const __m256 uflow = _mm256_cmp_ps(x, _mm256_set1_ps(X86_EXPF_UFLOW), _CMP_LT_OQ);
+    const __m256 oflow = _mm256_cmp_ps(x, _mm256_set1_ps(X86_EXPF_OFLOW), _CMP_GT_OQ);
+    y = _mm256_blendv_ps(y, _mm256_set1_ps(0x1p-149f), mayuf);
+    y = _mm256_blendv_ps(y, _mm256_setzero_ps(), uflow);
+    return _mm256_blendv_ps(y, _mm256_set1_ps(__builtin_inff()), oflow);
 }
 #endif
 
@@ -83,12 +87,15 @@ static inline __m256 x86_expf_pd8(__m512d xd) {
 
 static inline __m512 x86_expf_avx512(__m512 x) {
     const __m512 xc = _mm512_max_ps(_mm512_set1_ps(X86_EXPF_UFLOW), x);
-    __m512 y = _mm512_insertf32x8(_mm512_castps256_ps512(x86_expf_pd8(_mm512_cvtps_pd(_mm512_castps512_ps256(xc)))),
-                                  x86_expf_pd8(_mm512_cvtps_pd(_mm512_extractf32x8_ps(xc, 1))), 1);
-    y = _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, _mm512_set1_ps(X86_EXPF_MAYUF), _CMP_LT_OQ), _mm512_set1_ps(0x1p-149f));
-    y = _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, _mm512_set1_ps(X86_EXPF_UFLOW), _CMP_LT_OQ), _mm512_setzero_ps());
-    return _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, _mm512_set1_ps(X86_EXPF_OFLOW), _CMP_GT_OQ),
-                              _mm512_set1_ps(__builtin_inff()));
+    const __m256 lo = x86_expf_pd8(_mm512_cvtps_pd(_mm512_castps512_ps256(xc)));
+    const __m256 hi = x86_expf_pd8(_mm512_cvtps_pd(_mm512_extractf32x8_ps(xc, 1)));
+    __m512 y = _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1);
+    const __mmask16 mayuf = _mm512_cmp_ps_mask(x, _mm512_set1_ps(X86_EXPF_MAYUF), _CMP_LT_OQ);
+    const __mmask16 uflow = _mm512_cmp_ps_mask(x, _mm512_set1_ps(X86_EXPF_UFLOW), _CMP_LT_OQ);
+    const __mmask16 oflow = _mm512_cmp_ps_mask(x, _mm512_set1_ps(X86_EXPF_OFLOW), _CMP_GT_OQ);
+    y = _mm512_mask_mov_ps(y, mayuf, _mm512_set1_ps(0x1p-149f));
+    y = _mm512_mask_mov_ps(y, uflow, _mm512_setzero_ps());
+    return _mm512_mask_mov_ps(y, oflow, _mm512_set1_ps(__builtin_inff()));
 }
 #endif
 

@@ -155,7 +155,8 @@ static void test_multi(void) {
                                     for (int i = 0; i < nq; i++) {
                                         one(want, q + off + (size_t)i * stride, c.k, c.v, c.table, poss[p] + i,
                                             kv_head, &c.g);
-                                        CHECK_MSG(!memcmp(want, got + off + (size_t)i * stride, sizeof(float) * (size_t)rep * hd),
+                                        const float *g = got + off + (size_t)i * stride;
+                                        CHECK_MSG(!memcmp(want, g, sizeof(float) * (size_t)rep * hd),
                                                   "%s multi-query != one-query: %s/%s rep %d hd %d bs %d pos %d+%d of %d "
                                                   "window %d", cpu_isa_name((cpu_isa)isa), tt_name(types[ty][0]),
                                                   tt_name(types[ty][1]), rep, hd, bs, poss[p], i, nq, wins[w]);

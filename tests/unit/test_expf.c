@@ -1,9 +1,10 @@
 // The vector expf of the f16 KV cache's softmax (x86_expf.h, through attn_expf_avx2/avx512) against libm's
 // scalar expf, bit for bit: every 499th float of [-110, 0] (both ends and the under/overflow thresholds with
-// their neighbours included), every 61st of [-0.1, -0.001] (most floats are near 0), specials (-0, -inf, NaN, subnormals), and
-// positive values up to and past the overflow threshold. `test_expf --all` checks every float of [-110, 0]
-// (about 1.1e9; seconds, not part of `make test`). Meaningful only where libm's expf is glibc's (or musl's)
-// algorithm, which the vector code reproduces; elsewhere it reports the mismatches and fails.
+// their neighbours included), every 61st of [-0.1, -0.001] (most floats are near 0), specials (-0, -inf,
+// NaN, subnormals), and positive values up to and past the overflow threshold. `test_expf --all` checks
+// every float of [-110, 0] (about 1.1e9; seconds, not part of `make test`). Meaningful only where libm's
+// expf is glibc's (or musl's) algorithm, which the vector code reproduces; elsewhere it reports the
+// mismatches and fails.
 #include <stdint.h>
 
 #include "cpu/attention.h"
@@ -50,8 +51,8 @@ int main(int argc, char **argv) {
         tu_isa_ran((cpu_isa)isa);
         long bad = check_range(fn, 0, max_bits, all ? 1 : 499, name);
         bad += check_range(fn, tt_f32_bits(1e-3f), tt_f32_bits(0.1f), all ? 1 : 61, name);
-        float sp[] = {-0.0f, 0.0f, -INFINITY, INFINITY, NAN, -NAN, tt_f32_from_bits(0x80000001u), tt_f32_from_bits(0x807fffffu),
-                      -0x1.9fe368p6f, -0x1.9d1d9ep6f, 0x1.62e42ep6f, 88.0f, 89.0f, 1e30f, -1e30f, 1.0f, 0.5f,
+        float sp[] = {-0.0f, 0.0f, -INFINITY, INFINITY, NAN, -NAN, tt_f32_from_bits(0x80000001u),
+                      tt_f32_from_bits(0x807fffffu), -0x1.9fe368p6f, -0x1.9d1d9ep6f, 0x1.62e42ep6f, 88.0f, 89.0f, 1e30f, -1e30f, 1.0f, 0.5f,
                       nextafterf(-0x1.9fe368p6f, 0.0f), nextafterf(-0x1.9fe368p6f, -200.0f),
                       nextafterf(-0x1.9d1d9ep6f, 0.0f), nextafterf(-0x1.9d1d9ep6f, -200.0f),
                       nextafterf(0x1.62e42ep6f, 0.0f), nextafterf(0x1.62e42ep6f, 200.0f), -87.0f, -88.0f, -103.5f};

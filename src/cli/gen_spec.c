@@ -46,7 +46,8 @@ int gen_spec_drafter_new(gen_session *g, model *draft_model, int mode, int self_
 // k drafts for this step and whether the model drafts them: eng_draft's rule for one decoding sequence.
 // Rows are priced by the verify steps' own line (vcost) once it has one, else by the line the prefill seeded.
 static int pick_k(const gen_spec_opts *o, int left, const step_cost *cost, const step_cost *vcost, spec_accept *acc,
-                  double draft_cost, const int32_t *hist, int n_hist, int *use_model) {
+                  double draft_cost, const int32_t *hist, int n_hist, int *ng_len, int *ng_from,
+                  int *use_model) {
     int k = o->mode == SPEC_OFF ? 0 : o->k;
     if (k > left) k = left;
     *use_model = o->draft != NULL && (o->mode == SPEC_DRAFT || o->mode == SPEC_SELF || o->mode == SPEC_AUTO);
@@ -58,7 +59,9 @@ static int pick_k(const gen_spec_opts *o, int left, const step_cost *cost, const
         // at the full k: it measures that cost, and a draft model is there to be accepted)
         k_model = draft_cost > 0 ? spec_pick_k(acc->p1, acc->pc, k, a + b, b + draft_cost, 0, 0) : k;
     *use_model = k_model > 0;
-    return *use_model ? k_model : spec_accept_pick_match(acc, spec_ngram_match(hist, n_hist, NULL), k, a, b, 1, 0);
+    if (*use_model) return k_model;
+    *ng_len = spec_ngram_match(hist, n_hist, ng_from); // prompt lookup: a long match is judged by its own record
+    return spec_accept_pick_match(acc, *ng_len, k, a, b, 1, 0);
 }
 
 int gen_spec_generate(gen_session *g, samp_state *ss, float temperature, uint64_t seed, const int32_t *prompt,
@@ -118,8 +121,10 @@ int gen_spec_generate(gen_session *g, samp_state *ss, float temperature, uint64_
             if (emit && emit(ctx, out[i])) stop = 1;
         }
         if (stop || st->n_gen >= n_gen) break;
-        int use_model = 0;
-        int k = pick_k(o, n_gen - st->n_gen - 1, &cost, &vcost, &acc, draft_cost, hist, n_hist, &use_model), d = 0;
+        int use_model = 0, ng_len = -1, ng_from = 0; // prompt lookup's match, once looked up
+        int k = pick_k(o, n_gen - st->n_gen - 1, &cost, &vcost, &acc, draft_cost, hist, n_hist, &ng_len, &ng_from,
+                       &use_model),
+            d = 0;
         const float *q = NULL, *x = NULL;
         if (k > 0 && use_model && spec_dseq_reserve(o->draft, &ds, n_hist, k) == 0) {
             // self: the target has KV of positions < n_hist - 1 (the last token is computed by the verify step)
@@ -138,8 +143,10 @@ int gen_spec_generate(gen_session *g, samp_state *ss, float temperature, uint64_
                 st->n_model_drafted += d;
             }
         }
-        if (d == 0 && k > 0 && (o->mode == SPEC_AUTO || o->mode == SPEC_NGRAM))
-            d = spec_ngram_propose_min(hist, n_hist, k, acc.probing ? 2 : 1, hist + n_hist);
+        if (d == 0 && k > 0 && (o->mode == SPEC_AUTO || o->mode == SPEC_NGRAM)) {
+            if (ng_len < 0) ng_len = spec_ngram_match(hist, n_hist, &ng_from);
+            d = spec_ngram_draft(hist, n_hist, ng_len, ng_from, k, acc.probing ? 2 : 1, hist + n_hist);
+        }
         if (d == 0) acc.probing = acc.long_match = 0;
         double ts = tc_now();
         // self: the last token and drafts 0..d-2 resume at layer L from the drafter's residuals (their KV of the

@@ -213,6 +213,7 @@ int eng_draft(void *ctx, sched_req *r, const sched_draft_info *info) {
     if (never_drafts(er)) return 0;
     int32_t *out = r->tokens + r->n_tokens;
     int use_model = er->drafter != NULL; // auto: only where it pays, decided below
+    int ng_len = -1, ng_from = 0;          // prompt lookup's match, once looked up
     if (e->o.spec == SPEC_AUTO) {
         // Back off while prompts wait or prefill (their chunks need the budget) and above spec_max_streams
         // decoding streams, else pick k from this request's acceptance rate and what a row costs, with the rows
@@ -252,9 +253,10 @@ int eng_draft(void *ctx, sched_req *r, const sched_draft_info *info) {
         use_model = k_model > 0;
         if (use_model) k = k_model;
         else if (er->pred.tokens) k = spec_accept_pick(&er->acc, k, a, b, n_rows, other);
-        else // prompt lookup: a long match is judged by its own record (spec.h)
-            k = spec_accept_pick_match(&er->acc, spec_ngram_match(r->tokens, r->n_tokens, NULL), k, a, b, n_rows,
-                                       other);
+        else { // prompt lookup: a long match is judged by its own record (spec.h)
+            ng_len = spec_ngram_match(r->tokens, r->n_tokens, &ng_from);
+            k = spec_accept_pick_match(&er->acc, ng_len, k, a, b, n_rows, other);
+        }
         if (k <= 0) return 0;
     }
     int d = 0;
@@ -271,7 +273,8 @@ int eng_draft(void *ctx, sched_req *r, const sched_draft_info *info) {
         er->draft_method = e->drafter_method;
     }
     if (d == 0 && (e->o.spec == SPEC_AUTO || e->o.spec == SPEC_NGRAM)) { // prompt lookup
-        d = spec_ngram_propose_min(r->tokens, r->n_tokens, k, er->acc.probing ? 2 : 1, out);
+        if (ng_len < 0) ng_len = spec_ngram_match(r->tokens, r->n_tokens, &ng_from);
+        d = spec_ngram_draft(r->tokens, r->n_tokens, ng_len, ng_from, k, er->acc.probing ? 2 : 1, out);
         er->draft_method = SPEC_M_NGRAM;
     }
     if (d == 0) er->acc.probing = er->acc.long_match = 0; // nothing to probe with: no lesson either way

@@ -44,6 +44,9 @@ int spec_ngram_propose_min(const int32_t *tokens, int n_tokens, int k, int min_n
 // The match spec_ngram_propose drafts from: returns its suffix length L (0: none) and sets *from (if not NULL)
 // to the index of the first token it would draft.
 int spec_ngram_match(const int32_t *tokens, int n_tokens, int *from);
+// The draft of a match found by spec_ngram_match (len, from) on the same tokens: spec_ngram_propose_min's
+// result, for a caller that looked at the match first (auto prices a long match's draft apart).
+int spec_ngram_draft(const int32_t *tokens, int n_tokens, int len, int from, int k, int min_n, int32_t *out);
 
 // Predicted output (OpenAI `prediction`): the expected completion, tokenized, as the draft source. The cursor
 // follows the output; after a mismatch it is re-aligned by finding the output's last tokens in the prediction

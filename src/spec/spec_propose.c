@@ -71,15 +71,19 @@ int spec_ngram_match(const int32_t *tokens, int n_tokens, int *from) {
     return best_l;
 }
 
-int spec_ngram_propose_min(const int32_t *tokens, int n_tokens, int k, int min_n, int32_t *out) {
-    if (k <= 0) return 0;
-    int from = 0;
-    const int L = spec_ngram_match(tokens, n_tokens, &from);
-    if (L == 0 || L < (min_n > 1 ? min_n : 1)) return 0;
-    const int cap = ngram_cap(L, k);
+int spec_ngram_draft(const int32_t *tokens, int n_tokens, int len, int from, int k, int min_n, int32_t *out) {
+    if (k <= 0 || len == 0 || len < (min_n > 1 ? min_n : 1)) return 0;
+    const int cap = ngram_cap(len, k);
     const int m = n_tokens - from < cap ? n_tokens - from : cap;
     memcpy(out, tokens + from, (size_t)m * sizeof *out);
     return m;
+}
+
+int spec_ngram_propose_min(const int32_t *tokens, int n_tokens, int k, int min_n, int32_t *out) {
+    if (k <= 0) return 0;
+    int from = 0;
+    const int len = spec_ngram_match(tokens, n_tokens, &from);
+    return spec_ngram_draft(tokens, n_tokens, len, from, k, min_n, out);
 }
 
 void spec_pred_free(spec_pred *p) {

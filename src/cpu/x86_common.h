@@ -20,6 +20,11 @@
 
 #define XI static inline __attribute__((always_inline))
 
+// Pins v in a register as computed at this point. GCC reassociates integer sums: a running int16 sum of 8
+// vpmaddubsw products per activation row becomes a tree that keeps the products live, and with 16 registers
+// the tile spills; after X86_KEEP each add waits for the previous one, as written.
+#define X86_KEEP(v) __asm__("" : "+v"(v))
+
 XI float x86_h2f(tt_f16 h) { return _cvtsh_ss(h); } // exact, same as tt_f16_to_f32
 
 XI float x86_hsum8(__m256 v) {

@@ -13,13 +13,14 @@
 #ifndef TACHYON_CPU_X86_REPACK_Q8_H
 #define TACHYON_CPU_X86_REPACK_Q8_H
 
-#define X86_Q8R_NR 4 // activation rows per tile
 #define X86_Q8R_PF 6 // GEMV: prefetch this many repacked blocks (544 bytes each) ahead
 
 #if defined(__AVX512F__) && X86_VNNI
 #define X86_Q8R_WIDE 1
+#define X86_Q8R_NR 4 // activation rows per tile
 #else
 #define X86_Q8R_WIDE 0
+#define X86_Q8R_NR 8 // activation rows per tile: NR sums + the step's weights and magnitudes in 16 registers
 #endif
 
 // 128 * sum of each activation block's quants of rows [r, r + nr) -> corr[rr][b] (the AVX-512 offset).
@@ -87,6 +88,9 @@ XI void x86_q8r_tile(const cpu_gemm_job *j, int g, int r, const int NR, int32_t 
         _mm512_mask_storeu_ps(j->out + (size_t)(r + rr) * j->ld_out + i, (__mmask16)m, acc[rr]);
 }
 #else
+// One 8-row half at a time, one 4-byte step at a time: the step's weights and their magnitudes (2 registers)
+// serve all NR activation rows, whose block sums stay in registers (X86_KEEP: in order, no spilled tree);
+// the accumulators are touched once per block and half.
 XI void x86_q8r_tile(const cpu_gemm_job *j, int g, int r, const int NR, int32_t (*corr)[CPU_REPACK_Q8_MAXB]) {
     (void)corr;
     const int nb = j->k / QK8_0;
@@ -102,25 +106,21 @@ XI void x86_q8r_tile(const cpu_gemm_job *j, int g, int r, const int NR, int32_t 
         const cpu_q8_0_r16 *p = blk + b;
         if (NR == 1) x86_prefetch_block((const uint8_t *)(p + X86_Q8R_PF), sizeof *p);
         X86_UNROLL for (int h = 0; h < 2; h++) {
-            const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(p->d + 8 * h)));
-            __m256i wv[8], wa[8];
+            __m256i s[X86_Q8R_NR];
+            X86_UNROLL for (int rr = 0; rr < NR; rr++) s[rr] = _mm256_setzero_si256();
             X86_UNROLL for (int c = 0; c < 8; c++) {
-                wv[c] = _mm256_loadu_si256((const __m256i *)(const void *)p->qs[c][8 * h]);
-                wa[c] = _mm256_sign_epi8(wv[c], wv[c]); // |w| (-128 -> 128 read as unsigned)
-            }
-            X86_UNROLL for (int rr = 0; rr < NR; rr++) {
-                const int8_t *aq = a[rr][b].qs;
-                __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
-                X86_UNROLL for (int c = 0; c < 8; c += 2) {
-                    const __m256i p0 = _mm256_maddubs_epi16(wa[c], _mm256_sign_epi8(x86_q8r_bcast4(aq + 4 * c), wv[c]));
-                    const __m256i p1 =
-                        _mm256_maddubs_epi16(wa[c + 1], _mm256_sign_epi8(x86_q8r_bcast4(aq + 4 * c + 4), wv[c + 1]));
-                    s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(p0, ones));
-                    s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(p1, ones));
+                const __m256i wv = _mm256_loadu_si256((const __m256i *)(const void *)p->qs[c][8 * h]);
+                const __m256i wa = _mm256_sign_epi8(wv, wv); // |w| (-128 -> 128 read as unsigned)
+                X86_UNROLL for (int rr = 0; rr < NR; rr++) {
+                    const __m256i p16 = _mm256_maddubs_epi16(wa, _mm256_sign_epi8(x86_q8r_bcast4(a[rr][b].qs + 4 * c), wv));
+                    s[rr] = _mm256_add_epi32(s[rr], _mm256_madd_epi16(p16, ones));
+                    X86_KEEP(s[rr]);
                 }
+            }
+            const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(p->d + 8 * h)));
+            X86_UNROLL for (int rr = 0; rr < NR; rr++) {
                 const __m256 ad = _mm256_set1_ps(x86_h2f(a[rr][b].d));
-                acc[rr][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(s0, s1)), _mm256_mul_ps(d, ad),
-                                             acc[rr][h]);
+                acc[rr][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[rr]), _mm256_mul_ps(d, ad), acc[rr][h]);
             }
         }
     }
@@ -150,7 +150,13 @@ XI void x86_q8r_gemm(const cpu_gemm_job *j) {
                 case 1: x86_q8r_tile(j, g, r, 1, corr); break;
                 case 2: x86_q8r_tile(j, g, r, 2, corr); break;
                 case 3: x86_q8r_tile(j, g, r, 3, corr); break;
-                default: x86_q8r_tile(j, g, r, 4, corr); break;
+#if X86_Q8R_NR > 4
+                case 4: x86_q8r_tile(j, g, r, 4, corr); break;
+                case 5: x86_q8r_tile(j, g, r, 5, corr); break;
+                case 6: x86_q8r_tile(j, g, r, 6, corr); break;
+                case 7: x86_q8r_tile(j, g, r, 7, corr); break;
+#endif
+                default: x86_q8r_tile(j, g, r, X86_Q8R_NR, corr); break;
                 }
             }
             r += nr;

@@ -10,7 +10,6 @@
 #include "cpu/x86_repack.h"
 #include "cpu/x86_repack_q8.h"
 #include "cpu/x86_repack_q4.h"
-#define X86_Q6K_PACKED X86_FN(gemm_q6_k_r8)
 #include "cpu/x86_table.h"
 
 const cpu_kernels *cpu_kernels_avx2(void) { return &X86_TABLE; }

@@ -10,7 +10,6 @@
 #include "cpu/x86_repack.h"
 #include "cpu/x86_repack_q8.h"
 #include "cpu/x86_repack_q4.h"
-#define X86_Q6K_PACKED NULL
 #include "cpu/x86_table.h"
 
 const cpu_kernels *cpu_kernels_avx512(void) { return &X86_TABLE; }

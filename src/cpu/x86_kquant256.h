@@ -82,7 +82,7 @@ XI void x86_tile_q45k(const cpu_gemm_job *j, int i, int r, const int NW, const i
         if (NR == 1) { // GEMV: one weight row at a time keeps the working set in 16 registers
             const tt_block_q8_K *a = (const void *)(x86_arow(j, r) + b * sizeof(tt_block_q8_K));
             X86_UNROLL for (int w = 0; w < NW; w++)
-                x86_prefetch_block(x86_wrow(j, i + w) + b * wsz + X86_PF_TILES * NW * j->w_stride, wsz);
+                x86_prefetch_block_l2(x86_wrow(j, i + w) + b * wsz + X86_PF_TILES * NW * j->w_stride, wsz);
             X86_UNROLL for (int w = 0; w < NW; w++) X86_UNROLL for (int jj = 0; jj < 4; jj++) {
                 const __m256i q = _mm256_loadu_si256((const __m256i *)(qs[w] + 32 * jj));
                 __m256i qlo = _mm256_and_si256(q, m4), qhi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
@@ -153,7 +153,7 @@ XI void x86_tile_q6k(const cpu_gemm_job *j, int i, int r, const int NW, const in
         X86_UNROLL for (int w = 0; w < NW; w++) {
             x[w] = (const void *)(x86_wrow(j, i + w) + b * sizeof(tt_block_q6_K));
             if (NR == 1)
-                x86_prefetch_block((const uint8_t *)x[w] + X86_PF_TILES * NW * j->w_stride, sizeof(tt_block_q6_K));
+                x86_prefetch_block_l2((const uint8_t *)x[w] + X86_PF_TILES * NW * j->w_stride, sizeof(tt_block_q6_K));
             wd[w] = _mm256_set1_ps(x86_h2f(x[w]->d));
             sc8[w] = _mm_loadu_si128((const __m128i *)x[w]->scales);
             s16n[w] = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(_mm256_cvtepi8_epi16(sc8[w]), 5));

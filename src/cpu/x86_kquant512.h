@@ -44,7 +44,7 @@ XI void x86_tile_q45k_w(const cpu_gemm_job *j, int i, int r, const int NW, const
         __m512 wdd[X86_MAXW]; // [d x8 | -dmin x8]
         X86_UNROLL for (int w = 0; w < NW; w++) {
             const uint8_t *p = x86_wrow(j, i + w) + b * wsz;
-            if (NR == 1) x86_prefetch_block(p + X86_PF_TILES * NW * j->w_stride, wsz);
+            if (NR == 1) x86_prefetch_block_l2(p + X86_PF_TILES * NW * j->w_stride, wsz);
             const uint8_t *qs, *qh = NULL;
             if (T == TT_Q4_K) {
                 const tt_block_q4_K *x = (const void *)p;
@@ -107,7 +107,7 @@ XI void x86_tile_q6k_w(const cpu_gemm_job *j, int i, int r, const int NW, const 
         __m512 wd[X86_MAXW]; // d broadcast
         X86_UNROLL for (int w = 0; w < NW; w++) {
             const tt_block_q6_K *x = (const void *)(x86_wrow(j, i + w) + b * sizeof(tt_block_q6_K));
-            if (NR == 1) x86_prefetch_block((const uint8_t *)x + X86_PF_TILES * NW * j->w_stride, sizeof *x);
+            if (NR == 1) x86_prefetch_block_l2((const uint8_t *)x + X86_PF_TILES * NW * j->w_stride, sizeof *x);
             wd[w] = _mm512_set1_ps(x86_h2f(x->d));
             const __m256i s16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
             s16n[w] = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(s16, 5)); // -32 sc: |.| <= 4096

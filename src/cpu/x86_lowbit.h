@@ -35,7 +35,7 @@ XI void x86_tile_q23k(const cpu_gemm_job *j, int i, int r, const int NW, const i
         __m256 wd[X86_MAXW], wm[X86_MAXW];
         X86_UNROLL for (int w = 0; w < NW; w++) {
             const uint8_t *p = x86_wrow(j, i + w) + b * wsz;
-            if (NR == 1) x86_prefetch_block(p + X86_PF_TILES * NW * j->w_stride, wsz);
+            if (NR == 1) x86_prefetch_block_l2(p + X86_PF_TILES * NW * j->w_stride, wsz);
             if (T == TT_Q2_K) {
                 const tt_block_q2_K *x = (const void *)p;
                 const __m128i s = _mm_loadu_si128((const __m128i *)x->scales);
@@ -120,7 +120,7 @@ XI void x86_tile_iq4xs(const cpu_gemm_job *j, int i, int r, const int NW, const 
         X86_UNROLL for (int w = 0; w < NW; w++) {
             x[w] = (const void *)(x86_wrow(j, i + w) + b * sizeof(tt_block_iq4_xs));
             if (NR == 1)
-                x86_prefetch_block((const uint8_t *)x[w] + X86_PF_TILES * NW * j->w_stride, sizeof(tt_block_iq4_xs));
+                x86_prefetch_block_l2((const uint8_t *)x[w] + X86_PF_TILES * NW * j->w_stride, sizeof(tt_block_iq4_xs));
             wd[w] = _mm256_set1_ps(x86_h2f(x[w]->d));
         }
         __m256i sumi[X86_MAXW][X86_MAXR];

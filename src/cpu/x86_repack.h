@@ -19,11 +19,9 @@
 
 #include "cpu/repack.h"
 
-#if X86_VNNI
-#define X86_R8_NR 8 // activation rows per tile: with 32 registers (EVEX) the weight unpack serves 8 rows
-#else
+// Activation rows per tile: 8 at both levels. With 32 registers (EVEX) the weight unpack serves 8 rows; with
+// 16 the per-row sums stay in registers and the totals spill once per sub-block (AVX2 Q4_K GEMM +2-5% over 4).
 #define X86_R8_NR 8
-#endif
 #define X86_R8_PF 8 // GEMV: prefetch this many repacked blocks (1184 / 1680 bytes) ahead, into L2: into L1
                     // (T0, 4 ahead) the DRAM stream ran at 12 (Q6_K) / 20 (Q4_K) GB/s per thread, now 22-23
 
@@ -127,6 +125,20 @@ XI void x86_r8_tile_q4k(const cpu_gemm_job *j, int g, int r, const int NR) {
     X86_UNROLL for (int rr = 0; rr < NR; rr++) x86_r8_store(j, g, r + rr, acc[rr]);
 }
 
+// The 4 six-bit quants of each of the 8 rows of group gg (elements 128n + 32gg + 4c..) at step (n, c).
+XI __m256i x86_q6r_quants(const cpu_q6k_r8 *p, int n, int c, int gg) {
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3), m30 = _mm256_set1_epi8(0x30);
+    const __m256i L = _mm256_loadu_si256((const __m256i *)(const void *)(gg & 1 ? p->qlb[n][c] : p->qla[n][c]));
+    const __m256i H = _mm256_loadu_si256((const __m256i *)(const void *)p->qh[n][c]);
+    const __m256i lo = _mm256_and_si256(gg < 2 ? L : _mm256_srli_epi16(L, 4), m4);
+    switch (gg) {
+    case 0: return _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(H, m3), 4));
+    case 1: return _mm256_or_si256(lo, _mm256_and_si256(_mm256_slli_epi16(H, 2), m30));
+    case 2: return _mm256_or_si256(lo, _mm256_and_si256(H, m30));
+    default: return _mm256_or_si256(lo, _mm256_and_si256(_mm256_srli_epi16(H, 2), m30));
+    }
+}
+
 // Q6_K (cpu_q6k_r8): x = d * sc * (q - 32), sc int8 per 16. Step (n, c) loads 4 bytes of ql (two vectors)
 // and of qh per row and makes the 4 quants of each of the groups gg = 0..3 (elements 128n + 32gg + 4c..);
 // each vpmaddubsw result (|pair| <= 2 * 63 * 127) is scaled at once with vpmaddwd (the scale changes every
@@ -134,7 +146,6 @@ XI void x86_r8_tile_q4k(const cpu_gemm_job *j, int g, int r, const int NR) {
 XI void x86_r8_tile_q6k(const cpu_gemm_job *j, int g, int r, const int NR) {
     const int nb = j->k / QK_K;
     const cpu_q6k_r8 *blk = (const cpu_q6k_r8 *)(const void *)j->w + (size_t)g * nb;
-    const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3), m30 = _mm256_set1_epi8(0x30);
     __m256 acc[X86_R8_NR];
     X86_UNROLL for (int rr = 0; rr < NR; rr++) acc[rr] = _mm256_setzero_ps();
     for (int b = 0; b < nb; b++) {
@@ -161,24 +172,30 @@ XI void x86_r8_tile_q6k(const cpu_gemm_job *j, int g, int r, const int NR) {
                 sd[gg] = h ? _mm256_shufflehi_epi16(_mm256_shufflelo_epi16(sv, 0xF5), 0xF5)
                            : _mm256_shufflehi_epi16(_mm256_shufflelo_epi16(sv, 0xA0), 0xA0);
             }
+#if X86_VNNI
             X86_UNROLL for (int c = 4 * h; c < 4 * h + 4; c++) {
-                const __m256i A = _mm256_loadu_si256((const __m256i *)(const void *)p->qla[n][c]);
-                const __m256i B = _mm256_loadu_si256((const __m256i *)(const void *)p->qlb[n][c]);
-                const __m256i H = _mm256_loadu_si256((const __m256i *)(const void *)p->qh[n][c]);
                 __m256i q[4];
-                q[0] = _mm256_or_si256(_mm256_and_si256(A, m4), _mm256_slli_epi16(_mm256_and_si256(H, m3), 4));
-                q[1] = _mm256_or_si256(_mm256_and_si256(B, m4), _mm256_and_si256(_mm256_slli_epi16(H, 2), m30));
-                q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(A, 4), m4), _mm256_and_si256(H, m30));
-                q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(B, 4), m4),
-                                       _mm256_and_si256(_mm256_srli_epi16(H, 2), m30));
+                X86_UNROLL for (int gg = 0; gg < 4; gg++) q[gg] = x86_q6r_quants(p, n, c, gg);
                 X86_UNROLL for (int rr = 0; rr < NR; rr++) X86_UNROLL for (int gg = 0; gg < 4; gg++) {
                     const __m256i av = x86_r8_bcast4(a[rr]->qs + 128 * n + 32 * gg + 4 * c);
                     sumi[rr] = x86_dot_i16(sumi[rr], _mm256_maddubs_epi16(q[gg], av), sd[gg]);
-#if !X86_VNNI
-                    X86_KEEP(sumi[rr]); // vpaddd chain in order: AVX2 +18% (bench_matmul q6_K GEMM)
-#endif
                 }
             }
+#else
+            // two steps' products summed in int16 (|.| <= 2 * 2 * 63 * 128 = 32256) before the one vpmaddwd by
+            // their common scale: 3 multiplies per 64 products instead of 4; the vpaddd chain kept in order
+            // (X86_KEEP: reassociated, it spilled)
+            X86_UNROLL for (int c = 4 * h; c < 4 * h + 4; c += 2) X86_UNROLL for (int gg = 0; gg < 4; gg++) {
+                const __m256i q0 = x86_q6r_quants(p, n, c, gg), q1 = x86_q6r_quants(p, n, c + 1, gg);
+                X86_UNROLL for (int rr = 0; rr < NR; rr++) {
+                    const int8_t *ap = a[rr]->qs + 128 * n + 32 * gg + 4 * c;
+                    const __m256i t = _mm256_add_epi16(_mm256_maddubs_epi16(q0, x86_r8_bcast4(ap)),
+                                                       _mm256_maddubs_epi16(q1, x86_r8_bcast4(ap + 4)));
+                    sumi[rr] = _mm256_add_epi32(sumi[rr], _mm256_madd_epi16(t, sd[gg]));
+                    X86_KEEP(sumi[rr]);
+                }
+            }
+#endif
         }
         X86_UNROLL for (int rr = 0; rr < NR; rr++) {
             const __m256i s = _mm256_sub_epi32(sumi[rr], _mm256_slli_epi32(soff[rr], 5));

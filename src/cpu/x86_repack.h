@@ -6,10 +6,10 @@
 // A tile is one group of 8 weight rows x NR activation rows. Per super-block and step (jj, l) one load gives
 // 4 quant bytes of each of the 8 rows (8 low-nibble and 8 high-nibble quants per row); the 4 matching
 // activation bytes of each sub-block are broadcast to all lanes, so vpmaddubsw leaves each row's partial
-// sums in its own 32-bit lane. The 8 steps of a sub-block pair are summed in int16 (|pair| <= 2 * 15 * 127,
-// x 8 = 30480 < 2^15: exact) and scaled once per sub-block with vpmaddwd; the mins go through the
-// activations' bsums. The float work per super-block is two FMAs for all 8 rows, and the lanes are the 8
-// outputs: no horizontal sums. With AVX512-VNNI (32 registers) the Q4_K tile takes 8 activation rows and sums
+// sums in its own 32-bit lane. The 8 steps of a sub-block are summed in int16 (|pair| <= 2 * 15 * 128,
+// x 8 = 30720 < 2^15: exact), in order (X86_KEEP), and scaled once per sub-block with vpmaddwd; the mins go
+// through the activations' bsums. The float work per super-block is two FMAs for all 8 rows, and the lanes are
+// the 8 outputs: no horizontal sums. With AVX512-VNNI (32 registers) the Q4_K tile sums
 // each sub-block in int32 with one vpdpbusd per step, then multiplies by the scale (vpmulld): fewer ops than
 // the int16 pair sums (+20% prefill on a TinyLlama-shape Q4_K_M); GEMM tiles take two groups (16 rows) in
 // 512-bit registers (+12% more, bench_matmul). Every (weight row, activation row) pair
@@ -141,8 +141,9 @@ XI __m256i x86_q6r_quants(const cpu_q6k_r8 *p, int n, int c, int gg) {
 
 // Q6_K (cpu_q6k_r8): x = d * sc * (q - 32), sc int8 per 16. Step (n, c) loads 4 bytes of ql (two vectors)
 // and of qh per row and makes the 4 quants of each of the groups gg = 0..3 (elements 128n + 32gg + 4c..);
-// each vpmaddubsw result (|pair| <= 2 * 63 * 127) is scaled at once with vpmaddwd (the scale changes every
-// 16 elements). The -32 offset goes through the bsums once per super-block: -32 * sum(sc * bsum).
+// the scale changes every 16 elements (4 steps): with VNNI each vpmaddubsw result (|pair| <= 2 * 63 * 128) goes
+// through vpdpwssd at once, at AVX2 two steps are added in int16 first, then one vpmaddwd. The -32 offset goes
+// through the bsums once per super-block: -32 * sum(sc * bsum).
 XI void x86_r8_tile_q6k(const cpu_gemm_job *j, int g, int r, const int NR) {
     const int nb = j->k / QK_K;
     const cpu_q6k_r8 *blk = (const cpu_q6k_r8 *)(const void *)j->w + (size_t)g * nb;

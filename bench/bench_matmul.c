@@ -93,7 +93,8 @@ int main(int argc, char **argv) {
     double bw2 = getenv("BENCH_NOBW") ? 0.0 : cpu_mem_bandwidth(pool2);
     printf("memory read bandwidth (2 threads): %.1f GB/s\n", bw2 * 1e-9);
     const bcase gemv[] = {
-        {TT_Q4_K, 2048, 5632}, {TT_Q6_K, 5632, 2048}, {TT_Q6_K, 2048, 5632}, {TT_Q4_K, 5632, 2048}, {TT_Q4_1, 576, 1536}, {TT_Q8_0, 576, 49152},
+        {TT_Q4_K, 2048, 5632}, {TT_Q6_K, 5632, 2048}, {TT_Q6_K, 2048, 5632}, {TT_Q4_K, 5632, 2048},
+        {TT_Q4_1, 576, 1536},  {TT_Q8_0, 576, 49152},
         {TT_Q8_0, 2048, 2048}, {TT_Q4_0, 2048, 5632}, {TT_Q5_K, 2048, 5632}, {TT_F16, 2048, 2048},
     };
     const bcase gemm[] = {{TT_Q4_K, 2048, 5632}, {TT_Q6_K, 5632, 2048}, {TT_Q4_1, 576, 1536}, {TT_Q8_0, 2048, 2048}};

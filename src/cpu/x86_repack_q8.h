@@ -112,7 +112,8 @@ XI void x86_q8r_tile(const cpu_gemm_job *j, int g, int r, const int NR, int32_t 
                 const __m256i wv = _mm256_loadu_si256((const __m256i *)(const void *)p->qs[c][8 * h]);
                 const __m256i wa = _mm256_sign_epi8(wv, wv); // |w| (-128 -> 128 read as unsigned)
                 X86_UNROLL for (int rr = 0; rr < NR; rr++) {
-                    const __m256i p16 = _mm256_maddubs_epi16(wa, _mm256_sign_epi8(x86_q8r_bcast4(a[rr][b].qs + 4 * c), wv));
+                    const __m256i av = x86_q8r_bcast4(a[rr][b].qs + 4 * c);
+                    const __m256i p16 = _mm256_maddubs_epi16(wa, _mm256_sign_epi8(av, wv));
                     s[rr] = _mm256_add_epi32(s[rr], _mm256_madd_epi16(p16, ones));
                     X86_KEEP(s[rr]);
                 }

@@ -47,7 +47,8 @@ static const cpu_kernels X86_TABLE = {
     // Q6_K repacked at both levels: with its GEMV prefetch into L2 it streams from DRAM at 21-23 GB/s per thread
     // against 8-12 for the 512-bit row tile (bench_matmul "cold", CPU time), though the row tile is faster on
     // a matrix that stays in cache (28 vs 21-25 GB/s "hot")
-    .gemm_packed = {[TT_Q4_K] = X86_FN(gemm_q4_k_r8), [TT_Q6_K] = X86_FN(gemm_q6_k_r8), [TT_Q8_0] = X86_FN(gemm_q8_0_r16),
+    .gemm_packed = {[TT_Q4_K] = X86_FN(gemm_q4_k_r8), [TT_Q6_K] = X86_FN(gemm_q6_k_r8),
+                    [TT_Q8_0] = X86_FN(gemm_q8_0_r16),
                     [TT_Q5_0] = X86_FN(gemm_q8_0_r16), // Q5_0 repacks to the Q8_0 layout
                     [TT_Q4_0] = X86_FN(gemm_q4_0_r16), [TT_Q4_1] = X86_FN(gemm_q4_1_r16)},
 };

@@ -118,6 +118,13 @@ int main(int argc, char **argv) {
         int copies = (int)(cold_bytes / wbytes) + 1;
         fill_weights(c->type, w, wbytes);
         for (int i = 1; i < copies; i++) memcpy(w + (size_t)i * wbytes, w, wbytes);
+        // the same copies, repacked once (the layout does not depend on the ISA level)
+        const size_t psz = cpu_repack_size(c->type, c->d, c->k), pstride = (psz + 63) & ~(size_t)63;
+        uint8_t *pk = psz ? aligned_alloc(64, pstride * (size_t)copies) : NULL;
+        if (pk && cpu_repack(c->type, w, c->d, c->k, pk) == 0)
+            for (int i = 1; i < copies; i++) memcpy(pk + (size_t)i * pstride, pk, psz);
+        else
+            free(pk), pk = NULL;
         for (int isa = getenv("BENCH_NOSCALAR") ? CPU_ISA_AVX2 : CPU_ISA_SCALAR; isa <= (int)hw; isa++) {
             for (int th = 1; th <= max_threads; th++) {
                 cpu_pool *p = th == 1 ? pool1 : pool2;
@@ -126,11 +133,7 @@ int main(int argc, char **argv) {
                 printf("%-6s %6d %6d %8.2f | %-6s %3d %9.2f %9.2f %9.1f\n", tt_name(c->type), c->k, c->d,
                        wbytes / 1048576.0, cpu_isa_name((cpu_isa)isa), th, wbytes / hot * 1e-9, wbytes / cold * 1e-9,
                        cold * 1e6);
-                const size_t psz = isa >= CPU_ISA_AVX2 ? cpu_repack_size(c->type, c->d, c->k) : 0;
-                const size_t pstride = (psz + 63) & ~(size_t)63;
-                uint8_t *pk = psz ? aligned_alloc(64, pstride * (size_t)copies) : NULL;
-                if (pk && cpu_repack(c->type, w, c->d, c->k, pk) == 0) { // the same copies, repacked
-                    for (int i = 1; i < copies; i++) memcpy(pk + (size_t)i * pstride, pk, psz);
+                if (pk && isa >= CPU_ISA_AVX2) {
                     packed_w = pk, packed_stride = pstride;
                     double ph = time_case(p, (cpu_isa)isa, c, 1, w, 1, x, out, scratch);
                     double pc = time_case(p, (cpu_isa)isa, c, 1, w, copies, x, out, scratch);
@@ -139,9 +142,9 @@ int main(int argc, char **argv) {
                            wbytes / 1048576.0, cpu_isa_name((cpu_isa)isa), th, wbytes / ph * 1e-9, wbytes / pc * 1e-9,
                            pc * 1e6);
                 }
-                free(pk);
             }
         }
+        free(pk);
     }
     printf("\nGEMM: GFLOP/s (2 * n_rows * k * d per call)\n");
     printf("%-6s %6s %6s %5s | %-6s %3s %9s %9s\n", "type", "k", "d", "rows", "isa", "thr", "GFLOP/s", "ms");

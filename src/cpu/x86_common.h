@@ -83,8 +83,8 @@ XI __m256i x86_nibbles(const uint8_t *p) {
 XI void x86_prefetch_block(const uint8_t *p, const size_t n) {
     for (size_t o = 0; o < n; o += 64) _mm_prefetch((const char *)p + o, _MM_HINT_T0);
 }
-// The same into L2 only: the K-quant row tiles' cold GEMV (Q5_K, one thread) 9 -> 14-17 GB/s; the 16-row Q4/Q8
-// repacks stream better with T0 (bench_matmul cold).
+// The same into L2 only: the K-quant row tiles' cold GEMV (Q5_K, one thread) 8-9 -> 12.7-17 GB/s, the 8-row
+// Q4_K / Q6_K repacks' 12-20 -> 21-23; the 16-row Q4/Q8 repacks stream better with T0 (bench_matmul cold).
 XI void x86_prefetch_block_l2(const uint8_t *p, const size_t n) {
     for (size_t o = 0; o < n; o += 64) _mm_prefetch((const char *)p + o, _MM_HINT_T1);
 }

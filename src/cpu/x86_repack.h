@@ -60,7 +60,7 @@ XI void x86_r8_tile_q4k(const cpu_gemm_job *j, int g, int r, const int NR) {
     for (int b = 0; b < nb; b++) {
         const cpu_q4k_r8 *p = blk + b;
         if (NR == 1) // one sequential stream; a few blocks ahead keeps more misses in flight
-            for (int o = 0; o < (int)sizeof *p; o += 64) _mm_prefetch((const char *)(p + X86_R8_PF) + o, _MM_HINT_T1);
+            x86_prefetch_block_l2((const uint8_t *)(p + X86_R8_PF), sizeof *p);
         const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)p->d));
         const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)p->dmin));
         const tt_block_q8_K *a[X86_R8_NR];
@@ -152,7 +152,7 @@ XI void x86_r8_tile_q6k(const cpu_gemm_job *j, int g, int r, const int NR) {
     for (int b = 0; b < nb; b++) {
         const cpu_q6k_r8 *p = blk + b;
         if (NR == 1)
-            for (int o = 0; o < (int)sizeof *p; o += 64) _mm_prefetch((const char *)(p + X86_R8_PF) + o, _MM_HINT_T1);
+            x86_prefetch_block_l2((const uint8_t *)(p + X86_R8_PF), sizeof *p);
         const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)p->d));
         const tt_block_q8_K *a[X86_R8_NR];
         __m256i sumi[X86_R8_NR], soff[X86_R8_NR];

@@ -44,9 +44,10 @@ static const cpu_kernels X86_TABLE = {
             [TT_Q8_1] = X86_FN(quant_q8_1),
             [TT_Q8_K] = X86_FN(quant_q8_k),
         },
-    // Q6_K repacked at both levels: with its GEMV prefetch into L2 it streams from DRAM at 21-23 GB/s per thread
-    // against 8-12 for the 512-bit row tile (bench_matmul "cold", CPU time), though the row tile is faster on
-    // a matrix that stays in cache (28 vs 21-25 GB/s "hot")
+    // Q6_K repacked at both levels: at AVX-512 its GEMM is faster than the 512-bit row tile's (bench_matmul,
+    // CPU time, 128 / 512 rows: 164-173 / 181-182 vs 145-149 / 147-148 GFLOP/s) and its GEMV from DRAM the same
+    // (22-23 GB/s per thread, both prefetching into L2); the row tile is faster on a matrix that stays in
+    // cache (28.9 vs 25.8 GB/s "hot")
     .gemm_packed = {[TT_Q4_K] = X86_FN(gemm_q4_k_r8), [TT_Q6_K] = X86_FN(gemm_q6_k_r8),
                     [TT_Q8_0] = X86_FN(gemm_q8_0_r16),
                     [TT_Q5_0] = X86_FN(gemm_q8_0_r16), // Q5_0 repacks to the Q8_0 layout

@@ -118,6 +118,7 @@ static inline float tt_f32_from_bits(uint32_t u) {
     memcpy(&f, &u, sizeof f);
     return f;
 }
+
 float tt_bf16_to_f32(tt_bf16 h);
 tt_bf16 tt_f32_to_bf16(float f);
 

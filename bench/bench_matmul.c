@@ -97,7 +97,8 @@ int main(int argc, char **argv) {
         {TT_Q4_1, 576, 1536},  {TT_Q8_0, 576, 49152},
         {TT_Q8_0, 2048, 2048}, {TT_Q4_0, 2048, 5632}, {TT_Q5_K, 2048, 5632}, {TT_F16, 2048, 2048},
     };
-    const bcase gemm[] = {{TT_Q4_K, 2048, 5632}, {TT_Q6_K, 5632, 2048}, {TT_Q4_1, 576, 1536}, {TT_Q8_0, 2048, 2048}};
+    const bcase gemm[] = {{TT_Q4_K, 2048, 5632}, {TT_Q6_K, 5632, 2048}, {TT_Q4_1, 576, 1536}, {TT_Q4_0, 2048, 5632},
+                          {TT_Q8_0, 2048, 2048}};
     const size_t cold_bytes = (size_t)512 << 20;
     const int max_rows = 512, max_k = 5632, max_d = 49152;
     float *x = malloc(sizeof(float) * (size_t)max_rows * max_k);

@@ -9,7 +9,8 @@
 //   Q4_1: acc += float(sum(q * a)) * (d_w * d_a);  acc += m_w * s_a   (x = q * d + m, s_a = d_a * sum(a))
 // - AVX-512 (VNNI): vpdpbusd takes the unsigned nibbles and the signed activations as they are.
 // - AVX2: vpmaddubsw per step (|pair| <= 2 * 15 * 128 = 3840), the 8 steps of a block summed in int16
-//   (<= 30720 < 2^15: exact), then one vpmaddwd; one 8-row half of the group at a time.
+//   (<= 30720 < 2^15: exact), then one vpmaddwd per 8-row half; a GEMM tile broadcasts each activation step
+//   once for both halves.
 // Both give the exact integer block dot, so the levels agree bit for bit, and every (weight row,
 // activation row) pair sees the same operations whatever NR is (batch invariance).
 #ifndef TACHYON_CPU_X86_REPACK_Q4_H
@@ -18,7 +19,7 @@
 #if X86_Q8R_WIDE
 #define X86_Q4R_NR 8 // activation rows per tile: 8 accumulators + 8 unpacked weight registers of 32
 #else
-#define X86_Q4R_NR 4
+#define X86_Q4R_NR 4 // 2 x NR int16 block sums + 4 weight + 2 activation registers of 16
 #endif
 #define X86_Q4R_PF 8 // GEMV: prefetch this many repacked blocks (288/320 bytes) ahead
 
@@ -101,8 +102,8 @@ XI void x86_q4r_tile(const cpu_gemm_job *j, int g, int r, const int NR, const in
         _mm512_mask_storeu_ps(j->out + (size_t)(r + rr) * j->ld_out + i, (__mmask16)msk, acc[rr]);
 }
 #else
-// Halves [H0, H0 + NH) of the group's 16 rows (8 each) in one pass over the blocks: both for a GEMV (one
-// stream over the weights), one at a time for a GEMM tile (registers: 8 unpacked steps + NR accumulators).
+// GEMV (NR = 1): both 8-row halves of the group's 16 rows in one pass over the blocks (one stream over the
+// weights), all 8 steps of a block unpacked first.
 XI void x86_q4r_half(const cpu_gemm_job *j, int g, int r, const int NR, const int Q41, const int H0, const int NH,
                      int32_t (*corr)[CPU_REPACK_Q8_MAXB]) {
     const int nb = j->k / QK4_0;
@@ -151,13 +152,70 @@ XI void x86_q4r_half(const cpu_gemm_job *j, int g, int r, const int NR, const in
         x86_r8_store(j, 2 * g + H0 + hh, r + rr, acc[rr][hh]);
 }
 
+// GEMM tile: one 4-byte step at a time over both 8-row halves: the step's 4 unpacked weight registers (low
+// and high nibbles of each half) and each activation row's two broadcasts serve 4 vpmaddubsw, so a broadcast
+// is shared by 16 weight rows as at AVX-512; the NR x 2 int16 block sums stay in registers (X86_KEEP: added
+// in order, no spilled tree; any order gives the same exact sum); the float accumulators are touched once per
+// block and half. One half at a time with all 8 steps unpacked first (the GEMV's order) spilled, and paid
+// each broadcast twice: 166-180 GFLOP/s against 204-238 (bench_matmul q4_0 / q4_1, 1 thread, AVX2).
+XI void x86_q4r_steps(const cpu_gemm_job *j, int g, int r, const int NR, const int Q41,
+                      int32_t (*corr)[CPU_REPACK_Q8_MAXB]) {
+    const int nb = j->k / QK4_0;
+    const size_t bs = x86_q4r_bsize(Q41);
+    const uint8_t *blk = j->w + (size_t)g * nb * bs;
+    const __m256i m4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+    __m256 acc[X86_Q4R_NR][2];
+    const uint8_t *a[X86_Q4R_NR];
+    X86_UNROLL for (int rr = 0; rr < NR; rr++) {
+        acc[rr][0] = acc[rr][1] = _mm256_setzero_ps();
+        a[rr] = x86_arow(j, r + rr);
+    }
+    for (int b = 0; b < nb; b++) {
+        const uint8_t *p = blk + (size_t)b * bs;
+        const uint8_t *qs = p + (Q41 ? 64 : 32);
+        __m256i s[X86_Q4R_NR][2];
+        X86_UNROLL for (int c = 0; c < 4; c++) {
+            const __m256i v0 = _mm256_loadu_si256((const __m256i *)(const void *)(qs + 64 * c));
+            const __m256i v1 = _mm256_loadu_si256((const __m256i *)(const void *)(qs + 64 * c + 32));
+            const __m256i wl0 = _mm256_and_si256(v0, m4), wh0 = _mm256_and_si256(_mm256_srli_epi16(v0, 4), m4);
+            const __m256i wl1 = _mm256_and_si256(v1, m4), wh1 = _mm256_and_si256(_mm256_srli_epi16(v1, 4), m4);
+            X86_UNROLL for (int rr = 0; rr < NR; rr++) {
+                const int8_t *aq = x86_q4r_aq(a[rr], b, Q41);
+                const __m256i al = _mm256_set1_epi32(x86_q4r_a4(aq + 4 * c));
+                const __m256i ah = _mm256_set1_epi32(x86_q4r_a4(aq + 16 + 4 * c));
+                const __m256i t0 = _mm256_add_epi16(_mm256_maddubs_epi16(wl0, al), _mm256_maddubs_epi16(wh0, ah));
+                const __m256i t1 = _mm256_add_epi16(_mm256_maddubs_epi16(wl1, al), _mm256_maddubs_epi16(wh1, ah));
+                s[rr][0] = c ? _mm256_add_epi16(s[rr][0], t0) : t0;
+                s[rr][1] = c ? _mm256_add_epi16(s[rr][1], t1) : t1;
+                X86_KEEP(s[rr][0]);
+                X86_KEEP(s[rr][1]);
+            }
+        }
+        X86_UNROLL for (int h = 0; h < 2; h++) {
+            const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(p + 16 * h)));
+            X86_UNROLL for (int rr = 0; rr < NR; rr++) {
+                __m256i si = _mm256_madd_epi16(s[rr][h], ones);
+                if (!Q41) si = _mm256_sub_epi32(si, _mm256_set1_epi32(corr[rr][b]));
+                acc[rr][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(si),
+                                             _mm256_mul_ps(d, _mm256_set1_ps(x86_q4r_ad(a[rr], b, Q41))), acc[rr][h]);
+            }
+            if (Q41) {
+                const __m256 m = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(p + 32 + 16 * h)));
+                X86_UNROLL for (int rr = 0; rr < NR; rr++) acc[rr][h] =
+                    _mm256_fmadd_ps(m, _mm256_set1_ps(((const tt_block_q8_1 *)(const void *)a[rr])[b].s), acc[rr][h]);
+            }
+        }
+    }
+    X86_UNROLL for (int rr = 0; rr < NR; rr++) {
+        x86_r8_store(j, 2 * g, r + rr, acc[rr][0]);
+        x86_r8_store(j, 2 * g + 1, r + rr, acc[rr][1]);
+    }
+}
+
 XI void x86_q4r_tile(const cpu_gemm_job *j, int g, int r, const int NR, const int Q41,
                      int32_t (*corr)[CPU_REPACK_Q8_MAXB]) {
     if (NR == 1) x86_q4r_half(j, g, r, 1, Q41, 0, 2, corr);
-    else {
-        x86_q4r_half(j, g, r, NR, Q41, 0, 1, corr);
-        x86_q4r_half(j, g, r, NR, Q41, 1, 1, corr);
-    }
+    else x86_q4r_steps(j, g, r, NR, Q41, corr);
 }
 #endif
 

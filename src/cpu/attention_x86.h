@@ -152,6 +152,51 @@ static inline __attribute__((always_inline)) void attn_scores_f(float (*s)[64], 
     for (int i = 0; i < RN; i++) s[hs[i]][j] = REDUCE(acc[i]) * scale;
 }
 
+#ifdef REDUCE8X8
+// part[hs + i][jj] = the FMA chain of head hs + i against one f16 K row, unreduced: REDUCE8X8 later sums 8
+// rows' chains of a head at once, in the order REDUCE sums one (the same score, bit for bit).
+static inline __attribute__((always_inline)) void attn_parts_f(V (*part)[8], const float *const *qh, int hs,
+                                                               const V *kv, int jj, int nv, const int RN) {
+    V acc[4];
+    for (int i = 0; i < RN; i++) acc[i] = ZERO();
+    for (int c = 0; c < nv; c++)
+        for (int i = 0; i < RN; i++) acc[i] = FMA(LOADF(qh[hs + i] + c * W), kv[c], acc[i]);
+    for (int i = 0; i < RN; i++) part[hs + i][jj] = acc[i];
+}
+
+// s[r][j] = scale · q_r·k_j for every head r < nh and the f16 K rows j in [lo, hi), 8 rows at a time: the
+// chains of 8 rows are reduced together (REDUCE8X8: 21 shuffles and adds for 8 sums instead of 6 each).
+static inline void attn_scores_f8(float (*s)[64], const float *const *qh, const char *kb, size_t k_row, int kt,
+                                  int lo, int hi, int nh, int nv, float scale) {
+    V part[ATTN_MAX_REP][8];
+    for (int g0 = lo; g0 < hi; g0 += 8) {
+        const int gn = hi - g0 < 8 ? hi - g0 : 8;
+        for (int jj = 0; jj < gn; jj++) {
+            V kv[ATTN_MAX_HEAD_DIM / W];
+            attn_load_row(kv, kb + (size_t)(g0 + jj) * k_row, kt, nv);
+            int h = 0;
+            for (; h + 4 <= nh; h += 4) attn_parts_f(part, qh, h, kv, jj, nv, 4);
+            switch (nh - h) {
+            case 3: attn_parts_f(part, qh, h, kv, jj, nv, 3); break;
+            case 2: attn_parts_f(part, qh, h, kv, jj, nv, 2); break;
+            case 1: attn_parts_f(part, qh, h, kv, jj, nv, 1); break;
+            default: break;
+            }
+        }
+        for (int r = 0; r < nh; r++) {
+            for (int jj = gn; jj < 8; jj++) part[r][jj] = ZERO();
+            const V sums = MUL(REDUCE8X8(part[r]), SET1(scale));
+            if (gn == 8) STOREF(&s[r][g0], sums);
+            else {
+                float t[8];
+                STOREF(t, sums);
+                memcpy(&s[r][g0], t, sizeof(float) * (size_t)gn);
+            }
+        }
+    }
+}
+#endif
+
 // Heads oh[r0..r0 + RN) += Σ_j s[r][j] · v_j over the tile rows j in [j0, cnt), CC chunks of the head dim at a
 // time with the outputs held in registers. RN and CC are constants at each call site (always_inline), so a[]
 // lives in registers: RN·CC independent FMA chains side by side (fewer are FMA latency bound). Each output
@@ -239,6 +284,10 @@ void ATTN_X86_MULTI_FN(float *out, size_t out_stride, const float *q, size_t q_s
         const char *kb = (const char *)k_layer + row0 * k_row, *vb = (const char *)v_layer + row0 * v_row;
         if (kq) // every head over [lo, hi): a score depends on its own row only, the extra ones go unread
             attn_scores_q(s, &qq, kb, k_row, kt, lo, hi, nh, hd / 32, geo->scale);
+#ifdef REDUCE8X8
+        else // likewise
+            attn_scores_f8(s, qh, kb, k_row, kt, lo, hi, nh, nv, geo->scale);
+#else
         else
             for (int j = lo; j < hi; j++) {
                 V kv[ATTN_MAX_HEAD_DIM / W];
@@ -256,11 +305,22 @@ void ATTN_X86_MULTI_FN(float *out, size_t out_stride, const float *q, size_t q_s
                 default: break;
                 }
             }
+#endif
         for (int r = 0; r < nh; r++) {
             const int j0 = qj0[r / nr], cnt = qcnt[r / nr];
             if (cnt <= j0) continue;
             float mt = m[r];
-            for (int j = j0; j < cnt; j++) mt = s[r][j] > mt ? s[r][j] : mt;
+            { // the tile's max, W lanes at a time (a max is exact in any order)
+                int j = j0;
+                if (cnt - j0 >= W) {
+                    V vmx = SET1(mt);
+                    for (; j + W <= cnt; j += W) vmx = MAXV(vmx, LOADF(&s[r][j]));
+                    float t[W];
+                    STOREF(t, vmx);
+                    for (int i = 0; i < W; i++) mt = t[i] > mt ? t[i] : mt;
+                }
+                for (; j < cnt; j++) mt = s[r][j] > mt ? s[r][j] : mt;
+            }
             float corr = expf(m[r] - mt), sum = 0.0f;
             int j = j0;
             V vm = SET1(mt), vsum = ZERO();

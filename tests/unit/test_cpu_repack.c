@@ -94,7 +94,7 @@ static void test_type(uint32_t t, cpu_pool **pools) {
     for (int e = 0; e < MAXR * K; e++) x[e] = rndf() * (e % 11 == 0 ? 8.0f : 1.0f);
     magnitude(t, w, x, MAXR, D, K, mag);
     const cpu_isa hw = cpu_hw_isa();
-    const int nrs[] = {1, 2, 4, 5, 9};
+    const int nrs[] = {1, 2, 3, 4, 5, 6, 7, 8, 9}; // every remainder of the 4- and 8-row activation tiles
     for (size_t ni = 0; ni < sizeof nrs / sizeof nrs[0]; ni++) {
         const int n = nrs[ni];
         cpu_matmul_args a = {.out = ref, .ld_out = D, .x = x, .n_rows = n, .k = K, .d = D, .w_type = t,

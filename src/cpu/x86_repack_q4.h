@@ -102,54 +102,44 @@ XI void x86_q4r_tile(const cpu_gemm_job *j, int g, int r, const int NR, const in
         _mm512_mask_storeu_ps(j->out + (size_t)(r + rr) * j->ld_out + i, (__mmask16)msk, acc[rr]);
 }
 #else
-// GEMV (NR = 1): both 8-row halves of the group's 16 rows in one pass over the blocks (one stream over the
-// weights), all 8 steps of a block unpacked first.
-XI void x86_q4r_half(const cpu_gemm_job *j, int g, int r, const int NR, const int Q41, const int H0, const int NH,
-                     int32_t (*corr)[CPU_REPACK_Q8_MAXB]) {
+// GEMV (one activation row r): both 8-row halves of the group's 16 rows in one pass over the blocks (one
+// stream over the weights), all 8 steps of a block unpacked first.
+XI void x86_q4r_gemv(const cpu_gemm_job *j, int g, int r, const int Q41, int32_t (*corr)[CPU_REPACK_Q8_MAXB]) {
     const int nb = j->k / QK4_0;
     const size_t bs = x86_q4r_bsize(Q41);
-    const uint8_t *blk = j->w + (size_t)g * nb * bs;
+    const uint8_t *blk = j->w + (size_t)g * nb * bs, *a = x86_arow(j, r);
     const __m256i m4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
-    __m256 acc[X86_Q4R_NR][2];
-    const uint8_t *a[X86_Q4R_NR];
-    X86_UNROLL for (int rr = 0; rr < NR; rr++) {
-        acc[rr][0] = acc[rr][1] = _mm256_setzero_ps();
-        a[rr] = x86_arow(j, r + rr);
-    }
+    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
     for (int b = 0; b < nb; b++) {
         const uint8_t *p = blk + (size_t)b * bs;
-        if (NR == 1) x86_prefetch_block(p + X86_Q4R_PF * bs, bs);
+        x86_prefetch_block(p + X86_Q4R_PF * bs, bs);
         const uint8_t *qs = p + (Q41 ? 64 : 32);
-        X86_UNROLL for (int hh = 0; hh < NH; hh++) {
-            const int h = H0 + hh;
+        const int8_t *aq = x86_q4r_aq(a, b, Q41);
+        const __m256 ad = _mm256_set1_ps(x86_q4r_ad(a, b, Q41));
+        X86_UNROLL for (int h = 0; h < 2; h++) {
             const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(p + 16 * h)));
-            const __m256 m = Q41 ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(p + 32 + 16 * h)))
-                                 : _mm256_setzero_ps();
             __m256i wl[4], wh[4];
             X86_UNROLL for (int c = 0; c < 4; c++) {
                 const __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(qs + 64 * c + 32 * h));
                 wl[c] = _mm256_and_si256(v, m4);
                 wh[c] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
             }
-            X86_UNROLL for (int rr = 0; rr < NR; rr++) {
-                const int8_t *aq = x86_q4r_aq(a[rr], b, Q41);
-                __m256i p16 = _mm256_maddubs_epi16(wl[0], _mm256_set1_epi32(x86_q4r_a4(aq)));
-                X86_UNROLL for (int c = 1; c < 4; c++) p16 =
-                    _mm256_add_epi16(p16, _mm256_maddubs_epi16(wl[c], _mm256_set1_epi32(x86_q4r_a4(aq + 4 * c))));
-                X86_UNROLL for (int c = 0; c < 4; c++) p16 =
-                    _mm256_add_epi16(p16, _mm256_maddubs_epi16(wh[c], _mm256_set1_epi32(x86_q4r_a4(aq + 16 + 4 * c))));
-                __m256i s = _mm256_madd_epi16(p16, ones);
-                if (!Q41) s = _mm256_sub_epi32(s, _mm256_set1_epi32(corr[rr][b]));
-                acc[rr][hh] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s),
-                                              _mm256_mul_ps(d, _mm256_set1_ps(x86_q4r_ad(a[rr], b, Q41))), acc[rr][hh]);
-                if (Q41)
-                    acc[rr][hh] =
-                        _mm256_fmadd_ps(m, _mm256_set1_ps(((const tt_block_q8_1 *)(const void *)a[rr])[b].s), acc[rr][hh]);
+            __m256i p16 = _mm256_maddubs_epi16(wl[0], _mm256_set1_epi32(x86_q4r_a4(aq)));
+            X86_UNROLL for (int c = 1; c < 4; c++) p16 = _mm256_add_epi16(
+                p16, _mm256_maddubs_epi16(wl[c], _mm256_set1_epi32(x86_q4r_a4(aq + 4 * c))));
+            X86_UNROLL for (int c = 0; c < 4; c++) p16 = _mm256_add_epi16(
+                p16, _mm256_maddubs_epi16(wh[c], _mm256_set1_epi32(x86_q4r_a4(aq + 16 + 4 * c))));
+            __m256i s = _mm256_madd_epi16(p16, ones);
+            if (!Q41) s = _mm256_sub_epi32(s, _mm256_set1_epi32(corr[0][b]));
+            acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(d, ad), acc[h]);
+            if (Q41) {
+                const __m256 m = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(p + 32 + 16 * h)));
+                acc[h] = _mm256_fmadd_ps(m, _mm256_set1_ps(((const tt_block_q8_1 *)(const void *)a)[b].s), acc[h]);
             }
         }
     }
-    X86_UNROLL for (int rr = 0; rr < NR; rr++) X86_UNROLL for (int hh = 0; hh < NH; hh++)
-        x86_r8_store(j, 2 * g + H0 + hh, r + rr, acc[rr][hh]);
+    x86_r8_store(j, 2 * g, r, acc[0]);
+    x86_r8_store(j, 2 * g + 1, r, acc[1]);
 }
 
 // GEMM tile: one 4-byte step at a time over both 8-row halves: the step's 4 unpacked weight registers (low
@@ -157,7 +147,7 @@ XI void x86_q4r_half(const cpu_gemm_job *j, int g, int r, const int NR, const in
 // is shared by 16 weight rows as at AVX-512; the NR x 2 int16 block sums stay in registers (X86_KEEP: added
 // in order, no spilled tree; any order gives the same exact sum); the float accumulators are touched once per
 // block and half. One half at a time with all 8 steps unpacked first (the GEMV's order) spilled, and paid
-// each broadcast twice: 166-180 GFLOP/s against 204-238 (bench_matmul q4_0 / q4_1, 1 thread, AVX2).
+// each broadcast twice: 167-180 GFLOP/s against 204-238 (bench_matmul q4_0 / q4_1, 1 thread, AVX2).
 XI void x86_q4r_steps(const cpu_gemm_job *j, int g, int r, const int NR, const int Q41,
                       int32_t (*corr)[CPU_REPACK_Q8_MAXB]) {
     const int nb = j->k / QK4_0;
@@ -214,7 +204,7 @@ XI void x86_q4r_steps(const cpu_gemm_job *j, int g, int r, const int NR, const i
 
 XI void x86_q4r_tile(const cpu_gemm_job *j, int g, int r, const int NR, const int Q41,
                      int32_t (*corr)[CPU_REPACK_Q8_MAXB]) {
-    if (NR == 1) x86_q4r_half(j, g, r, 1, Q41, 0, 2, corr);
+    if (NR == 1) x86_q4r_gemv(j, g, r, Q41, corr);
     else x86_q4r_steps(j, g, r, NR, Q41, corr);
 }
 #endif

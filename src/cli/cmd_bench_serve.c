@@ -290,6 +290,17 @@ static json_t *config_json(const opts *o, int argc, char **argv) {
     return c;
 }
 
+// The workload of round / sweep point idx: idx 0 is the seeded one; later ones draw fresh prompts from a seed of
+// their own, so a server with a prefix cache does not answer a repeated round's prompts from its cache. Both
+// servers of a round get the same prompts.
+static int round_workload(bench_workload **wl, const opts *o, int idx, tc_err *err) {
+    bench_wl_cfg c = o->wl;
+    c.seed = o->wl.seed + (uint64_t)idx * 0x9E3779B97F4A7C15ull;
+    bench_workload_free(*wl);
+    *wl = NULL;
+    return bench_workload_init(wl, &c, err);
+}
+
 int cli_bench_serve(int argc, char **argv) {
     opts o = {0};
     int prc = parse(&o, argc, argv);
@@ -328,6 +339,7 @@ int cli_bench_serve(int argc, char **argv) {
         int rounds = n_servers == 2 ? o.rounds : 1;
         for (int r = 0; r < rounds; r++)
             for (int k = 0; k < n_servers; k++) {
+                if (k == 0 && p * rounds + r > 0 && (rc = round_workload(&wl, &o, p * rounds + r, &err))) goto out;
                 int s = (r % 2 == 0) ? k : n_servers - 1 - k;
                 bench_result *br = &res[p * n_servers + s];
                 snprintf(br->label, sizeof br->label, "%s", label);

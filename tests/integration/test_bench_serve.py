@@ -292,6 +292,25 @@ def test_sweep_report_and_compare(tmp_path):
     assert "B/A" in p.stdout
 
 
+def test_compare_rounds_send_fresh_prompts(tmp_path):
+    # Round 2 must not replay round 1's prompts (a prefix-caching server would answer it from its cache); both
+    # servers of a round get the same prompts, and round 1 is the one --seed gives alone.
+    def prompts(srv):
+        return [e["request"]["messages"][-1]["content"] for e in srv.stats()["log"]]
+    with FakeServer("--ttft-ms", 1, "--itl-ms", 1, "--tokens", 2, "--keep-requests") as a, \
+         FakeServer("--ttft-ms", 1, "--itl-ms", 1, "--tokens", 2, "--keep-requests") as b, \
+         FakeServer("--ttft-ms", 1, "--itl-ms", 1, "--tokens", 2, "--keep-requests") as solo:
+        bench(tmp_path, a.url, "--compare", b.url, "--compare-rounds", 2, "--num-requests", 4, "--warmup", 0,
+              "--max-concurrency", 1, "--input-len", 20, "--seed", 3, name="c.json")
+        bench(tmp_path, solo.url, "--num-requests", 4, "--warmup", 0, "--max-concurrency", 1, "--input-len", 20,
+              "--seed", 3, name="s.json")
+        pa, pb, ps = prompts(a), prompts(b), prompts(solo)
+    assert len(pa) == len(pb) == 8 and len(ps) == 4
+    a1, a2, b1, b2 = pa[:4], pa[4:], pb[:4], pb[4:]  # each server's log: its round 1, then its round 2
+    assert a1 == b1 == ps and a2 == b2
+    assert not set(a1) & set(a2)
+
+
 def test_bad_arguments_do_not_crash(tmp_path):
     for args in (["--request-rate", "x"], ["--dataset", "nope"], ["--slo", "ttft"], ["--sweep", "rate="],
                  ["--dataset", "jsonl:/nonexistent/file"]):

@@ -1,6 +1,7 @@
 // The batched forward pass over a ragged batch and the paged KV cache (see model.h for the contract).
 // Every matmul runs over all rows of the step at once, so each weight block is read once per step.
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -170,10 +171,11 @@ typedef struct attn_job {
     const model_batch *b;
     const attn_geom *geo; // the layer's: global or sliding-window
     int layer;
+    atomic_int next; // the next unit to claim: units differ in cost (context lengths, prefill runs)
 } attn_job;
 
 static void attn_run(void *arg, int ith, int nth) {
-    const attn_job *j = arg;
+    attn_job *j = arg;
     model_ctx *c = j->c;
     const model_batch *b = j->b;
     const model_hparams *hp = &c->m->hp;
@@ -182,7 +184,11 @@ static void attn_run(void *arg, int ith, int nth) {
     const int32_t *const *tables = model_kv_layer_is_swa(j->kv, j->layer) ? b->block_tables_swa : b->block_tables;
     int g = b->n_tokens * n_kv / (3 * nth), max_q = attn_max_queries(j->geo);
     g = g < 1 ? 1 : g > max_q ? max_q : g;
-    int unit = 0;
+    // Each thread walks the units in order and runs those it claims (claims only increase): a thread that
+    // finishes early takes the next unit instead of waiting on a fixed share. Every unit is computed once, by
+    // the same kernel, whichever thread claims it.
+    int unit = 0, mine = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
+    (void)ith;
     for (int t = 0; t < b->n_tokens;) {
         int len = 1; // rows t.. of one sequence at consecutive positions
         while (t + len < b->n_tokens && b->seq[t + len] == b->seq[t] && b->pos[t + len] == b->pos[t] + len) len++;
@@ -190,7 +196,8 @@ static void attn_run(void *arg, int ith, int nth) {
         for (int k = 0; k < runs; k++) {
             const int r0 = t + len * k / runs, r1 = t + len * (k + 1) / runs;
             for (int h = 0; h < n_kv; h++, unit++) {
-                if (unit % nth != ith) continue;
+                if (unit != mine) continue;
+                mine = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
                 size_t off = (size_t)r0 * q_dim + (size_t)h * rep * hd;
                 c->attn(c->xb + off, (size_t)q_dim, c->q + off, (size_t)q_dim, r1 - r0, kl, vl, tables[b->seq[r0]],
                         b->pos[r0] + 1, h, j->geo);
@@ -288,8 +295,50 @@ static void store_kv(model_ctx *c, model_kv *kv, const model_batch *b, int layer
         store_kv_rows(c, kv, b, layer, 0, 1);
         return;
     }
-    attn_job job = {c, kv, b, NULL, layer};
+    attn_job job = {.c = c, .kv = kv, .b = b, .layer = layer};
     cpu_pool_run(c->pool, store_kv_run, &job);
+}
+
+// Per-value work of a large step, split over the pool (the workers would otherwise spin while the caller does
+// it alone): the GLU over n·ffn values and RMSNorm over rows. Each value or row is computed by the same code
+// whatever the split (the GLU's tail goes through its vector body too), so results do not depend on it.
+#define FWD_PAR_MIN 16384 // values below which one thread does it: a pool dispatch costs ~1-2 us
+
+typedef struct par_job {
+    float *dst;
+    const float *src, *w;
+    int n, dim, gelu; // the GLU: n values; RMSNorm: n rows of dim
+    float eps;
+} par_job;
+
+static void glu_run(void *arg, int ith, int nth) {
+    const par_job *j = arg;
+    int per = (j->n + nth - 1) / nth;
+    per = (per + 15) & ~15;
+    const int i0 = ith * per, i1 = i0 + per < j->n ? i0 + per : j->n;
+    if (i0 >= i1) return;
+    if (j->gelu) ops_geglu(j->dst + i0, j->src + i0, i1 - i0);
+    else ops_swiglu(j->dst + i0, j->src + i0, i1 - i0);
+}
+
+// g (n values) = GLU(g, u)
+static void glu(model_ctx *c, float *g, const float *u, int n, int gelu) {
+    par_job j = {.dst = g, .src = u, .n = n, .gelu = gelu};
+    if (n >= FWD_PAR_MIN) cpu_pool_run(c->pool, glu_run, &j);
+    else glu_run(&j, 0, 1);
+}
+
+static void norm_run(void *arg, int ith, int nth) {
+    const par_job *j = arg;
+    for (int t = ith; t < j->n; t += nth)
+        ops_rmsnorm(j->dst + (size_t)t * j->dim, j->src + (size_t)t * j->dim, j->w, j->dim, j->eps);
+}
+
+// dst (n, dim) = RMSNorm of src's rows with weight w
+static void norm_rows(model_ctx *c, float *dst, const float *src, const float *w, int n, int dim, float eps) {
+    par_job j = {.dst = dst, .src = src, .w = w, .n = n, .dim = dim, .eps = eps};
+    if ((size_t)n * dim >= FWD_PAR_MIN) cpu_pool_run(c->pool, norm_run, &j);
+    else norm_run(&j, 0, 1);
 }
 
 // Gemma's sandwich norms: RMSNorm of a block's output (n, dim) before it joins the residual; no-op when
@@ -308,8 +357,7 @@ static int layer_forward(model_ctx *c, model_kv *kv, const model_batch *b, int l
     const int swa = model_layer_is_swa(hp, l);
     const float *rcos = swa ? c->rcos_swa : c->rcos, *rsin = swa ? c->rsin_swa : c->rsin;
     int rc = 0;
-    for (int t = 0; t < n; t++)
-        ops_rmsnorm(c->xb + (size_t)t * dim, c->x + (size_t)t * dim, W(ROLE_ATTN_NORM)->data, dim, hp->norm_eps);
+    norm_rows(c, c->xb, c->x, W(ROLE_ATTN_NORM)->data, n, dim, hp->norm_eps);
     {
         float *outs[3] = {c->q, c->k, c->v};
         const model_weight *ws[3] = {W(ROLE_ATTN_Q), W(ROLE_ATTN_K), W(ROLE_ATTN_V)};
@@ -352,7 +400,7 @@ static int layer_forward(model_ctx *c, model_kv *kv, const model_batch *b, int l
         if (c->rot_v) ops_hadamard_heads(v, hp->n_kv_heads, hd, c->rot_block);
     }
     store_kv(c, kv, b, l);
-    attn_job job = {c, kv, b, swa ? &c->geo_swa : &c->geo, l};
+    attn_job job = {.c = c, .kv = kv, .b = b, .geo = swa ? &c->geo_swa : &c->geo, .layer = l};
     cpu_pool_run(c->pool, attn_run, &job);
     if (c->rot_v) // H·H = I: back to the model's basis before the output projection
         for (int t = 0; t < n; t++) ops_hadamard_heads(c->xb + (size_t)t * q_dim, hp->n_heads, hd, c->rot_block);
@@ -360,18 +408,14 @@ static int layer_forward(model_ctx *c, model_kv *kv, const model_batch *b, int l
     if ((rc = matmul(c, c->q, c->xb, n, W(ROLE_ATTN_OUT), dim))) return rc;
     post_norm(c->q, n, W(ROLE_ATTN_POST_NORM), hp);
     ops_add(c->x, c->q, n * dim);
-    for (int t = 0; t < n; t++)
-        ops_rmsnorm(c->xb + (size_t)t * dim, c->x + (size_t)t * dim, W(ROLE_FFN_NORM)->data, dim, hp->norm_eps);
+    norm_rows(c, c->xb, c->x, W(ROLE_FFN_NORM)->data, n, dim, hp->norm_eps);
     {
         float *outs[2] = {c->hb, c->hb2};
         const model_weight *ws[2] = {W(ROLE_FFN_GATE), W(ROLE_FFN_UP)};
         const int lds[2] = {ffn, ffn};
         if ((rc = matmul_multi(c, outs, c->xb, n, ws, lds, 2))) return rc;
     }
-    if (hp->ffn_gelu)
-        ops_geglu(c->hb, c->hb2, n * ffn);
-    else
-        ops_swiglu(c->hb, c->hb2, n * ffn);
+    glu(c, c->hb, c->hb2, n * ffn, hp->ffn_gelu);
     if ((rc = matmul(c, c->q, c->hb, n, W(ROLE_FFN_DOWN), dim))) return rc;
     post_norm(c->q, n, W(ROLE_FFN_POST_NORM), hp);
     ops_add(c->x, c->q, n * dim);

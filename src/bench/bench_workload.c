@@ -185,6 +185,11 @@ void bench_workload_reset(bench_workload *w) {
     }
 }
 
+void bench_workload_reseed(bench_workload *w, uint64_t seed) {
+    bench_workload_reset(w);
+    w->cfg.seed = seed;
+}
+
 void bench_workload_free(bench_workload *w) {
     if (!w) return;
     bench_workload_reset(w);

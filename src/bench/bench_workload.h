@@ -53,6 +53,9 @@ int bench_workload_init(bench_workload **out, const bench_wl_cfg *cfg, tc_err *e
 void bench_workload_free(bench_workload *w);
 // Forgets multi-turn histories (before running the same workload again, e.g. against another server).
 void bench_workload_reset(bench_workload *w);
+// Resets, then draws every later request from seed instead of the configured one (a jsonl file's prompts
+// stay the file's).
+void bench_workload_reseed(bench_workload *w, uint64_t seed);
 // Request body (JSON text, owned by the caller, free()) for request idx >= 0, and the estimated prompt tokens.
 int bench_workload_body(bench_workload *w, int64_t idx, char **body, int64_t *est_input, tc_err *err);
 // The class of request idx (deterministic, as its body): whether it has a priority and which, and its length

@@ -240,13 +240,18 @@ static int warmup(const opts *o, const bench_target *t, tc_err *err) {
     return rc;
 }
 
+// The seed of round / sweep point idx: idx 0 is --seed; the others (the capacity run is -1) draw fresh prompts,
+// so a server with a prefix cache does not answer a repeated round's prompts from its cache. Both servers of a
+// round get the same.
+static uint64_t round_seed(const opts *o, int idx) { return o->wl.seed + (uint64_t)idx * 0x9E3779B97F4A7C15ull; }
+
 // The overload sweep's reference: completed requests per second of the workload sent all at once (within
 // --max-concurrency), against the first server. Not part of the results.
 static int measure_capacity(opts *o, const bench_target *t, bench_workload *wl, tc_err *err) {
     if (o->capacity > 0) return 0;
     bench_run_cfg cfg = o->run;
     cfg.rate = INFINITY, cfg.quiet = 1;
-    bench_workload_reset(wl);
+    bench_workload_reseed(wl, round_seed(o, -1));
     bench_run r;
     int rc = bench_run_exec(&r, t, &cfg, wl, err);
     if (rc) return rc;
@@ -290,17 +295,6 @@ static json_t *config_json(const opts *o, int argc, char **argv) {
     return c;
 }
 
-// The workload of round / sweep point idx: idx 0 is the seeded one; later ones draw fresh prompts from a seed of
-// their own, so a server with a prefix cache does not answer a repeated round's prompts from its cache. Both
-// servers of a round get the same prompts.
-static int round_workload(bench_workload **wl, const opts *o, int idx, tc_err *err) {
-    bench_wl_cfg c = o->wl;
-    c.seed = o->wl.seed + (uint64_t)idx * 0x9E3779B97F4A7C15ull;
-    bench_workload_free(*wl);
-    *wl = NULL;
-    return bench_workload_init(wl, &c, err);
-}
-
 int cli_bench_serve(int argc, char **argv) {
     opts o = {0};
     int prc = parse(&o, argc, argv);
@@ -339,7 +333,6 @@ int cli_bench_serve(int argc, char **argv) {
         int rounds = n_servers == 2 ? o.rounds : 1;
         for (int r = 0; r < rounds; r++)
             for (int k = 0; k < n_servers; k++) {
-                if (k == 0 && p * rounds + r > 0 && (rc = round_workload(&wl, &o, p * rounds + r, &err))) goto out;
                 int s = (r % 2 == 0) ? k : n_servers - 1 - k;
                 bench_result *br = &res[p * n_servers + s];
                 snprintf(br->label, sizeof br->label, "%s", label);
@@ -349,7 +342,7 @@ int cli_bench_serve(int argc, char **argv) {
                 if (!o.quiet)
                     fprintf(stderr, "running %s%s%s against %s (round %d/%d)\n", label[0] ? label : "benchmark",
                             br->server[0] ? " server " : "", br->server, tg[s].url, r + 1, rounds);
-                bench_workload_reset(wl);
+                bench_workload_reseed(wl, round_seed(&o, p * rounds + r));
                 bench_run one;
                 if ((rc = bench_run_exec(&one, &tg[s], &cfg, wl, &err))) goto out;
                 if ((rc = append_run(&br->run, &one))) {

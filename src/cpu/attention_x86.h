@@ -245,6 +245,20 @@ static void attn_accum_heads(float *const *oh, float (*s)[64], const char *vb, s
     }
 }
 
+// The largest of mt and s[j0..cnt), W lanes at a time (a max is exact in any order).
+static inline float attn_tile_max(const float *s, int j0, int cnt, float mt) {
+    int j = j0;
+    if (cnt - j0 >= W) {
+        V vmx = SET1(mt);
+        for (; j + W <= cnt; j += W) vmx = MAXV(vmx, LOADF(s + j));
+        float t[W];
+        STOREF(t, vmx);
+        for (int i = 0; i < W; i++) mt = t[i] > mt ? t[i] : mt;
+    }
+    for (; j < cnt; j++) mt = s[j] > mt ? s[j] : mt;
+    return mt;
+}
+
 // The multi-query kernel (attention.h, attn_multi_fn): n_q queries at consecutive positions, head r being
 // query r / n_rep's head r % n_rep. Per tile, each query's rows [j0, cnt) are exactly those the one-query
 // kernel reads for it, and every head's arithmetic (score, max, exp, sum, rescale, V order) is the one-query
@@ -309,18 +323,7 @@ void ATTN_X86_MULTI_FN(float *out, size_t out_stride, const float *q, size_t q_s
         for (int r = 0; r < nh; r++) {
             const int j0 = qj0[r / nr], cnt = qcnt[r / nr];
             if (cnt <= j0) continue;
-            float mt = m[r];
-            { // the tile's max, W lanes at a time (a max is exact in any order)
-                int j = j0;
-                if (cnt - j0 >= W) {
-                    V vmx = SET1(mt);
-                    for (; j + W <= cnt; j += W) vmx = MAXV(vmx, LOADF(&s[r][j]));
-                    float t[W];
-                    STOREF(t, vmx);
-                    for (int i = 0; i < W; i++) mt = t[i] > mt ? t[i] : mt;
-                }
-                for (; j < cnt; j++) mt = s[r][j] > mt ? s[r][j] : mt;
-            }
+            const float mt = attn_tile_max(s[r], j0, cnt, m[r]);
             float corr = expf(m[r] - mt), sum = 0.0f;
             int j = j0;
             V vm = SET1(mt), vsum = ZERO();

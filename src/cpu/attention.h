@@ -12,6 +12,7 @@
 
 #define ATTN_MAX_REP 32       // query heads per KV head
 #define ATTN_MAX_HEAD_DIM 256
+#define ATTN_TILE 64          // KV positions per tile of the x86 kernels (whole blocks; block_size <= 64)
 
 typedef struct attn_geom {
     int n_kv_heads;
@@ -79,11 +80,6 @@ void attn_multi_avx2(float *out, size_t out_stride, const float *q, size_t q_str
 void attn_multi_avx512(float *out, size_t out_stride, const float *q, size_t q_stride, int n_q,
                        const void *k_layer, const void *v_layer, const int32_t *blocks, int n_pos, int kv_head,
                        const attn_geom *geo);
-
-// y[i] = expf(x[i]), vectorized bit for bit (x86_expf.h): the exp of the f16 cache's softmax, exported for
-// its unit test.
-void attn_expf_avx2(float *y, const float *x, int n);
-void attn_expf_avx512(float *y, const float *x, int n);
 
 // Queries one multi-query call may take for this geometry (>= 1).
 static inline int attn_max_queries(const attn_geom *geo) { return ATTN_MAX_REP / geo->n_rep; }

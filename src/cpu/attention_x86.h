@@ -1,21 +1,22 @@
 // The x86 attention kernel body (see attention.h), compiled once per ISA: attention_avx2.c and
 // attention_avx512.c define the vector macros below and include this file. One call takes n_q queries of a
-// sequence at consecutive positions (the one-query kernel is n_q = 1). Per KV block (tile): scores for all
-// n_q·n_rep heads, one online-softmax rescale per tile and head, then V accumulation.
+// sequence at consecutive positions (the one-query kernel is n_q = 1). Per tile of ATTN_TILE positions (whole
+// KV blocks, at multiples of the tile size): scores for all n_q·n_rep heads, one online-softmax step per tile
+// and head (the weights' exp W lanes at a time, x86_vexp, and a vector sum), then V accumulation.
 // - K: an f16 row is converted in registers once and dotted with f32 q, 1-4 heads' FMA chains side by side;
 //   a q8_0/q4_0 row is dotted with the query rounded to 8 bits (attn_q8, attention.h) by 256-bit integer dot
 //   products (vpdpbusd with AVX512-VNNI, maddubs + madd on AVX2; x86_common.h), one scale per 32 values.
 // - V: per W-float chunk of the head dim, up to 8 heads' outputs (or fewer heads over 2-4 chunks) stay in
-//   registers over the whole tile while each row's chunk is converted once (q4_0/q8_0 straight from the
+//   registers over the whole tile (across its blocks) while each row's chunk is converted once (q4_0/q8_0 straight from the
 //   quantized bytes; no row buffer).
 // Every head's arithmetic is in the same order whatever the grouping, so a query's output does not depend on
 // n_q or on the other queries.
 //
-// Required macros: ATTN_X86_FN, ATTN_X86_MULTI_FN, ATTN_X86_EXPF_FN (function names), W (floats per vector, 8
+// Required macros: ATTN_X86_FN, ATTN_X86_MULTI_FN (function names), W (floats per vector, 8
 // or 16: divides the 32-value quant block), V (vector type), LOAD_H(p) (W f16 → V), LOAD_Q8(p) (W int8 → V),
 // LOAD_Q4(p, hi) (W unsigned nibbles → V: the low nibbles of bytes p[0..W) or, hi, their high nibbles), H2F(h)
-// (one f16 → float), REDUCE(v) (horizontal sum → float), EXPF(v) (expf per lane, bit for bit: x86_expf.h),
-// and the vector macros of x86_vec256.h / x86_vec512.h (W, V, LOADF, FMA, ..., x86_vexp).
+// (one f16 → float), REDUCE(v) (horizontal sum → float), and the vector macros of x86_vec256.h /
+// x86_vec512.h (W, V, LOADF, FMA, ..., x86_vexp).
 #include <math.h>
 #include <string.h>
 
@@ -53,9 +54,6 @@ static inline void attn_load_row(V *dst, const void *row, int type, int nv) {
     }
 }
 
-// e^x per lane for the softmax's x <= 0 (a quantized cache's weights, W at a time instead of one expf call
-// each): x86_vexp (x86_vexp.h, from the ISA file's vector macros).
-
 // One W-float chunk c of a row as floats (the block scale applied), converted in registers.
 static inline V attn_load_chunk(const char *row, int type, int c) {
     if (type == TT_Q8_0) {
@@ -82,13 +80,13 @@ static inline __m256 attn_hsum8x8(const __m256 *a) {
 
 // s[r][j] = scale · q_r·k_j for the rows j in [j0, cnt) of a quantized K tile (q8_0 or q4_0), 8 rows at a
 // time: each K row is unpacked once for all query heads, and the 8 per-row sums are reduced together.
-static inline void attn_scores_q(float (*s)[64], const attn_q8 *qq, const char *kb, size_t k_row, int kt,
+static inline void attn_scores_q(float (*s)[ATTN_TILE], const attn_q8 *qq, const char *kb, int jb, size_t k_row, int kt,
                                  int j0, int cnt, int nr, int nb, float scale) {
     __m256 part[ATTN_MAX_REP][8]; // per query head, per row of the group: 8 lanes still to be summed
     for (int g0 = j0; g0 < cnt; g0 += 8) {
         const int gn = cnt - g0 < 8 ? cnt - g0 : 8;
         for (int jj = 0; jj < gn; jj++) {
-            const char *row = kb + (size_t)(g0 + jj) * k_row;
+            const char *row = kb + (size_t)(g0 + jj - jb) * k_row;
             __m256i ku[ATTN_MAX_HEAD_DIM / 32], ks[ATTN_MAX_HEAD_DIM / 32]; // unsigned operand; signed k (q8, AVX2)
             float dk[ATTN_MAX_HEAD_DIM / 32];
             int off; // k = ku - off, except q8_0 without VNNI (sign trick, no offset)
@@ -139,22 +137,8 @@ static inline void attn_scores_q(float (*s)[64], const attn_q8 *qq, const char *
     }
 }
 
-// s[hs[i]][j] = scale · q_hs[i] · k for RN heads against one f16 K row held in registers: RN independent
-// FMA chains side by side (one chain is FMA latency bound), each summed over the chunks in order and reduced
-// as one head alone is, so a score does not depend on the heads beside it.
-static inline __attribute__((always_inline)) void attn_scores_f(float (*s)[64], const float *const *qh,
-                                                                const int *hs, const V *kv, int j, int nv,
-                                                                const int RN, float scale) {
-    V acc[4];
-    for (int i = 0; i < RN; i++) acc[i] = ZERO();
-    for (int c = 0; c < nv; c++)
-        for (int i = 0; i < RN; i++) acc[i] = FMA(LOADF(qh[hs[i]] + c * W), kv[c], acc[i]);
-    for (int i = 0; i < RN; i++) s[hs[i]][j] = REDUCE(acc[i]) * scale;
-}
-
-#ifdef REDUCE8X8
-// part[hs + i][jj] = the FMA chain of head hs + i against one f16 K row, unreduced: REDUCE8X8 later sums 8
-// rows' chains of a head at once, in the order REDUCE sums one (the same score, bit for bit).
+// part[hs + i][jj] = the FMA chain of head hs + i against one f16 K row, unreduced: attn_sum8_rows later sums
+// 8 rows' chains of a head at once.
 static inline __attribute__((always_inline)) void attn_parts_f(V (*part)[8], const float *const *qh, int hs,
                                                                const V *kv, int jj, int nv, const int RN) {
     V acc[4];
@@ -164,16 +148,43 @@ static inline __attribute__((always_inline)) void attn_parts_f(V (*part)[8], con
     for (int i = 0; i < RN; i++) part[hs + i][jj] = acc[i];
 }
 
+// The 8 sums of a[0..8) as one vector, each as (v0+v4 + v2+v6) + (v1+v5 + v3+v7) over its 8 lanes.
+static inline __m256 attn_hsum8x8_ordered(const __m256 *a) {
+    __m256 b[4]; // b[i]: a[i] and a[i + 4], lane k of each half = v[k] + v[k + 4]
+    for (int i = 0; i < 4; i++)
+        b[i] = _mm256_add_ps(_mm256_permute2f128_ps(a[i], a[i + 4], 0x20), _mm256_permute2f128_ps(a[i], a[i + 4], 0x31));
+    __m256 c[2]; // c[0]: a0, a1 | a4, a5 (c[1]: a2, a3 | a6, a7) as (s0 + s2, s1 + s3) pairs
+    for (int i = 0; i < 2; i++) {
+        const __m256d x = _mm256_castps_pd(b[2 * i]), y = _mm256_castps_pd(b[2 * i + 1]);
+        c[i] = _mm256_add_ps(_mm256_castpd_ps(_mm256_unpacklo_pd(x, y)), _mm256_castpd_ps(_mm256_unpackhi_pd(x, y)));
+    }
+    return _mm256_add_ps(_mm256_shuffle_ps(c[0], c[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                         _mm256_shuffle_ps(c[0], c[1], _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+// The horizontal sums of 8 vectors a[0..8) as one 8-lane vector (a 16-lane vector's halves are added first).
+static inline __m256 attn_sum8_rows(const V *a) {
+#if W == 16
+    __m256 h[8];
+    for (int i = 0; i < 8; i++)
+        h[i] = _mm256_add_ps(_mm512_castps512_ps256(a[i]),
+                             _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a[i]), 1)));
+    return attn_hsum8x8_ordered(h);
+#else
+    return attn_hsum8x8_ordered(a);
+#endif
+}
+
 // s[r][j] = scale · q_r·k_j for every head r < nh and the f16 K rows j in [lo, hi), 8 rows at a time: the
-// chains of 8 rows are reduced together (REDUCE8X8: 21 shuffles and adds for 8 sums instead of 6 each).
-static inline void attn_scores_f8(float (*s)[64], const float *const *qh, const char *kb, size_t k_row, int kt,
-                                  int lo, int hi, int nh, int nv, float scale) {
+// chains of 8 rows are reduced together (attn_sum8_rows: ~21 shuffles and adds for 8 sums instead of 6 each).
+static inline void attn_scores_f8(float (*s)[ATTN_TILE], const float *const *qh, const char *kb, int jb, size_t k_row,
+                                  int kt, int lo, int hi, int nh, int nv, float scale) {
     V part[ATTN_MAX_REP][8];
     for (int g0 = lo; g0 < hi; g0 += 8) {
         const int gn = hi - g0 < 8 ? hi - g0 : 8;
         for (int jj = 0; jj < gn; jj++) {
             V kv[ATTN_MAX_HEAD_DIM / W];
-            attn_load_row(kv, kb + (size_t)(g0 + jj) * k_row, kt, nv);
+            attn_load_row(kv, kb + (size_t)(g0 + jj - jb) * k_row, kt, nv);
             int h = 0;
             for (; h + 4 <= nh; h += 4) attn_parts_f(part, qh, h, kv, jj, nv, 4);
             switch (nh - h) {
@@ -185,64 +196,76 @@ static inline void attn_scores_f8(float (*s)[64], const float *const *qh, const 
         }
         for (int r = 0; r < nh; r++) {
             for (int jj = gn; jj < 8; jj++) part[r][jj] = ZERO();
-            const V sums = MUL(REDUCE8X8(part[r]), SET1(scale));
-            if (gn == 8) STOREF(&s[r][g0], sums);
+            const __m256 sums = _mm256_mul_ps(attn_sum8_rows(part[r]), _mm256_set1_ps(scale));
+            if (gn == 8) _mm256_storeu_ps(&s[r][g0], sums);
             else {
                 float t[8];
-                STOREF(t, sums);
+                _mm256_storeu_ps(t, sums);
                 memcpy(&s[r][g0], t, sizeof(float) * (size_t)gn);
             }
         }
     }
 }
-#endif
 
-// Heads oh[r0..r0 + RN) += Σ_j s[r][j] · v_j over the tile rows j in [j0, cnt), CC chunks of the head dim at a
-// time with the outputs held in registers. RN and CC are constants at each call site (always_inline), so a[]
-// lives in registers: RN·CC independent FMA chains side by side (fewer are FMA latency bound). Each output
-// element's sum runs over j in order whatever RN and CC are (the multi-query kernel groups heads of several
-// queries), so the result does not depend on the grouping.
-static inline __attribute__((always_inline)) void attn_accum_v(float *const *oh, float (*s)[64], const char *vb,
-                                                               size_t v_row, int vt, int j0, int cnt, int r0,
-                                                               const int RN, const int CC, int hd) {
-    int c = 0;
-    for (; c + CC <= hd / W; c += CC) {
-        V a[8]; // a[i·CC + k]: head r0 + i, chunk c + k
-        for (int i = 0; i < RN; i++)
-            for (int k = 0; k < CC; k++) a[i * CC + k] = LOADF(oh[r0 + i] + (c + k) * W);
-        for (int j = j0; j < cnt; j++)
+// Heads oh[r0..r0 + RN), chunks [c, c + CC) of the head dim += Σ_j s[r][j] · v_j over the tile rows j in
+// [j0, cnt) (its blocks' rows: vbs[b], bs rows each), the outputs held in registers over the whole tile.
+static inline __attribute__((always_inline)) void attn_accum_chunks(float *const *oh, float (*s)[ATTN_TILE],
+                                                                    const char *const *vbs, int bs, size_t v_row,
+                                                                    const int VT, int j0, int cnt, int r0,
+                                                                    const int RN, const int CC, int c) {
+    V a[8]; // a[i·CC + k]: head r0 + i, chunk c + k
+    for (int i = 0; i < RN; i++)
+        for (int k = 0; k < CC; k++) a[i * CC + k] = LOADF(oh[r0 + i] + (c + k) * W);
+    for (int b = j0 / bs; b * bs < cnt; b++) {
+        const int jb = b * bs, js = j0 > jb ? j0 : jb, e = cnt < jb + bs ? cnt : jb + bs;
+        const char *row = vbs[b] + (size_t)(js - jb) * v_row;
+        for (int j = js; j < e; j++, row += v_row)
             for (int k = 0; k < CC; k++) {
-                V vv = attn_load_chunk(vb + (size_t)j * v_row, vt, c + k);
+                V vv = attn_load_chunk(row, VT, c + k);
                 for (int i = 0; i < RN; i++) a[i * CC + k] = FMA(SET1(s[r0 + i][j]), vv, a[i * CC + k]);
             }
-        for (int i = 0; i < RN; i++)
-            for (int k = 0; k < CC; k++) STOREF(oh[r0 + i] + (c + k) * W, a[i * CC + k]);
     }
-    for (; c < hd / W; c++) { // a head dim that is not a multiple of CC chunks
-        V a[8];
-        for (int i = 0; i < RN; i++) a[i] = LOADF(oh[r0 + i] + c * W);
-        for (int j = j0; j < cnt; j++) {
-            V vv = attn_load_chunk(vb + (size_t)j * v_row, vt, c);
-            for (int i = 0; i < RN; i++) a[i] = FMA(SET1(s[r0 + i][j]), vv, a[i]);
-        }
-        for (int i = 0; i < RN; i++) STOREF(oh[r0 + i] + c * W, a[i]);
-    }
+    for (int i = 0; i < RN; i++)
+        for (int k = 0; k < CC; k++) STOREF(oh[r0 + i] + (c + k) * W, a[i * CC + k]);
+}
+
+// Heads oh[r0..r0 + RN) += Σ_j s[r][j] · v_j over the tile rows j in [j0, cnt), CC chunks of the head dim at a
+// time. RN, CC and VT (the cache type) are constants at each call site (always_inline), so a[] lives in
+// registers: RN·CC independent FMA chains side by side (fewer are FMA latency bound), and no row tests the
+// type. Each output element's sum runs over j in order whatever RN and CC are (the multi-query kernel groups
+// heads of several queries), so the result does not depend on the grouping.
+static inline __attribute__((always_inline)) void attn_accum_v(float *const *oh, float (*s)[ATTN_TILE],
+                                                               const char *const *vbs, int bs, size_t v_row,
+                                                               const int VT, int j0, int cnt, int r0, const int RN,
+                                                               const int CC, int hd) {
+    int c = 0;
+    for (; c + CC <= hd / W; c += CC) attn_accum_chunks(oh, s, vbs, bs, v_row, VT, j0, cnt, r0, RN, CC, c);
+    for (; c < hd / W; c++) attn_accum_chunks(oh, s, vbs, bs, v_row, VT, j0, cnt, r0, RN, 1, c); // the rest
 }
 
 // Heads [r0, r1) over the same tile rows [j0, cnt): 8 at a time, or fewer with 2-8 chunks each.
-static void attn_accum_heads(float *const *oh, float (*s)[64], const char *vb, size_t v_row, int vt, int j0,
-                             int cnt, int r0, int r1, int hd) {
-    for (; r0 + 8 <= r1; r0 += 8) attn_accum_v(oh, s, vb, v_row, vt, j0, cnt, r0, 8, 1, hd);
+static inline __attribute__((always_inline)) void attn_accum_heads_t(float *const *oh, float (*s)[ATTN_TILE],
+                                                                     const char *const *vbs, int bs, size_t v_row,
+                                                                     const int VT, int j0, int cnt, int r0, int r1,
+                                                                     int hd) {
+    for (; r0 + 8 <= r1; r0 += 8) attn_accum_v(oh, s, vbs, bs, v_row, VT, j0, cnt, r0, 8, 1, hd);
     switch (r1 - r0) {
-    case 7: attn_accum_v(oh, s, vb, v_row, vt, j0, cnt, r0, 7, 1, hd); break;
-    case 6: attn_accum_v(oh, s, vb, v_row, vt, j0, cnt, r0, 6, 1, hd); break;
-    case 5: attn_accum_v(oh, s, vb, v_row, vt, j0, cnt, r0, 5, 1, hd); break;
-    case 4: attn_accum_v(oh, s, vb, v_row, vt, j0, cnt, r0, 4, 2, hd); break;
-    case 3: attn_accum_v(oh, s, vb, v_row, vt, j0, cnt, r0, 3, 2, hd); break;
-    case 2: attn_accum_v(oh, s, vb, v_row, vt, j0, cnt, r0, 2, 4, hd); break;
-    case 1: attn_accum_v(oh, s, vb, v_row, vt, j0, cnt, r0, 1, 4, hd); break;
+    case 7: attn_accum_v(oh, s, vbs, bs, v_row, VT, j0, cnt, r0, 7, 1, hd); break;
+    case 6: attn_accum_v(oh, s, vbs, bs, v_row, VT, j0, cnt, r0, 6, 1, hd); break;
+    case 5: attn_accum_v(oh, s, vbs, bs, v_row, VT, j0, cnt, r0, 5, 1, hd); break;
+    case 4: attn_accum_v(oh, s, vbs, bs, v_row, VT, j0, cnt, r0, 4, 2, hd); break;
+    case 3: attn_accum_v(oh, s, vbs, bs, v_row, VT, j0, cnt, r0, 3, 2, hd); break;
+    case 2: attn_accum_v(oh, s, vbs, bs, v_row, VT, j0, cnt, r0, 2, 4, hd); break;
+    case 1: attn_accum_v(oh, s, vbs, bs, v_row, VT, j0, cnt, r0, 1, 4, hd); break;
     default: break;
     }
+}
+
+static void attn_accum_heads(float *const *oh, float (*s)[ATTN_TILE], const char *const *vbs, int bs, size_t v_row,
+                             int vt, int j0, int cnt, int r0, int r1, int hd) {
+    if (vt == TT_Q8_0) attn_accum_heads_t(oh, s, vbs, bs, v_row, TT_Q8_0, j0, cnt, r0, r1, hd);
+    else if (vt == TT_Q4_0) attn_accum_heads_t(oh, s, vbs, bs, v_row, TT_Q4_0, j0, cnt, r0, r1, hd);
+    else attn_accum_heads_t(oh, s, vbs, bs, v_row, TT_F16, j0, cnt, r0, r1, hd);
 }
 
 // The largest of mt and s[j0..cnt), W lanes at a time (a max is exact in any order).
@@ -270,7 +293,7 @@ void ATTN_X86_MULTI_FN(float *out, size_t out_stride, const float *q, size_t q_s
     const int kt = geo->k_type, vt = geo->v_type, kq = attn_k_quantized(kt);
     const size_t k_row = attn_row_bytes(kt, hd), v_row = attn_row_bytes(vt, hd);
     float m[ATTN_MAX_REP], l[ATTN_MAX_REP];
-    float s[ATTN_MAX_REP][64]; // scores then weights of one tile; block_size <= 64
+    float s[ATTN_MAX_REP][ATTN_TILE]; // scores then weights of one tile
     float *oh[ATTN_MAX_REP];
     const float *qh[ATTN_MAX_REP];
     int qj0[ATTN_MAX_REP], qcnt[ATTN_MAX_REP]; // per query: its rows of the current tile
@@ -284,42 +307,31 @@ void ATTN_X86_MULTI_FN(float *out, size_t out_stride, const float *q, size_t q_s
     if (kq)
         for (int i = 0; i < n_q; i++) attn_quantize_q_at(&qq, i * nr, q + (size_t)i * q_stride, nr, hd);
     const int first = attn_first_pos(geo, n_pos), end = n_pos + n_q - 1; // the last query sees `end` positions
-    for (int p0 = first / bs * bs; p0 < end; p0 += bs) {
-        int lo = bs, hi = 0;
+    // Tiles of whole blocks, at multiples of ts: where a tile starts does not depend on the query (a sliding
+    // window's start does), so each query's softmax sees the same tiles in the multi- and one-query calls.
+    const int ts = bs < ATTN_TILE ? ATTN_TILE / bs * bs : bs;
+    const char *kbs[ATTN_TILE], *vbs[ATTN_TILE]; // per block of the tile: its first K and V rows
+    for (int p0 = first / ts * ts; p0 < end; p0 += ts) {
+        int lo = ts, hi = 0;
         for (int i = 0; i < n_q; i++) {
             const int np = n_pos + i, f = attn_first_pos(geo, np);
             qj0[i] = f > p0 ? f - p0 : 0; // the window may start inside the tile
-            qcnt[i] = np - p0 < bs ? np - p0 : bs;
+            qcnt[i] = np - p0 < ts ? np - p0 : ts;
             if (qcnt[i] <= qj0[i]) continue; // the tile is outside this query's positions
             lo = qj0[i] < lo ? qj0[i] : lo, hi = qcnt[i] > hi ? qcnt[i] : hi;
         }
         if (hi <= lo) continue;
-        size_t row0 = ((size_t)blocks[p0 / bs] * geo->n_kv_heads + kv_head) * bs;
-        const char *kb = (const char *)k_layer + row0 * k_row, *vb = (const char *)v_layer + row0 * v_row;
-        if (kq) // every head over [lo, hi): a score depends on its own row only, the extra ones go unread
-            attn_scores_q(s, &qq, kb, k_row, kt, lo, hi, nh, hd / 32, geo->scale);
-#ifdef REDUCE8X8
-        else // likewise
-            attn_scores_f8(s, qh, kb, k_row, kt, lo, hi, nh, nv, geo->scale);
-#else
-        else
-            for (int j = lo; j < hi; j++) {
-                V kv[ATTN_MAX_HEAD_DIM / W];
-                attn_load_row(kv, kb + (size_t)j * k_row, kt, nv);
-                int hs[ATTN_MAX_REP], n = 0; // the heads whose query sees row j
-                for (int i = 0; i < n_q; i++)
-                    if (j >= qj0[i] && j < qcnt[i])
-                        for (int r = i * nr; r < (i + 1) * nr; r++) hs[n++] = r;
-                int h = 0;
-                for (; h + 4 <= n; h += 4) attn_scores_f(s, qh, hs + h, kv, j, nv, 4, geo->scale);
-                switch (n - h) {
-                case 3: attn_scores_f(s, qh, hs + h, kv, j, nv, 3, geo->scale); break;
-                case 2: attn_scores_f(s, qh, hs + h, kv, j, nv, 2, geo->scale); break;
-                case 1: attn_scores_f(s, qh, hs + h, kv, j, nv, 1, geo->scale); break;
-                default: break;
-                }
-            }
-#endif
+        for (int b = lo / bs; b * bs < hi; b++) { // blocks wholly before the window stay unread
+            size_t row0 = ((size_t)blocks[p0 / bs + b] * geo->n_kv_heads + kv_head) * bs;
+            kbs[b] = (const char *)k_layer + row0 * k_row, vbs[b] = (const char *)v_layer + row0 * v_row;
+        }
+        // every head over [lo, hi), a block at a time: a score depends on its own row only, the extra ones go
+        // unread
+        for (int b = lo / bs; b * bs < hi; b++) {
+            const int jb = b * bs, sl = lo > jb ? lo : jb, sh = hi < jb + bs ? hi : jb + bs;
+            if (kq) attn_scores_q(s, &qq, kbs[b], jb, k_row, kt, sl, sh, nh, hd / 32, geo->scale);
+            else attn_scores_f8(s, qh, kbs[b], jb, k_row, kt, sl, sh, nh, nv, geo->scale);
+        }
         for (int r = 0; r < nh; r++) {
             const int j0 = qj0[r / nr], cnt = qcnt[r / nr];
             if (cnt <= j0) continue;
@@ -327,16 +339,9 @@ void ATTN_X86_MULTI_FN(float *out, size_t out_stride, const float *q, size_t q_s
             float corr = expf(m[r] - mt), sum = 0.0f;
             int j = j0;
             V vm = SET1(mt), vsum = ZERO();
-            // A quantized cache: the fast vector exp and a vector sum. An f16 cache keeps expf's values (EXPF:
-            // x86_expf.h, glibc's expf lane by lane) and the sequential sum, bit for bit the numerics its golden
-            // tests (tests/ref) were set against.
-            for (; kq && j + W <= cnt; j += W) {
+            for (; j + W <= cnt; j += W) {
                 V e = x86_vexp(SUB(LOADF(&s[r][j]), vm));
-                STOREF(&s[r][j], e), vsum = FMA(e, SET1(1.0f), vsum);
-            }
-            if (!kq) {
-                for (; j + W <= cnt; j += W) STOREF(&s[r][j], EXPF(SUB(LOADF(&s[r][j]), vm)));
-                for (int i = j0; i < j; i++) sum += s[r][i];
+                STOREF(&s[r][j], e), vsum = ADD(e, vsum);
             }
             for (; j < cnt; j++) sum += s[r][j] = expf(s[r][j] - mt);
             sum += REDUCE(vsum);
@@ -350,7 +355,7 @@ void ATTN_X86_MULTI_FN(float *out, size_t out_stride, const float *q, size_t q_s
         for (int i = 0; i < n_q;) { // runs of queries with the same rows share each converted V chunk
             int e = i + 1;
             while (e < n_q && qj0[e] == qj0[i] && qcnt[e] == qcnt[i]) e++;
-            if (qcnt[i] > qj0[i]) attn_accum_heads(oh, s, vb, v_row, vt, qj0[i], qcnt[i], i * nr, e * nr, hd);
+            if (qcnt[i] > qj0[i]) attn_accum_heads(oh, s, vbs, bs, v_row, vt, qj0[i], qcnt[i], i * nr, e * nr, hd);
             i = e;
         }
     }
@@ -358,12 +363,6 @@ void ATTN_X86_MULTI_FN(float *out, size_t out_stride, const float *q, size_t q_s
         V inv = SET1(l[r] > 0 ? 1.0f / l[r] : 0.0f);
         for (int c = 0; c < nv; c++) STOREF(oh[r] + c * W, MUL(LOADF(oh[r] + c * W), inv));
     }
-}
-
-void ATTN_X86_EXPF_FN(float *y, const float *x, int n) {
-    int i = 0;
-    for (; i + W <= n; i += W) STOREF(y + i, EXPF(LOADF(x + i)));
-    for (; i < n; i++) y[i] = expf(x[i]);
 }
 
 void ATTN_X86_FN(float *out, const float *q, const void *k_layer, const void *v_layer,

@@ -7,8 +7,8 @@
 //   a q8_0/q4_0 row is dotted with the query rounded to 8 bits (attn_q8, attention.h) by 256-bit integer dot
 //   products (vpdpbusd with AVX512-VNNI, maddubs + madd on AVX2; x86_common.h), one scale per 32 values.
 // - V: per W-float chunk of the head dim, up to 8 heads' outputs (or fewer heads over 2-4 chunks) stay in
-//   registers over the whole tile (across its blocks) while each row's chunk is converted once (q4_0/q8_0 straight from the
-//   quantized bytes; no row buffer).
+//   registers over the whole tile (across its blocks) while each row's chunk is converted once (q4_0/q8_0
+//   straight from the quantized bytes; no row buffer).
 // Every head's arithmetic is in the same order whatever the grouping, so a query's output does not depend on
 // n_q or on the other queries.
 //
@@ -80,8 +80,8 @@ static inline __m256 attn_hsum8x8(const __m256 *a) {
 
 // s[r][j] = scale · q_r·k_j for the rows j in [j0, cnt) of a quantized K tile (q8_0 or q4_0), 8 rows at a
 // time: each K row is unpacked once for all query heads, and the 8 per-row sums are reduced together.
-static inline void attn_scores_q(float (*s)[ATTN_TILE], const attn_q8 *qq, const char *kb, int jb, size_t k_row, int kt,
-                                 int j0, int cnt, int nr, int nb, float scale) {
+static inline void attn_scores_q(float (*s)[ATTN_TILE], const attn_q8 *qq, const char *kb, int jb, size_t k_row,
+                                 int kt, int j0, int cnt, int nr, int nb, float scale) {
     __m256 part[ATTN_MAX_REP][8]; // per query head, per row of the group: 8 lanes still to be summed
     for (int g0 = j0; g0 < cnt; g0 += 8) {
         const int gn = cnt - g0 < 8 ? cnt - g0 : 8;
@@ -152,11 +152,13 @@ static inline __attribute__((always_inline)) void attn_parts_f(V (*part)[8], con
 static inline __m256 attn_hsum8x8_ordered(const __m256 *a) {
     __m256 b[4]; // b[i]: a[i] and a[i + 4], lane k of each half = v[k] + v[k + 4]
     for (int i = 0; i < 4; i++)
-        b[i] = _mm256_add_ps(_mm256_permute2f128_ps(a[i], a[i + 4], 0x20), _mm256_permute2f128_ps(a[i], a[i + 4], 0x31));
+        b[i] = _mm256_add_ps(_mm256_permute2f128_ps(a[i], a[i + 4], 0x20),
+                             _mm256_permute2f128_ps(a[i], a[i + 4], 0x31));
     __m256 c[2]; // c[0]: a0, a1 | a4, a5 (c[1]: a2, a3 | a6, a7) as (s0 + s2, s1 + s3) pairs
     for (int i = 0; i < 2; i++) {
         const __m256d x = _mm256_castps_pd(b[2 * i]), y = _mm256_castps_pd(b[2 * i + 1]);
-        c[i] = _mm256_add_ps(_mm256_castpd_ps(_mm256_unpacklo_pd(x, y)), _mm256_castpd_ps(_mm256_unpackhi_pd(x, y)));
+        c[i] = _mm256_add_ps(_mm256_castpd_ps(_mm256_unpacklo_pd(x, y)),
+                             _mm256_castpd_ps(_mm256_unpackhi_pd(x, y)));
     }
     return _mm256_add_ps(_mm256_shuffle_ps(c[0], c[1], _MM_SHUFFLE(2, 0, 2, 0)),
                          _mm256_shuffle_ps(c[0], c[1], _MM_SHUFFLE(3, 1, 3, 1)));
@@ -177,8 +179,8 @@ static inline __m256 attn_sum8_rows(const V *a) {
 
 // s[r][j] = scale · q_r·k_j for every head r < nh and the f16 K rows j in [lo, hi), 8 rows at a time: the
 // chains of 8 rows are reduced together (attn_sum8_rows: ~21 shuffles and adds for 8 sums instead of 6 each).
-static inline void attn_scores_f8(float (*s)[ATTN_TILE], const float *const *qh, const char *kb, int jb, size_t k_row,
-                                  int kt, int lo, int hi, int nh, int nv, float scale) {
+static inline void attn_scores_f8(float (*s)[ATTN_TILE], const float *const *qh, const char *kb, int jb,
+                                  size_t k_row, int kt, int lo, int hi, int nh, int nv, float scale) {
     V part[ATTN_MAX_REP][8];
     for (int g0 = lo; g0 < hi; g0 += 8) {
         const int gn = hi - g0 < 8 ? hi - g0 : 8;
@@ -261,8 +263,8 @@ static inline __attribute__((always_inline)) void attn_accum_heads_t(float *cons
     }
 }
 
-static void attn_accum_heads(float *const *oh, float (*s)[ATTN_TILE], const char *const *vbs, int bs, size_t v_row,
-                             int vt, int j0, int cnt, int r0, int r1, int hd) {
+static void attn_accum_heads(float *const *oh, float (*s)[ATTN_TILE], const char *const *vbs, int bs,
+                             size_t v_row, int vt, int j0, int cnt, int r0, int r1, int hd) {
     if (vt == TT_Q8_0) attn_accum_heads_t(oh, s, vbs, bs, v_row, TT_Q8_0, j0, cnt, r0, r1, hd);
     else if (vt == TT_Q4_0) attn_accum_heads_t(oh, s, vbs, bs, v_row, TT_Q4_0, j0, cnt, r0, r1, hd);
     else attn_accum_heads_t(oh, s, vbs, bs, v_row, TT_F16, j0, cnt, r0, r1, hd);
@@ -355,7 +357,8 @@ void ATTN_X86_MULTI_FN(float *out, size_t out_stride, const float *q, size_t q_s
         for (int i = 0; i < n_q;) { // runs of queries with the same rows share each converted V chunk
             int e = i + 1;
             while (e < n_q && qj0[e] == qj0[i] && qcnt[e] == qcnt[i]) e++;
-            if (qcnt[i] > qj0[i]) attn_accum_heads(oh, s, vbs, bs, v_row, vt, qj0[i], qcnt[i], i * nr, e * nr, hd);
+            if (qcnt[i] > qj0[i])
+                attn_accum_heads(oh, s, vbs, bs, v_row, vt, qj0[i], qcnt[i], i * nr, e * nr, hd);
             i = e;
         }
     }

@@ -179,8 +179,10 @@ static inline __m256 attn_sum8_rows(const V *a) {
 
 // s[r][j] = scale · q_r·k_j for every head r < nh and the f16 K rows j in [lo, hi), 8 rows at a time: the
 // chains of 8 rows are reduced together (attn_sum8_rows: ~21 shuffles and adds for 8 sums instead of 6 each).
-static inline void attn_scores_f8(float (*s)[ATTN_TILE], const float *const *qh, const char *kb, int jb,
-                                  size_t k_row, int kt, int lo, int hi, int nh, int nv, float scale) {
+static inline __attribute__((always_inline)) void attn_scores_f8_n(float (*s)[ATTN_TILE], const float *const *qh,
+                                                                   const char *kb, int jb, size_t k_row, int kt,
+                                                                   int lo, int hi, int nh, const int nv,
+                                                                   float scale) {
     V part[ATTN_MAX_REP][8];
     for (int g0 = lo; g0 < hi; g0 += 8) {
         const int gn = hi - g0 < 8 ? hi - g0 : 8;
@@ -207,6 +209,14 @@ static inline void attn_scores_f8(float (*s)[ATTN_TILE], const float *const *qh,
             }
         }
     }
+}
+
+// The same with the head dim a constant for 64 (SmolLM2, TinyLlama): the chunk loops unroll and the K row
+// stays in registers (bench_attention: 10-15% faster).
+static void attn_scores_f8(float (*s)[ATTN_TILE], const float *const *qh, const char *kb, int jb, size_t k_row,
+                           int kt, int lo, int hi, int nh, int nv, float scale) {
+    if (nv == 64 / W) attn_scores_f8_n(s, qh, kb, jb, k_row, kt, lo, hi, nh, 64 / W, scale);
+    else attn_scores_f8_n(s, qh, kb, jb, k_row, kt, lo, hi, nh, nv, scale);
 }
 
 // Heads oh[r0..r0 + RN), chunks [c, c + CC) of the head dim += Σ_j s[r][j] · v_j over the tile rows j in

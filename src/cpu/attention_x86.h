@@ -80,8 +80,10 @@ static inline __m256 attn_hsum8x8(const __m256 *a) {
 
 // s[r][j] = scale · q_r·k_j for the rows j in [j0, cnt) of a quantized K tile (q8_0 or q4_0), 8 rows at a
 // time: each K row is unpacked once for all query heads, and the 8 per-row sums are reduced together.
-static inline void attn_scores_q(float (*s)[ATTN_TILE], const attn_q8 *qq, const char *kb, int jb, size_t k_row,
-                                 int kt, int j0, int cnt, int nr, int nb, float scale) {
+static inline __attribute__((always_inline)) void attn_scores_q_n(float (*s)[ATTN_TILE], const attn_q8 *qq,
+                                                                  const char *kb, int jb, size_t k_row, int kt,
+                                                                  int j0, int cnt, int nr, const int nb,
+                                                                  float scale) {
     __m256 part[ATTN_MAX_REP][8]; // per query head, per row of the group: 8 lanes still to be summed
     for (int g0 = j0; g0 < cnt; g0 += 8) {
         const int gn = cnt - g0 < 8 ? cnt - g0 : 8;
@@ -135,6 +137,13 @@ static inline void attn_scores_q(float (*s)[ATTN_TILE], const attn_q8 *qq, const
             }
         }
     }
+}
+
+// The same with nb a constant for head dim 64 (as attn_scores_f8).
+static void attn_scores_q(float (*s)[ATTN_TILE], const attn_q8 *qq, const char *kb, int jb, size_t k_row, int kt,
+                          int j0, int cnt, int nr, int nb, float scale) {
+    if (nb == 2) attn_scores_q_n(s, qq, kb, jb, k_row, kt, j0, cnt, nr, 2, scale);
+    else attn_scores_q_n(s, qq, kb, jb, k_row, kt, j0, cnt, nr, nb, scale);
 }
 
 // part[hs + i][jj] = the FMA chain of head hs + i against one f16 K row, unreduced: attn_sum8_rows later sums

@@ -40,7 +40,7 @@ static void serve_usage(void) {
             "  --max-seqs N                running sequences at most\n"
             "  --itl-guard R               while streams decode, size prefill chunks so a step takes at most\n"
             "                              R x a decode-only step (2; 0 = off: chunks of max-batch-tokens)\n"
-            "  --itl-guard-floor-ms MS     the guard never caps a step below MS (50; 0 = none): with a few\n"
+            "  --itl-guard-floor-ms MS     the guard never caps a step below MS (30; 0 = none): with a few\n"
             "                              streams a decode step is ms long and R x it would leave prompts\n"
             "                              a few tokens per step\n"
             "  --itl-guard-fair 0|1        1 (default): no cap in a step where a tenant below its fair share\n"

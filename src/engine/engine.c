@@ -34,7 +34,7 @@ void engine_opts_default(engine_opts *o) {
     o->prefix_cache = 1;
     o->itl_guard = 2.0f;
     o->itl_guard_fair = 1;
-    o->itl_guard_floor_ms = 50.0f;
+    o->itl_guard_floor_ms = 30.0f;
     o->spec = SPEC_AUTO;
     o->spec_k = 8;
     o->spec_max_streams = 1;

@@ -32,7 +32,7 @@ typedef struct engine_opts {
     int prefix_cache;       // 1: reuse KV of identical prompt prefixes across requests
     float itl_guard;        // > 0: while streams decode, cap a step's tokens so it takes at most itl_guard ×
                             // a decode-only step (chunked prefill sized by measured step cost); 0: off
-    float itl_guard_floor_ms; // the guard's cap never makes a step shorter than this (default 50; 0: none)
+    float itl_guard_floor_ms; // the guard's cap never makes a step shorter than this (default 30; 0: none)
     int itl_guard_fair;     // 1 (default): a tenant below its fair share prefills without the guard's cap
     int spec;               // speculative decoding, a spec_mode: SPEC_OFF, SPEC_NGRAM (prompt lookup, k = spec_k
                             // whenever it finds a match), SPEC_AUTO (default: the request's prediction if

@@ -316,7 +316,7 @@ def test_sigterm_drains(make_server):
 @pytest.mark.bench  # a ratio of inter-token gaps: timing, run by make bench
 def test_long_prompt_does_not_stall_streams(make_server):
     # Default step budget (256 tokens): the engine's ITL guard sizes the prefill chunks from the measured
-    # step cost so that mixed steps stay within 2x a decode-only step. Without its floor (default 50 ms, unit
+    # step cost so that mixed steps stay within 2x a decode-only step. Without its floor (default 30 ms, unit
     # tested in test_step_cost.c): on a fast machine a 4-stream decode step is under 15 ms and the floor, not
     # the ratio, would set the largest gap.
     model = SMOL if os.path.exists(SMOL) else STORIES

@@ -342,13 +342,11 @@ void ATTN_X86_MULTI_FN(float *out, size_t out_stride, const float *q, size_t q_s
             lo = qj0[i] < lo ? qj0[i] : lo, hi = qcnt[i] > hi ? qcnt[i] : hi;
         }
         if (hi <= lo) continue;
-        for (int b = lo / bs; b * bs < hi; b++) { // blocks wholly before the window stay unread
+        // every head over [lo, hi), a block at a time: a score depends on its own row only, the extra ones go
+        // unread (so do blocks wholly before the window)
+        for (int b = lo / bs; b * bs < hi; b++) {
             size_t row0 = ((size_t)blocks[p0 / bs + b] * geo->n_kv_heads + kv_head) * bs;
             kbs[b] = (const char *)k_layer + row0 * k_row, vbs[b] = (const char *)v_layer + row0 * v_row;
-        }
-        // every head over [lo, hi), a block at a time: a score depends on its own row only, the extra ones go
-        // unread
-        for (int b = lo / bs; b * bs < hi; b++) {
             const int jb = b * bs, sl = lo > jb ? lo : jb, sh = hi < jb + bs ? hi : jb + bs;
             if (kq) attn_scores_q(s, &qq, kbs[b], jb, k_row, kt, sl, sh, nh, hd / 32, geo->scale);
             else attn_scores_f8(s, qh, kbs[b], jb, k_row, kt, sl, sh, nh, nv, geo->scale);

@@ -134,13 +134,20 @@ def test_greedy_logprobs_without_alternatives(off, ngram):
 
 
 def test_stop_and_max_tokens(off, ngram):
+    # The stop string is a piece of the plain decode's own output (not a text the model is assumed to write):
+    # where the model lands on a near-tie differs between CPUs, while speculation must change nothing anywhere.
     full = text(chat(off, COPY, max_tokens=60))
-    assert "return a - b" in full, full
-    for kw in (dict(stop=["a - b"]), dict(max_tokens=5), dict(max_tokens=13), dict(stop=["\n\n"], max_tokens=40)):
+    words = [w for w in full.split() if len(w) >= 3]
+    assert len(words) >= 4, full
+    stop = words[len(words) // 2]
+    assert full.index(stop) > 0, (stop, full)
+    for kw in (dict(stop=[stop]), dict(max_tokens=5), dict(max_tokens=13), dict(stop=["\n\n"], max_tokens=40)):
         a, c = chat(off, COPY, **kw), chat(ngram, COPY, **kw)
         assert text(c) == text(a), kw
         assert c["choices"][0]["finish_reason"] == a["choices"][0]["finish_reason"], kw
         assert c["usage"]["completion_tokens"] == a["usage"]["completion_tokens"], kw
+        if kw.get("stop") == [stop]:  # the stop string was met, at the same place
+            assert a["choices"][0]["finish_reason"] == "stop" and text(a) == full[:full.index(stop)], (a, full)
     assert chat(ngram, COPY, max_tokens=5)["usage"]["completion_tokens"] == 5
 
 

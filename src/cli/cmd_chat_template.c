@@ -145,6 +145,23 @@ static int print_jinja(const char *tmpl, const json_t *vars) {
     return 0;
 }
 
+// The Jinja path of the command: messages from json_arg ('-': stdin), printed rendering. Returns the exit status.
+static int jinja_main(const char *tmpl, const char *json_arg, const char *tools_file, const char *bos,
+                      const char *eos, int gen, int no_thinking, const char *kwargs) {
+    char *text = strcmp(json_arg, "-") ? NULL : read_file_all(stdin);
+    json_error_t jerr;
+    json_t *msgs = json_loads(text ? text : json_arg, 0, &jerr), *vars = NULL;
+    int status = 1;
+    if (!msgs || !json_is_array(msgs))
+        fprintf(stderr, "tachyon: MESSAGES_JSON must be a JSON array: %s\n", msgs ? "not an array" : jerr.text);
+    else if ((vars = jinja_vars(msgs, tools_file, bos, eos, gen, no_thinking, kwargs)))
+        status = print_jinja(tmpl, vars);
+    json_decref(vars);
+    json_decref(msgs);
+    free(text);
+    return status;
+}
+
 // --batch FILE (for tests: one process renders many cases): FILE holds {"templates": {NAME: TEXT, …},
 // "cases": [{"template": NAME, "vars": {…}}, …]}; prints a JSON array with {"out": TEXT} or
 // {"error": MESSAGE} per case. Each template is parsed once.
@@ -252,22 +269,11 @@ int cli_chat_template(int argc, char **argv) {
         bos = strdup(bos_arg);
     }
 
-    int jinja = tfile && !family && !detect_only;
-    if (family && !strcmp(family, "auto")) family = NULL;
-    if (jinja) {
-        if (!tmpl) goto done;
-        if (!strcmp(json_arg, "-")) json_text = read_file_all(stdin);
-        json_error_t jerr;
-        root = json_loads(json_text ? json_text : json_arg, 0, &jerr);
-        if (!root || !json_is_array(root)) {
-            fprintf(stderr, "tachyon: MESSAGES_JSON must be a JSON array: %s\n", root ? "not an array" : jerr.text);
-            goto done;
-        }
-        json_t *vars = jinja_vars(root, tools_file, bos, eos_arg, gen, !opts.enable_thinking, kwargs);
-        if (vars) status = print_jinja(tmpl, vars);
-        json_decref(vars);
+    if (tfile && !family && !detect_only) { // a template file alone: the Jinja interpreter
+        if (tmpl) status = jinja_main(tmpl, json_arg, tools_file, bos, eos_arg, gen, !opts.enable_thinking, kwargs);
         goto done;
     }
+    if (family && !strcmp(family, "auto")) family = NULL;
 
     chat_family f;
     if (family) {
@@ -279,12 +285,7 @@ int cli_chat_template(int argc, char **argv) {
         }
     } else {
         f = chat_detect(tmpl);
-        if (detect_only) {
-            printf("%s\n", chat_family_name(f));
-            status = 0;
-            goto done;
-        }
-        if (f == CHAT_UNKNOWN) {
+        if (f == CHAT_UNKNOWN && !detect_only) {
             cli_chat_unknown_error(model ? model : tfile ? tfile : "(no template given)");
             goto done;
         }

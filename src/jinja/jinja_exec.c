@@ -54,8 +54,10 @@ static void exec_for(jinja_ctx *c, jinja_frame *f, const jnode *n) {
     jinja_list *items = jinja_iter_list(c, jinja_eval(c, f, n->b));
     if (n->c) { // the loop filter runs first: loop.length counts what it keeps
         jinja_list *kept = jinja_list_new(c, 0);
+        jinja_frame *it = jinja_frame_new(c, f);
         for (uint32_t i = 0; i < items->n; i++) {
-            jinja_frame *it = jinja_frame_new(c, f);
+            jinja_step(c);
+            it->n = 0;
             assign(c, it, n->a, items->v[i]);
             if (jinja_truthy(jinja_eval(c, it, n->c))) jinja_list_push(c, kept, items->v[i]);
         }

@@ -198,3 +198,15 @@ def test_cli_prints_exactly_and_fails_with_the_message(tmp_path):
     t.write_text("{% if x %}")
     p = run(msgs)
     assert p.returncode != 0 and b"endif" in p.stderr
+
+
+def test_cli_no_thinking_and_kwargs_reach_the_template():
+    """--no-thinking is enable_thinking=false, as --kwargs '{"enable_thinking": false}' is (Qwen3's switch)."""
+    path = DIRS[0] / "Qwen-Qwen3-0.6B.jinja"
+    msgs = [U("hi")]
+    want = _env().from_string(path.read_text()).render(**VARS(msgs, None, True), enable_thinking=False)
+    assert want.endswith("<think>\n\n</think>\n\n")
+    for flag in (["--no-thinking"], ["--kwargs", '{"enable_thinking": false}']):
+        p = subprocess.run([BIN, "chat-template", "--template-file", str(path), "--bos", "<s>", "--eos", "</s>",
+                            *flag, json.dumps(msgs)], capture_output=True)
+        assert p.returncode == 0 and p.stdout.decode() == want, (flag, p)

@@ -28,6 +28,7 @@ def test_registry_names_its_users():
         assert name and ("def " + name + "(") in open(os.path.join(ROOT, path)).read(), c["used_by"]
 
 
+@pytest.mark.timeout(1800)  # one server per model and level; reference-precision cases are slow at scalar
 def test_greedy_margins():
     cases = [c for c in gm.load_cases() if os.path.exists(gm.MODELS[c["model"]])]
     if not cases:

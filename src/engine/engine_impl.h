@@ -11,7 +11,7 @@
 #include "sched/sched_admit.h"
 #include "spec/spec.h"
 #include "spec/spec_draft.h"
-#include "spec/spec_itl.h"
+#include "spec/spec_policy.h"
 
 // Per-request engine data, reached through sched_req.owner. Owned by the engine from a successful submit
 // to the request's FINISH event.
@@ -86,14 +86,9 @@ struct engine {
     uint64_t spec_draft_prefill;        // prompt tokens the draft model prefilled beside the target
     spec_drafter *drafter;              // owned, or NULL
     int drafter_method;                 // SPEC_M_DRAFT or SPEC_M_SELF
-    double draft_pos_cost;              // seconds per draft position (EWMA; 0 = not measured): the k policy's
-                                        // price of a model-drafted token
     spec_draft_req *dreqs;              // (max_seqs) this step's model drafts
-    step_cost vcost;                    // cost line of decode/verify-only steps (prices draft rows)
-    spec_itl itl;                       // recent p99 of the streams' gaps without drafts (spec_max_streams > 1)
-    int step_drafts;                    // rows drafted so far in the step being planned
-    double step_extra_tok;              // tokens those drafts are expected to add (beyond one per request)
-    double step_draft_cost;             // seconds of draft forwards those drafts need (model drafts)
+    spec_costs spec_costs;              // what verify rows and draft positions cost (the draft-length rule's)
+    spec_step spec_plan;                // the step being planned, as the draft-length rule sees it
     float *probs;                       // (n_vocab) verifier scratch
     int last_batch_seqs, last_batch_tokens;
     sched_load load;    // published each step under stats_mu, for engine_predict_ttft / SLO admission

@@ -7,6 +7,7 @@
 
 #include "spec/spec.h"
 #include "spec/spec_itl.h"
+#include "spec/spec_policy.h"
 #include "test_util.h"
 
 static void check_tokens(const int32_t *got, int n_got, const int32_t *want, int n_want, const char *what) {
@@ -406,6 +407,53 @@ static void test_itl_room(void) {
     CHECK_EQ_INT(w.ref_rows, 4);
 }
 
+// The draft-length rule the engine asks (spec_policy.h): fixed modes draft k, `auto` backs off while prompts
+// wait or without a cost line, tries a model draft at the full k until a draft run is priced, then weighs it.
+static void test_policy_rule(void) {
+    spec_costs c;
+    spec_costs_init(&c);
+    spec_accept acc;
+    spec_accept_init(&acc);
+    const int32_t toks[] = {5, 6, 7, 8, 9, 5, 6, 7, 8};
+    spec_ask q = {.k = 6, .may_model = 1, .tokens = toks, .n_tokens = 9};
+    spec_step s;
+    int use_model = -1, ng_len = -1, ng_from = 0;
+    spec_step_begin(&s, SPEC_DRAFT, 1);
+    CHECK_EQ_INT(spec_policy_k(&c, &s, &acc, &q, &use_model, &ng_len, &ng_from), 6); // fixed: k, by the model
+    CHECK_EQ_INT(use_model, 1);
+    spec_step_begin(&s, SPEC_AUTO, 1);
+    s.n_decoding = 1;
+    CHECK_EQ_INT(spec_policy_k(&c, &s, &acc, &q, &use_model, &ng_len, &ng_from), 0); // no cost line yet
+    s.have_fit = 1, s.ga = 0.010, s.gb = 0.001; // 10 ms + 1 ms per row
+    s.n_waiting = 1;
+    CHECK_EQ_INT(spec_policy_k(&c, &s, &acc, &q, &use_model, &ng_len, &ng_from), 0); // a prompt waits
+    s.n_waiting = 0;
+    // the draft run's cost is not measured: one try at the full k with the model
+    CHECK_EQ_INT(spec_policy_k(&c, &s, &acc, &q, &use_model, &ng_len, &ng_from), 6);
+    CHECK_EQ_INT(use_model, 1);
+    CHECK_EQ_INT(ng_len, -1); // prompt lookup was not asked
+    // a catch-up run is not priced; a steady one is: 100 ms per position makes the model's draft not pay, and
+    // prompt lookup (a 4-token match: up to 4 drafts) gets the request's first try at the full k
+    spec_costs_observe_draft(&c, 5.0, 6, 40);
+    CHECK(c.draft_pos == 0);
+    spec_costs_observe_draft(&c, 0.6, 6, 1);
+    CHECK(fabs(c.draft_pos - 0.1) < 1e-9);
+    CHECK_EQ_INT(spec_policy_k(&c, &s, &acc, &q, &use_model, &ng_len, &ng_from), 6);
+    CHECK_EQ_INT(use_model, 0);
+    CHECK_EQ_INT(ng_len, 4);
+    CHECK_EQ_INT(ng_from, 4);
+    // a planned model draft of 3 rows: the step counts its rows and draft seconds for the next request
+    spec_step_add(&s, &c, &acc, 3, 1);
+    CHECK_EQ_INT(s.n_drafts, 3);
+    CHECK(fabs(s.draft_s - 0.3) < 1e-9 && s.extra_tok > 0);
+    // decode-only steps give the verify rows their own line
+    for (int i = 0; i < 8; i++) spec_costs_observe_step(&c, 1 + i % 4, i % 4, 1, 1, 0.010 + 0.0001 * (1 + i % 4), 0);
+    double a = 0, b = 0;
+    CHECK(step_cost_line(&c.verify, &a, &b) && fabs(b - 0.0001) < 1e-6);
+    spec_costs_observe_step(&c, 200, 0, 0, 0, 5.0, 0); // a prefill step: not a verify row's price
+    CHECK(step_cost_line(&c.verify, &a, &b) && fabs(b - 0.0001) < 1e-6);
+}
+
 int main(void) {
     test_ngram();
     test_prediction();
@@ -415,5 +463,6 @@ int main(void) {
     test_verify_penalties();
     test_policy();
     test_itl_room();
+    test_policy_rule();
     TEST_MAIN_END();
 }

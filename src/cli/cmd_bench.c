@@ -8,7 +8,7 @@
 
 #include "cli/bench_spec.h"
 #include "cli/cli.h"
-#include "cli/gen.h"
+#include "cli/cli_engine.h"
 #include "common/timeutil.h"
 #include "cpu/cpu.h"
 #include "spec/spec.h"
@@ -25,21 +25,28 @@ static bench_stat stat_of(const double *x, int n) {
     return s;
 }
 
-// One repetition: tokens/s of prefilling n_prompt tokens, or of decoding n_gen tokens one at a time after a
-// context of depth tokens (as llama-bench's -d: decode cost at a long context is mostly attention over the KV
-// cache). The caller prefills the depth once, untimed: decoding writes only positions >= depth, so every
-// repetition sees the same context without paying a long prefill again.
-static int bench_once(gen_session *g, const int32_t *toks, int n_prompt, int n_gen, int depth, double *tps,
-                      tc_err *err) {
-    double t0 = tc_now();
-    if (n_prompt > 0) {
-        if (gen_eval(g, toks, n_prompt, 0, err)) return -1;
-        *tps = n_prompt / (tc_now() - t0);
-    } else {
-        for (int i = 0; i < n_gen; i++)
-            if (gen_eval(g, &toks[depth + i], 1, depth + i, err)) return -1;
-        *tps = n_gen / (tc_now() - t0);
-    }
+// One repetition through the engine: tokens/s of prefilling n_prompt tokens (a request of that prompt and one
+// new token), or of decoding n_gen tokens one at a time after a context of depth tokens (as llama-bench's -d:
+// decode cost at a long context is mostly attention over the KV cache). The depth is prefilled before the
+// timed decode; repetitions find it in the prefix cache. rep varies a prefill's first token, so that no
+// repetition finds the one before it cached. Random tokens: the greedy output is whatever it is, and
+// end-of-generation tokens do not stop it.
+static int bench_once(engine *e, const int32_t *toks, int n_prompt, int n_gen, int depth, int rep, int n_vocab,
+                      double *tps, tc_err *err) {
+    int n = n_prompt > 0 ? n_prompt : depth > 0 ? depth : 1;
+    engine_req q = {.n_prompt = n, .max_tokens = n_prompt > 0 ? 1 : n_gen + 1, .ignore_eos = 1};
+    samp_params_default(&q.sp);
+    q.sp.temperature = 0.0f;
+    q.sp.no_logprob = 1;
+    if (!(q.prompt = malloc((size_t)n * sizeof *toks))) return tc_err_set(err, TC_ERR_NOMEM, "out of memory");
+    memcpy(q.prompt, toks, (size_t)n * sizeof *toks);
+    if (n_prompt > 0) q.prompt[0] = (toks[0] + rep) % n_vocab;
+    engine_event fin;
+    int rc = cli_engine_generate(e, &q, NULL, NULL, &fin, err);
+    free(q.prompt); // NULL once the engine took it
+    if (rc) return rc;
+    double t = n_prompt > 0 ? fin.t_first_token - fin.t_first_sched : fin.t_finish - fin.t_first_token;
+    *tps = t > 0 ? (n_prompt > 0 ? n_prompt : n_gen) / t : 0;
     return 0;
 }
 
@@ -124,14 +131,19 @@ int cli_bench(int argc, char **argv) {
     }
     tc_err err = {0};
     model *m = NULL;
-    gen_session g = {0};
+    engine *eng = NULL;
+    tok_vocab *vocab = NULL;
     int32_t *toks = NULL;
     double *samples = malloc(sizeof(double) * (size_t)reps);
     int status = 1;
-    if (!samples || model_load(path, &m, &err)) goto fail;
+    if (!samples || model_load(path, &m, &err) || tok_load(model_gguf(m), &vocab, &err)) goto fail;
     const model_hparams *hp = model_get_hparams(m);
-    int ctx = (n_prompt > depth + n_gen ? n_prompt : depth + n_gen) + 1;
-    if (gen_open(&g, m, device, ctx, batch, threads, kv_k, kv_v, &err)) goto fail;
+    int ctx = (n_prompt > depth + n_gen ? n_prompt : depth + n_gen) + 2;
+    engine_opts eo;
+    cli_engine_opts(&eo, ctx, batch, threads);
+    eo.prefix_cache = 1; // the depth of a decode test is prefilled once (bench_once)
+    eo.kv_type_k = kv_k, eo.kv_type_v = kv_v, eo.device = device, eo.spec = SPEC_OFF;
+    if (cli_engine_new(m, vocab, &eo, &eng, &err)) goto fail;
     toks = malloc(sizeof(int32_t) * (size_t)ctx);
     if (!toks) goto fail;
     srand(1234);
@@ -151,10 +163,11 @@ int cli_bench(int argc, char **argv) {
     for (int k = 0; k < 2; k++) {
         if (tests[k].p == 0 && tests[k].n == 0) continue;
         double warm;
-        if (tests[k].p == 0 && depth > 0 && gen_eval(&g, toks, depth, 0, &err)) goto fail;
-        if (bench_once(&g, toks, tests[k].p, tests[k].n > 16 ? 16 : tests[k].n, depth, &warm, &err)) goto fail;
+        if (bench_once(eng, toks, tests[k].p, tests[k].n > 16 ? 16 : tests[k].n, depth, reps, hp->n_vocab, &warm,
+                       &err))
+            goto fail;
         for (int r = 0; r < reps; r++)
-            if (bench_once(&g, toks, tests[k].p, tests[k].n, depth, &samples[r], &err)) goto fail;
+            if (bench_once(eng, toks, tests[k].p, tests[k].n, depth, r, hp->n_vocab, &samples[r], &err)) goto fail;
         bench_stat s = stat_of(samples, reps);
         char test[32];
         if (tests[k].p || !depth) snprintf(test, sizeof test, "%s%d", tests[k].p ? "pp" : "tg", tests[k].p ? tests[k].p : tests[k].n);
@@ -191,7 +204,8 @@ int cli_bench(int argc, char **argv) {
 fail:
     fprintf(stderr, "bench: %s\n", err.msg[0] ? err.msg : "failed");
 done:
-    gen_close(&g);
+    engine_free(eng, 0);
+    tok_free(vocab);
     free(toks);
     free(samples);
     model_free(m);

@@ -10,8 +10,8 @@
 #include "cli/cli.h"
 #include "cli/cli_engine.h"
 #include "cpu/cpu.h"
-#include "spec/spec.h"
-#include "spec/spec_draft.h"
+#include "speculation/spec.h"
+#include "speculation/spec_draft.h"
 #include "tokenizer/tokenizer.h"
 
 int bench_spec_parse_modes(const char *s, int *modes, int max) {

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "spec/spec.h"
+#include "speculation/spec.h"
 
 void cli_engine_opts(engine_opts *eo, int ctx, int batch, int n_threads) {
     engine_opts_default(eo);

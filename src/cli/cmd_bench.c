@@ -11,7 +11,7 @@
 #include "cli/cli_engine.h"
 #include "common/timeutil.h"
 #include "cpu/cpu.h"
-#include "spec/spec.h"
+#include "speculation/spec.h"
 
 typedef struct bench_stat {
     double mean, std;

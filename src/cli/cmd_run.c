@@ -7,8 +7,8 @@
 #include "cli/cli.h"
 #include "cli/cli_engine.h"
 #include "common/timeutil.h"
-#include "spec/spec.h"
-#include "spec/spec_draft.h"
+#include "speculation/spec.h"
+#include "speculation/spec_draft.h"
 #include "tokenizer/chat.h"
 #include "tokenizer/tokenizer.h"
 

@@ -42,7 +42,7 @@ typedef struct engine_opts {
                             // CPU a drafted row lengthens every peer's step; as vLLM's
                             // speculative_disable_by_batch_size). Above 1, multi-stream steps keep to
                             // spec_itl.h's bound.
-    // Model-based drafting (src/spec/spec_draft.h). SPEC_DRAFT needs draft_model; SPEC_AUTO uses the draft
+    // Model-based drafting (src/speculation/spec_draft.h). SPEC_DRAFT needs draft_model; SPEC_AUTO uses the draft
     // model when one is given, else self-speculation when self_spec_layers > 0.
     model *draft_model;         // (optional) borrowed, must outlive the engine; its vocabulary must be the target's
     size_t draft_kv_mem_bytes;  // the draft model's KV pool in bytes; 0: kv_mem_bytes / 4 when that is set, else

@@ -9,9 +9,9 @@
 #include "kv/kv.h"
 #include "sched/sched.h"
 #include "sched/sched_admit.h"
-#include "spec/spec.h"
-#include "spec/spec_draft.h"
-#include "spec/spec_policy.h"
+#include "speculation/spec.h"
+#include "speculation/spec_draft.h"
+#include "speculation/spec_policy.h"
 
 // Per-request engine data, reached through sched_req.owner. Owned by the engine from a successful submit
 // to the request's FINISH event.

@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "spec/spec.h"
-#include "spec/spec_itl.h"
-#include "spec/spec_policy.h"
+#include "speculation/spec.h"
+#include "speculation/spec_itl.h"
+#include "speculation/spec_policy.h"
 #include "test_util.h"
 
 static void check_tokens(const int32_t *got, int n_got, const int32_t *want, int n_want, const char *what) {

@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "spec/spec.h"
+#include "speculation/spec.h"
 
 int spec_mode_parse(const char *s) {
     if (!strcmp(s, "off")) return SPEC_OFF;

@@ -3,7 +3,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "spec/spec_policy.h"
+#include "speculation/spec_policy.h"
 
 #define SPEC_DECAY 0.7f   // weight of the older verify steps: adapts within a few steps
 #define SPEC_RATE0 0.5f   // prior before any verify step (one pseudo-trial): optimistic enough to try

@@ -9,8 +9,8 @@
 #include <stdint.h>
 
 #include "sched/step_cost.h"
-#include "spec/spec.h"
-#include "spec/spec_itl.h"
+#include "speculation/spec.h"
+#include "speculation/spec_itl.h"
 
 // What a drafted row costs, measured on one engine. Plain data, no ownership.
 typedef struct spec_costs {

@@ -50,6 +50,70 @@ static int bench_once(engine *e, const int32_t *toks, int n_prompt, int n_gen, i
     return 0;
 }
 
+// tachyon bench --prompt-file [--spec MODES]: loads the model (and --draft-model) and runs bench_spec_run.
+// Returns the exit status.
+static int bench_spec_main(bench_spec_args *sa, const char *path, const char *draft_path) {
+    if (!sa->prompt_file) {
+        fprintf(stderr, "tachyon bench: --spec needs --prompt-file (speculation pays only on text it can predict)\n");
+        return 2;
+    }
+    if (sa->n_modes == 0) sa->modes[0] = SPEC_OFF, sa->n_modes = 1;
+    tc_err e = {0};
+    model *sm = NULL;
+    sa->model_path = path;
+    int rc = model_load(path, &sm, &e);
+    if (!rc && draft_path) rc = model_load(draft_path, &sa->draft_model, &e);
+    for (int i = 0; !rc && i < sa->n_modes; i++)
+        if (sa->modes[i] == SPEC_DRAFT && !sa->draft_model)
+            rc = tc_err_set(&e, TC_ERR_INVALID, "--spec draft needs --draft-model PATH");
+    if (!rc) rc = bench_spec_run(sm, sa, &e);
+    if (rc) fprintf(stderr, "bench: %s\n", e.msg[0] ? e.msg : "failed");
+    model_free(sa->draft_model);
+    model_free(sm);
+    return rc ? 1 : 0;
+}
+
+// One result row: test pp<p>, tg<n> or tg<n>@d<depth>.
+static void print_row(const char *base, const model_hparams *hp, const char *be_name, int threads, int p, int n,
+                      int depth, bench_stat s, int json) {
+    char test[32];
+    if (p || !depth) snprintf(test, sizeof test, "%s%d", p ? "pp" : "tg", p ? p : n);
+    else snprintf(test, sizeof test, "tg%d@d%d", n, depth);
+    if (json)
+        printf("{\"model\": \"%s\", \"size\": %llu, \"params\": %llu, \"backend\": \"%s\", \"threads\": %d, "
+               "\"test\": \"%s\", \"avg_ts\": %.3f, \"stddev_ts\": %.3f}\n", base,
+               (unsigned long long)hp->weight_bytes, (unsigned long long)hp->n_params, be_name, threads, test,
+               s.mean, s.std);
+    else
+        printf("| %-34.34s | %6.2f MiB | %6.2f M | %-8s | %7d | %8s | %10.2f ± %7.2f |\n", base,
+               hp->weight_bytes / 1048576.0, hp->n_params / 1e6, be_name, threads, test, s.mean, s.std);
+}
+
+static void print_header(void) {
+    printf("| %-34s | %10s | %8s | %-8s | %7s | %8s | %20s |\n", "model", "size", "params", "backend", "threads",
+           "test", "t/s");
+    printf("| %.34s | %.10s | %.8s | %.8s | %.7s | %.8s | %.20s |\n", "----------------------------------",
+           "----------", "--------", "--------", "-------", "--------", "--------------------");
+}
+
+// Decode floor: every weight byte is read once per token, except the token embedding when the output
+// projection is separate (one row of it is read); divided into the measured read bandwidth.
+static void print_floor(const model *m, int threads, int json) {
+    const model_hparams *hp = model_get_hparams(m);
+    cpu_pool *pool = cpu_pool_new(threads);
+    double bw = pool ? cpu_mem_bandwidth(pool) : 0;
+    cpu_pool_free(pool);
+    const gguf_tensor *te = gguf_find_tensor(model_gguf(m), "token_embd.weight");
+    double bytes = (double)hp->weight_bytes - (hp->tied_embeddings || !te ? 0.0 : (double)te->size);
+    if (bw <= 0) return;
+    if (json)
+        printf("{\"mem_bandwidth_gbs\": %.2f, \"bytes_per_token\": %.0f, \"decode_floor_ts\": %.2f}\n", bw / 1e9,
+               bytes, bw / bytes);
+    else
+        printf("\nmemory read bandwidth %.2f GB/s (%d threads); %.1f MiB read per token -> decode floor %.1f t/s\n",
+               bw / 1e9, threads, bytes / 1048576.0, bw / bytes);
+}
+
 int cli_bench(int argc, char **argv) {
     static const struct option lo[] = {{"model", 1, 0, 'm'}, {"n-prompt", 1, 0, 'p'}, {"n-gen", 1, 0, 'n'},
                                        {"threads", 1, 0, 't'}, {"repetitions", 1, 0, 'r'}, {"json", 0, 0, 'j'},
@@ -109,25 +173,9 @@ int cli_bench(int argc, char **argv) {
         return 2;
     }
     if (sa.n_modes > 0 || sa.prompt_file) {
-        if (!sa.prompt_file) {
-            fprintf(stderr, "tachyon bench: --spec needs --prompt-file (speculation pays only on text it can predict)\n");
-            return 2;
-        }
-        if (sa.n_modes == 0) sa.modes[0] = SPEC_OFF, sa.n_modes = 1;
-        tc_err e = {0};
-        model *sm = NULL;
-        sa.model_path = path, sa.n_gen = n_gen > 0 ? n_gen : 1, sa.reps = reps, sa.threads = threads;
+        sa.n_gen = n_gen > 0 ? n_gen : 1, sa.reps = reps, sa.threads = threads;
         sa.batch = batch, sa.json = json, sa.kv_k = kv_k, sa.kv_v = kv_v, sa.device = device;
-        int rc = model_load(path, &sm, &e);
-        if (!rc && draft_path) rc = model_load(draft_path, &sa.draft_model, &e);
-        for (int i = 0; !rc && i < sa.n_modes; i++)
-            if (sa.modes[i] == SPEC_DRAFT && !sa.draft_model)
-                rc = tc_err_set(&e, TC_ERR_INVALID, "--spec draft needs --draft-model PATH");
-        if (!rc) rc = bench_spec_run(sm, &sa, &e);
-        if (rc) fprintf(stderr, "bench: %s\n", e.msg[0] ? e.msg : "failed");
-        model_free(sa.draft_model);
-        model_free(sm);
-        return rc ? 1 : 0;
+        return bench_spec_main(&sa, path, draft_path);
     }
     tc_err err = {0};
     model *m = NULL;
@@ -153,12 +201,7 @@ int cli_bench(int argc, char **argv) {
     char be_name[24]; // the table's backend column
     if (device == BACKEND_CUDA) snprintf(be_name, sizeof be_name, "CUDA");
     else snprintf(be_name, sizeof be_name, "CPU-%s", cpu_isa_name(cpu_best_isa()));
-    if (!json) {
-        printf("| %-34s | %10s | %8s | %-8s | %7s | %8s | %20s |\n", "model", "size", "params", "backend", "threads",
-               "test", "t/s");
-        printf("| %.34s | %.10s | %.8s | %.8s | %.7s | %.8s | %.20s |\n", "----------------------------------",
-               "----------", "--------", "--------", "-------", "--------", "--------------------");
-    }
+    if (!json) print_header();
     struct { int p, n; } tests[2] = {{n_prompt, 0}, {0, n_gen}};
     for (int k = 0; k < 2; k++) {
         if (tests[k].p == 0 && tests[k].n == 0) continue;
@@ -168,37 +211,10 @@ int cli_bench(int argc, char **argv) {
             goto fail;
         for (int r = 0; r < reps; r++)
             if (bench_once(eng, toks, tests[k].p, tests[k].n, depth, r, hp->n_vocab, &samples[r], &err)) goto fail;
-        bench_stat s = stat_of(samples, reps);
-        char test[32];
-        if (tests[k].p || !depth) snprintf(test, sizeof test, "%s%d", tests[k].p ? "pp" : "tg", tests[k].p ? tests[k].p : tests[k].n);
-        else snprintf(test, sizeof test, "tg%d@d%d", tests[k].n, depth);
-        if (json)
-            printf("{\"model\": \"%s\", \"size\": %llu, \"params\": %llu, \"backend\": \"%s\", \"threads\": %d, "
-                   "\"test\": \"%s\", \"avg_ts\": %.3f, \"stddev_ts\": %.3f}\n", base,
-                   (unsigned long long)hp->weight_bytes, (unsigned long long)hp->n_params, be_name, threads, test,
-                   s.mean, s.std);
-        else
-            printf("| %-34.34s | %6.2f MiB | %6.2f M | %-8s | %7d | %8s | %10.2f ± %7.2f |\n", base,
-                   hp->weight_bytes / 1048576.0, hp->n_params / 1e6, be_name, threads, test, s.mean, s.std);
+        print_row(base, hp, be_name, threads, tests[k].p, tests[k].n, depth, stat_of(samples, reps), json);
         fflush(stdout);
     }
-    // Decode floor: every weight byte is read once per token, except the token embedding when the output
-    // projection is separate (one row of it is read).
-    if (device == BACKEND_CPU) {
-        cpu_pool *pool = cpu_pool_new(threads);
-        double bw = pool ? cpu_mem_bandwidth(pool) : 0;
-        cpu_pool_free(pool);
-        const gguf_tensor *te = gguf_find_tensor(model_gguf(m), "token_embd.weight");
-        double bytes = (double)hp->weight_bytes - (hp->tied_embeddings || !te ? 0.0 : (double)te->size);
-        if (bw > 0) {
-            if (json)
-                printf("{\"mem_bandwidth_gbs\": %.2f, \"bytes_per_token\": %.0f, \"decode_floor_ts\": %.2f}\n",
-                       bw / 1e9, bytes, bw / bytes);
-            else
-                printf("\nmemory read bandwidth %.2f GB/s (%d threads); %.1f MiB read per token -> decode floor %.1f t/s\n",
-                       bw / 1e9, threads, bytes / 1048576.0, bw / bytes);
-        }
-    }
+    if (device == BACKEND_CPU) print_floor(m, threads, json);
     status = 0;
     goto done;
 fail:

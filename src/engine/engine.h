@@ -115,7 +115,8 @@ typedef struct engine_event {
     int n_prompt, n_cached, n_generated; // FINISH: usage; n_cached = prompt tokens served from the prefix cache
     double t_arrival, t_first_sched, t_first_token, t_finish; // monotonic seconds (FINISH)
     int n_spec_drafted, n_spec_accepted; // FINISH: speculative tokens proposed / accepted by the target
-    int n_pred_accepted;                 // FINISH: of the accepted ones, drafted from the request's prediction
+    int n_pred_accepted;                 // FINISH: the request's prediction tokens that appeared in its output
+                                         // (OpenAI's accepted_prediction_tokens; spec_pred.n_followed)
     double retry_after;       // FINISH with SLO: predicted seconds until the queue drains (for Retry-After)
     char msg[128];            // FINISH with ERROR: message
     float *embedding;         // FINISH (STOP) of an embedding request: (n_embd) malloc'd, owned by the receiver

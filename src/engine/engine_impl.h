@@ -26,7 +26,8 @@ typedef struct eng_req {
     int plp_next;    // next prompt position to report (rows recomputed after a preemption are not re-sent)
     int counted; // 1: no longer counted in the inbox's n_queued (scheduled once, or ended)
     spec_pred pred;      // predicted output (empty when none)
-    spec_accept acc;     // acceptance-rate estimate (adaptive k)
+    spec_accept acc;     // acceptance-rate estimate (adaptive k) of the drafter's and prompt lookup's drafts
+    spec_accept pacc;    // the same of the prediction's drafts
     int draft_method;    // of the current draft: a spec_method
     spec_drafter *drafter; // borrowed: the engine's, for ds (NULL: none)
     spec_dseq ds;        // draft-side KV (model-based drafting)
@@ -35,7 +36,7 @@ typedef struct eng_req {
     const float *dq;     // (n_draft, n_vocab) q of this step's sampled draft, NULL: one-hot
     const float *dx;     // (n_draft, dim) self-speculation: this step's drafted rows' residuals after layer L-1
                          // (the verify item's first n_draft rows resume there), NULL: none
-    int n_drafted, n_accepted, n_pred_accepted;
+    int n_drafted, n_accepted;
 } eng_req;
 
 #define ENG_PLP_ROWS 8 // prompt rows scored per output matmul (bounds the scratch, not the prompt)

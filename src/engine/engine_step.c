@@ -98,6 +98,18 @@ void eng_req_release(sched_req *r) {
     sched_req_free(r);
 }
 
+// The prediction's tokens that appeared in r's output (OpenAI's accepted_prediction_tokens; the rest are its
+// rejected ones): the output is followed to its end, whatever drafted it.
+static int pred_followed(sched_req *r) {
+    eng_req *er = r->owner;
+    if (!er->pred.tokens) return 0;
+    int n_gen = sched_req_n_generated(r);
+    spec_pred_follow(&er->pred, r->tokens + r->n_prompt, n_gen);
+    int n = er->pred.n_followed; // a re-alignment may find tokens the output already followed: a bound
+    if (n > er->pred.n) n = er->pred.n;
+    return n < n_gen ? n : n_gen;
+}
+
 // Emits FINISH for a request that has left the scheduler (state DONE) and frees it.
 static void finish_event(engine *e, sched_req *r, const char *msg) {
     eng_req *er = r->owner;
@@ -117,7 +129,7 @@ static void finish_event(engine *e, sched_req *r, const char *msg) {
     ev->t_finish = tc_now();
     ev->n_spec_drafted = er->n_drafted;
     ev->n_spec_accepted = er->n_accepted;
-    ev->n_pred_accepted = er->n_pred_accepted;
+    ev->n_pred_accepted = pred_followed(r);
     if (r->end == SCHED_END_SLO) ev->retry_after = r->drain_s;
     if (msg) snprintf(ev->msg, sizeof ev->msg, "%s", msg);
     if (er->embed && r->end == SCHED_END_STOP) { // the embedding goes to the receiver
@@ -215,17 +227,19 @@ int eng_draft(void *ctx, sched_req *r, const sched_draft_info *info) {
     spec_step *st = &e->spec_plan;
     st->n_waiting = info->n_waiting, st->n_catching = info->n_catching, st->n_decoding = info->n_decoding;
     if (e->o.spec == SPEC_AUTO && !st->have_fit) st->have_fit = sched_step_cost_fit(e->s, &st->ga, &st->gb);
-    spec_ask q = {.k = k, .may_model = may_draft_with_model(e, er), .has_pred = er->pred.tokens != NULL,
-                  .tokens = r->tokens, .n_tokens = r->n_tokens};
-    int use_model = 0, ng_len = -1, ng_from = 0; // prompt lookup's match, once looked up
-    if ((k = spec_policy_k(&e->spec_costs, st, &er->acc, &q, &use_model, &ng_len, &ng_from)) <= 0) return 0;
+    int auto_pred = e->o.spec == SPEC_AUTO && er->pred.tokens; // the prediction is a draft source
+    if (auto_pred) spec_pred_follow(&er->pred, r->tokens + r->n_prompt, sched_req_n_generated(r));
+    spec_ask q = {.k = k, .may_model = may_draft_with_model(e, er), .pred = auto_pred ? &er->pred : NULL,
+                  .pacc = &er->pacc, .tokens = r->tokens, .n_tokens = r->n_tokens};
+    int src = SPEC_M_NGRAM, ng_len = -1, ng_from = 0; // prompt lookup's match, once looked up
+    if ((k = spec_policy_k(&e->spec_costs, st, &er->acc, &q, &src, &ng_len, &ng_from)) <= 0) return 0;
     int d = 0;
     er->draft_method = SPEC_M_NGRAM;
-    if (e->o.spec == SPEC_AUTO && er->pred.tokens) {
+    if (src == SPEC_M_PRED) {
         d = spec_pred_propose(&er->pred, r->tokens + r->n_prompt, sched_req_n_generated(r), k, out);
         er->draft_method = SPEC_M_PRED;
     }
-    if (d == 0 && use_model && spec_dseq_reserve(er->drafter, &er->ds, r->n_tokens, k) == 0) {
+    if (d == 0 && src == SPEC_M_DRAFT && spec_dseq_reserve(er->drafter, &er->ds, r->n_tokens, k) == 0) {
         // A model draft: k rows now, the tokens after planning (eng_step runs the drafter over every such
         // request in one batch per position). Until then the rows hold the last token, itself a valid guess.
         for (int i = 0; i < k; i++) out[i] = r->tokens[r->n_tokens - 1];
@@ -237,9 +251,10 @@ int eng_draft(void *ctx, sched_req *r, const sched_draft_info *info) {
         d = spec_ngram_draft(r->tokens, r->n_tokens, ng_len, ng_from, k, er->acc.probing ? 2 : 1, out);
         er->draft_method = SPEC_M_NGRAM;
     }
-    if (d == 0) er->acc.probing = er->acc.long_match = 0; // nothing to probe with: no lesson either way
+    spec_accept *acc = er->draft_method == SPEC_M_PRED ? &er->pacc : &er->acc;
+    if (d == 0) acc->probing = acc->long_match = 0; // nothing to probe with: no lesson either way
     e->spec_rows_left -= d;
-    spec_step_add(st, &e->spec_costs, &er->acc, d, er->draft_method >= SPEC_M_DRAFT);
+    spec_step_add(st, &e->spec_costs, acc, d, er->draft_method >= SPEC_M_DRAFT ? SPEC_M_DRAFT : er->draft_method);
     return d;
 }
 
@@ -355,11 +370,10 @@ static void take_tokens(engine *e, sched_req *r, float *logits, int n_draft, dou
         int acc = n_out - 1, m = er->draft_method;
         er->n_drafted += n_draft;
         er->n_accepted += acc;
-        if (m == SPEC_M_PRED) er->n_pred_accepted += acc;
         e->spec_draft[m] += (uint64_t)n_draft;
         e->spec_accepted[m] += (uint64_t)acc;
         e->spec_verify_steps++;
-        spec_accept_observe(&er->acc, n_draft, acc);
+        spec_accept_observe(m == SPEC_M_PRED ? &er->pacc : &er->acc, n_draft, acc);
     }
     for (int i = 0; i < n_out; i++)
         if (emit_token(e, r, e->spec_tok[i], &e->spec_res[i], now)) return;

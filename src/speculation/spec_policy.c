@@ -147,19 +147,23 @@ void spec_step_begin(spec_step *s, int mode, int max_streams) {
     s->max_streams = max_streams;
 }
 
-void spec_step_add(spec_step *s, const spec_costs *c, const spec_accept *acc, int d, int by_model) {
+void spec_step_add(spec_step *s, const spec_costs *c, const spec_accept *acc, int d, int src) {
     s->n_drafts += d;
     s->extra_tok += spec_expected_tokens(acc->p1, acc->pc, d) - 1.0;
-    if (d > 0 && by_model && c->draft_pos * d > s->draft_s)
+    if (d > 0 && src == SPEC_M_DRAFT && c->draft_pos * d > s->draft_s)
         s->draft_s = c->draft_pos * d; // one batched draft forward per position: the longest draft
 }
 
-int spec_policy_k(const spec_costs *c, const spec_step *s, spec_accept *acc, const spec_ask *q, int *use_model,
+int spec_policy_k(const spec_costs *c, const spec_step *s, spec_accept *acc, const spec_ask *q, int *src,
                   int *ng_len, int *ng_from) {
     int k = q->k;
-    *use_model = q->may_model;
+    *src = q->may_model ? SPEC_M_DRAFT : SPEC_M_NGRAM;
     if (s->mode != SPEC_AUTO) return k;
-    *use_model = 0;
+    *src = SPEC_M_NGRAM;
+    if (q->pred && q->pred->rejoined) { // the output follows the prediction again: a fresh record
+        q->pred->rejoined = 0;
+        spec_accept_init(q->pacc);
+    }
     // Back off while prompts wait or prefill (their chunks need the budget) and above max_streams decoding
     // streams; else k from this request's acceptance rate and what a row costs, with the rows and tokens of the
     // drafts already planned in this step counted (each request would otherwise price its rows as the only
@@ -190,10 +194,16 @@ int spec_policy_k(const spec_costs *c, const spec_step *s, spec_accept *acc, con
     // model is there to be accepted). No probes: they are for the free proposers.
     int k_model = model_ok ? (cd > 0 ? spec_pick_k(acc->p1, acc->pc, k, a + b * n_rows, b + cd, 0, other) : k) : 0;
     if (k_model > 0) {
-        *use_model = 1;
+        *src = SPEC_M_DRAFT;
         return k_model;
     }
-    if (q->has_pred) return spec_accept_pick(acc, k, a, b, n_rows, other);
+    if (q->pred && q->pred->pos < q->pred->n) {
+        int kp = spec_accept_pick(q->pacc, k, a, b, n_rows, other);
+        if (kp > 0) {
+            *src = SPEC_M_PRED;
+            return kp;
+        }
+    }
     *ng_len = spec_ngram_match(q->tokens, q->n_tokens, ng_from); // a long match is judged by its own record
     return spec_accept_pick_match(acc, *ng_len, k, a, b, n_rows, other);
 }

@@ -48,20 +48,26 @@ void spec_step_begin(spec_step *s, int mode, int max_streams);
 typedef struct spec_ask {
     int k;                 // drafts allowed (spec_k, the scheduler's room, the step's free logits rows), > 0
     int may_model;         // the drafter may draft for it
-    int has_pred;          // its prediction is the free draft source (else prompt lookup over tokens)
-    const int32_t *tokens; // (n_tokens) its tokens so far, borrowed
+    spec_pred *pred;       // its prediction, followed up to the output so far (spec_pred_follow), or NULL
+    spec_accept *pacc;     // the record of the prediction's drafts (with pred)
+    const int32_t *tokens; // (n_tokens) its tokens so far, borrowed: prompt lookup's text
     int n_tokens;
 } spec_ask;
 
-// The number of tokens to draft (0: none this step), and in *use_model whether the drafter drafts them. When
-// the rule looked up prompt lookup's match, *ng_len and *ng_from are set (spec_ngram_match); else *ng_len
-// stays as it was. Fixed modes (ngram, draft, self) draft q->k, with the drafter where one may draft; `auto`
-// backs off while prompts wait or prefill and above max_streams decoding streams, bounds a multi-stream step
-// by the gaps' window (spec_itl.h), and picks k from the request's acceptance estimate and the rows' prices
-// (spec_pick_k, spec_accept_pick, spec_accept_pick_match).
-int spec_policy_k(const spec_costs *c, const spec_step *s, spec_accept *acc, const spec_ask *q, int *use_model,
+// The number of tokens to draft (0: none this step), and in *src where from: SPEC_M_DRAFT (the drafter),
+// SPEC_M_PRED or SPEC_M_NGRAM. acc is the record of the drafter's and prompt lookup's drafts. When the rule
+// looked up prompt lookup's match, *ng_len and *ng_from are set (spec_ngram_match); else *ng_len stays as it
+// was. Fixed modes (ngram, draft, self) draft q->k, with the drafter where one may draft, else by prompt
+// lookup. `auto` backs off while prompts wait or prefill and above max_streams decoding streams, bounds a
+// multi-stream step by the gaps' window (spec_itl.h), and picks k from the records and the rows' prices
+// (spec_pick_k, spec_accept_pick, spec_accept_pick_match). A prediction drafts while its own record says it
+// pays and it has tokens at the cursor; else prompt lookup does, on its own record, so a prediction that turned
+// wrong costs no more than none. When the output follows the prediction again (spec_pred.rejoined), its record
+// starts over: the next draft from it is a try at the full k.
+int spec_policy_k(const spec_costs *c, const spec_step *s, spec_accept *acc, const spec_ask *q, int *src,
                   int *ng_len, int *ng_from);
-// Counts a planned draft of d rows (by_model: a drafter run) into the step, for the requests asked after it.
-void spec_step_add(spec_step *s, const spec_costs *c, const spec_accept *acc, int d, int by_model);
+// Counts a planned draft of d rows (src: spec_policy_k's, acc: the record it was picked with) into the step,
+// for the requests asked after it.
+void spec_step_add(spec_step *s, const spec_costs *c, const spec_accept *acc, int d, int src);
 
 #endif

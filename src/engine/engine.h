@@ -157,7 +157,7 @@ int engine_new(model *m, const engine_opts *o, engine **out, tc_err *err);
 // Stops accepting, finishes or cuts in-flight requests (cut ones get FINISH with SHUTDOWN) within
 // grace seconds, joins the thread and frees everything.
 void engine_free(engine *e, double grace);
-// (added) Non-blocking start of a shutdown: submits fail with TC_ERR_FULL from now on; requests in flight
+// Non-blocking start of a shutdown: submits fail with TC_ERR_FULL from now on; requests in flight
 // run on for up to grace seconds, then get FINISH with SHUTDOWN. Events stay pollable until engine_free.
 void engine_stop(engine *e, double grace);
 

@@ -261,7 +261,7 @@ int eng_draft(void *ctx, sched_req *r, const sched_draft_info *info) {
 // A draft model prefills beside the target: each prompt chunk of a request that may draft with the model runs
 // through the drafter in the step that prefills it (time to first token), instead of the whole prompt at its
 // first draft, inside a decode step (an inter-token gap as long as a draft-model prefill of the prompt).
-// A full draft pool or a failed run leaves the catch-up to the first draft, as before.
+// A full draft pool or a failed run leaves the catch-up to the first draft.
 static void prefill_drafter(engine *e, const sched_plan *p) {
     if (!e->drafter || spec_drafter_is_self(e->drafter)) return;
     int n = 0, rows = 0;

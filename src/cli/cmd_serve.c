@@ -8,7 +8,7 @@
 #include "server/server.h"
 #include "server/srv_config.h"
 #include "sched/sched_order.h"
-#include "spec/spec.h"
+#include "speculation/spec.h"
 
 static void serve_usage(void) {
     fprintf(stderr,

@@ -263,3 +263,22 @@ def check_pair_distribution(d_on, params, bias=None):
     stat, dof, pval = refprobs.chi_square(counts, np.array(probs))
     assert dof >= 3
     assert pval > 1e-4, "chi2 %.1f on %d dof, p = %.2g" % (stat, dof, pval)
+
+
+def test_prediction_exact_and_partly_wrong(off, auto):
+    # an output equal to its prediction contains every prediction token: none is rejected
+    want = text(chat(off, COPY, max_tokens=64))
+    j = chat(auto, COPY, max_tokens=64, prediction={"type": "content", "content": want})
+    assert text(j) == want
+    d = j["usage"]["completion_tokens_details"]
+    assert d["rejected_prediction_tokens"] == 0 and d["accepted_prediction_tokens"] > 0, j["usage"]
+    # right for its first half, wrong after: the output stays the greedy one, the first half is counted, and
+    # once the prediction went wrong prompt lookup drafts (the answer copies the prompt's code)
+    key = 'tachyon:spec_draft_tokens_total{method="ngram"}'
+    before = auto.metrics().get(key, 0)
+    wrong = want[: len(want) // 2] + " Lorem ipsum dolor sit amet, consectetur adipiscing elit." * 3
+    j = chat(auto, COPY, max_tokens=64, prediction={"type": "content", "content": wrong})
+    assert text(j) == want
+    d = j["usage"]["completion_tokens_details"]
+    assert d["accepted_prediction_tokens"] > 0 and d["rejected_prediction_tokens"] > 0, j["usage"]
+    assert auto.metrics().get(key, 0) > before

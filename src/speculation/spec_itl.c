@@ -1,5 +1,5 @@
 // Recent p99 of the streams' gaps as plain (draft-free) step sizes: the bound on multi-stream draft rows. See spec_itl.h.
-#include "spec/spec_itl.h"
+#include "speculation/spec_itl.h"
 
 #include <math.h>
 

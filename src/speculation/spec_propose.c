@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "spec/spec.h"
+#include "speculation/spec.h"
 
 int spec_mode_parse(const char *s) {
     if (!strcmp(s, "off")) return SPEC_OFF;
@@ -88,12 +88,13 @@ int spec_ngram_propose_min(const int32_t *tokens, int n_tokens, int k, int min_n
 
 void spec_pred_free(spec_pred *p) {
     free(p->tokens);
-    p->tokens = NULL;
-    p->n = p->pos = 0;
+    memset(p, 0, sizeof *p);
 }
 
 // Re-aligns the cursor after the output left the prediction: the output's last n tokens (n = 4..1) are
-// looked up in the prediction, first at or after the old cursor, else before it.
+// looked up in the prediction, first at or after the old cursor, else before it. Tokens found ahead of the
+// cursor on 2 or more count as the prediction's tokens the output contains (one token alone is too common a
+// match to say so).
 static void pred_realign(spec_pred *p, const int32_t *gen, int n_gen) {
     for (int n = SPEC_NGRAM_MAX_N; n >= 1; n--) {
         if (n_gen < n || p->n < n) continue;
@@ -101,6 +102,7 @@ static void pred_realign(spec_pred *p, const int32_t *gen, int n_gen) {
         for (int j = p->pos; j + n <= p->n; j++) // forward from the cursor: the usual case (an edit)
             if (!memcmp(p->tokens + j, tail, (size_t)n * sizeof *tail)) {
                 p->pos = j + n;
+                if (n >= 2) p->n_followed += n;
                 return;
             }
         int start = p->pos - 1 < p->n - n ? p->pos - 1 : p->n - n;
@@ -113,16 +115,24 @@ static void pred_realign(spec_pred *p, const int32_t *gen, int n_gen) {
     p->pos = p->n; // lost: propose nothing until the output matches again
 }
 
-int spec_pred_propose(spec_pred *p, const int32_t *gen, int n_gen, int k, int32_t *out) {
-    if (!p->tokens) return 0;
-    // Follow the output generated since the last call: the cursor advances while it matches.
+void spec_pred_follow(spec_pred *p, const int32_t *gen, int n_gen) {
+    if (!p->tokens) return;
     int lost = 0;
     for (int i = p->n_seen; i < n_gen && !lost; i++) {
-        if (p->pos < p->n && p->tokens[p->pos] == gen[i]) p->pos++;
-        else lost = 1;
+        if (p->pos < p->n && p->tokens[p->pos] == gen[i]) {
+            p->pos++, p->n_followed++;
+            if (++p->run >= SPEC_PRED_REJOIN && p->left) p->left = 0, p->rejoined = 1;
+        } else lost = 1;
     }
-    p->n_seen = n_gen;
-    if (lost) pred_realign(p, gen, n_gen);
+    p->n_seen = n_gen > p->n_seen ? n_gen : p->n_seen;
+    if (!lost) return;
+    p->run = 0, p->left = 1, p->rejoined = 0;
+    pred_realign(p, gen, n_gen);
+}
+
+int spec_pred_propose(spec_pred *p, const int32_t *gen, int n_gen, int k, int32_t *out) {
+    if (!p->tokens) return 0;
+    spec_pred_follow(p, gen, n_gen);
     if (k <= 0) return 0;
     int m = p->n - p->pos < k ? p->n - p->pos : k;
     if (m > 0) memcpy(out, p->tokens + p->pos, (size_t)m * sizeof *out);

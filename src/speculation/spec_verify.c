@@ -1,5 +1,5 @@
 // The verifier: the target's sampler decides every row; drafted tokens survive while they agree with it.
-#include "spec/spec.h"
+#include "speculation/spec.h"
 
 int spec_verify(samp_state *s, const float *logits, int n_vocab, const int32_t *draft, int n_draft, int32_t *out,
                 samp_result *res) {

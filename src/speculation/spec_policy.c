@@ -1,7 +1,9 @@
-// Adaptive k: an acceptance-rate estimate per request and the step-cost model decide how many tokens to draft.
+// Adaptive k: an acceptance-rate estimate per request and the step-cost model decide how many tokens to draft
+// (spec.h's spec_accept and spec_pick_k; the rule that asks them, spec_policy.h).
 #include <math.h>
+#include <string.h>
 
-#include "spec/spec.h"
+#include "speculation/spec_policy.h"
 
 #define SPEC_DECAY 0.7f   // weight of the older verify steps: adapts within a few steps
 #define SPEC_RATE0 0.5f   // prior before any verify step (one pseudo-trial): optimistic enough to try
@@ -118,4 +120,90 @@ int spec_accept_pick_match(spec_accept *a, int match_len, int k_max, double t_a,
         }
     }
     return spec_accept_pick(a, k_max, t_a, t_b, n_rows, n_other_tok);
+}
+
+// --- the draft-length rule and its cost model (spec_policy.h)
+
+void spec_costs_init(spec_costs *c) {
+    memset(c, 0, sizeof *c);
+    spec_itl_init(&c->itl);
+}
+
+void spec_costs_observe_step(spec_costs *c, int rows, int n_drafted, int n_gaps, int decode_only, double seconds,
+                             int track_itl) {
+    if (decode_only) step_cost_observe(&c->verify, rows, seconds);
+    if (track_itl) spec_itl_observe(&c->itl, rows - n_drafted, n_gaps); // the step as it would have been
+}
+
+void spec_costs_observe_draft(spec_costs *c, double seconds, int k_max, int catch_up) {
+    if (k_max <= 0 || catch_up > 2) return;
+    double per_pos = seconds / k_max;
+    c->draft_pos = c->draft_pos > 0 ? 0.8 * c->draft_pos + 0.2 * per_pos : per_pos;
+}
+
+void spec_step_begin(spec_step *s, int mode, int max_streams) {
+    memset(s, 0, sizeof *s);
+    s->mode = mode;
+    s->max_streams = max_streams;
+}
+
+void spec_step_add(spec_step *s, const spec_costs *c, const spec_accept *acc, int d, int src) {
+    s->n_drafts += d;
+    s->extra_tok += spec_expected_tokens(acc->p1, acc->pc, d) - 1.0;
+    if (d > 0 && src == SPEC_M_DRAFT && c->draft_pos * d > s->draft_s)
+        s->draft_s = c->draft_pos * d; // one batched draft forward per position: the longest draft
+}
+
+int spec_policy_k(const spec_costs *c, const spec_step *s, spec_accept *acc, const spec_ask *q, int *src,
+                  int *ng_len, int *ng_from) {
+    int k = q->k;
+    *src = q->may_model ? SPEC_M_DRAFT : SPEC_M_NGRAM;
+    if (s->mode != SPEC_AUTO) return k;
+    *src = SPEC_M_NGRAM;
+    if (q->pred && q->pred->rejoined) { // the output follows the prediction again: a fresh record
+        q->pred->rejoined = 0;
+        spec_accept_init(q->pacc);
+    }
+    // Back off while prompts wait or prefill (their chunks need the budget) and above max_streams decoding
+    // streams; else k from this request's acceptance rate and what a row costs, with the rows and tokens of the
+    // drafts already planned in this step counted (each request would otherwise price its rows as the only
+    // drafter).
+    if (s->n_waiting > 0 || s->n_catching > 0 || s->n_decoding > s->max_streams || !s->have_fit) return 0;
+    // Rows are priced by the decode/verify steps' own line once it has one: the scheduler's line also spans
+    // prefill steps, whose per-token cost is not what a verify row adds (an F16 model's GEMM rows cost several
+    // times its memory-bound verify rows, and auto drafted short).
+    double a = s->ga, b = s->gb;
+    step_cost_line(&c->verify, &a, &b);
+    int n_rows = s->n_decoding + s->n_drafts;
+    double other = s->n_decoding - 1 + s->extra_tok;
+    double cd = c->draft_pos; // a model draft also costs a draft forward per drafted token (measured)
+    int model_ok = q->may_model;
+    if (s->n_decoding >= 2) {
+        // Peers wait for this step: drafts may not make it longer than the plain steps' recent p99 (spec_itl.h),
+        // a prefill step's rows priced by the scheduler's line, this step's by the verify line (its rows all
+        // produce logits: dearer than prefill rows). A model draft's forwards delay the step too (the drafter
+        // runs before it).
+        double t = a + b * n_rows + s->draft_s;
+        int room = spec_itl_room(&c->itl, s->n_decoding, s->ga, s->gb, t, b);
+        int room_m = spec_itl_room(&c->itl, s->n_decoding, s->ga, s->gb, t, b + cd);
+        if (room_m < 1) model_ok = 0;
+        if (room < k) k = room;
+        if (k <= 0) return 0; // no probes either: a probe row is a longer step too
+    }
+    // t = (a + b·n) + (b + cd)·k; until cd is measured, one try at the full k (it measures cd, and a draft
+    // model is there to be accepted). No probes: they are for the free proposers.
+    int k_model = model_ok ? (cd > 0 ? spec_pick_k(acc->p1, acc->pc, k, a + b * n_rows, b + cd, 0, other) : k) : 0;
+    if (k_model > 0) {
+        *src = SPEC_M_DRAFT;
+        return k_model;
+    }
+    if (q->pred && q->pred->pos < q->pred->n) {
+        int kp = spec_accept_pick(q->pacc, k, a, b, n_rows, other);
+        if (kp > 0) {
+            *src = SPEC_M_PRED;
+            return kp;
+        }
+    }
+    *ng_len = spec_ngram_match(q->tokens, q->n_tokens, ng_from); // a long match is judged by its own record
+    return spec_accept_pick_match(acc, *ng_len, k, a, b, n_rows, other);
 }

@@ -1,13 +1,13 @@
 // Model-based drafting: a draft model (its own KV pool, lazy catch-up) or the target's first L layers (in the
 // target's runner and KV, no catch-up, residuals kept for the verify forward); one batched forward per draft
 // position. See spec_draft.h.
-#include "spec/spec_draft.h"
+#include "speculation/spec_draft.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "spec/spec.h"
+#include "speculation/spec.h"
 
 struct spec_drafter {
     model *m;          // borrowed

@@ -56,11 +56,20 @@ typedef struct spec_pred {
     int n;
     int pos;         // index in tokens of the next expected output token; n = exhausted
     int n_seen;      // generated tokens already followed
+    int run;         // output tokens in a row that followed it (0 after the output left it)
+    int left;        // the output left it and has not followed it for SPEC_PRED_REJOIN tokens since
+    int rejoined;    // the output came back to it (SPEC_PRED_REJOIN in a row after leaving); cleared by the reader
+    int n_followed;  // its tokens that appeared in the output: the ones the output followed, and the ones a
+                     // re-alignment found on 2 or more tokens ahead of the cursor
 } spec_pred;
 
+#define SPEC_PRED_REJOIN 3 // output tokens in a row that follow the prediction again after it left it
+
 void spec_pred_free(spec_pred *p);
-// out: up to k tokens predicted to follow `gen` (ALL generated tokens so far, n_gen; the cursor follows the
-// ones new since the last call). Returns how many.
+// Follows the generated tokens new since the last call (gen: ALL generated tokens so far, n_gen): the cursor
+// advances while they match, and is re-aligned when they leave the prediction.
+void spec_pred_follow(spec_pred *p, const int32_t *gen, int n_gen);
+// out: up to k tokens predicted to follow `gen` (spec_pred_follow first). Returns how many.
 int spec_pred_propose(spec_pred *p, const int32_t *gen, int n_gen, int k, int32_t *out);
 
 // --- verifier

@@ -14,7 +14,7 @@
 #include "server/srv_internal.h"
 
 long srv_http_head_end(const char *p, size_t n, size_t from) {
-    size_t i = from > 0 ? from - 1 : 0;
+    size_t i = from >= 2 ? from - 2 : 0; // an end that began in the last two bytes searched is not found yet
     // leading empty lines before the request line are allowed (RFC 9112 section 2.2): skip them
     size_t start = 0;
     while (start < n && (p[start] == '\r' || p[start] == '\n')) start++;

@@ -306,7 +306,10 @@ void embed_handle(server *s, struct evhttp_request *req) {
     if (srv_tenant_admit(s, req, &q->tn, q->n_tokens, &e)) goto fail_ids; // 401 / 429 with headers
     for (int i = 0; i < n; i++) {
         ers[i].cache_salt = srv_tenant_salt(&q->tn, NULL, 0);
-        ers[i].tenant = q->tn.id;
+        // embeddings are a fair-share group of their own (one per tenant), apart from generation: a batch of
+        // inputs holds at most its share of the slots while a chat waits (sched_fair.c), and gives one back
+        // (preempted, recomputed later) when every slot is taken
+        ers[i].tenant = -1 - q->tn.id;
         ers[i].share = q->tn.share;
     }
     q->n_items = n;

@@ -70,6 +70,30 @@ def test_abandoned_embeddings_are_cancelled(make_server):
     ok_request(srv)
 
 
+def test_chat_not_stuck_behind_an_embeddings_batch(make_server):
+    srv = make_server(STORIES, "--ctx-size", 512, "--max-batch-tokens", 64, "--max-seqs", 4)
+    done = {}
+
+    def embed():
+        st, _, _ = srv.post("/v1/embeddings", {"input": long_inputs(32, 200)}, timeout=300)
+        done["embed"] = (st, time.time())
+
+    t = threading.Thread(target=embed)
+    t.start()
+    time.sleep(0.5)
+    t0 = time.time()
+    st, _, j = srv.post("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 8},
+                        timeout=300)
+    t_chat = time.time()
+    assert st == 200, j
+    t.join(300)
+    assert done["embed"][0] == 200
+    emb_left = done["embed"][1] - t0
+    print("chat %.2f s; the embeddings batch ended %.2f s after the chat was sent" % (t_chat - t0, emb_left))
+    # the chat gets its share of the slots at once instead of queueing behind every input sent before it
+    assert t_chat - t0 < 0.5 * emb_left, (t_chat - t0, emb_left)
+
+
 # --- 4. slow clients at the connection cap -----------------------------------------------------------------
 
 def test_drippers_at_the_cap_make_room(make_server):

@@ -1,9 +1,14 @@
 // Connection-level defences for the evhttp server; libevent 2.1 has none of these built in:
 //  - a TOTAL deadline for receiving each request (headers + body), counted from its first byte, so a client
 //    trickling one byte a second cannot hold a connection (evhttp's own timeout restarts on every byte) → 408;
+//    and a request whose bytes stop for http_timeout → 408 (evhttp would close it without a word);
+//  - strict framing (srv_http_strict.c) on each request head before evhttp parses it → 400;
 //  - no idle timeout while a reply is pending: a queued or preempted stream is not cut (gen.c sends
-//    ": ping" comments instead), and the request's deadline governs how long it may take;
-//  - at most max_connections open connections: beyond, the connection is accepted, answered 503 and closed;
+//    ": ping" comments instead), and the request's deadline governs how long it may take; but a client that
+//    stops reading its reply (nothing acknowledged for http_timeout) is cut and its request cancelled;
+//  - at most max_connections open connections: beyond, the slowest partial request makes room (408), else
+//    the new connection is accepted, answered 503 and closed; near the cap, a limit per client address;
+//  - lingering close (srv_linger.c) after an early refusal, so a client still uploading reads its reply;
 //  - a cap on request bytes buffered across all connections (max_body_buffer) → 503;
 //  - OpenAI-shaped JSON in place of the HTML pages evhttp writes on its own (400, 413, 501, ...);
 //  - accept back-off when the process runs out of descriptors (EMFILE/ENFILE), instead of a busy loop;

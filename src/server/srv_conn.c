@@ -380,7 +380,6 @@ static int conn_evict(struct srv_conns *cs, srv_conn *nc, double now) {
 // A new connection against the cap and, from 3/4 of it, the per-client-address limit.
 static void conn_admit(struct srv_conns *cs, srv_conn *c) {
     server *s = cs->s;
-    conn_peer_addr(c);
     if (cs->n_conns > cs->max_conns) {
         if (conn_evict(cs, c, tc_now())) {
             srv_log_limited(s, SRV_RL_REFUSED, SRV_LOG_INFO, "at --max-connections %d: answered the slowest "
@@ -413,6 +412,8 @@ static void conn_attach_cb(evutil_socket_t fd, short what, void *arg) {
     server *s = cs->s;
     srv_conn *c = cs->pending;
     cs->pending = NULL;
+    for (srv_conn *p = c; p; p = p->next_pending) // every address first: connections accepted together count
+        if ((p->fd = bufferevent_getfd(p->bev)) >= 0) conn_peer_addr(p);
     while (c) {
         srv_conn *next = c->next_pending;
         c->next_pending = NULL;

@@ -126,7 +126,7 @@ def test_per_client_address_limit_near_the_cap(make_server):
             c.bind(("127.0.0.2", 0))
             c.connect((srv.host, srv.port))
             held.append(c)
-        time.sleep(0.2)
+        time.sleep(1.0)  # accepted before the next one
         c = socket.socket()
         c.bind(("127.0.0.2", 0))
         c.connect((srv.host, srv.port))

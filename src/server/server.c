@@ -197,7 +197,15 @@ static int tokenize_chat(server *s, struct evhttp_request *req, oai_err *e) {
     return 200;
 }
 
+// /tokenize runs on the event loop: a body this large takes ~150 ms to tokenize there (every stream stalls
+// meanwhile), so larger ones are refused. Generation tokenizes large prompts on the worker (gen_launch.c).
+#define SRV_TOKENIZE_MAX_BODY (1u << 20) // bytes
+
 static int handle_tokenize(server *s, struct evhttp_request *req, oai_err *e) {
+    size_t len = evbuffer_get_length(evhttp_request_get_input_buffer(req));
+    if (len > SRV_TOKENIZE_MAX_BODY)
+        return oai_err_set(e, 413, "invalid_request_error", "request_too_large", NULL,
+                           "/tokenize takes bodies of at most %u bytes, got %zu", SRV_TOKENIZE_MAX_BODY, len);
     json_t *b;
     if (body_json(req, &b, e)) return -1;
     if (json_object_get(b, "messages") && !json_object_get(b, "content")) {
@@ -505,7 +513,10 @@ static void drain_cb(evutil_socket_t fd, short what, void *arg) {
     }
     if (!s->ev_engine) return; // still loading: wait for it, then exit
     if (waited > s->o.shutdown_grace) {
-        for (int i = 0; i < s->n_models; i++) gen_cancel_all(s->models[i], ENGINE_FINISH_SHUTDOWN);
+        for (int i = 0; i < s->n_models; i++) {
+            gen_cancel_all(s->models[i], ENGINE_FINISH_SHUTDOWN);
+            embed_cancel_all(s->models[i], ENGINE_FINISH_SHUTDOWN);
+        }
         if (waited > s->o.shutdown_grace + 2.0) { // the engine should have answered by now
             event_base_loopexit(s->base, NULL);
             return;
@@ -516,7 +527,10 @@ static void drain_cb(evutil_socket_t fd, short what, void *arg) {
 static void check_cb(evutil_socket_t fd, short what, void *arg) {
     (void)fd, (void)what;
     server *s = arg;
-    for (int i = 0; i < s->n_models; i++) gen_check_disconnects(s->models[i]);
+    for (int i = 0; i < s->n_models; i++) {
+        gen_check_disconnects(s->models[i]);
+        embed_check_disconnects(s->models[i]);
+    }
 }
 
 static void signal_cb(evutil_socket_t sig, short what, void *arg) {
@@ -526,7 +540,10 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg) {
         srv_log(s, SRV_LOG_WARN, "second signal %d during the drain: exiting now, %d in-flight request(s) cut",
                 (int)sig, s->n_inflight);
         s->exit_sig = (int)sig;
-        for (int i = 0; i < s->n_models; i++) gen_cancel_all(s->models[i], ENGINE_FINISH_SHUTDOWN);
+        for (int i = 0; i < s->n_models; i++) {
+            gen_cancel_all(s->models[i], ENGINE_FINISH_SHUTDOWN);
+            embed_cancel_all(s->models[i], ENGINE_FINISH_SHUTDOWN);
+        }
         event_base_loopexit(s->base, NULL);
         return;
     }
@@ -576,6 +593,8 @@ int server_run(const server_opts *o, tc_err *err) {
         goto out;
     }
     if ((rc = srv_conn_init(s, err)) || (rc = srv_work_init(s, err))) goto out;
+    // SIGHUP reloads --api-key-file (srv_tenants.c installs that); without one it must not end the process
+    if (!o->api_key_file) signal(SIGHUP, SIG_IGN);
     if ((rc = srv_tenants_init(s, err))) goto out; // API keys, tenants (srv_tenants.c)
     for (int i = 1; i < s->n_models; i++) { // the other models borrow the hub's loop, HTTP server, connections
         server *t = s->models[i];
@@ -632,7 +651,10 @@ out:
         s->models[i]->eng = NULL;
     }
     srv_work_free(s); // joins the worker: no job touches a request after this
-    for (int i = 0; i < s->n_models; i++) gen_free_all(s->models[i]); // before evhttp_free (close callbacks)
+    for (int i = 0; i < s->n_models; i++) { // before evhttp_free: no close callback may reach a freed engine
+        gen_free_all(s->models[i]);
+        embed_free_all(s->models[i]);
+    }
     srv_tenants_free(s); // after gen_free_all: freed requests settle with their tenant
     gen_summ_free(s);
     if (s->http) evhttp_free(s->http);

@@ -100,6 +100,7 @@ typedef struct server {
     struct gen_req *inflight, *dirty;
     int n_inflight;
     int n_writing; // generation replies whose last bytes are not yet written (drain waits for them)
+    struct emb_req *emb_inflight; // embed.c: in-flight embedding requests (counted in n_inflight)
     srv_metrics mt;
     double lenient_t_log;   // monotonic seconds of the last --lenient warning (rate limit)
     int lenient_suppressed; // warnings not logged since
@@ -169,6 +170,8 @@ void srv_conn_reply_done(struct evhttp_request *req, void *arg);
 // The connection close callback (evhttp keeps one per connection, and srv_conn uses it): gen.c's is chained.
 void srv_conn_set_closecb(server *s, struct evhttp_connection *conn,
                           void (*cb)(struct evhttp_connection *, void *), void *arg);
+// 1 when the peer of conn has closed its side or the socket failed (a non-blocking peek; no bytes consumed).
+int srv_conn_peer_gone(struct evhttp_connection *conn);
 // At most one line per second per kind; the rest are counted and reported as "(N suppressed)".
 void srv_log_limited(server *s, int kind, int level, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
@@ -230,6 +233,9 @@ int srv_grammar_vocab(server *s, tc_err *err); // builds s->gvocab (loader threa
 int srv_grammar_matcher(server *s, const char *gbnf, gram_matcher **out, oai_err *e);
 // --- embed.c: /v1/embeddings ----------------------------------------------------------------------
 void embed_handle(server *s, struct evhttp_request *req);
+void embed_check_disconnects(server *s);            // timer: cancel the requests whose client went away
+void embed_cancel_all(server *s, engine_finish why); // engine_cancel every live input (each is answered)
+void embed_free_all(server *s);                      // after engine_free: drop every request, no callback left
 
 // --- srv_route.c: several models and router aliases ----------------------------------------------------
 // Creates the other models' servers from o.cfg (the hub's own options are set from cfg->models[0] first).

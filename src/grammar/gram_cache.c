@@ -14,6 +14,7 @@ typedef struct gc_entry {
     char *src; // (len) owned; NULL = free slot
     size_t len;
     gram *g;          // one reference, or NULL for a refusal
+    long cost;        // counted against max_elements: compiled elements + source bytes / 8
     char *refusal;    // owned message when g is NULL
     unsigned long used; // stamp of the last lookup
 } gc_entry;
@@ -43,7 +44,7 @@ int gram_cache_new(int max_entries, long max_elements, gram_cache **out, tc_err 
 }
 
 static void entry_clear(gram_cache *c, gc_entry *x) {
-    if (x->g) c->n_elements -= gram_n_elements(x->g);
+    c->n_elements -= x->cost;
     gram_free(x->g);
     free(x->src);
     free(x->refusal);
@@ -77,7 +78,7 @@ static int answer(gram_cache *c, gc_entry *x, gram **out, tc_err *err) {
 
 // Stores a result, evicting least recently used entries to stay within the bounds. Under the lock.
 static void store(gram_cache *c, uint64_t h, const char *src, size_t len, gram *g, const char *refusal) {
-    long add = g ? gram_n_elements(g) : 0;
+    long add = (g ? gram_n_elements(g) : 0) + (long)(len / 8) + 1;
     if (add > c->max_elements) return;
     for (;;) {
         gc_entry *victim = NULL, *free_slot = NULL;
@@ -94,7 +95,7 @@ static void store(gram_cache *c, uint64_t h, const char *src, size_t len, gram *
                 return; // not cached: still answered
             }
             memcpy(s, src, len);
-            *free_slot = (gc_entry){h, s, len, g ? gram_ref(g) : NULL, r, ++c->clock};
+            *free_slot = (gc_entry){h, s, len, g ? gram_ref(g) : NULL, add, r, ++c->clock};
             c->n_elements += add;
             return;
         }

@@ -2,7 +2,8 @@
 // by threads: a request's grammar is compiled once and every choice of it, and every later request with the
 // same text, gets a reference to the same immutable compiled grammar. Refusals (TC_ERR_INVALID) are cached
 // too, so a hostile grammar sent again costs a lookup. Least recently used entries are evicted past
-// max_entries or past max_elements compiled elements in all.
+// max_entries or past max_elements in all (an entry counts its compiled elements plus its source bytes / 8,
+// both about its memory in 8-byte units).
 #ifndef TACHYON_GRAMMAR_CACHE_H
 #define TACHYON_GRAMMAR_CACHE_H
 

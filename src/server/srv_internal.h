@@ -229,8 +229,11 @@ void gen_free_all(server *s);                        // after engine_free: drop 
 
 // --- srv_grammar.c ----------------------------------------------------------------------------------
 int srv_grammar_vocab(server *s, tc_err *err); // builds s->gvocab (loader thread, after eog_ids)
-// A matcher for one choice over s->gvocab; errors → 400 (grammar) or 500 (memory).
-int srv_grammar_matcher(server *s, const char *gbnf, gram_matcher **out, oai_err *e);
+// The grammar q's output must follow, compiled (cached) and checked against s->gvocab: *out a reference
+// (gram_free), or NULL when q has none. Errors → 400 naming the field, or 500 (memory). Slow: worker thread.
+int srv_grammar_compile(server *s, const oai_req *q, gram **out, oai_err *e);
+// A matcher for one choice over s->gvocab, sharing g (a reference is taken); errors → 400 or 500 (memory).
+int srv_grammar_matcher(server *s, gram *g, gram_matcher **out, oai_err *e);
 // --- embed.c: /v1/embeddings ----------------------------------------------------------------------
 void embed_handle(server *s, struct evhttp_request *req);
 void embed_check_disconnects(server *s);            // timer: cancel the requests whose client went away

@@ -66,7 +66,9 @@ static int gc_index(gc *c) {
             if (start) {
                 c->alt_start[a] = i, c->alt_rule[a] = r, start = 0;
                 if (++n_in_rule > GRAM_MAX_ALTS)
-                    return tc_err_set(c->err, TC_ERR_INVALID, "grammar: rule '%.64s' has more than %d alternatives",
+                    return tc_err_set(c->err, TC_ERR_INVALID,
+                                      "grammar: rule '%.64s' has more than %d alternatives (an enum, anyOf or group "
+                                      "this large is refused: matching it would be too slow per token)",
                                       c->names[r], GRAM_MAX_ALTS);
             }
             if (g->el[i].type == GE_RULE_REF) c->occ_off[g->el[i].value + 1]++;

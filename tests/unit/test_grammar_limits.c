@@ -62,6 +62,7 @@ static void expect_refused(const char *what, const char *src, const char *needle
     CHECK_MSG(rc == TC_ERR_INVALID && strstr(err.msg, needle), "%s: rc %d, message \"%s\" (want \"%s\")", what, rc,
               err.msg, needle);
     CHECK_MSG(secs < max_s, "%s: refused in %.3f s (want < %.2f)", what, secs, max_s);
+    if (getenv("GRAM_TEST_VERBOSE")) fprintf(stderr, "%s: refused in %.3f s CPU: %s\n", what, secs, err.msg);
     gram_free(g);
 }
 
@@ -79,6 +80,7 @@ static void test_compile_cost(void) {
     int rc = compile(b.p, &g, &err, &secs);
     CHECK_MSG(rc == 0, "40k-rule chain: %s", err.msg);
     CHECK_MSG(secs < 1.0, "40k-rule chain compiled in %.3f s", secs);
+    if (getenv("GRAM_TEST_VERBOSE")) fprintf(stderr, "40k-rule chain: compiled in %.3f s CPU\n", secs);
     if (g) {
         gram_matcher *m = NULL;
         CHECK(gram_matcher_new(g, NULL, &m, &err) == 0);

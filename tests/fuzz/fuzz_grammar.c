@@ -3,8 +3,9 @@
 // bit 1: strict schema), the rest is the text. Then the matcher runs on a small vocabulary: the first-mask
 // check, the input's own text fed back as output, and each mask against the per-token check.
 // Contracts checked: an error has a message and no result; the matcher's mask agrees with token_ok; and
-// every input, refused or not, costs at most 1 s of CPU (the compile limit is 0.5 s, each mask's work is
-// bounded): an input over the budget is a failure.
+// what an input costs a request, refused or not (schema and GBNF compilation, the first-mask check), is at
+// most 1 s of CPU (the compile limit is 0.5 s, a mask's work is bounded), as is each later token step of
+// the walk: an input over the budget is a failure.
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,7 +57,8 @@ static void check_mask(gram_matcher *m) {
     for (int t = 0; t <= N_VOCAB; t++) CHECK((int)((copy[t >> 5] >> (t & 31)) & 1) == gram_matcher_token_ok(m, t));
 }
 
-static void run_matcher(gram *g, const uint8_t *text, size_t n) {
+// Request time (from t0): the matcher and the first-mask check; then each step on its own budget.
+static void run_matcher(gram *g, const uint8_t *text, size_t n, double t0) {
     gram_matcher *m = NULL;
     tc_err err = {0};
     if (gram_matcher_new(g, fg_vocab, &m, &err)) {
@@ -65,11 +67,18 @@ static void run_matcher(gram *g, const uint8_t *text, size_t n) {
     }
     if (gram_matcher_check_start(m, &err) == 0) check_mask(m);
     else CHECK(err.msg[0]);
+    CHECK(cpu_now() - t0 < FG_BUDGET_S);
     // the input's bytes as output, a few at a time; then a greedy walk through the masks
-    for (size_t i = 0; i < n && i < 64; i += 4)
-        if (gram_matcher_accept_str(m, (const char *)text + i, n - i < 4 ? n - i : 4)) break;
+    for (size_t i = 0; i < n && i < 64; i += 4) {
+        double ts = cpu_now();
+        int rc = gram_matcher_accept_str(m, (const char *)text + i, n - i < 4 ? n - i : 4);
+        CHECK(cpu_now() - ts < FG_BUDGET_S);
+        if (rc) break;
+    }
     for (int step = 0; step < 16 && !gram_matcher_error(m); step++) {
+        double ts = cpu_now();
         check_mask(m);
+        CHECK(cpu_now() - ts < FG_BUDGET_S);
         const uint32_t *bits = gram_matcher_mask(m);
         int tok = -1;
         for (int t = 0; bits && t < N_VOCAB && tok < 0; t++)
@@ -104,14 +113,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     size_t len = gbnf ? strlen(gbnf) : n;
     gram *g = NULL;
     int rc = gram_parse(src, len, NULL, &g, &err);
+    CHECK(cpu_now() - t0 < FG_BUDGET_S);
     if (rc) CHECK(rc == TC_ERR_INVALID && err.msg[0] && !g);
     else {
         CHECK(g && gram_n_rules(g) >= 1 && gram_n_rules(g) <= GRAM_MAX_RULES);
-        run_matcher(g, data + 1, n); // takes g
+        run_matcher(g, data + 1, n, t0); // takes g
     }
     // the schema compiler writes valid GBNF: refused only for what it means (recursion, limits), not syntax
     if (gbnf) CHECK(rc == 0 || (!strstr(err.msg, " at line ") && !strstr(err.msg, "undefined rule")));
     free(gbnf);
-    CHECK(cpu_now() - t0 < FG_BUDGET_S);
     return 0;
 }

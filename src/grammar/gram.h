@@ -44,9 +44,9 @@ int gram_vocab_n(const gram_vocab *v);
 
 // A matcher at the start of the grammar. Takes ownership of one reference to g (released with the matcher,
 // also on error: gram_ref first to keep one); v is borrowed and must outlive the matcher. The matcher bounds
-// its work per step (GRAM_MAX_FANOUT stacks, GRAM_MAX_DEPTH nesting, GRAM_MAX_STEP_WORK per mask): past a
-// bound it fails (gram_matcher_error says which) instead of dropping alternatives. *out owned:
-// gram_matcher_free.
+// its work per step (GRAM_MAX_FANOUT stacks, GRAM_MAX_DEPTH nesting, GRAM_MAX_STEP_WORK per mask or code
+// point): past a bound it fails (gram_matcher_error says which) instead of dropping alternatives. *out
+// owned: gram_matcher_free.
 int gram_matcher_new(gram *g, const gram_vocab *v, gram_matcher **out, tc_err *err);
 void gram_matcher_free(gram_matcher *m);
 // 1 if the token keeps the grammar alive (for an end-of-generation token: the grammar accepts here).

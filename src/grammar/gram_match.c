@@ -3,9 +3,9 @@
 // stack whose top accepts it. Sets live in one int32 arena as [len, e0 .. e(len-1)] records: the current
 // set at the front, scratch sets after it, so the trie walk pushes and pops sets like a call stack.
 // The work is bounded: a set holds at most GRAM_MAX_FANOUT stacks (duplicates found through a hash table of
-// the set being built), expansions nest at most GRAM_MAX_DEPTH deep, and one public call (a mask, a token)
-// takes at most GRAM_MAX_STEP_WORK units. Past a bound the matcher fails with a message; it never drops a
-// stack, which would silently make part of the grammar unreachable.
+// the set being built), expansions nest at most GRAM_MAX_DEPTH deep, and each step (a mask, or one code
+// point of a token's text) takes at most GRAM_MAX_STEP_WORK units. Past a bound the matcher fails with a
+// message; it never drops a stack, which would silently make part of the grammar unreachable.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -222,7 +222,8 @@ int gram_matcher_new(gram *g, const gram_vocab *v, gram_matcher **out, tc_err *e
     m->cur_n = m->a.n;
     if (m->oom || m->cur_n == 0 || m->fail[0]) {
         int oom = m->oom;
-        if (!oom) tc_err_set(err, TC_ERR_INVALID, "%s", m->fail[0] ? m->fail : "grammar: the root rule matches nothing");
+        const char *why = m->fail[0] ? m->fail : "grammar: the root rule matches nothing";
+        if (!oom) tc_err_set(err, TC_ERR_INVALID, "%s", why);
         gram_matcher_free(m);
         return oom ? tc_err_set(err, TC_ERR_NOMEM, "grammar: out of memory") : TC_ERR_INVALID;
     }
@@ -386,7 +387,8 @@ int gram_matcher_check_start(gram_matcher *m, tc_err *err) {
     const uint32_t *bits = gram_matcher_mask(m);
     if (!bits) {
         const char *why = gram_matcher_error(m);
-        return tc_err_set(err, m->oom || !why ? TC_ERR_NOMEM : TC_ERR_INVALID, "%s", why ? why : "grammar: out of memory");
+        int code = m->oom || !why ? TC_ERR_NOMEM : TC_ERR_INVALID;
+        return tc_err_set(err, code, "%s", why ? why : "grammar: out of memory");
     }
     if (gram_matcher_can_end(m)) return 0;
     for (int w = 0; w < m->words; w++)

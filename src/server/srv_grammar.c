@@ -59,7 +59,8 @@ int srv_grammar_compile(server *s, const oai_req *q, gram **out, oai_err *e) {
     pthread_once(&g_cache_once, cache_init);
     tc_err err = {0};
     gram *g = NULL;
-    int rc = g_cache ? gram_cache_get(g_cache, gbnf, strlen(gbnf), &g, &err) : gram_parse(gbnf, strlen(gbnf), NULL, &g, &err);
+    size_t len = strlen(gbnf);
+    int rc = g_cache ? gram_cache_get(g_cache, gbnf, len, &g, &err) : gram_parse(gbnf, len, NULL, &g, &err);
     free(gbnf);
     if (rc) return refuse(q, &err, e);
     // the first mask: within the work bound, and not empty (a grammar the vocabulary cannot start is a 400
@@ -78,8 +79,10 @@ int srv_grammar_compile(server *s, const oai_req *q, gram **out, oai_err *e) {
 int srv_grammar_matcher(server *s, gram *g, gram_matcher **out, oai_err *e) {
     *out = NULL;
     tc_err err = {0};
-    if (gram_matcher_new(gram_ref(g), s->gvocab, out, &err))
-        return oai_err_set(e, err.code == TC_ERR_NOMEM ? 500 : 400, err.code == TC_ERR_NOMEM ? "server_error" : "invalid_request_error",
-                           NULL, NULL, "%s", err.msg);
+    if (gram_matcher_new(gram_ref(g), s->gvocab, out, &err)) {
+        int oom = err.code == TC_ERR_NOMEM;
+        return oai_err_set(e, oom ? 500 : 400, oom ? "server_error" : "invalid_request_error", NULL, NULL, "%s",
+                           err.msg);
+    }
     return 0;
 }

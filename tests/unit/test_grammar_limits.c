@@ -258,7 +258,8 @@ static void test_runtime_bounds(void) {
         const uint32_t *bits = gram_matcher_mask(m);
         double secs = cpu_now() - t0;
         CHECK_MSG(SLOW_BUILD || secs < 0.5, "one mask took %.3f s", secs);
-        if (getenv("GRAM_TEST_VERBOSE")) fprintf(stderr, "mask of 4000 open stacks: %.3f s CPU, %s\n", secs, bits ? "exact" : gram_matcher_error(m));
+        if (getenv("GRAM_TEST_VERBOSE"))
+            fprintf(stderr, "mask of 4000 open stacks: %.3f s CPU, %s\n", secs, bits ? "exact" : gram_matcher_error(m));
         if (!bits) CHECK_MSG(strstr(gram_matcher_error(m), "work limit"), "%s", gram_matcher_error(m));
         for (int t = 0; bits && t < nv; t++) // exact: the mask agrees with the per-token check
             if ((int)((bits[t >> 5] >> (t & 31)) & 1) != gram_matcher_token_ok(m, t)) {

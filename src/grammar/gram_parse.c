@@ -20,13 +20,18 @@ typedef struct gvec {
     int n, cap;
 } gvec;
 
+typedef struct gp_slot {
+    int32_t id;   // rule id; -1 = free
+    uint32_t tag; // the name hash's upper bits (most mismatches are told apart without touching the name)
+} gp_slot;
+
 typedef struct gp {
     const char *src, *end, *pos;
     gvec *rules;    // (n_rules) elements per rule; empty + !defined = referenced only
     char **names;   // (n_rules) owned
     uint8_t *defined;
     int n_rules, cap_rules;
-    int32_t *slots; // (n_slots, a power of two) rule ids by name hash, open addressing; -1 = free
+    gp_slot *slots; // (n_slots, a power of two) rule ids by name hash, open addressing
     int n_slots;
     long n_el;      // elements pushed so far, all rules
     double deadline; // gram_clock() seconds
@@ -76,35 +81,44 @@ static int gv_append(gp *p, gvec *v, const gram_el *src, int n) {
     return 0;
 }
 
-// The slot of name in the hash table: its rule id, or a free slot (-1) where it would go.
-static int32_t *name_slot(gp *p, const char *name, size_t len) {
-    size_t mask = (size_t)p->n_slots - 1, i = (size_t)XXH3_64bits(name, len) & mask;
+// The slot of name in the hash table: its rule, or the free slot where it would go (tag already set).
+static gp_slot *name_slot(gp *p, const char *name, size_t len) {
+    uint64_t h = XXH3_64bits(name, len);
+    uint32_t tag = (uint32_t)(h >> 32);
+    size_t mask = (size_t)p->n_slots - 1, i = (size_t)h & mask;
     for (;; i = (i + 1) & mask) {
-        int32_t id = p->slots[i];
-        if (id < 0 || (strlen(p->names[id]) == len && !memcmp(p->names[id], name, len))) return &p->slots[i];
+        gp_slot *sl = &p->slots[i];
+        if (sl->id < 0) {
+            sl->tag = tag;
+            return sl;
+        }
+        if (sl->tag == tag && !strncmp(p->names[sl->id], name, len) && !p->names[sl->id][len]) return sl;
     }
 }
 
 // Doubles the table (kept at most half full).
 static int grow_slots(gp *p) {
     int n = p->n_slots ? p->n_slots * 2 : 64;
-    int32_t *old = p->slots;
+    gp_slot *old = p->slots;
     int n_old = p->n_slots;
     if (!(p->slots = malloc((size_t)n * sizeof *p->slots))) {
         p->slots = old;
         return gp_fail(p, "out of memory");
     }
-    memset(p->slots, 0xff, (size_t)n * sizeof *p->slots);
+    for (int i = 0; i < n; i++) p->slots[i].id = -1;
     p->n_slots = n;
     for (int i = 0; i < n_old; i++)
-        if (old[i] >= 0) *name_slot(p, p->names[old[i]], strlen(p->names[old[i]])) = old[i];
+        if (old[i].id >= 0) name_slot(p, p->names[old[i].id], strlen(p->names[old[i].id]))->id = old[i].id;
     free(old);
     return 0;
 }
 
 // Rule id for a name, created (undefined) if new; name not NUL-terminated.
 static int rule_id(gp *p, const char *name, size_t len) {
-    if (p->n_slots && *name_slot(p, name, len) >= 0) return *name_slot(p, name, len);
+    if (p->n_slots) {
+        int32_t id = name_slot(p, name, len)->id;
+        if (id >= 0) return id;
+    }
     if (p->n_rules == GRAM_MAX_RULES) return gp_fail(p, "more than %d rules", GRAM_MAX_RULES);
     if (2 * (p->n_rules + 1) > p->n_slots && grow_slots(p)) return -1;
     if (p->n_rules == p->cap_rules) {
@@ -124,7 +138,7 @@ static int rule_id(gp *p, const char *name, size_t len) {
     s[len] = 0;
     int id = p->n_rules++;
     p->names[id] = s;
-    *name_slot(p, s, len) = id;
+    name_slot(p, s, len)->id = id;
     p->rules[id] = (gvec){0};
     p->defined[id] = 0;
     return id;
@@ -395,7 +409,7 @@ int gram_parse(const char *src, size_t len, const char *root, gram **out, tc_err
     int rc = parse_rules(&p);
     if (!rc && !p.failed) {
         if (!root) root = "root";
-        int rid = p.n_slots ? *name_slot(&p, root, strlen(root)) : -1;
+        int rid = p.n_slots ? name_slot(&p, root, strlen(root))->id : -1;
         if (rid < 0 || !p.defined[rid]) rc = tc_err_set(err, TC_ERR_INVALID, "grammar: no rule named '%s'", root);
         for (int i = 0; !rc && i < p.n_rules; i++)
             if (!p.defined[i]) rc = tc_err_set(err, TC_ERR_INVALID, "grammar: undefined rule '%s'", p.names[i]);

@@ -120,3 +120,26 @@ def test_own_template_by_default(smol):
     # SmolLM2's GGUF template adds its default system prompt when the first message is not a system one
     got = prompt_ids(smol, {"messages": [{"role": "user", "content": "Hi"}]})
     assert got[:1] == [IM_START] and "SmolLM" in smol.post("/detokenize", {"tokens": got})[2]["content"]
+
+
+def run_chat(*args):
+    return subprocess.run([BIN, "run", "-m", SMOL, "-p", "What is 2+2?", "-n", "8", "--temp", "0", "-t", "1"] +
+                          list(args), capture_output=True, text=True, timeout=300)
+
+
+def test_run_chat_templates(tmp_path):
+    """`tachyon run --chat` renders the model's own template: the same prompt and greedy text as the built-in
+    ChatML family; --chat-template-file replaces it; a template that raises stops the run with its message."""
+    need_model()
+    own, fam = run_chat("--chat"), run_chat("--chat-template", "chatml")
+    assert own.returncode == 0 and fam.returncode == 0, own.stderr + fam.stderr
+    assert own.stdout == fam.stdout and own.stdout.strip()
+    assert "prompt 37 tok" in own.stderr and "prompt 37 tok" in fam.stderr  # with SmolLM2's default system prompt
+    path = tmp_path / "bare.jinja"
+    path.write_text("{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+                    "<|im_start|>assistant\n")
+    bare = run_chat("--chat-template-file", str(path))
+    assert bare.returncode == 0 and "prompt 15 tok" in bare.stderr, bare.stderr
+    path.write_text("{{ raise_exception('nope: ' + messages[0].content) }}")
+    bad = run_chat("--chat-template-file", str(path))
+    assert bad.returncode != 0 and "nope: What is 2+2?" in bad.stderr, bad.stderr

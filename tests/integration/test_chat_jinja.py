@@ -143,3 +143,25 @@ def test_run_chat_templates(tmp_path):
     path.write_text("{{ raise_exception('nope: ' + messages[0].content) }}")
     bad = run_chat("--chat-template-file", str(path))
     assert bad.returncode != 0 and "nope: What is 2+2?" in bad.stderr, bad.stderr
+
+
+def test_gemma_real_template_file(make_server):
+    """Gemma 3's GGUF carries no template (the built-in gemma family renders it); Gemma 2's real template, whose
+    turns are Gemma 3's, gives the same prompt ids and greedy answer through --chat-template-file, and its
+    raise_exception on a system message is a 400 with the template's message."""
+    need_model()
+    gemma_path = os.path.join(os.path.dirname(SMOL), "gemma-3-270m-q4_k_m.gguf")
+    tmpl = os.path.join(os.path.dirname(__file__), "..", "ref", "chat-templates", "google-gemma-2-2b-it.jinja")
+    if not os.path.exists(gemma_path):
+        pytest.skip("Gemma 3 model not present (run make models)")
+    fam = make_server(gemma_path, "--ctx-size", 512)
+    own = make_server(gemma_path, "--ctx-size", 512, "--chat-template-file", tmpl)
+    msgs = [{"role": "user", "content": "Name a colour."}, {"role": "assistant", "content": "Blue <end_of_turn>"},
+            {"role": "user", "content": "And a fruit?"}]
+    want = prompt_ids(fam, {"messages": msgs})
+    assert prompt_ids(own, {"messages": msgs}) == want and want[0] == 2  # <bos> from the template's bos_token
+    body = {"messages": msgs, "max_tokens": 8, "temperature": 0}
+    a, b = fam.post("/v1/chat/completions", body)[2], own.post("/v1/chat/completions", body)[2]
+    assert a["choices"][0]["message"]["content"] == b["choices"][0]["message"]["content"]
+    st, _, j = own.post("/v1/chat/completions", {"messages": [{"role": "system", "content": "x"}] + msgs})
+    assert st == 400 and "System role not supported" in j["error"]["message"], j

@@ -41,8 +41,9 @@ static int fim_ids(server *s, const oai_prompt *p, const char *suffix, int32_t *
 }
 
 // The request's messages as a chat template sees them (as vLLM passes them): role and content as parsed (text
-// parts joined), the other fields as sent, and tool calls' arguments parsed into objects.
-static json_t *tmpl_messages(const oai_req *q) {
+// parts joined, unless the template tests whether content is a string: then it gets the parts as sent), the
+// other fields as sent, and tool calls' arguments parsed into objects.
+static json_t *tmpl_messages(const oai_req *q, int parts) {
     json_t *src = json_object_get(q->root, "messages"), *a = json_array();
     for (int i = 0; a && i < q->n_msgs; i++) {
         json_t *orig = json_array_get(src, (size_t)i), *c = json_deep_copy(orig);
@@ -52,8 +53,9 @@ static json_t *tmpl_messages(const oai_req *q) {
         }
         json_t *content = json_object_get(orig, "content");
         json_object_set_new(c, "role", json_string(q->msgs[i].role));
-        json_object_set_new(c, "content", content && !json_is_null(content) ? json_string(q->msgs[i].content)
-                                                                             : json_null());
+        if (!(parts && json_is_array(content)))
+            json_object_set_new(c, "content", content && !json_is_null(content) ? json_string(q->msgs[i].content)
+                                                                                 : json_null());
         size_t k;
         json_t *call;
         json_array_foreach(json_object_get(c, "tool_calls"), k, call) {
@@ -82,7 +84,7 @@ static int tmpl_ids(server *s, const oai_req *q, int32_t **ids, int *n, oai_err 
         msgs = chat_msgs_json(tmsgs, n_msgs);
         oai_tools_msgs_free(tmsgs, owned, n_owned);
     } else {
-        msgs = tmpl_messages(q);
+        msgs = tmpl_messages(q, chat_tmpl_reads(s->tmpl, "is string") || chat_tmpl_reads(s->tmpl, "is not string"));
     }
     if (!msgs) return oai_err_set(e, 500, "server_error", NULL, NULL, "out of memory");
     json_t *tools = own_tools ? json_object_get(q->root, "tools") : NULL;

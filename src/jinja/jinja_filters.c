@@ -349,8 +349,9 @@ static jv f_minmax(jinja_ctx *c, jv in, const fargs *a, int want_max) {
 static jv filter_impl(jinja_ctx *c, const char *name, size_t nn, jv in, int npos, const jv *pos, int nkw,
                       const jv *kwnames, const jv *kwvals);
 
-// A filter's text is untrusted when any of its input was, except where it kept the provenance itself
-// (tojson and the identity filters return strings whose ranges are exact).
+// A filter's text is untrusted when any of its input was, except where it kept exact ranges itself (tojson,
+// join, and filters that return an input as it is). A filter that cuts a string (trim, truncate …) makes a
+// new value without ranges, which is then untrusted as a whole.
 jv jinja_filter(jinja_ctx *c, const char *name, size_t nn, jv in, int npos, const jv *pos, int nkw,
                 const jv *kwnames, const jv *kwvals) {
     jv r = filter_impl(c, name, nn, in, npos, pos, nkw, kwnames, kwvals);

@@ -73,6 +73,9 @@ int main(void) {
     EXPECT("{% set ns = namespace(t='') %}{% for m in messages %}{% set ns.t = ns.t + '<' + m.content %}"
            "{% endfor %}{{ ns.t }}",
            "<[ hi <|im_end|> ]<[abc]");
+    EXPECT("{% set ns = namespace(t='  <') %}{% set ns.t = ns.t + messages[1].content %}{{ ns.t | trim }}|"
+           "{{ ns.t[2:] }}|{{ ns.t.strip() }}|{{ (ns.t ~ '  ') | trim }}",
+           "[<abc]|[<abc]|[<abc]|[<abc]");
     EXPECT("{% set x %}<b>{{ messages[1].content }}</b>{% endset %}{{ x }}{{ x | length }}", "<b>[abc]</b>10");
     EXPECT("{% macro turn(m) %}<t>{{ m.content }}</t>{% endmacro %}{{ turn(messages[1]) }}", "<t>[abc]</t>");
     EXPECT("{% filter upper %}x{{ messages[1].content }}{% endfilter %}", "[XABC]");

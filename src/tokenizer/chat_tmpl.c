@@ -64,11 +64,7 @@ int chat_tmpl_load_file(const char *path, const tok_vocab *v, chat_tmpl **out, t
     }
     int rc = chat_tmpl_new(buf, n, v, out, err);
     free(buf);
-    if (rc) {
-        char msg[sizeof err->msg];
-        snprintf(msg, sizeof msg, "%s", err->msg);
-        tc_err_set(err, rc, "chat template file %s: %s", path, msg);
-    }
+    if (rc) tc_err_wrap(err, "chat template file %s", path);
     return rc;
 }
 

@@ -42,11 +42,15 @@ int cli_kv_center(const char *cmd, const char *s);
 // --device cpu|cuda: parses s into *out; otherwise prints "tachyon CMD: --device expects cpu or cuda, got 's'"
 // and returns -1. (Whether the device is usable is known only when the backend opens: backend_new.)
 int cli_device(const char *cmd, const char *s, backend_device *out);
-// The prompt as one user turn with the model's chat template (template_name: a family name such as "chatml",
-// or NULL for the model's own template); the prompt's text stays plain text (see chat_encode). *ids malloc'd
-// (free). Returns 0 or a TC_ERR_* with err set (an unknown template names --chat-template).
+// The prompt as one user turn with the model's chat template (template_name: a built-in family such as
+// "chatml", or NULL for the model's own Jinja template, or the family its architecture implies when it has
+// none); the prompt's text stays plain text (see chat_encode). *ids malloc'd (free). Returns 0 or a TC_ERR_*
+// with err set (an unknown template names --chat-template; a template that fails says why).
 int cli_encode_chat(const model *m, const tok_vocab *v, const char *template_name, const char *prompt,
                     int32_t **ids, int *n_ids, tc_err *err);
+// cli_encode_chat with template_file (may be NULL): a Jinja chat template file used instead of the model's.
+int cli_encode_chat_ex(const model *m, const tok_vocab *v, const char *template_name, const char *template_file,
+                       const char *prompt, int32_t **ids, int *n_ids, tc_err *err);
 struct option;
 // The long name ("http-timeout") of the getopt_long option whose val is val, "?" if none.
 const char *cli_opt_name(const struct option *lo, int val);

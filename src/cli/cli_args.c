@@ -8,6 +8,7 @@
 #include "cli/cli.h"
 #include "model/model.h"
 #include "tokenizer/chat.h"
+#include "tokenizer/chat_tmpl.h"
 #include "tokenizer/tokenizer.h"
 
 int cli_num(const char *cmd, const char *flag, const char *s, double lo, double hi, double *out) {
@@ -52,13 +53,42 @@ const char *cli_opt_name(const struct option *lo, int val) {
 }
 
 // (tachyon run --chat, tachyon bench --chat; contract in cli.h)
+// The prompt as one user turn through a Jinja template (the model's own, or the file's).
+static int encode_jinja(const tok_vocab *v, const char *src, const char *file, const char *prompt, int32_t **ids,
+                        int *n_ids, tc_err *err) {
+    chat_tmpl *t = NULL;
+    int rc = file ? chat_tmpl_load_file(file, v, &t, err) : chat_tmpl_new(src, strlen(src), v, &t, err);
+    if (rc) return file ? rc : tc_err_wrap(err, "the model's chat template (tokenizer.chat_template)");
+    chat_msg msg = {"user", prompt};
+    json_t *msgs = chat_msgs_json(&msg, 1);
+    rc = msgs ? chat_tmpl_encode(t, v, msgs, NULL, NULL, 1, ids, n_ids, err)
+              : tc_err_set(err, TC_ERR_NOMEM, "out of memory");
+    if (rc && rc != TC_ERR_NOMEM) tc_err_wrap(err, "chat template");
+    json_decref(msgs);
+    chat_tmpl_free(t);
+    return rc;
+}
+
 int cli_encode_chat(const model *m, const tok_vocab *v, const char *template_name, const char *prompt, int32_t **ids,
                     int *n_ids, tc_err *err) {
+    return cli_encode_chat_ex(m, v, template_name, NULL, prompt, ids, n_ids, err);
+}
+
+int cli_encode_chat_ex(const model *m, const tok_vocab *v, const char *template_name, const char *template_file,
+                       const char *prompt, int32_t **ids, int *n_ids, tc_err *err) {
+    if (template_name && template_file)
+        return tc_err_set(err, TC_ERR_INVALID, "--chat-template and --chat-template-file exclude each other");
+    if (template_file) return encode_jinja(v, NULL, template_file, prompt, ids, n_ids, err);
     gguf_str ts = {0};
     char *tmpl = NULL;
     if (gguf_get_str(model_gguf(m), "tokenizer.chat_template", &ts) == 0) {
         tmpl = strndup(ts.ptr, ts.len);
         if (!tmpl) return tc_err_set(err, TC_ERR_NOMEM, "out of memory");
+        if (!template_name) {
+            int rc = encode_jinja(v, tmpl, NULL, prompt, ids, n_ids, err);
+            free(tmpl);
+            return rc;
+        }
     }
     chat_family f = template_name ? chat_family_from_name(template_name)
                     : tmpl ? chat_detect(tmpl) : chat_family_for_arch(model_get_hparams(m)->arch);

@@ -15,8 +15,9 @@
 static void run_usage(void) {
     fprintf(stderr, "usage: tachyon run -m MODEL -p PROMPT [-n N] [--temp T] [--top-p P] [--top-k K] [--min-p M]\n"
                     "                   [--repeat-penalty R] [--seed S] [-t THREADS] [-c CTX] [--chat]\n"
-                    "                   [--chat-template NAME] [--ignore-eos] [--spec off|ngram|draft|self|auto] [--spec-k K]\n"
-                    "                   [--draft-model PATH] [--self-spec-layers L]\n"
+                    "                   [--chat-template NAME | --chat-template-file F] [--ignore-eos]\n"
+                    "                   [--spec off|ngram|draft|self|auto] [--spec-k K] [--draft-model PATH]\n"
+                    "                   [--self-spec-layers L]\n"
                     "                   [--kv-type|--kv-type-k|--kv-type-v f16|q8_0|q4_0] [--kv-rotate auto|off]\n"
                     "                   [--kv-center auto|off] [--device cpu|cuda]\n"
                     "  --spec: speculative decoding; ngram drafts k tokens by prompt lookup whenever it finds a match,\n"
@@ -27,7 +28,7 @@ static void run_usage(void) {
 }
 
 typedef struct run_opts {
-    const char *model, *prompt, *chat_template, *draft_model;
+    const char *model, *prompt, *chat_template, *chat_template_file, *draft_model;
     int self_layers; // --self-spec-layers (0: n_layers / 4 under --spec self, none under auto)
     int n_predict, threads, ctx, chat, ignore_eos;
     int spec, spec_k; // spec_mode, drafted tokens per step at most
@@ -43,7 +44,7 @@ static int parse(int argc, char **argv, run_opts *o) {
         {"seed", 1, 0, 5}, {"chat", 0, 0, 6}, {"chat-template", 1, 0, 7}, {"repeat-penalty", 1, 0, 8},
         {"ignore-eos", 0, 0, 9}, {"spec", 1, 0, 10}, {"spec-k", 1, 0, 11}, {"kv-type", 1, 0, 12},
         {"kv-type-k", 1, 0, 13}, {"kv-type-v", 1, 0, 14}, {"draft-model", 1, 0, 15}, {"self-spec-layers", 1, 0, 16},
-        {"kv-rotate", 1, 0, 17}, {"kv-center", 1, 0, 18}, {"device", 1, 0, 19},
+        {"kv-rotate", 1, 0, 17}, {"kv-center", 1, 0, 18}, {"device", 1, 0, 19}, {"chat-template-file", 1, 0, 20},
         {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     memset(o, 0, sizeof *o);
     o->n_predict = 128;
@@ -80,6 +81,7 @@ static int parse(int argc, char **argv, run_opts *o) {
         }
         case 6: o->chat = 1; break;
         case 7: o->chat_template = optarg, o->chat = 1; break;
+        case 20: o->chat_template_file = optarg, o->chat = 1; break;
         case 8: bad = cli_num("run", "--repeat-penalty", optarg, 0.01, 100, &v), o->sp.repetition_penalty = (float)v; break;
         case 9: o->ignore_eos = 1; break;
         case 10:
@@ -123,7 +125,7 @@ static void run_emit(void *ctx, const samp_result *tok) {
 
 // The prompt's token ids (BOS alone for an empty prompt): *ids malloc'd.
 static int run_prompt(const run_opts *o, model *m, const tok_vocab *v, int32_t **ids, int *n_ids, tc_err *err) {
-    int rc = o->chat ? cli_encode_chat(m, v, o->chat_template, o->prompt, ids, n_ids, err)
+    int rc = o->chat ? cli_encode_chat_ex(m, v, o->chat_template, o->chat_template_file, o->prompt, ids, n_ids, err)
                      : tok_encode(v, o->prompt, strlen(o->prompt), tok_add_bos(v) ? TOK_ENC_ADD_BOS : 0, ids, n_ids,
                                   err);
     if (rc || *n_ids > 0) return rc;

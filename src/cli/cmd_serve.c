@@ -71,7 +71,9 @@ static void serve_usage(void) {
             "  --shutdown-grace S          drain time on SIGTERM/SIGINT (10)\n"
             "  --threads N                 compute threads\n"
             "  --device cpu|cuda           where the forward pass runs (cpu); cuda needs a CUDA build and a GPU\n"
-            "  --chat-template NAME        chatml, llama2, llama3, mistral, gemma, phi3, zephyr, deepseek, qwen3\n"
+            "  --chat-template NAME        a built-in renderer instead of the model's own Jinja template: chatml,\n"
+            "                              llama2, llama3, mistral, gemma, phi3, zephyr, deepseek, qwen3\n"
+            "  --chat-template-file F      render chats with the Jinja template in F instead of the model's\n"
             "  --reasoning-format F        auto: <think>…</think> output goes to reasoning_content when the chat\n"
             "                              template is a reasoning one (qwen3, deepseek); none: left inline in\n"
             "                              content; deepseek: always split (auto)\n"
@@ -144,7 +146,7 @@ int cli_serve(int argc, char **argv) {
         O_KEYFILE,
         O_CONFIG, O_ROUTER, O_RMP, O_RMT, O_RDEG, // several models, routers (their --ttft-slo is O_TTFTSLO)
         O_SCHED, O_AGING, O_TTFTSLO, O_E2ESLO, // scheduling policy
-        O_DEVICE
+        O_DEVICE, O_TMPLF
     };
     static const struct option lo[] = {
         {"model", required_argument, 0, 'm'},         {"host", required_argument, 0, O_HOST},
@@ -155,7 +157,8 @@ int cli_serve(int argc, char **argv) {
         {"max-queued-tokens", required_argument, 0, O_QTOK}, {"request-timeout", required_argument, 0, O_RTO},
         {"shutdown-grace", required_argument, 0, O_GRACE}, {"threads", required_argument, 0, O_THREADS},
         {"device", required_argument, 0, O_DEVICE},
-        {"chat-template", required_argument, 0, O_TMPL}, {"log-level", required_argument, 0, O_LOG},
+        {"chat-template", required_argument, 0, O_TMPL}, {"chat-template-file", required_argument, 0, O_TMPLF},
+        {"log-level", required_argument, 0, O_LOG},
         {"itl-guard", required_argument, 0, O_ITL}, {"itl-guard-fair", required_argument, 0, O_ITLF},
         {"itl-guard-floor-ms", required_argument, 0, O_ITLM},
         {"spec", required_argument, 0, O_SPEC},       {"spec-k", required_argument, 0, O_SPECK},
@@ -230,6 +233,7 @@ int cli_serve(int argc, char **argv) {
         case O_THREADS: bad = num(flag, optarg, 1, 1024, &v); o.eng.n_threads = (int)v; break;
         case O_DEVICE: bad = cli_device("serve", optarg, &o.eng.device) ? 1 : 0; break;
         case O_TMPL: o.chat_template = optarg; break;
+        case O_TMPLF: o.chat_template_file = optarg; break;
         case O_ITL: bad = num(flag, optarg, 0, 1000, &v); o.eng.itl_guard = (float)v; break;
         case O_ITLF: bad = num(flag, optarg, 0, 1, &v); o.eng.itl_guard_fair = (int)v; break;
         case O_ITLM: bad = num(flag, optarg, 0, 10000, &v); o.eng.itl_guard_floor_ms = (float)v; break;

@@ -38,4 +38,17 @@ void jinja_free(jinja_template *t);
 int jinja_render(const jinja_template *t, const json_t *vars, const jinja_limits *lim, int64_t now, char **out,
                  size_t *out_n, tc_err *err);
 
+// A byte range [start, end) of rendered text.
+typedef struct jinja_span {
+    size_t start, end;
+} jinja_span;
+
+// jinja_render with provenance. user (a JSON object, borrowed; may be NULL) holds more variables, every string
+// of which (keys included) is untrusted text: message contents, tool definitions and calls. Text computed from
+// untrusted text stays untrusted (concatenation keeps exact ranges; strip, slice, replace, join … mark their
+// whole result). *spans (owned, free with free(); NULL when there are none) receives the *n_spans sorted,
+// disjoint ranges of *out that are untrusted text.
+int jinja_render_user(const jinja_template *t, const json_t *vars, const json_t *user, const jinja_limits *lim,
+                      int64_t now, char **out, size_t *out_n, jinja_span **spans, int *n_spans, tc_err *err);
+
 #endif

@@ -160,7 +160,7 @@ static jv eval_slice(jinja_ctx *c, jinja_frame *f, const jnode *n) {
     if (is_str && step == 1) {
         if (hi <= lo) return jinja_str("", 0);
         size_t x = jinja_u8_off(obj.u.s, obj.n, (size_t)lo), y = jinja_u8_off(obj.u.s, obj.n, (size_t)hi);
-        return jinja_str(obj.u.s + x, y - x);
+        return jinja_taint(c, jinja_str(obj.u.s + x, y - x), jinja_has_user(obj));
     }
     jinja_list *src = is_str ? jinja_iter_list(c, obj) : obj.u.l;
     jinja_list *l = jinja_list_new(c, 0);
@@ -168,7 +168,7 @@ static jv eval_slice(jinja_ctx *c, jinja_frame *f, const jnode *n) {
     if (!is_str) return (jv){.t = obj.t, .u.l = l};
     jinja_buf out = {0};
     for (uint32_t i = 0; i < l->n; i++) jinja_buf_add(c, &out, l->v[i].u.s, l->v[i].n);
-    return jinja_buf_take(&out);
+    return jinja_taint(c, jinja_buf_take(&out), jinja_has_user(obj));
 }
 
 // --- operators
@@ -187,7 +187,7 @@ static jv repeat(jinja_ctx *c, jv seq, int64_t k) {
     if (seq.t == JV_STR) {
         if (seq.n && (uint64_t)k > c->max_output / seq.n) jinja_fail(&c->fault, TC_ERR_INVALID, "string too long");
         jinja_buf b = {0};
-        for (int64_t i = 0; i < k; i++) jinja_buf_add(c, &b, seq.u.s, seq.n);
+        for (int64_t i = 0; i < k; i++) jinja_buf_addv(c, &b, seq);
         return jinja_buf_take(&b);
     }
     if (seq.u.l->n && (uint64_t)k > c->max_steps / seq.u.l->n) jinja_fail(&c->fault, TC_ERR_INVALID, "list too long");
@@ -204,8 +204,8 @@ static jv arith(jinja_ctx *c, int op, jv a, jv b) {
             else a = jinja_html_escape(c, a);
         }
         jinja_buf o = {0};
-        jinja_buf_add(c, &o, a.u.s, a.n);
-        jinja_buf_add(c, &o, b.u.s, b.n);
+        jinja_buf_addv(c, &o, a);
+        jinja_buf_addv(c, &o, b);
         jv r = jinja_buf_take(&o);
         r.safe = a.safe | b.safe;
         return r;
@@ -361,7 +361,8 @@ static jv eval_inner(jinja_ctx *c, jinja_frame *f, const jnode *n) {
     case JN_ATTR: return jinja_getattr(c, jinja_eval(c, f, n->a), n->s, n->n);
     case JN_ITEM: {
         jv obj = jinja_eval(c, f, n->a);
-        return jinja_getitem(c, obj, jinja_eval(c, f, n->b));
+        jv r = jinja_getitem(c, obj, jinja_eval(c, f, n->b));
+        return obj.t == JV_STR ? jinja_taint(c, r, jinja_has_user(obj)) : r; // a character of the string
     }
     case JN_SLICE: return eval_slice(c, f, n);
     case JN_CALL: {

@@ -207,12 +207,31 @@ void jinja_free(jinja_template *t) {
     free(t);
 }
 
+static void set_globals(jinja_ctx *c, const json_t *vars, int user) {
+    if (!vars || !json_is_object(vars)) return;
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)vars, k, v) {
+        size_t kn = strlen(k);
+        char *name = jinja_alloc(&c->ar, kn + 1);
+        memcpy(name, k, kn);
+        jinja_frame_set(c, c->globals, name, kn, jinja_from_json(c, v, user));
+    }
+}
+
 int jinja_render(const jinja_template *t, const json_t *vars, const jinja_limits *lim, int64_t now, char **out,
                  size_t *out_n, tc_err *err) {
+    return jinja_render_user(t, vars, NULL, lim, now, out, out_n, NULL, NULL, err);
+}
+
+int jinja_render_user(const jinja_template *t, const json_t *vars, const json_t *user, const jinja_limits *lim,
+                      int64_t now, char **out, size_t *out_n, jinja_span **spans, int *n_spans, tc_err *err) {
     jinja_limits L;
     fill_limits(lim, &L);
     *out = NULL;
     if (out_n) *out_n = 0;
+    if (spans) *spans = NULL;
+    if (n_spans) *n_spans = 0;
     jinja_ctx *c = calloc(1, sizeof *c);
     if (!c) return tc_err_set(err, TC_ERR_NOMEM, "out of memory");
     jinja_arena_init(&c->ar, L.max_memory, &c->fault);
@@ -227,23 +246,26 @@ int jinja_render(const jinja_template *t, const json_t *vars, const jinja_limits
     jinja_buf b = {0};
     c->out = &b;
     c->globals = jinja_frame_new(c, NULL);
-    if (vars && json_is_object(vars)) {
-        const char *k;
-        json_t *v;
-        json_object_foreach((json_t *)vars, k, v) {
-            size_t kn = strlen(k);
-            char *name = jinja_alloc(&c->ar, kn + 1);
-            memcpy(name, k, kn);
-            jinja_frame_set(c, c->globals, name, kn, jinja_from_json(c, v));
-        }
-    }
+    set_globals(c, vars, 0);
+    set_globals(c, user, 1);
     exec_body(c, jinja_frame_new(c, c->globals), t->root);
+    uint32_t nr = b.pv ? b.pv->n : 0;
+    jinja_span *sp = NULL;
+    if (spans && nr) {
+        sp = malloc(nr * sizeof *sp);
+        if (!sp) jinja_fail(&c->fault, TC_ERR_NOMEM, "out of memory");
+        for (uint32_t i = 0; i < nr; i++) sp[i] = (jinja_span){b.pv->r[2 * i], b.pv->r[2 * i + 1]};
+    }
     char *res = malloc(b.n + 1);
-    if (!res) jinja_fail(&c->fault, TC_ERR_NOMEM, "out of memory");
+    if (!res) {
+        free(sp);
+        jinja_fail(&c->fault, TC_ERR_NOMEM, "out of memory");
+    }
     if (b.n) memcpy(res, b.p, b.n);
     res[b.n] = 0;
     *out = res;
     if (out_n) *out_n = b.n;
+    if (spans) *spans = sp, *n_spans = (int)nr;
     jinja_arena_free(&c->ar);
     free(c);
     return 0;

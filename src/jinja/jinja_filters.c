@@ -202,7 +202,7 @@ jv jinja_html_escape(jinja_ctx *c, jv s) {
         if (e) jinja_buf_add(c, &b, e, strlen(e));
         else jinja_buf_add(c, &b, &ch, 1);
     }
-    return jinja_buf_take(&b);
+    return jinja_taint(c, jinja_buf_take(&b), jinja_has_user(s));
 }
 
 static jv f_join(jinja_ctx *c, jv in, const fargs *a) {
@@ -346,8 +346,21 @@ static jv f_minmax(jinja_ctx *c, jv in, const fargs *a, int want_max) {
     return best;
 }
 
+static jv filter_impl(jinja_ctx *c, const char *name, size_t nn, jv in, int npos, const jv *pos, int nkw,
+                      const jv *kwnames, const jv *kwvals);
+
+// A filter's text is untrusted when any of its input was, except where it kept exact ranges itself (tojson,
+// join, and filters that return an input as it is). A filter that cuts a string (trim, truncate …) makes a
+// new value without ranges, which is then untrusted as a whole.
 jv jinja_filter(jinja_ctx *c, const char *name, size_t nn, jv in, int npos, const jv *pos, int nkw,
                 const jv *kwnames, const jv *kwvals) {
+    jv r = filter_impl(c, name, nn, in, npos, pos, nkw, kwnames, kwvals);
+    if (r.t == JV_STR && r.pv) return r;
+    return jinja_taint(c, r, jinja_args_user(in, npos, pos, nkw, kwvals));
+}
+
+static jv filter_impl(jinja_ctx *c, const char *name, size_t nn, jv in, int npos, const jv *pos, int nkw,
+                      const jv *kwnames, const jv *kwvals) {
     fargs A = {npos, nkw, pos, kwnames, kwvals}, *a = &A;
 #define IS(w) jinja_eq(name, nn, w)
     if (IS("tojson")) return f_tojson(c, in, a);

@@ -33,7 +33,16 @@ void jinja_arena_init(jinja_arena *a, size_t max_bytes, jinja_fault *f);
 void *jinja_alloc(jinja_arena *a, size_t n); // zeroed, 16-byte aligned
 void jinja_arena_free(jinja_arena *a);
 
-// --- values: 16 bytes, copied freely; everything they point to lives in an arena (or the template's).
+// --- provenance: which bytes of a string came from the caller's untrusted variables (message text) rather
+// than from the template or its trusted variables. r holds n sorted, disjoint [start, end) byte pairs; a range
+// past a string's end is clamped where it is read.
+typedef struct jinja_prov {
+    uint32_t n;
+    const uint32_t *r;
+} jinja_prov;
+extern const jinja_prov jinja_prov_all; // the whole string
+
+// --- values: 24 bytes, copied freely; everything they point to lives in an arena (or the template's).
 typedef enum {
     JV_UNDEF, // u.s/n: the name that was undefined (for messages)
     JV_NONE,
@@ -62,6 +71,7 @@ typedef struct jv {
     uint16_t t;    // jv_type
     uint16_t safe; // a string marked |safe (jinja2's Markup: + escapes a plain operand)
     uint32_t n; // string length
+    const jinja_prov *pv; // strings: the bytes from untrusted variables, or NULL when there are none
     union {
         int64_t i;
         double f;
@@ -202,6 +212,8 @@ struct jinja_loop {
 typedef struct jinja_buf {
     char *p;
     size_t n, cap;
+    jinja_prov *pv; // provenance of the text so far (arena, its pairs right after it; NULL: none)
+    uint32_t rcap;  // pairs pv has room for
 } jinja_buf;
 
 typedef struct jinja_ctx {
@@ -239,6 +251,17 @@ int jinja_equal(jv a, jv b);
 int jinja_compare(jinja_ctx *c, jv a, jv b); // <0, 0, >0; errors on incomparable types
 const char *jinja_type_name(jv v);
 void jinja_buf_add(jinja_ctx *c, jinja_buf *b, const char *s, size_t n);
+// Appends string v with its provenance.
+void jinja_buf_addv(jinja_ctx *c, jinja_buf *b, jv v);
+// Marks bytes [from, b->n) of b as untrusted text.
+void jinja_buf_mark(jinja_ctx *c, jinja_buf *b, size_t from);
+// 1 when v is a string with untrusted bytes, or a list, tuple or dict holding one at its first level.
+int jinja_has_user(jv v);
+// The conservative provenance of a value computed from inputs of which any_user says whether one was untrusted:
+// a string (or a list's strings) with no provenance of its own becomes untrusted text as a whole.
+jv jinja_taint(jinja_ctx *c, jv r, int any_user);
+// jinja_has_user over a call's input, positional and keyword arguments (in may be JV_UNDEF when there is none).
+int jinja_args_user(jv in, int npos, const jv *pos, int nkw, const jv *kwvals);
 void jinja_buf_str(jinja_ctx *c, jinja_buf *b, jv v);  // str(v)
 void jinja_buf_repr(jinja_ctx *c, jinja_buf *b, jv v); // repr(v)
 jv jinja_to_str(jinja_ctx *c, jv v);
@@ -277,7 +300,8 @@ int jinja_global_fn(const char *name, size_t n); // a jinja_fn id, or -1
 jv jinja_global_call(jinja_ctx *c, int fn, int npos, const jv *pos, int nkw, const jv *kwnames, const jv *kwvals);
 
 // JSON (jinja_json.c)
-jv jinja_from_json(jinja_ctx *c, const json_t *j);
+// user: every string (keys too) is untrusted text.
+jv jinja_from_json(jinja_ctx *c, const json_t *j, int user);
 void jinja_tojson(jinja_ctx *c, jinja_buf *b, jv v, int indent, const char *item_sep, const char *key_sep,
                   int sort_keys, int level);
 

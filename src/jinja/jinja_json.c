@@ -6,7 +6,7 @@
 
 #include "jinja/jinja_int.h"
 
-jv jinja_from_json(jinja_ctx *c, const json_t *j) {
+jv jinja_from_json(jinja_ctx *c, const json_t *j, int user) {
     jinja_step(c);
     switch (json_typeof(j)) {
     case JSON_NULL: return JV_MK(JV_NONE);
@@ -18,12 +18,14 @@ jv jinja_from_json(jinja_ctx *c, const json_t *j) {
         size_t n = json_string_length(j);
         char *s = jinja_alloc(&c->ar, n + 1);
         memcpy(s, json_string_value(j), n);
-        return jinja_str(s, n);
+        jv r = jinja_str(s, n);
+        if (user) r.pv = &jinja_prov_all;
+        return r;
     }
     case JSON_ARRAY: {
         size_t n = json_array_size(j);
         jinja_list *l = jinja_list_new(c, (uint32_t)n);
-        for (size_t i = 0; i < n; i++) jinja_list_push(c, l, jinja_from_json(c, json_array_get(j, i)));
+        for (size_t i = 0; i < n; i++) jinja_list_push(c, l, jinja_from_json(c, json_array_get(j, i), user));
         return (jv){.t = JV_LIST, .u.l = l};
     }
     case JSON_OBJECT: {
@@ -34,12 +36,23 @@ jv jinja_from_json(jinja_ctx *c, const json_t *j) {
             size_t n = strlen(k);
             char *s = jinja_alloc(&c->ar, n + 1);
             memcpy(s, k, n);
-            jinja_dict_set(c, d, jinja_str(s, n), jinja_from_json(c, v));
+            jv key = jinja_str(s, n);
+            if (user) key.pv = &jinja_prov_all;
+            jinja_dict_set(c, d, key, jinja_from_json(c, v, user));
         }
         return (jv){.t = JV_DICT, .u.d = d};
     }
     }
     return JV_MK(JV_NONE);
+}
+
+static void json_str(jinja_ctx *c, jinja_buf *b, const char *s, size_t n);
+
+// A string with untrusted bytes is untrusted text as a whole, quotes and escapes included.
+static void json_strv(jinja_ctx *c, jinja_buf *b, jv v) {
+    size_t at = b->n;
+    json_str(c, b, v.u.s, v.n);
+    if (jinja_has_user(v)) jinja_buf_mark(c, b, at);
 }
 
 static void json_str(jinja_ctx *c, jinja_buf *b, const char *s, size_t n) {
@@ -90,7 +103,7 @@ static void newline_indent(jinja_ctx *c, jinja_buf *b, int indent, int level) {
 }
 
 static void json_key(jinja_ctx *c, jinja_buf *b, jv k) {
-    if (k.t == JV_STR) return json_str(c, b, k.u.s, k.n);
+    if (k.t == JV_STR) return json_strv(c, b, k);
     if (k.t == JV_BOOL) return json_str(c, b, k.u.i ? "true" : "false", k.u.i ? 4 : 5);
     if (k.t == JV_NONE) return json_str(c, b, "null", 4);
     if (k.t != JV_INT && k.t != JV_FLOAT) jinja_err(c, "keys must be str, int, float, bool or None, not %s", jinja_type_name(k));
@@ -147,7 +160,7 @@ void jinja_tojson(jinja_ctx *c, jinja_buf *b, jv v, int indent, const char *isep
         else jinja_fmt_float(v.u.f, tmp, sizeof tmp);
         jinja_buf_add(c, b, tmp, strlen(tmp));
         return;
-    case JV_STR: json_str(c, b, v.u.s, v.n); return;
+    case JV_STR: json_strv(c, b, v); return;
     case JV_LIST:
     case JV_TUPLE:
         if (!v.u.l->n) return jinja_buf_add(c, b, "[]", 2);

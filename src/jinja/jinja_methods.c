@@ -205,8 +205,20 @@ static jv dict_method(jinja_ctx *c, jv d, const char *name, size_t n, int np, co
     return list_of(out);
 }
 
+static jv method_impl(jinja_ctx *c, jinja_method *m, int npos, const jv *pos, int nkw, const jv *kwnames,
+                      const jv *kwvals);
+
+// What a method computes from untrusted text is untrusted as a whole (strip, replace, split …).
 jv jinja_method_call(jinja_ctx *c, jinja_method *m, int npos, const jv *pos, int nkw, const jv *kwnames,
                      const jv *kwvals) {
+    jv r = method_impl(c, m, npos, pos, nkw, kwnames, kwvals);
+    if (m->self.t == JV_DICT && jinja_eq(m->name, m->n, "get")) return r; // the stored value, as it is
+    if (m->self.t == JV_LIST || m->self.t == JV_LOOP) return r;          // append, cycle: values as they are
+    return jinja_taint(c, r, jinja_args_user(m->self, npos, pos, nkw, kwvals));
+}
+
+static jv method_impl(jinja_ctx *c, jinja_method *m, int npos, const jv *pos, int nkw, const jv *kwnames,
+                      const jv *kwvals) {
     if (m->self.t == JV_STR && jinja_eq(m->name, m->n, "format"))
         return str_format(c, m->self, npos, pos, nkw, kwnames, kwvals);
     if (nkw) jinja_err(c, "%.*s() takes no keyword arguments", (int)m->n, m->name);
@@ -221,7 +233,13 @@ jv jinja_method_call(jinja_ctx *c, jinja_method *m, int npos, const jv *pos, int
 
 // --- string formatting: printf-style (`fmt % args`, the format filter) and str.format
 
+static jv printf_impl(jinja_ctx *c, jv fmt, int nargs, const jv *args);
+
 jv jinja_printf(jinja_ctx *c, jv fmt, int nargs, const jv *args) {
+    return jinja_taint(c, printf_impl(c, fmt, nargs, args), jinja_args_user(fmt, nargs, args, 0, NULL));
+}
+
+static jv printf_impl(jinja_ctx *c, jv fmt, int nargs, const jv *args) {
     jinja_buf b = {0};
     int k = 0;
     for (size_t i = 0; i < fmt.n; i++) {

@@ -250,8 +250,90 @@ void jinja_buf_add(jinja_ctx *c, jinja_buf *b, const char *s, size_t n) {
 
 static void buf_cstr(jinja_ctx *c, jinja_buf *b, const char *s) { jinja_buf_add(c, b, s, strlen(s)); }
 
-jv jinja_buf_take(jinja_buf *b) { return jinja_str(b->p ? b->p : "", b->n); }
+// --- provenance
 
+static int str_user(jv v) { return v.t == JV_STR && v.pv && v.pv->n; }
+
+static const uint32_t prov_all_r[2] = {0, UINT32_MAX};
+const jinja_prov jinja_prov_all = {1, prov_all_r};
+
+// Adds [s, e) to b's ranges, merging with the last one when they touch (ranges arrive in order).
+static void buf_range(jinja_ctx *c, jinja_buf *b, size_t s, size_t e) {
+    if (e <= s) return;
+    uint32_t nr = b->pv ? b->pv->n : 0;
+    uint32_t *r = b->pv ? (uint32_t *)(b->pv + 1) : NULL;
+    if (nr && r[2 * nr - 1] >= s) {
+        if (e > r[2 * nr - 1]) r[2 * nr - 1] = (uint32_t)e;
+        return;
+    }
+    if (nr == b->rcap) { // a taken string keeps the old array, so grow into a new one
+        uint32_t cap = b->rcap ? b->rcap * 2 : 8;
+        jinja_prov *pv = jinja_alloc(&c->ar, sizeof *pv + (size_t)cap * 2 * sizeof *r);
+        uint32_t *nrr = (uint32_t *)(pv + 1);
+        if (nr) memcpy(nrr, r, (size_t)nr * 2 * sizeof *r);
+        pv->r = nrr, pv->n = nr;
+        b->pv = pv, b->rcap = cap, r = nrr;
+    }
+    r[2 * nr] = (uint32_t)s, r[2 * nr + 1] = (uint32_t)e;
+    b->pv->n = nr + 1;
+}
+
+void jinja_buf_mark(jinja_ctx *c, jinja_buf *b, size_t from) { buf_range(c, b, from, b->n); }
+
+void jinja_buf_addv(jinja_ctx *c, jinja_buf *b, jv v) {
+    size_t at = b->n;
+    jinja_buf_add(c, b, v.u.s, v.n);
+    if (!v.pv) return;
+    for (uint32_t i = 0; i < v.pv->n; i++) {
+        size_t s = v.pv->r[2 * i], e = v.pv->r[2 * i + 1];
+        if (e > v.n) e = v.n;
+        if (s < e) buf_range(c, b, at + s, at + e);
+    }
+}
+
+// The string keeps a snapshot of the ranges: a later append to b only adds ranges past its end, or extends
+// its last range past its end, and ranges are clamped to a string's length where read.
+jv jinja_buf_take(jinja_buf *b) {
+    jv r = jinja_str(b->p ? b->p : "", b->n);
+    if (b->pv && b->pv->n) {
+        r.pv = b->pv;
+        b->rcap = b->pv->n; // the next range grows into a new array, leaving this snapshot's count alone
+    }
+    return r;
+}
+
+int jinja_has_user(jv v) {
+    if (str_user(v)) return 1;
+    if (v.t == JV_LIST || v.t == JV_TUPLE || v.t == JV_GEN) {
+        for (uint32_t i = 0; i < v.u.l->n; i++)
+            if (str_user(v.u.l->v[i])) return 1;
+    } else if (v.t == JV_DICT) {
+        for (uint32_t i = 0; i < v.u.d->n; i++)
+            if (str_user(v.u.d->k[i]) || str_user(v.u.d->v[i])) return 1;
+    }
+    return 0;
+}
+
+int jinja_args_user(jv in, int npos, const jv *pos, int nkw, const jv *kwvals) {
+    if (jinja_has_user(in)) return 1;
+    for (int i = 0; i < npos; i++)
+        if (jinja_has_user(pos[i])) return 1;
+    for (int i = 0; i < nkw; i++)
+        if (jinja_has_user(kwvals[i])) return 1;
+    return 0;
+}
+
+jv jinja_taint(jinja_ctx *c, jv r, int any_user) {
+    if (!any_user) return r;
+    if (r.t == JV_STR) {
+        r.pv = &jinja_prov_all; // whatever the operation kept or moved, all of it may be untrusted
+    } else if (r.t == JV_LIST || r.t == JV_TUPLE || r.t == JV_GEN) { // a copy: r's list may be shared
+        jinja_list *l = jinja_list_new(c, r.u.l->n);
+        for (uint32_t i = 0; i < r.u.l->n; i++) jinja_list_push(c, l, jinja_taint(c, r.u.l->v[i], 1));
+        r.u.l = l;
+    }
+    return r;
+}
 // Python's repr(float): the shortest digits that read back to the same double; exponent form outside
 // 1e-4 <= |f| < 1e16.
 void jinja_fmt_float(double f, char *out, size_t cap) {
@@ -332,8 +414,13 @@ static void str_or_repr(jinja_ctx *c, jinja_buf *b, jv v, int repr) {
     case JV_INT: snprintf(tmp, sizeof tmp, "%lld", (long long)v.u.i), buf_cstr(c, b, tmp); return;
     case JV_FLOAT: jinja_fmt_float(v.u.f, tmp, sizeof tmp), buf_cstr(c, b, tmp); return;
     case JV_STR:
-        if (repr) repr_str(c, b, v.u.s, v.n);
-        else jinja_buf_add(c, b, v.u.s, v.n);
+        if (repr) {
+            size_t at = b->n;
+            repr_str(c, b, v.u.s, v.n);
+            if (str_user(v)) jinja_buf_mark(c, b, at);
+        } else {
+            jinja_buf_addv(c, b, v);
+        }
         return;
     case JV_LIST:
     case JV_TUPLE:

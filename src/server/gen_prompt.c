@@ -40,29 +40,93 @@ static int fim_ids(server *s, const oai_prompt *p, const char *suffix, int32_t *
     return 0;
 }
 
+// The request's messages as a chat template sees them (as vLLM passes them): role and content as parsed (text
+// parts joined, unless the template tests whether content is a string: then it gets the parts as sent), the
+// other fields as sent, and tool calls' arguments parsed into objects.
+static json_t *tmpl_messages(const oai_req *q, int parts) {
+    json_t *src = json_object_get(q->root, "messages"), *a = json_array();
+    for (int i = 0; a && i < q->n_msgs; i++) {
+        json_t *orig = json_array_get(src, (size_t)i), *c = json_deep_copy(orig);
+        if (!c || json_array_append_new(a, c)) {
+            json_decref(a);
+            return NULL;
+        }
+        json_t *content = json_object_get(orig, "content");
+        json_object_set_new(c, "role", json_string(q->msgs[i].role));
+        if (!(parts && json_is_array(content)))
+            json_object_set_new(c, "content", content && !json_is_null(content) ? json_string(q->msgs[i].content)
+                                                                                 : json_null());
+        size_t k;
+        json_t *call;
+        json_array_foreach(json_object_get(c, "tool_calls"), k, call) {
+            json_t *fn = json_object_get(call, "function"), *args = json_object_get(fn, "arguments");
+            json_t *parsed = json_is_string(args) ? json_loads(json_string_value(args), JSON_DECODE_ANY, NULL) : NULL;
+            if (parsed) json_object_set_new(fn, "arguments", parsed);
+        }
+    }
+    return a;
+}
+
+// A chat prompt through the model's Jinja template. A template that does not read `tools` gets tool
+// definitions, calls and results written into the messages in the family's format (as the built-in
+// renderers do); one that reads them gets the request's.
+static int tmpl_ids(server *s, const oai_req *q, int32_t **ids, int *n, oai_err *e) {
+    if (q->enable_thinking >= 0 && !chat_tmpl_reads(s->tmpl, "enable_thinking"))
+        return oai_err_set(e, 400, NULL, NULL, "chat_template_kwargs", "'chat_template_kwargs.enable_thinking' is "
+                           "not supported: this model's chat template has no thinking switch");
+    int own_tools = chat_tmpl_reads(s->tmpl, "tools");
+    json_t *msgs = NULL;
+    if (oai_tools_needed(q) && !own_tools) {
+        chat_msg *tmsgs = NULL;
+        char **owned = NULL;
+        int n_msgs = 0, n_owned = 0;
+        if (oai_tools_messages(q, s->chat, &tmsgs, &n_msgs, &owned, &n_owned, e)) return -1;
+        msgs = chat_msgs_json(tmsgs, n_msgs);
+        oai_tools_msgs_free(tmsgs, owned, n_owned);
+    } else {
+        msgs = tmpl_messages(q, chat_tmpl_reads(s->tmpl, "is string") || chat_tmpl_reads(s->tmpl, "is not string"));
+    }
+    if (!msgs) return oai_err_set(e, 500, "server_error", NULL, NULL, "out of memory");
+    json_t *tools = own_tools ? json_object_get(q->root, "tools") : NULL;
+    tc_err err = {0};
+    int rc = chat_tmpl_encode(s->tmpl, s->vocab, msgs, tools && json_is_array(tools) ? tools : NULL,
+                              json_object_get(q->root, "chat_template_kwargs"), 1, ids, n, &err);
+    json_decref(msgs);
+    if (rc == TC_ERR_NOMEM) return oai_err_set(e, 500, "server_error", NULL, NULL, "out of memory");
+    if (rc) return oai_err_set(e, 400, NULL, NULL, "messages", "chat template: %s", err.msg);
+    return 0;
+}
+
+// Chat prompt ids: message text is plain text, only the template's own markers become control tokens.
+static int chat_ids(server *s, const oai_req *q, int32_t **ids, int *n, oai_err *e) {
+    if (s->tmpl) return tmpl_ids(s, q, ids, n, e);
+    tc_err err = {0};
+    const chat_msg *msgs = q->msgs;
+    int n_msgs = q->n_msgs, n_owned = 0;
+    chat_msg *tmsgs = NULL;
+    char **owned = NULL;
+    if (oai_tools_needed(q)) { // tool definitions, calls and results in the family's format (oai_tools_fmt.c)
+        if (oai_tools_messages(q, s->chat, &tmsgs, &n_msgs, &owned, &n_owned, e)) return -1;
+        msgs = tmsgs;
+    }
+    if (q->enable_thinking >= 0 && !chat_family_has_thinking_switch(s->chat)) {
+        if (tmsgs) oai_tools_msgs_free(tmsgs, owned, n_owned);
+        return oai_err_set(e, 400, NULL, NULL, "chat_template_kwargs", "'chat_template_kwargs.enable_thinking' is "
+                           "not supported: this model's chat template (%s) has no thinking switch",
+                           chat_family_name(s->chat));
+    }
+    chat_opts co = {.enable_thinking = q->enable_thinking != 0};
+    int rc = chat_encode_opts(s->vocab, s->chat, s->chat_src, msgs, n_msgs, 1, s->bos_text, &co, ids, n, &err);
+    if (tmsgs) oai_tools_msgs_free(tmsgs, owned, n_owned);
+    if (rc) return oai_err_set(e, 400, NULL, NULL, "messages", "%s", err.msg);
+    return 0;
+}
+
 int gen_prompt_ids_at(server *s, const oai_req *q, int pi, int32_t **ids, int *n, oai_err *e) {
     tc_err err = {0};
     const oai_prompt *p = q->kind == OAI_CHAT ? NULL : &q->prompts[pi];
     if (q->kind == OAI_CHAT) {
-        // message text is plain text: only the template's own markers become control tokens
-        const chat_msg *msgs = q->msgs;
-        int n_msgs = q->n_msgs, n_owned = 0;
-        chat_msg *tmsgs = NULL;
-        char **owned = NULL;
-        if (oai_tools_needed(q)) { // tool definitions, calls and results in the family's format (oai_tools_fmt.c)
-            if (oai_tools_messages(q, s->chat, &tmsgs, &n_msgs, &owned, &n_owned, e)) return -1;
-            msgs = tmsgs;
-        }
-        if (q->enable_thinking >= 0 && !chat_family_has_thinking_switch(s->chat)) {
-            if (tmsgs) oai_tools_msgs_free(tmsgs, owned, n_owned);
-            return oai_err_set(e, 400, NULL, NULL, "chat_template_kwargs", "'chat_template_kwargs.enable_thinking' is "
-                               "not supported: this model's chat template (%s) has no thinking switch",
-                               chat_family_name(s->chat));
-        }
-        chat_opts co = {.enable_thinking = q->enable_thinking != 0};
-        int rc = chat_encode_opts(s->vocab, s->chat, s->chat_src, msgs, n_msgs, 1, s->bos_text, &co, ids, n, &err);
-        if (tmsgs) oai_tools_msgs_free(tmsgs, owned, n_owned);
-        if (rc) return oai_err_set(e, 400, NULL, NULL, "messages", "%s", err.msg);
+        if (chat_ids(s, q, ids, n, e)) return -1;
     } else if (q->suffix) {
         if (fim_ids(s, p, q->suffix, ids, n, e)) return -1;
     } else if (p->text) {

@@ -411,8 +411,16 @@ static int load_model(server *s, tc_err *err) {
             if (tok_is_eog(s->vocab, i)) s->eog_ids[s->n_eog++] = i;
         if (!rc) rc = srv_grammar_vocab(s, err); // grammar-constrained decoding (srv_grammar.c)
         gguf_str ts = {0};
-        if (!rc && gguf_get_str(model_gguf(s->m), "tokenizer.chat_template", &ts) == 0)
+        if (!rc && s->o.chat_template && s->o.chat_template_file)
+            rc = tc_err_set(err, TC_ERR_INVALID, "--chat-template and --chat-template-file exclude each other");
+        if (!rc && s->o.chat_template_file) { // the file replaces the model's template
+            rc = chat_tmpl_load_file(s->o.chat_template_file, s->vocab, &s->tmpl, err);
+            if (!rc && !(s->chat_src = strdup(chat_tmpl_src(s->tmpl)))) rc = tc_err_set(err, TC_ERR_NOMEM, "out of memory");
+        } else if (!rc && gguf_get_str(model_gguf(s->m), "tokenizer.chat_template", &ts) == 0) {
             s->chat_src = strndup(ts.ptr, ts.len);
+            if (!s->o.chat_template && (rc = chat_tmpl_new(ts.ptr, ts.len, s->vocab, &s->tmpl, err)))
+                tc_err_wrap(err, "the model's chat template (tokenizer.chat_template)");
+        }
         s->chat = s->o.chat_template ? chat_family_from_name(s->o.chat_template)
                                      : chat_detect(s->chat_src ? s->chat_src : "");
         if (!rc && s->chat == CHAT_UNKNOWN) {
@@ -489,8 +497,11 @@ static void loaded_cb(evutil_socket_t fd, short what, void *arg) {
 static void log_ready(server *s) {
     const model_hparams *hp = model_get_hparams(s->m);
     srv_log(s, SRV_LOG_INFO, "model ready: %s (%s, %d layers, ctx %d, chat template %s%s, %d end-of-generation tokens)",
-            s->name, hp->arch, hp->n_layers, s->ctx_size, chat_family_name(s->chat),
-            s->o.chat_template || (s->chat_src && chat_detect(s->chat_src) != CHAT_UNKNOWN) ? "" : " (fallback)",
+            s->name, hp->arch, hp->n_layers, s->ctx_size,
+            s->tmpl ? (s->o.chat_template_file ? "from --chat-template-file" : "of the model (Jinja)")
+                    : chat_family_name(s->chat),
+            s->tmpl || s->o.chat_template || (s->chat_src && chat_detect(s->chat_src) != CHAT_UNKNOWN) ? ""
+                                                                                         : " (fallback)",
             s->n_eog);
     if (s->ctx_size < s->ctx_asked)
         srv_log(s, SRV_LOG_WARN, "the KV cache (--kv-cache-mem %.2f MiB) holds only %d tokens: the per-request "
@@ -673,6 +684,7 @@ out:
     if (s->draft_m) model_free(s->draft_m);
     free(s->eog_ids);
     free(s->chat_src);
+    chat_tmpl_free(s->tmpl);
     srv_metrics_free(&s->mt);
     free(s);
     return rc;

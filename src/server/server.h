@@ -41,7 +41,8 @@ typedef struct server_opts {
     const char *model_path;
     const char *draft_model_path; // (optional) --draft-model: loaded next to the target, set as eng.draft_model
     const char *served_name;   // NULL = model file basename without ".gguf"
-    const char *chat_template; // NULL = detect from the model (fallback chatml)
+    const char *chat_template; // a built-in family by name; NULL = the model's own template (Jinja)
+    const char *chat_template_file; // a Jinja chat template file rendered instead of the model's, or NULL
     const struct srv_config *cfg; // NULL: the one model at model_path; else every model and router alias
                                   // (server/srv_config.h; borrowed, finished; model_path etc. are ignored)
     int reasoning_format;      // SRV_REASONING_*: where <think>…</think> output goes (see server/reasoning.h)

@@ -18,6 +18,7 @@
 #include "server/server.h"
 #include "server/srv_config.h"
 #include "tokenizer/chat.h"
+#include "tokenizer/chat_tmpl.h"
 #include "tokenizer/tokenizer.h"
 
 typedef enum { SRV_LOADING = 0, SRV_READY, SRV_DRAINING } srv_state;
@@ -86,7 +87,8 @@ typedef struct server {
     int32_t *eog_ids; // (n_eog)
     int n_eog;
     chat_family chat;
-    char *chat_src; // template text from the GGUF, or NULL
+    char *chat_src; // template text from the GGUF (or --chat-template-file), or NULL
+    chat_tmpl *tmpl; // owned: chat_src rendered as Jinja, NULL when a built-in family renders (--chat-template)
     char bos_text[64];
     int ctx_size;   // effective per-request context limit (prompt + output tokens), as the engine enforces it
     int ctx_asked;  // what --ctx-size / the model asked for (ctx_size is lower when the KV pool is small)

@@ -155,6 +155,7 @@ void srv_models_free(server *hub) {
         if (t->m) model_free(t->m);
         free(t->eog_ids);
         free(t->chat_src);
+        chat_tmpl_free(t->tmpl);
         srv_metrics_free(&t->mt); // the registry is the hub's
         free(t);
         hub->models[i] = NULL;

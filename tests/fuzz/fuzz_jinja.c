@@ -1,7 +1,8 @@
 // libFuzzer target: the Jinja interpreter on hostile templates (chat templates come from files users
 // download). Input: the template text, rendered with a small fixed conversation and tools under tight limits.
 // Checks: parsing and rendering never crash, hang or exhaust memory (every limit fails cleanly), a failure
-// always carries a message and no output, and a success stays within the output limit.
+// always carries a message and no output, and a success stays within the output limit with its untrusted
+// spans (the conversation's text) sorted, disjoint, non-empty and inside the output.
 #include <jansson.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -14,9 +15,9 @@
         if (!(c)) __builtin_trap();                                                                          \
     } while (0)
 
-static json_t *vars;
+static json_t *vars, *user;
 
-static const char *const VARS_JSON =
+static const char *const USER_JSON =
     "{\"messages\": [{\"role\": \"system\", \"content\": \"Be brief.\"},"
     " {\"role\": \"user\", \"content\": \"Hi {{ x }} \\u00e9\"},"
     " {\"role\": \"assistant\", \"content\": null, \"tool_calls\": [{\"id\": \"a1b2c3d4e\", \"type\": \"function\","
@@ -24,11 +25,12 @@ static const char *const VARS_JSON =
     " {\"role\": \"tool\", \"content\": \"42\", \"tool_call_id\": \"a1b2c3d4e\"},"
     " {\"role\": \"user\", \"content\": [{\"type\": \"text\", \"text\": \"parts\"}]}],"
     " \"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": {\"type\": \"object\"}}}],"
-    " \"documents\": null, \"add_generation_prompt\": true, \"bos_token\": \"<s>\", \"eos_token\": \"</s>\"}";
+    " \"documents\": null}";
+static const char *const VARS_JSON = "{\"add_generation_prompt\": true, \"bos_token\": \"<s>\", \"eos_token\": \"</s>\"}";
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    if (!vars) vars = json_loads(VARS_JSON, 0, NULL);
-    CHECK(vars);
+    if (!vars) vars = json_loads(VARS_JSON, 0, NULL), user = json_loads(USER_JSON, 0, NULL);
+    CHECK(vars && user);
     jinja_limits lim = {.max_template = 65536, .max_output = 1 << 20, .max_memory = 64 << 20,
                         .max_steps = 200000, .max_depth = 64};
     jinja_template *t = NULL;
@@ -41,10 +43,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char *out = NULL;
     size_t n = 0;
     memset(&err, 0, sizeof err);
-    if (jinja_render(t, vars, &lim, 1735732800, &out, &n, &err)) {
-        CHECK(!out && err.msg[0]);
+    jinja_span *sp = NULL;
+    int nsp = 0;
+    if (jinja_render_user(t, vars, user, &lim, 1735732800, &out, &n, &sp, &nsp, &err)) {
+        CHECK(!out && !sp && err.msg[0]);
     } else {
         CHECK(out && n <= lim.max_output && out[n] == 0);
+        CHECK(nsp >= 0 && (nsp == 0) == (sp == NULL));
+        for (int i = 0; i < nsp; i++)
+            CHECK(sp[i].start < sp[i].end && sp[i].end <= n && (i == 0 || sp[i - 1].end < sp[i].start));
+        free(sp);
         free(out);
     }
     jinja_free(t);

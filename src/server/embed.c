@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/timeutil.h"
+#include "server/embed.h"
 #include "server/srv_internal.h"
 
 #define EMB_MAX_INPUTS 256 // per request (the engine's queue bounds what can wait at once)
@@ -91,8 +92,8 @@ static void reply(emb_req *q) {
     if (q->error) {
         oai_err e;
         oai_err_set(&e, q->error, "server_error", q->error == 503 ? "shutting_down" : NULL, NULL, "%s", q->errmsg);
-        srv_send_error(s, req, &e);
-        srv_access_log(s, req, NULL, q->error, q->n_tokens, 0, 0, tc_now() - q->t_recv, "error");
+        srv_send_error(&s->o, req, &e);
+        srv_access_log(&s->o, req, NULL, q->error, q->n_tokens, 0, 0, tc_now() - q->t_recv, "error");
         return;
     }
     int dim = model_get_hparams(s->m)->dim;
@@ -108,8 +109,8 @@ static void reply(emb_req *q) {
     }
     json_t *resp = json_pack("{s:s,s:o,s:s,s:{s:i,s:i}}", "object", "list", "data", data, "model", s->name, "usage",
                              "prompt_tokens", q->n_tokens, "total_tokens", q->n_tokens);
-    srv_access_log(s, req, NULL, 200, q->n_tokens, 0, 0, tc_now() - q->t_recv, "stop");
-    srv_send_json(s, req, 200, resp);
+    srv_access_log(&s->o, req, NULL, 200, q->n_tokens, 0, 0, tc_now() - q->t_recv, "stop");
+    srv_send_json(&s->o, req, 200, resp);
 }
 
 static void on_event(server *s, srv_ev_sink *self, const engine_event *ev) {
@@ -194,7 +195,8 @@ static int parse(server *s, const char *body, size_t len, oai_req *r, int *base6
     return 0;
 }
 
-void embed_handle(server *s, struct evhttp_request *req) {
+int embed_handle(server *s, struct evhttp_request *req, oai_kind kind, oai_err *ep_err) {
+    (void)kind, (void)ep_err; // errors are replied here (the access line too)
     double t_recv = tc_now();
     oai_err e = {0};
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
@@ -264,10 +266,10 @@ void embed_handle(server *s, struct evhttp_request *req) {
             if (q->n_live == 0) goto fail; // nothing in flight
             for (int k = 0; k < q->n_items; k++) // the rest finishes through the engine, then q is freed
                 if (q->items[k].live) engine_cancel(s->eng, q->items[k].id, ENGINE_FINISH_CANCELLED);
-            srv_send_error(s, req, &e);
-            srv_access_log(s, req, NULL, e.status, 0, 0, 0, tc_now() - t_recv, NULL);
+            srv_send_error(&s->o, req, &e);
+            srv_access_log(&s->o, req, NULL, e.status, 0, 0, 0, tc_now() - t_recv, NULL);
             oai_req_free(&r);
-            return;
+            return 0;
         }
         q->items[i].live = 1;
         q->n_live++;
@@ -276,7 +278,7 @@ void embed_handle(server *s, struct evhttp_request *req) {
     q->req = req;
     q->conn = evhttp_request_get_connection(req);
     srv_conn_set_closecb(s, q->conn, on_close, q);
-    return;
+    return 0;
 
 fail_ids:
     for (int k = 0; k < n; k++) free(ers[k].prompt);
@@ -287,6 +289,7 @@ fail:
         else free(q);
     }
     oai_req_free(&r);
-    srv_send_error(s, req, &e);
-    srv_access_log(s, req, NULL, e.status, 0, 0, 0, tc_now() - t_recv, NULL);
+    srv_send_error(&s->o, req, &e);
+    srv_access_log(&s->o, req, NULL, e.status, 0, 0, 0, tc_now() - t_recv, NULL);
+    return 0;
 }

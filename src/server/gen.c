@@ -77,7 +77,7 @@ static void g_log(gen_req *g, int status, const char *finish) {
     int n_out = 0;
     for (int i = 0; i < g->n_choices; i++) n_out += g->ch[i].n_tokens;
     double now = tc_now();
-    srv_access_log(g->s, g->req, g->id, status, g->n_prompt, n_out, g->t_first_tok ? g->t_first_tok - g->t_recv : 0,
+    srv_access_log(&g->s->o, g->req, g->id, status, g->n_prompt, n_out, g->t_first_tok ? g->t_first_tok - g->t_recv : 0,
                    now - g->t_recv, finish);
 }
 
@@ -364,7 +364,7 @@ static void complete(gen_req *g) {
     if (g->error) {
         g_log(g, g->error, "error");
         gen_detach(g);
-        srv_send_error(s, req, &e);
+        srv_send_error(&s->o, req, &e);
         return;
     }
     json_t *choices = json_array();
@@ -404,7 +404,7 @@ static void complete(gen_req *g) {
     json_t *resp = oai_response(g->q.kind, g->id, g->created, s->name, choices, usage_json(g, n_out));
     g_log(g, 200, g->ch[0].finish_reason);
     gen_detach(g);
-    srv_send_json(s, req, 200, resp);
+    srv_send_json(&s->o, req, 200, resp);
 }
 
 static void on_finish(gen_choice *c, const engine_event *ev) {
@@ -439,7 +439,7 @@ static void on_finish(gen_choice *c, const engine_event *ev) {
                  "tokens); retry the request", c->n_tokens);
     }
     if (ev->finish == ENGINE_FINISH_DEADLINE)
-        srv_log(g->s, SRV_LOG_INFO, "request %s choice %d: deadline reached after %d tokens", g->id, c->index,
+        srv_log(&g->s->o, SRV_LOG_INFO, "request %s choice %d: deadline reached after %d tokens", g->id, c->index,
                 c->n_tokens);
     engine_finish f = ev->finish;
     int cut = f == ENGINE_FINISH_SHUTDOWN || f == ENGINE_FINISH_SLO;
@@ -493,7 +493,7 @@ void gen_on_close(struct evhttp_connection *conn, void *arg) {
     }
     if (g->n_live > 0) {
         metric_inc(s->mt.cancelled, 1);
-        srv_log(s, SRV_LOG_DEBUG, "request %s: client went away, cancelling", g->id);
+        srv_log(&s->o, SRV_LOG_DEBUG, "request %s: client went away, cancelling", g->id);
         for (int i = 0; i < g->n_choices; i++)
             if (g->ch[i].live && s->eng) engine_cancel(s->eng, g->ch[i].id, ENGINE_FINISH_CANCELLED);
     }

@@ -9,6 +9,7 @@
 
 #include "common/timeutil.h"
 #include "server/gen_impl.h"
+#include "server/gen_launch.h"
 static uint64_t mix64(uint64_t x) {
     x += 0x9E3779B97F4A7C15ull;
     x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -24,15 +25,15 @@ void gen_log_dropped(server *s, const oai_req *q) {
         s->lenient_suppressed++;
         return;
     }
-    srv_log(s, SRV_LOG_WARN, "--lenient: ignored unsupported request fields: %s (%d similar warnings suppressed)",
+    srv_log(&s->o, SRV_LOG_WARN, "--lenient: ignored unsupported request fields: %s (%d similar warnings suppressed)",
             q->lenient_dropped, s->lenient_suppressed);
     s->lenient_t_log = now;
     s->lenient_suppressed = 0;
 }
 
 static void reply_error(server *s, struct evhttp_request *req, const oai_err *e, double t_recv) {
-    srv_send_error(s, req, e);
-    srv_access_log(s, req, NULL, e->status, 0, 0, 0, tc_now() - t_recv, NULL);
+    srv_send_error(&s->o, req, e);
+    srv_access_log(&s->o, req, NULL, e->status, 0, 0, 0, tc_now() - t_recv, NULL);
 }
 
 
@@ -112,7 +113,8 @@ static void gen_fail(gen_req *g, const oai_err *e) {
     gen_maybe_free(g);
 }
 
-void gen_handle(server *s, struct evhttp_request *req, oai_kind kind) {
+int gen_handle(server *s, struct evhttp_request *req, oai_kind kind, oai_err *ep_err) {
+    (void)ep_err; // errors are replied here (the access line too)
     double t_recv = tc_now();
     oai_err e = {0};
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
@@ -121,7 +123,7 @@ void gen_handle(server *s, struct evhttp_request *req, oai_kind kind) {
     if (!g) {
         oai_err_set(&e, 500, "server_error", NULL, NULL, "out of memory");
         reply_error(s, req, &e, t_recv);
-        return;
+        return 0;
     }
     g->s = s;
     s->n_inflight++; // balanced by g_free
@@ -139,7 +141,7 @@ void gen_handle(server *s, struct evhttp_request *req, oai_kind kind) {
     if (len > GEN_ASYNC_BODY && (g->body = evbuffer_new())) {
         evbuffer_add_buffer(g->body, in); // moves the chains: the request keeps no copy
         g->preparing = 1;
-        if (srv_work_submit(s, prep_run, prep_done, g) == 0) return;
+        if (srv_work_submit(s, prep_run, prep_done, g) == 0) return 0;
         g->preparing = 0;
         evbuffer_add_buffer(in, g->body);
         evbuffer_free(g->body);
@@ -149,6 +151,7 @@ void gen_handle(server *s, struct evhttp_request *req, oai_kind kind) {
     gen_prepare(g, body ? body : "", body ? len : 0);
     evbuffer_drain(in, len); // parsed into g->q: free the body now rather than with the request
     gen_launch(g);
+    return 0;
 }
 
 // The prompt is ready (g->prep_rc, g->perr, g->ids): check it against the context, submit one engine request
@@ -300,12 +303,7 @@ static void gen_launch(gen_req *g) {
     gen_trunc_headers(s, req, q, g->n_trunc_tokens, g->n_trunc_msgs);
     if (g->summ_status) evhttp_add_header(evhttp_request_get_output_headers(req), "x-tachyon-summary", g->summ_status);
     if (q->stream) {
-        struct evkeyvalq *h = evhttp_request_get_output_headers(req);
-        evhttp_add_header(h, "Content-Type", "text/event-stream");
-        evhttp_add_header(h, "Cache-Control", "no-cache");
-        evhttp_add_header(h, "X-Accel-Buffering", "no");
-        srv_add_common_headers(s, req);
-        evhttp_send_reply_start(req, 200, "OK");
+        srv_sse_start(&s->o, req);
         g->streaming = 1;
         g->t_last_send = tc_now();
         if (kind == OAI_CHAT)

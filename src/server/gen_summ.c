@@ -157,13 +157,13 @@ static void on_event(server *sm, srv_ev_sink *self, const engine_event *ev) {
     if (ok && len > 0 && apply(j->s, j->q, j->ins, t, len, j->budget, j->ids, j->n_ids) == 0) {
         if (hub->summ_cache) summ_cache_put(hub->summ_cache, j->key, t, len);
         hub->summ_generated++;
-        srv_log(j->s, SRV_LOG_DEBUG, "summary by %s (%d tokens): %.*s", sm->name, j->n_out, (int)(len < 400 ? len : 400),
+        srv_log(&j->s->o, SRV_LOG_DEBUG, "summary by %s (%d tokens): %.*s", sm->name, j->n_out, (int)(len < 400 ? len : 400),
                 t);
         free(text);
         job_end(j, "generated");
         return;
     }
-    srv_log(j->s, SRV_LOG_WARN, "summary by %s failed (%s): plain truncation", sm->name,
+    srv_log(&j->s->o, SRV_LOG_WARN, "summary by %s failed (%s): plain truncation", sm->name,
             ok ? "it does not fit" : ev->finish == ENGINE_FINISH_ERROR ? ev->msg : "no text");
     hub->summ_failed++;
     free(text);
@@ -229,7 +229,7 @@ static int submit(server *sm, summ_job *j, const char *dropped, size_t len) {
     return 0;
 fail:
     free(ids);
-    srv_log(j->s, SRV_LOG_WARN, "summary by %s not started (%s): plain truncation", sm->name, why);
+    srv_log(&j->s->o, SRV_LOG_WARN, "summary by %s not started (%s): plain truncation", sm->name, why);
     return -1;
 }
 
@@ -252,7 +252,7 @@ int gen_summ_start(server *s, oai_req *q, int32_t **ids, int *n_ids, gen_summ_in
     server *sm = find_model(s, hub->o.summarize_with);
     summ_job *j = calloc(1, sizeof *j);
     if (!sm || !j) {
-        srv_log(s, SRV_LOG_WARN, "summary: %s", sm ? "out of memory" : "--summarize-with names no served model");
+        srv_log(&s->o, SRV_LOG_WARN, "summary: %s", sm ? "out of memory" : "--summarize-with names no served model");
         goto fail;
     }
     *j = (summ_job){.sink = {on_event}, .s = s, .q = q, .ids = ids, .n_ids = n_ids, .status = status,

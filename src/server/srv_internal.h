@@ -17,6 +17,8 @@
 #include "server/oai.h"
 #include "server/server.h"
 #include "server/srv_config.h"
+#include "server/srv_log.h"
+#include "server/srv_reply.h"
 #include "tokenizer/chat.h"
 #include "tokenizer/tokenizer.h"
 
@@ -122,20 +124,12 @@ typedef struct server {
 } server;
 
 // --- server.c helpers --------------------------------------------------------------------------------
-void srv_log(const server *s, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-void srv_log_time(char *buf, size_t n); // the log's timestamp: ISO 8601 local time with milliseconds
-void srv_send_json(server *s, struct evhttp_request *req, int status, json_t *j); // steals j
-void srv_send_error(server *s, struct evhttp_request *req, const oai_err *e);
-const char *srv_reason(int status);
 int srv_model_ok(const server *s, const char *name);
-void srv_access_log(server *s, struct evhttp_request *req, const char *id, int status, int n_prompt, int n_out,
-                    double ttft, double e2e, const char *finish);
 
-// --- srv_access.c: Host, API key, JSON-only POST bodies, CORS -------------------------------------
+// --- srv_access.c: Host, API key, JSON-only POST bodies -------------------------------------
 // 0 if the request may go on; else -1 with *e filled (403 Host not allowed, 401 key, 415 Content-Type).
-int srv_access_check(server *s, struct evhttp_request *req, const char *path, oai_err *e);
-const char *srv_cors_origin(const server *s, struct evhttp_request *req); // NULL: no CORS for this request
-void srv_add_common_headers(server *s, struct evhttp_request *req);        // CORS headers on a reply
+// public_route: the endpoint is served without the key (--public-routes adds paths).
+int srv_access_check(server *s, struct evhttp_request *req, const char *path, int public_route, oai_err *e);
 
 // --- srv_tenants.c: API keys → tenants, rate limits, SIGHUP reload of --api-key-file ------------------
 // Loads --api-key-file (merged with --api-key as tenant "default") and installs the SIGHUP handler. 0 or a
@@ -181,7 +175,6 @@ int srv_work_submit(server *s, srv_work_fn run, srv_work_fn done, void *arg);
 void srv_work_free(server *s);
 
 // --- gen.c ------------------------------------------------------------------------------------------
-void gen_handle(server *s, struct evhttp_request *req, oai_kind kind);
 // Prompt token ids of a parsed request exactly as generation uses them (chat: rendered with the template,
 // message text plain); *ids malloc'd. Also serves /tokenize {"messages": …}.
 int gen_prompt_ids(server *s, const oai_req *q, int32_t **ids, int *n, oai_err *e);
@@ -228,8 +221,6 @@ void gen_free_all(server *s);                        // after engine_free: drop 
 int srv_grammar_vocab(server *s, tc_err *err); // builds s->gvocab (loader thread, after eog_ids)
 // A matcher for one choice over s->gvocab; errors → 400 (grammar) or 500 (memory).
 int srv_grammar_matcher(server *s, const char *gbnf, gram_matcher **out, oai_err *e);
-// --- embed.c: /v1/embeddings ----------------------------------------------------------------------
-void embed_handle(server *s, struct evhttp_request *req);
 
 // --- srv_route.c: several models and router aliases ----------------------------------------------------
 // Creates the other models' servers from o.cfg (the hub's own options are set from cfg->models[0] first).
@@ -240,7 +231,6 @@ int srv_models_metrics(server *hub, tc_err *err); // the routers' counters, once
 // absent: the first model). 0 with *out set (and x-tachyon-routed-model added), or -1 with *e (404
 // model_not_found for an unknown name). Only called when hub->multi.
 int srv_route_pick(server *hub, struct evhttp_request *req, const char *path, server **out, oai_err *e);
-int srv_route_is_alias(const server *s, const char *name); // a router alias of s's hub
 void srv_route_models(server *hub, struct evhttp_request *req); // GET /v1/models: every model and router
 void srv_models_sync_state(server *hub);                         // copies hub->state to the other models
 // Loader thread: engine_new for s with its threads pinned to s->cpus when s->pinned (threads inherit the
@@ -252,8 +242,6 @@ int srv_metrics_init(srv_metrics *mt, tc_err *err);
 // A model's metrics in the hub's registry, every series labelled model="name" (several models).
 int srv_metrics_init_model(srv_metrics *mt, metrics *hub_reg, const char *model_name, tc_err *err);
 void srv_metrics_free(srv_metrics *mt);
-void srv_handle_metrics(server *s, struct evhttp_request *req);
-void srv_handle_stats(server *s, struct evhttp_request *req);
 
 // --- dashboard_html.c (generated from dashboard.html by embed_dashboard.py) --------------------------
 extern const char srv_dashboard_html[];

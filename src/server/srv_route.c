@@ -52,7 +52,7 @@ static void plan_cores(server *hub, int threads) {
     if (sched_getaffinity(0, sizeof allowed, &allowed)) return;
     int n_cores = CPU_COUNT(&allowed);
     if (threads > n_cores) {
-        srv_log(hub, SRV_LOG_WARN, "%d compute threads over %d models on %d cores: engines not pinned, they will "
+        srv_log(&hub->o, SRV_LOG_WARN, "%d compute threads over %d models on %d cores: engines not pinned, they will "
                 "share cores (give each model fewer threads)", threads, hub->n_models, n_cores);
         return;
     }
@@ -69,7 +69,7 @@ static void plan_cores(server *hub, int threads) {
             cpu++;
         }
         t->pinned = 1;
-        srv_log(hub, SRV_LOG_INFO, "model %s: %d compute thread(s) on core(s) %s", t->o.served_name,
+        srv_log(&hub->o, SRV_LOG_INFO, "model %s: %d compute thread(s) on core(s) %s", t->o.served_name,
                 t->o.eng.n_threads, list);
     }
 }
@@ -177,10 +177,6 @@ static srv_router *find_router(const server *hub, const char *name) {
     return NULL;
 }
 
-int srv_route_is_alias(const server *s, const char *name) {
-    return s->hub && name && find_router(s->hub, name) != NULL;
-}
-
 // Test-only (TACHYON_FAULT_ROUTE_TTFT=SECONDS): every large model's predicted TTFT, as if it were overloaded,
 // so degradation is tested without timing. Negative: unset.
 static double fault_ttft(void) {
@@ -206,7 +202,7 @@ static server *route(server *hub, srv_router *r, oai_kind kind, const char *body
     double f = fault_ttft();
     double ttft = f >= 0 ? f : engine_predict_ttft(r->large->eng, n);
     if (ttft <= r->spec.ttft_slo) return r->large;
-    srv_log(hub, SRV_LOG_DEBUG, "router %s: %s predicted TTFT %.3f s > SLO %.3f s, degrading to %s", r->spec.alias,
+    srv_log(&hub->o, SRV_LOG_DEBUG, "router %s: %s predicted TTFT %.3f s > SLO %.3f s, degrading to %s", r->spec.alias,
             r->large->name, ttft, r->spec.ttft_slo, r->small->name);
     *reason = ROUTE_DEGRADED;
     return r->small;
@@ -223,7 +219,7 @@ int srv_route_pick(server *hub, struct evhttp_request *req, const char *path, se
     int rc = 0;
     if (!name || !name[0]) goto pick; // bad JSON, no or a non-string model: the first model's handler answers
     for (int i = 0; i < hub->n_models; i++)
-        if (srv_model_ok(hub->models[i], name) && !srv_route_is_alias(hub, name)) {
+        if (srv_model_ok(hub->models[i], name) && !srv_config_router(hub->o.cfg, name)) {
             *out = hub->models[i];
             goto pick;
         }
@@ -266,7 +262,7 @@ void srv_route_models(server *hub, struct evhttp_request *req) {
                             r->large->name, "max_prompt_tokens", r->spec.max_prompt_tokens, "max_tokens",
                             r->spec.max_tokens, "degrade", r->spec.degrade, "ttft_slo", r->spec.ttft_slo));
     }
-    srv_send_json(hub, req, 200, json_pack("{s:s,s:o}", "object", "list", "data", data));
+    srv_send_json(&hub->o, req, 200, json_pack("{s:s,s:o}", "object", "list", "data", data));
 }
 
 int srv_models_metrics(server *hub, tc_err *err) {

@@ -7,6 +7,7 @@
 
 #include "common/timeutil.h"
 #include "server/srv_internal.h"
+#include "server/srv_stats.h"
 
 #define WINDOW_SAMPLES 65536
 
@@ -131,7 +132,8 @@ static void refresh(server *s, engine_stats *st) {
     srv_sched_metrics_refresh(mt, st);
 }
 
-void srv_handle_metrics(server *s, struct evhttp_request *req) {
+int srv_handle_metrics(server *s, struct evhttp_request *req, oai_kind kind, oai_err *e) {
+    (void)kind, (void)e;
     engine_stats st;
     for (int i = 0; i < s->hub->n_models; i++) refresh(s->hub->models[i], &st); // one registry, every model
     char *t = NULL;
@@ -140,9 +142,10 @@ void srv_handle_metrics(server *s, struct evhttp_request *req) {
     if (metrics_render(s->mt.reg, &t, &len) == 0 && b) evbuffer_add(b, t, len);
     free(t);
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "text/plain; version=0.0.4");
-    srv_add_common_headers(s, req);
+    srv_add_common_headers(&s->o, req);
     evhttp_send_reply(req, b ? 200 : 500, b ? "OK" : "Internal Server Error", b);
     if (b) evbuffer_free(b);
+    return 200;
 }
 
 static json_t *num_or_null(double v) { return isnan(v) ? json_null() : json_real(v); }
@@ -219,12 +222,14 @@ static json_t *stats_json(server *s) {
     return j;
 }
 
-void srv_handle_stats(server *s, struct evhttp_request *req) {
+int srv_handle_stats(server *s, struct evhttp_request *req, oai_kind kind, oai_err *e) {
+    (void)kind, (void)e;
     json_t *j = stats_json(s->hub); // the first model's, at the top level as with one model
     if (j && s->hub->multi) {       // and every model's under "models", keyed by name (the dashboard's list)
         json_t *ms = json_object();
         for (int i = 0; i < s->hub->n_models; i++) json_object_set_new(ms, s->hub->models[i]->name, stats_json(s->hub->models[i]));
         json_object_set_new(j, "models", ms);
     }
-    srv_send_json(s, req, 200, j);
+    srv_send_json(&s->o, req, 200, j);
+    return 200;
 }

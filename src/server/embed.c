@@ -10,7 +10,12 @@
 
 #include "common/timeutil.h"
 #include "server/embed.h"
-#include "server/srv_internal.h"
+#include "server/gen_launch.h"
+#include "server/srv_conn.h"
+#include "server/srv_log.h"
+#include "server/srv_model.h"
+#include "server/srv_reply.h"
+#include "server/srv_tenants.h"
 
 #define EMB_MAX_INPUTS 256 // per request (the engine's queue bounds what can wait at once)
 
@@ -23,7 +28,7 @@ typedef struct emb_item {
 } emb_item;
 
 typedef struct emb_req {
-    server *s;
+    srv_model *s;
     struct evhttp_request *req; // NULL once the client went away
     struct evhttp_connection *conn;
     emb_item *items; // (n_items) owned
@@ -37,7 +42,7 @@ typedef struct emb_req {
 } emb_req;
 
 static void emb_free(emb_req *q) {
-    srv_tenant_end(q->s, &q->tn, q->n_tokens, 0); // (nothing when not admitted)
+    srv_tenant_end(q->s->fe, &q->tn, q->n_tokens, 0); // (nothing when not admitted)
     q->s->n_inflight--;
     for (int i = 0; i < q->n_items; i++) free(q->items[i].vec);
     free(q->items);
@@ -83,9 +88,9 @@ static json_t *b64_floats(const float *v, int n) {
 }
 
 static void reply(emb_req *q) {
-    server *s = q->s;
+    srv_model *s = q->s;
     struct evhttp_request *req = q->req;
-    if (q->conn) srv_conn_set_closecb(s, q->conn, NULL, NULL);
+    if (q->conn) srv_conn_set_closecb(s->fe, q->conn, NULL, NULL);
     q->req = NULL;
     q->conn = NULL;
     if (!req) return;
@@ -113,7 +118,7 @@ static void reply(emb_req *q) {
     srv_send_json(&s->o, req, 200, resp);
 }
 
-static void on_event(server *s, srv_ev_sink *self, const engine_event *ev) {
+static void on_event(srv_model *s, srv_ev_sink *self, const engine_event *ev) {
     (void)s;
     emb_item *it = (emb_item *)self;
     emb_req *q = it->q;
@@ -140,7 +145,7 @@ static void on_event(server *s, srv_ev_sink *self, const engine_event *ev) {
 #define BAD(e, param, ...) oai_err_set(e, 400, "invalid_request_error", NULL, param, __VA_ARGS__)
 
 // One input as token ids (*ids malloc'd): a string (tokenized as a completions prompt) or an array of ids.
-static int input_ids(server *s, json_t *in, int32_t **ids, int *n, oai_err *e) {
+static int input_ids(srv_model *s, json_t *in, int32_t **ids, int *n, oai_err *e) {
     tc_err err = {0};
     if (json_is_string(in)) {
         size_t len = json_string_length(in);
@@ -164,7 +169,7 @@ static int input_ids(server *s, json_t *in, int32_t **ids, int *n, oai_err *e) {
     return 0;
 }
 
-static int parse(server *s, const char *body, size_t len, oai_req *r, int *base64, oai_err *e) {
+static int parse(srv_model *s, const char *body, size_t len, oai_req *r, int *base64, oai_err *e) {
     memset(r, 0, sizeof *r);
     json_error_t je;
     if (!len) return BAD(e, NULL, "The request body is empty; expected a JSON object");
@@ -195,7 +200,7 @@ static int parse(server *s, const char *body, size_t len, oai_req *r, int *base6
     return 0;
 }
 
-int embed_handle(server *s, struct evhttp_request *req, oai_kind kind, oai_err *ep_err) {
+int embed_handle(srv_model *s, struct evhttp_request *req, oai_kind kind, oai_err *ep_err) {
     (void)kind, (void)ep_err; // errors are replied here (the access line too)
     double t_recv = tc_now();
     oai_err e = {0};
@@ -247,7 +252,7 @@ int embed_handle(server *s, struct evhttp_request *req, oai_kind kind, oai_err *
         ers[i].user = &q->items[i];
     }
     // the tenant's rate limits (1 request, its prompt tokens), then its fair share and cache namespace
-    if (srv_tenant_admit(s, req, &q->tn, q->n_tokens, &e)) goto fail_ids; // 401 / 429 with headers
+    if (srv_tenant_admit(s->fe, req, &q->tn, q->n_tokens, &e)) goto fail_ids; // 401 / 429 with headers
     for (int i = 0; i < n; i++) {
         ers[i].cache_salt = srv_tenant_salt(&q->tn, NULL, 0);
         ers[i].tenant = q->tn.id;
@@ -277,7 +282,7 @@ int embed_handle(server *s, struct evhttp_request *req, oai_kind kind, oai_err *
     oai_req_free(&r);
     q->req = req;
     q->conn = evhttp_request_get_connection(req);
-    srv_conn_set_closecb(s, q->conn, on_close, q);
+    srv_conn_set_closecb(s->fe, q->conn, on_close, q);
     return 0;
 
 fail_ids:

@@ -4,11 +4,11 @@
 
 #include "server/oai.h"
 
-struct server;
+struct srv_model;
 struct evhttp_request;
 
 // The endpoint's handler (srv_endpoints.c): replies (now or when the engine answers) and writes the access
 // line itself; returns 0.
-int embed_handle(struct server *s, struct evhttp_request *req, oai_kind kind, oai_err *ep_err);
+int embed_handle(struct srv_model *s, struct evhttp_request *req, oai_kind kind, oai_err *ep_err);
 
 #endif

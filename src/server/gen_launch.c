@@ -10,6 +10,16 @@
 #include "common/timeutil.h"
 #include "server/gen_impl.h"
 #include "server/gen_launch.h"
+#include "server/gen_prompt.h"
+#include "server/gen_summ.h"
+#include "server/gen_trunc.h"
+#include "server/oai_tools.h"
+#include "server/srv_conn.h"
+#include "server/srv_grammar.h"
+#include "server/srv_log.h"
+#include "server/srv_reply.h"
+#include "server/srv_tenants.h"
+#include "server/srv_work.h"
 static uint64_t mix64(uint64_t x) {
     x += 0x9E3779B97F4A7C15ull;
     x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -18,20 +28,20 @@ static uint64_t mix64(uint64_t x) {
 }
 
 // Lenient mode: fields dropped instead of refused are logged, at most once every 10 s (the rest counted).
-void gen_log_dropped(server *s, const oai_req *q) {
+void gen_log_dropped(srv_model *s, const oai_req *q) {
     if (!q->lenient_dropped[0]) return;
     double now = tc_now();
-    if (s->lenient_t_log > 0 && now - s->lenient_t_log < 10) {
-        s->lenient_suppressed++;
+    if (s->fe->lenient_t_log > 0 && now - s->fe->lenient_t_log < 10) {
+        s->fe->lenient_suppressed++;
         return;
     }
     srv_log(&s->o, SRV_LOG_WARN, "--lenient: ignored unsupported request fields: %s (%d similar warnings suppressed)",
-            q->lenient_dropped, s->lenient_suppressed);
-    s->lenient_t_log = now;
-    s->lenient_suppressed = 0;
+            q->lenient_dropped, s->fe->lenient_suppressed);
+    s->fe->lenient_t_log = now;
+    s->fe->lenient_suppressed = 0;
 }
 
-static void reply_error(server *s, struct evhttp_request *req, const oai_err *e, double t_recv) {
+static void reply_error(srv_model *s, struct evhttp_request *req, const oai_err *e, double t_recv) {
     srv_send_error(&s->o, req, e);
     srv_access_log(&s->o, req, NULL, e->status, 0, 0, 0, tc_now() - t_recv, NULL);
 }
@@ -44,7 +54,7 @@ static void reply_error(server *s, struct evhttp_request *req, const oai_err *e,
 // Parse, model check, prompt ids: on the loop thread, or on the worker while g->preparing (then it touches
 // only g->q, g->ids, g->perr and s's read-only model data: vocab, chat template).
 static void gen_prepare(gen_req *g, const char *body, size_t len) {
-    server *s = g->s;
+    srv_model *s = g->s;
     oai_err *e = &g->perr;
     g->prep_rc = -1;
     if (oai_parse_ex(g->kind, body, len, s->o.lenient, &g->q, e)) return;
@@ -103,7 +113,7 @@ static void summ_done(void *arg) {
 
 // Answers an error for a request that owns its connection (g->req set); g lives on while choices finish.
 static void gen_fail(gen_req *g, const oai_err *e) {
-    server *s = g->s;
+    srv_model *s = g->s;
     struct evhttp_request *req = g->req;
     for (int i = 0; i < g->n_choices; i++)
         if (g->ch[i].live) engine_cancel(s->eng, g->ch[i].id, ENGINE_FINISH_CANCELLED);
@@ -113,7 +123,7 @@ static void gen_fail(gen_req *g, const oai_err *e) {
     gen_maybe_free(g);
 }
 
-int gen_handle(server *s, struct evhttp_request *req, oai_kind kind, oai_err *ep_err) {
+int gen_handle(srv_model *s, struct evhttp_request *req, oai_kind kind, oai_err *ep_err) {
     (void)ep_err; // errors are replied here (the access line too)
     double t_recv = tc_now();
     oai_err e = {0};
@@ -137,11 +147,11 @@ int gen_handle(server *s, struct evhttp_request *req, oai_kind kind, oai_err *ep
     g->writing = 1;
     s->n_writing++;
     g->conn = evhttp_request_get_connection(req);
-    srv_conn_set_closecb(s, g->conn, gen_on_close, g);
+    srv_conn_set_closecb(s->fe, g->conn, gen_on_close, g);
     if (len > GEN_ASYNC_BODY && (g->body = evbuffer_new())) {
         evbuffer_add_buffer(g->body, in); // moves the chains: the request keeps no copy
         g->preparing = 1;
-        if (srv_work_submit(s, prep_run, prep_done, g) == 0) return 0;
+        if (srv_work_submit(s->fe, prep_run, prep_done, g) == 0) return 0;
         g->preparing = 0;
         evbuffer_add_buffer(in, g->body);
         evbuffer_free(g->body);
@@ -157,7 +167,7 @@ int gen_handle(server *s, struct evhttp_request *req, oai_kind kind, oai_err *ep
 // The prompt is ready (g->prep_rc, g->perr, g->ids): check it against the context, submit one engine request
 // per choice, start the reply.
 static void gen_launch(gen_req *g) {
-    server *s = g->s;
+    srv_model *s = g->s;
     struct evhttp_request *req = g->req;
     oai_kind kind = g->kind;
     oai_err e = {0};
@@ -199,7 +209,7 @@ static void gen_launch(gen_req *g) {
         g->n_prompt += n_ids;
         reserve += ((double)n_ids + mt) * q->n;
     }
-    if (srv_tenant_admit(s, req, &g->tn, reserve, &e)) goto fail; // 401 / 429 with headers
+    if (srv_tenant_admit(s->fe, req, &g->tn, reserve, &e)) goto fail; // 401 / 429 with headers
     if (!s->eng) {
         oai_err_set(&e, 503, "unavailable_error", "shutting_down", NULL, "The server is shutting down");
         goto fail;

@@ -3,11 +3,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/srv_internal.h"
+#include "server/gen_prompt.h"
+#include "server/oai_tools.h"
+#include "server/srv_model.h"
 
 // Fill-in-the-middle: <fim_prefix>prompt<fim_suffix>suffix<fim_middle>, for models whose vocabulary has
 // those tokens; the others refuse 'suffix' (silently dropping it would answer a different question).
-static int fim_ids(server *s, const oai_prompt *p, const char *suffix, int32_t **ids, int *n, oai_err *e) {
+static int fim_ids(srv_model *s, const oai_prompt *p, const char *suffix, int32_t **ids, int *n, oai_err *e) {
     int32_t pre = tok_find(s->vocab, "<fim_prefix>"), suf = tok_find(s->vocab, "<fim_suffix>"),
             mid = tok_find(s->vocab, "<fim_middle>");
     if (pre < 0 || suf < 0 || mid < 0)
@@ -40,7 +42,7 @@ static int fim_ids(server *s, const oai_prompt *p, const char *suffix, int32_t *
     return 0;
 }
 
-int gen_prompt_ids_at(server *s, const oai_req *q, int pi, int32_t **ids, int *n, oai_err *e) {
+int gen_prompt_ids_at(srv_model *s, const oai_req *q, int pi, int32_t **ids, int *n, oai_err *e) {
     tc_err err = {0};
     const oai_prompt *p = q->kind == OAI_CHAT ? NULL : &q->prompts[pi];
     if (q->kind == OAI_CHAT) {
@@ -92,12 +94,12 @@ int gen_prompt_ids_at(server *s, const oai_req *q, int pi, int32_t **ids, int *n
     return 0;
 }
 
-int gen_prompt_ids(server *s, const oai_req *q, int32_t **ids, int *n, oai_err *e) {
+int gen_prompt_ids(srv_model *s, const oai_req *q, int32_t **ids, int *n, oai_err *e) {
     return gen_prompt_ids_at(s, q, 0, ids, n, e);
 }
 
 // The text echoed before a completions choice: the prompt as sent, or its token ids detokenized.
-int gen_echo_text(server *s, const oai_prompt *p, char **out, size_t *len) {
+int gen_echo_text(srv_model *s, const oai_prompt *p, char **out, size_t *len) {
     if (p->text) {
         *out = malloc(p->len + 1);
         if (!*out) return -1;

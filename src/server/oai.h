@@ -11,7 +11,7 @@
 #include "sampling/sampling.h"
 #include "server/oai_err.h"
 #include "server/oai_text.h"
-#include "server/oai_tools.h"
+#include "server/oai_ext.h"
 #include "tokenizer/chat.h"
 
 typedef enum { OAI_CHAT = 1, OAI_COMPLETION = 2, OAI_EMBEDDING = 3 } oai_kind;

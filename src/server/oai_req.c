@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "server/oai.h"
+#include "server/oai_tools.h"
 
 // --- typed field access ----------------------------------------------------------------------------
 

@@ -18,12 +18,23 @@
 #include <unistd.h>
 
 #include "common/timeutil.h"
+#include "server/gen.h"
+#include "server/gen_summ.h"
+#include "server/server.h"
+#include "server/srv_conn.h"
 #include "server/srv_endpoints.h"
-#include "server/srv_internal.h"
+#include "server/srv_front.h"
+#include "server/srv_grammar.h"
+#include "server/srv_log.h"
+#include "server/srv_metrics.h"
+#include "server/srv_model.h"
+#include "server/srv_route.h"
+#include "server/srv_tenants.h"
+#include "server/srv_work.h"
 
 // --- loading -----------------------------------------------------------------------------------------
 
-static int load_model(server *s, tc_err *err) {
+static int load_model(srv_model *s, tc_err *err) {
     int rc = model_load(s->o.model_path, &s->m, err);
     if (!rc) rc = tok_load(model_gguf(s->m), &s->vocab, err);
     if (!rc) {
@@ -66,14 +77,15 @@ static int load_model(server *s, tc_err *err) {
     return rc;
 }
 
-// Loads every model in turn (the first is this server, the hub), stopping at the first failure.
+// Loads every model in turn, stopping at the first failure.
 static void *loader_main(void *arg) {
     server *s = arg;
     int rc = 0;
     for (int i = 0; !rc && i < s->n_models; i++) {
-        server *t = s->models[i];
+        srv_model *t = s->models[i];
         rc = load_model(t, &t->load_err);
-        if (rc && t != s) tc_err_set(&s->load_err, rc, "%s: %s", t->o.model_path, t->load_err.msg);
+        if (rc && i) tc_err_set(&s->load_err, rc, "%s: %s", t->o.model_path, t->load_err.msg);
+        else if (rc) s->load_err = t->load_err;
     }
     s->load_rc = rc;
     event_active(s->ev_loaded, EV_READ, 0); // thread-safe: evthread_use_pthreads
@@ -88,21 +100,20 @@ static void engine_cb(evutil_socket_t fd, short what, void *arg) {
     gen_on_engine_events(arg);
 }
 
-static void log_ready(server *s);
+static void log_ready(srv_model *s);
 
 static void loaded_cb(evutil_socket_t fd, short what, void *arg) {
     (void)fd, (void)what;
     server *s = arg;
     if (s->load_rc) {
-        srv_log(&s->o, SRV_LOG_ERROR, "loading %s failed: %s", s->o.model_path, s->load_err.msg);
+        srv_log(&s->o, SRV_LOG_ERROR, "loading %s failed: %s", s->models[0]->o.model_path, s->load_err.msg);
         s->exit_rc = s->load_rc;
         event_base_loopexit(s->base, NULL);
         return;
     }
     if (s->state == SRV_LOADING) s->state = SRV_READY;
-    srv_models_sync_state(s);
     for (int i = 0; i < s->n_models; i++) {
-        server *t = s->models[i];
+        srv_model *t = s->models[i];
         t->ev_engine = event_new(s->base, engine_event_fd(t->eng), EV_READ | EV_PERSIST, engine_cb, t);
         event_add(t->ev_engine, NULL);
         log_ready(t);
@@ -110,7 +121,7 @@ static void loaded_cb(evutil_socket_t fd, short what, void *arg) {
     if (s->state == SRV_DRAINING) event_active(s->ev_drain, EV_TIMEOUT, 0);
 }
 
-static void log_ready(server *s) {
+static void log_ready(srv_model *s) {
     const model_hparams *hp = model_get_hparams(s->m);
     srv_log(&s->o, SRV_LOG_INFO, "model ready: %s (%s, %d layers, ctx %d, chat template %s%s, %d end-of-generation tokens)",
             s->name, hp->arch, hp->n_layers, s->ctx_size, chat_family_name(s->chat),
@@ -131,11 +142,11 @@ static void drain_cb(evutil_socket_t fd, short what, void *arg) {
     int n_inflight = 0, n_writing = 0;
     for (int i = 0; i < s->n_models; i++) n_inflight += s->models[i]->n_inflight, n_writing += s->models[i]->n_writing;
     if ((n_inflight == 0 && (n_writing <= 0 || waited > s->o.shutdown_grace)) ||
-        (!s->eng && s->loader_started == 0)) {
+        (!s->models[0]->eng && s->loader_started == 0)) {
         event_base_loopexit(s->base, NULL);
         return;
     }
-    if (!s->ev_engine) return; // still loading: wait for it, then exit
+    if (!s->models[0]->ev_engine) return; // still loading: wait for it, then exit
     if (waited > s->o.shutdown_grace) {
         for (int i = 0; i < s->n_models; i++) gen_cancel_all(s->models[i], ENGINE_FINISH_SHUTDOWN);
         if (waited > s->o.shutdown_grace + 2.0) { // the engine should have answered by now
@@ -156,27 +167,26 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg) {
     server *s = arg;
     if (s->state == SRV_DRAINING) {
         srv_log(&s->o, SRV_LOG_WARN, "second signal %d during the drain: exiting now, %d in-flight request(s) cut",
-                (int)sig, s->n_inflight);
+                (int)sig, s->models[0]->n_inflight);
         s->exit_sig = (int)sig;
         for (int i = 0; i < s->n_models; i++) gen_cancel_all(s->models[i], ENGINE_FINISH_SHUTDOWN);
         event_base_loopexit(s->base, NULL);
         return;
     }
     srv_log(&s->o, SRV_LOG_INFO, "signal %d: stop accepting, draining %d request(s) for up to %.1f s", (int)sig,
-            s->n_inflight, s->o.shutdown_grace);
+            s->models[0]->n_inflight, s->o.shutdown_grace);
     s->state = SRV_DRAINING;
-    srv_models_sync_state(s);
     s->t_start_drain = tc_now();
     if (s->bound) evhttp_del_accept_socket(s->http, s->bound);
     s->bound = NULL;
     struct timeval tv = {0, 20000};
     event_add(s->ev_drain, &tv);
-    if (s->ev_engine || !s->loader_started) event_active(s->ev_drain, EV_TIMEOUT, 0);
+    if (s->models[0]->ev_engine || !s->loader_started) event_active(s->ev_drain, EV_TIMEOUT, 0);
 }
 
 // --- run ---------------------------------------------------------------------------------------------
 
-static void name_from_path(server *s) {
+static void name_from_path(srv_model *s) {
     const char *b = strrchr(s->o.model_path, '/');
     b = b ? b + 1 : s->o.model_path;
     snprintf(s->basename, sizeof s->basename, "%s", b);
@@ -190,17 +200,22 @@ static void name_from_path(server *s) {
 
 int server_run(const server_opts *o, tc_err *err) {
     server *s = calloc(1, sizeof *s);
-    if (!s) return tc_err_set(err, TC_ERR_NOMEM, "out of memory");
+    srv_model *m0 = s ? calloc(1, sizeof *m0) : NULL;
+    if (!m0) {
+        free(s);
+        return tc_err_set(err, TC_ERR_NOMEM, "out of memory");
+    }
     int rc = 0;
-    s->o = *o;
-    s->hub = s;
-    s->models[0] = s;
+    s->o = m0->o = *o;
+    m0->fe = s;
+    s->models[0] = m0;
     s->n_models = 1;
-    if ((rc = srv_models_init(s, err))) goto out; // several models: options per model, their servers
-    name_from_path(s);
+    if ((rc = srv_models_init(s, err))) goto out; // several models: options per model, their records
+    name_from_path(m0);
     signal(SIGPIPE, SIG_IGN);
     evthread_use_pthreads();
-    if ((rc = s->multi ? srv_metrics_init_model(&s->mt, NULL, s->name, err) : srv_metrics_init(&s->mt, err))) goto out;
+    if ((rc = s->multi ? srv_metrics_init_model(&m0->mt, NULL, m0->name, err) : srv_metrics_init(&m0->mt, err))) goto out;
+    s->reg = m0->mt.reg;
     s->base = event_base_new();
     s->http = s->base ? evhttp_new(s->base) : NULL;
     if (!s->http) {
@@ -209,12 +224,8 @@ int server_run(const server_opts *o, tc_err *err) {
     }
     if ((rc = srv_conn_init(s, err)) || (rc = srv_work_init(s, err))) goto out;
     if ((rc = srv_tenants_init(s, err))) goto out; // API keys, tenants (srv_tenants.c)
-    for (int i = 1; i < s->n_models; i++) { // the other models borrow the hub's loop, HTTP server, connections
-        server *t = s->models[i];
-        t->base = s->base, t->http = s->http, t->conns = s->conns, t->work = s->work;
-        t->tenants = s->tenants; // borrowed: one set of keys and limits for every model
-        if ((rc = srv_metrics_init_model(&t->mt, s->mt.reg, t->name, err))) goto out;
-    }
+    for (int i = 1; i < s->n_models; i++) // the other models' series go to the first model's registry
+        if ((rc = srv_metrics_init_model(&s->models[i]->mt, s->reg, s->models[i]->name, err))) goto out;
     if ((rc = srv_models_metrics(s, err))) goto out;
     srv_endpoints_install(s);
     evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD | EVHTTP_REQ_OPTIONS);
@@ -235,7 +246,7 @@ int server_run(const server_opts *o, tc_err *err) {
     if (getsockname(lfd, (struct sockaddr *)&ss, &sl) == 0)
         port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
                                               : ((struct sockaddr_in *)&ss)->sin_port);
-    srv_log(&s->o, SRV_LOG_INFO, "listening on http://%s:%d (model %s loading)", o->host, port, s->name);
+    srv_log(&s->o, SRV_LOG_INFO, "listening on http://%s:%d (model %s loading)", o->host, port, m0->name);
     for (int i = 1; i < s->n_models; i++) srv_log(&s->o, SRV_LOG_INFO, "also serving model %s", s->models[i]->name);
 
     s->ev_loaded = event_new(s->base, -1, 0, loaded_cb, s);
@@ -254,7 +265,7 @@ int server_run(const server_opts *o, tc_err *err) {
     s->loader_started = 1;
     event_base_dispatch(s->base);
     rc = s->exit_rc;
-    if (rc) tc_err_set(err, rc, "loading %s failed: %s", s->o.model_path, s->load_err.msg);
+    if (rc) tc_err_set(err, rc, "loading %s failed: %s", m0->o.model_path, s->load_err.msg);
     else if (s->exit_sig) rc = 128 + s->exit_sig; // like a shell reports a process killed by that signal
 
 out:
@@ -269,21 +280,13 @@ out:
     gen_summ_free(s);
     if (s->http) evhttp_free(s->http);
     srv_conn_free(s);
-    if (s->ev_engine) event_free(s->ev_engine);
-    srv_models_free(s); // the other models' servers: their engine events, models, vocabularies, metrics
+    srv_models_free(s); // every model's record: engine events, models, vocabularies, metrics
     if (s->ev_loaded) event_free(s->ev_loaded);
     if (s->ev_drain) event_free(s->ev_drain);
     if (s->ev_check) event_free(s->ev_check);
     if (s->ev_sigterm) event_free(s->ev_sigterm);
     if (s->ev_sigint) event_free(s->ev_sigint);
     if (s->base) event_base_free(s->base);
-    if (s->vocab) tok_free(s->vocab);
-    gram_vocab_free(s->gvocab);
-    if (s->m) model_free(s->m);
-    if (s->draft_m) model_free(s->draft_m);
-    free(s->eog_ids);
-    free(s->chat_src);
-    srv_metrics_free(&s->mt);
     free(s);
     return rc;
 }

@@ -13,7 +13,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include "server/srv_internal.h"
+#include "server/srv_access.h"
+#include "server/srv_reply.h"
+#include "server/srv_tenants.h"
 
 static int wildcard_bind(const char *host) {
     return !host || !host[0] || !strcmp(host, "0.0.0.0") || !strcmp(host, "::") || !strcmp(host, "[::]");

@@ -30,7 +30,9 @@
 #include <sys/socket.h>
 
 #include "common/timeutil.h"
-#include "server/srv_internal.h"
+#include "server/srv_conn.h"
+#include "server/srv_log.h"
+#include "server/srv_reply.h"
 
 enum { CONN_IDLE = 0, CONN_READING, CONN_BUSY };
 enum { KILL_CLOSE = -1 }; // srv_conn.kill: close without a reply (else the HTTP status to answer)

@@ -13,8 +13,14 @@
 
 #include "server/embed.h"
 #include "server/gen_launch.h"
+#include "server/srv_access.h"
+#include "server/srv_conn.h"
 #include "server/srv_endpoints.h"
-#include "server/srv_internal.h"
+#include "server/srv_front.h"
+#include "server/srv_log.h"
+#include "server/srv_model.h"
+#include "server/srv_reply.h"
+#include "server/srv_route.h"
 #include "server/srv_simple.h"
 #include "server/srv_stats.h"
 
@@ -30,7 +36,7 @@ typedef enum { EP_GET, EP_POST } ep_method; // EP_GET also answers HEAD
 // A handler answers one request on one model (the first model for endpoints without EP_MODEL): it replies and
 // returns the HTTP status, or returns -1 with *e filled for this table to reply; with EP_SELF_LOG it may
 // return 0 when the reply comes later.
-typedef int (*ep_handler)(server *s, struct evhttp_request *req, oai_kind kind, oai_err *e);
+typedef int (*ep_handler)(srv_model *s, struct evhttp_request *req, oai_kind kind, oai_err *e);
 
 typedef struct ep_row {
     ep_method method;
@@ -93,7 +99,7 @@ static void route_cb(struct evhttp_request *req, void *arg) {
     const ep_row *r = find_row(path);
     oai_err e = {0};
     int status = -1;
-    server *t = s; // the model this request goes to
+    srv_model *t = s->models[0]; // the model this request goes to
 
     if (srv_access_check(s, req, path, r && (r->flags & EP_PUBLIC), &e)) goto done;
     if (cmd == EVHTTP_REQ_OPTIONS) {

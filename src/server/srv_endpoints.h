@@ -5,7 +5,7 @@
 
 struct server;
 
-// Sets the HTTP server's callback (s->http, the hub's) to the table's router; runs on the loop thread.
+// Sets the front end's HTTP callback (s->http) to the table's router; runs on the loop thread.
 void srv_endpoints_install(struct server *s);
 
 #endif

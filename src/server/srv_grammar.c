@@ -3,9 +3,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/srv_internal.h"
+#include "server/srv_grammar.h"
+#include "server/srv_model.h"
 
-int srv_grammar_vocab(server *s, tc_err *err) {
+int srv_grammar_vocab(srv_model *s, tc_err *err) {
     int nv = tok_n_vocab(s->vocab);
     char **pieces = calloc((size_t)nv, sizeof *pieces);
     int *lens = calloc((size_t)nv, sizeof *lens);
@@ -26,7 +27,7 @@ int srv_grammar_vocab(server *s, tc_err *err) {
     return rc;
 }
 
-int srv_grammar_matcher(server *s, const char *gbnf, gram_matcher **out, oai_err *e) {
+int srv_grammar_matcher(srv_model *s, const char *gbnf, gram_matcher **out, oai_err *e) {
     *out = NULL;
     if (!s->gvocab) return oai_err_set(e, 500, "server_error", NULL, NULL, "grammars are not available");
     gram *g = NULL;

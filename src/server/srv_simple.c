@@ -6,7 +6,11 @@
 #include <string.h>
 
 #include "common/timeutil.h"
-#include "server/srv_internal.h"
+#include "server/dashboard_html.h"
+#include "server/gen_prompt.h"
+#include "server/srv_model.h"
+#include "server/srv_reply.h"
+#include "server/srv_route.h"
 #include "server/srv_simple.h"
 
 static int body_json(struct evhttp_request *req, json_t **out, oai_err *e) {
@@ -24,14 +28,14 @@ static int body_json(struct evhttp_request *req, json_t **out, oai_err *e) {
     return 0;
 }
 
-static void send_ids(server *s, struct evhttp_request *req, int32_t *ids, int n) {
+static void send_ids(srv_model *s, struct evhttp_request *req, int32_t *ids, int n) {
     json_t *a = json_array();
     for (int i = 0; i < n; i++) json_array_append_new(a, json_integer(ids[i]));
     srv_send_json(&s->o, req, 200, json_pack("{s:o}", "tokens", a));
 }
 
 // /tokenize {"messages": [...]}: the prompt ids a chat completion with these messages would use.
-static int tokenize_chat(server *s, struct evhttp_request *req, oai_err *e) {
+static int tokenize_chat(srv_model *s, struct evhttp_request *req, oai_err *e) {
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
     size_t len = evbuffer_get_length(in);
     oai_req q;
@@ -46,7 +50,7 @@ static int tokenize_chat(server *s, struct evhttp_request *req, oai_err *e) {
     return 200;
 }
 
-int srv_ep_tokenize(server *s, struct evhttp_request *req, oai_kind kind, oai_err *e) {
+int srv_ep_tokenize(srv_model *s, struct evhttp_request *req, oai_kind kind, oai_err *e) {
     (void)kind;
     json_t *b;
     if (body_json(req, &b, e)) return -1;
@@ -79,7 +83,7 @@ int srv_ep_tokenize(server *s, struct evhttp_request *req, oai_kind kind, oai_er
     return 200;
 }
 
-int srv_ep_detokenize(server *s, struct evhttp_request *req, oai_kind kind, oai_err *e) {
+int srv_ep_detokenize(srv_model *s, struct evhttp_request *req, oai_kind kind, oai_err *e) {
     (void)kind;
     json_t *b;
     if (body_json(req, &b, e)) return -1;
@@ -115,10 +119,10 @@ int srv_ep_detokenize(server *s, struct evhttp_request *req, oai_kind kind, oai_
     return 200;
 }
 
-int srv_ep_models(server *s, struct evhttp_request *req, oai_kind kind, oai_err *e) {
+int srv_ep_models(srv_model *s, struct evhttp_request *req, oai_kind kind, oai_err *e) {
     (void)kind, (void)e;
-    if (s->multi) {
-        srv_route_models(s, req);
+    if (s->fe->multi) {
+        srv_route_models(s->fe, req);
         return 200;
     }
     json_t *m = json_pack("{s:s,s:s,s:I,s:s,s:i}", "id", s->name, "object", "model", "created", (json_int_t)tc_wall(),
@@ -127,22 +131,22 @@ int srv_ep_models(server *s, struct evhttp_request *req, oai_kind kind, oai_err 
     return 200;
 }
 
-int srv_ep_health(server *s, struct evhttp_request *req, oai_kind kind, oai_err *e) {
+int srv_ep_health(srv_model *s, struct evhttp_request *req, oai_kind kind, oai_err *e) {
     (void)kind, (void)e;
-    if (s->state == SRV_READY) {
+    if (s->fe->state == SRV_READY) {
         srv_send_json(&s->o, req, 200, json_pack("{s:s}", "status", "ok"));
         return 200;
     }
-    const char *st = s->state == SRV_LOADING ? "loading" : "draining";
+    const char *st = s->fe->state == SRV_LOADING ? "loading" : "draining";
     json_t *j = json_pack("{s:s,s:{s:s,s:s,s:n,s:n}}", "status", st, "error", "message",
-                          s->state == SRV_LOADING ? "Loading model" : "Shutting down", "type",
+                          s->fe->state == SRV_LOADING ? "Loading model" : "Shutting down", "type",
                           "unavailable_error", "param", "code");
     evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", "1");
     srv_send_json(&s->o, req, 503, j);
     return 503;
 }
 
-int srv_ep_dashboard(server *s, struct evhttp_request *req, oai_kind kind, oai_err *e) {
+int srv_ep_dashboard(srv_model *s, struct evhttp_request *req, oai_kind kind, oai_err *e) {
     (void)kind, (void)e;
     srv_send_body(&s->o, req, 200, "text/html; charset=utf-8", srv_dashboard_html, srv_dashboard_html_len);
     return 200;

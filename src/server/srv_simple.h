@@ -7,13 +7,13 @@
 #include "server/oai_err.h"
 #include "server/oai.h"
 
-struct server;
+struct srv_model;
 struct evhttp_request;
 
-int srv_ep_health(struct server *s, struct evhttp_request *req, oai_kind kind, oai_err *e);    // 200 or 503
-int srv_ep_dashboard(struct server *s, struct evhttp_request *req, oai_kind kind, oai_err *e); // static HTML
-int srv_ep_models(struct server *s, struct evhttp_request *req, oai_kind kind, oai_err *e);    // every model
-int srv_ep_tokenize(struct server *s, struct evhttp_request *req, oai_kind kind, oai_err *e);
-int srv_ep_detokenize(struct server *s, struct evhttp_request *req, oai_kind kind, oai_err *e);
+int srv_ep_health(struct srv_model *s, struct evhttp_request *req, oai_kind kind, oai_err *e);    // 200 or 503
+int srv_ep_dashboard(struct srv_model *s, struct evhttp_request *req, oai_kind kind, oai_err *e); // static HTML
+int srv_ep_models(struct srv_model *s, struct evhttp_request *req, oai_kind kind, oai_err *e);    // every model
+int srv_ep_tokenize(struct srv_model *s, struct evhttp_request *req, oai_kind kind, oai_err *e);
+int srv_ep_detokenize(struct srv_model *s, struct evhttp_request *req, oai_kind kind, oai_err *e);
 
 #endif

@@ -5,10 +5,10 @@
 
 #include "server/oai.h"
 
-struct server;
+struct srv_model;
 struct evhttp_request;
 
-int srv_handle_metrics(struct server *s, struct evhttp_request *req, oai_kind kind, oai_err *e);
-int srv_handle_stats(struct server *s, struct evhttp_request *req, oai_kind kind, oai_err *e);
+int srv_handle_metrics(struct srv_model *s, struct evhttp_request *req, oai_kind kind, oai_err *e);
+int srv_handle_stats(struct srv_model *s, struct evhttp_request *req, oai_kind kind, oai_err *e);
 
 #endif

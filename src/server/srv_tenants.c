@@ -21,7 +21,8 @@
 #include <xxhash.h>
 
 #include "common/timeutil.h"
-#include "server/srv_internal.h"
+#include "server/srv_log.h"
+#include "server/srv_tenants.h"
 #include "tenant/ratelimit.h"
 #include "tenant/tenant_keys.h"
 
@@ -54,7 +55,7 @@ struct srv_tenants {
 static void add_metrics(server *s, tstate *t, int own_label) {
     char lab[96];
     snprintf(lab, sizeof lab, "tenant=\"%s\"", own_label ? t->name : "other");
-    metrics *r = s->mt.reg;
+    metrics *r = s->reg;
     static const struct { const char *name, *help; } M[4] = {
         {"tachyon:tenant_requests_total", "Generation requests admitted, by tenant"},
         {"tachyon:tenant_rate_limited_total", "Requests refused with 429 by the tenant's rate limits"},

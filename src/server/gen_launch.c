@@ -166,6 +166,88 @@ int gen_handle(srv_model *s, struct evhttp_request *req, oai_kind kind, oai_err 
 
 // The prompt is ready (g->prep_rc, g->perr, g->ids): check it against the context, submit one engine request
 // per choice, start the reply.
+// Every prompt and its completion fit the context (else 400 context_length_exceeded); counts g->n_prompt and
+// the tokens to reserve for the tenant (prompt + max_tokens of every choice). 0, or -1 with *e filled.
+static int check_context(gen_req *g, double *reserve, oai_err *e) {
+    srv_model *s = g->s;
+    const oai_req *q = &g->q;
+    const char *pparam = g->kind == OAI_CHAT ? "messages" : "prompt";
+    for (int pi = 0; pi < g->n_pr; pi++) {
+        int n_ids = g->n_ids[pi];
+        if (n_ids >= s->ctx_size)
+            return oai_err_set(e, 400, "invalid_request_error", "context_length_exceeded", pparam,
+                               "This model's maximum context length is %d tokens. However, your %s resulted in %d "
+                               "tokens. Please reduce the length of the %s.", s->ctx_size, pparam, n_ids, pparam);
+        int mt = q->max_tokens > 0 ? q->max_tokens : s->ctx_size - n_ids;
+        if ((long long)n_ids + mt > s->ctx_size)
+            return oai_err_set(e, 400, "invalid_request_error", "context_length_exceeded", "max_tokens",
+                               "This model's maximum context length is %d tokens. However, you requested %lld tokens "
+                               "(%d in the %s, %d for the completion). Please reduce the length of the %s or the "
+                               "completion.", s->ctx_size, (long long)n_ids + mt, n_ids, pparam, mt, pparam);
+        g->n_prompt += n_ids;
+        *reserve += ((double)n_ids + mt) * q->n;
+    }
+    return 0;
+}
+
+// Sets up g's choices (index as OpenAI's: prompt_i * n + j): text stream, stop buffer, reasoning split,
+// logprobs, echo. 0, or -1 with *e filled (out of memory).
+static int init_choices(gen_req *g, oai_err *e) {
+    srv_model *s = g->s;
+    const oai_req *q = &g->q;
+    for (int i = 0; i < g->n_choices; i++) {
+        gen_choice *c = &g->ch[i];
+        c->g = g;
+        c->index = i;
+        c->prompt_i = i / q->n;
+        c->ts = tok_stream_new(s->vocab, TOK_DEC_SKIP_SPECIAL | TOK_DEC_CONTINUATION);
+        oai_stopbuf_init(&c->sb, q->stop, q->n_stop);
+        c->reason = gen_reasoning_on(s, q);
+        rsn_init(&c->rs, chat_family_opens_think(s->chat));
+        if (q->logprobs) c->lp = gen_lp_new(g);
+        if (c->lp && q->echo) gen_lp_first_prompt_token(c, g->ids[c->prompt_i][0]);
+        if (!c->ts || !g->out || (q->logprobs && !c->lp) ||
+            (q->echo && gen_echo_text(s, &q->prompts[c->prompt_i], &c->echo, &c->echo_len)))
+            return oai_err_set(e, 500, "server_error", NULL, NULL, "out of memory");
+    }
+    return 0;
+}
+
+// The reply for an engine_submit failure rc (err its message, retry_after the scheduler's estimate).
+static void submit_error(srv_model *s, int rc, double retry_after, const tc_err *err, oai_err *e) {
+    if (rc == TC_ERR_FULL && retry_after > 0) { // --sched slo: its target cannot be met now
+        oai_err_set(e, 503, "server_error", "slo_unattainable", NULL,
+                    "The server cannot meet this request's latency target (%s); retry later", err->msg);
+        e->retry_after = retry_after;
+    } else if (rc == TC_ERR_FULL) {
+        metric_inc(s->mt.rejected, 1);
+        oai_err_set(e, 503, "server_error", "queue_full", NULL, "The server is overloaded (%s); retry after a moment",
+                    err->msg);
+    } else if (rc == TC_ERR_INVALID) {
+        oai_err_set(e, 400, "invalid_request_error", NULL, NULL, "%s", err->msg);
+    } else {
+        oai_err_set(e, 500, "server_error", NULL, NULL, "submit failed: %s", err->msg);
+    }
+}
+
+// Starts the SSE reply: the role chunk of every chat choice, the echoed prompt of every completions choice.
+static void start_stream(gen_req *g) {
+    srv_model *s = g->s;
+    const oai_req *q = &g->q;
+    oai_kind kind = g->kind;
+    srv_sse_start(&s->o, g->req);
+    g->streaming = 1;
+    g->t_last_send = tc_now();
+    if (kind == OAI_CHAT)
+        for (int i = 0; i < q->n; i++)
+            gen_queue_json(g, oai_chunk(kind, g->id, g->created, s->name, i, "assistant", "", 0, NULL, NULL));
+    for (int i = 0; i < g->n_choices; i++) // completions echo: the prompt text comes first
+        if (g->ch[i].echo)
+            gen_queue_json(g, oai_chunk(kind, g->id, g->created, s->name, i, NULL, g->ch[i].echo, g->ch[i].echo_len,
+                                        NULL, NULL));
+    gen_flush_dirty(s);
+}
+
 static void gen_launch(gen_req *g) {
     srv_model *s = g->s;
     struct evhttp_request *req = g->req;
@@ -188,27 +270,8 @@ static void gen_launch(gen_req *g) {
                         q->bias[i].id, tok_n_vocab(s->vocab));
             goto fail;
         }
-    const char *pparam = kind == OAI_CHAT ? "messages" : "prompt";
     double reserve = 0; // tenant's tokens per minute: prompt + max_tokens of every choice
-    for (int pi = 0; pi < g->n_pr; pi++) {
-        int n_ids = g->n_ids[pi];
-        if (n_ids >= s->ctx_size) {
-            oai_err_set(&e, 400, "invalid_request_error", "context_length_exceeded", pparam,
-                        "This model's maximum context length is %d tokens. However, your %s resulted in %d tokens. "
-                        "Please reduce the length of the %s.", s->ctx_size, pparam, n_ids, pparam);
-            goto fail;
-        }
-        int mt = q->max_tokens > 0 ? q->max_tokens : s->ctx_size - n_ids;
-        if ((long long)n_ids + mt > s->ctx_size) {
-            oai_err_set(&e, 400, "invalid_request_error", "context_length_exceeded", "max_tokens",
-                        "This model's maximum context length is %d tokens. However, you requested %lld tokens (%d in "
-                        "the %s, %d for the completion). Please reduce the length of the %s or the completion.",
-                        s->ctx_size, (long long)n_ids + mt, n_ids, pparam, mt, pparam);
-            goto fail;
-        }
-        g->n_prompt += n_ids;
-        reserve += ((double)n_ids + mt) * q->n;
-    }
+    if (check_context(g, &reserve, &e)) goto fail;
     if (srv_tenant_admit(s->fe, req, &g->tn, reserve, &e)) goto fail; // 401 / 429 with headers
     if (!s->eng) {
         oai_err_set(&e, 503, "unavailable_error", "shutting_down", NULL, "The server is shutting down");
@@ -224,23 +287,7 @@ static void gen_launch(gen_req *g) {
              (unsigned long long)mix64(idn ^ (uint64_t)(g->t_recv * 1e9)), (unsigned)idn);
     g->out = evbuffer_new();
     g->n_choices = g->n_pr * q->n;
-    for (int i = 0; i < g->n_choices; i++) { // choice index as OpenAI: prompt_i * n + j
-        gen_choice *c = &g->ch[i];
-        c->g = g;
-        c->index = i;
-        c->prompt_i = i / q->n;
-        c->ts = tok_stream_new(s->vocab, TOK_DEC_SKIP_SPECIAL | TOK_DEC_CONTINUATION);
-        oai_stopbuf_init(&c->sb, q->stop, q->n_stop);
-        c->reason = gen_reasoning_on(s, q);
-        rsn_init(&c->rs, chat_family_opens_think(s->chat));
-        if (q->logprobs) c->lp = gen_lp_new(g);
-        if (c->lp && q->echo) gen_lp_first_prompt_token(c, g->ids[c->prompt_i][0]);
-        if (!c->ts || !g->out || (q->logprobs && !c->lp) ||
-            (q->echo && gen_echo_text(s, &q->prompts[c->prompt_i], &c->echo, &c->echo_len))) {
-            oai_err_set(&e, 500, "server_error", NULL, NULL, "out of memory");
-            goto fail;
-        }
-    }
+    if (init_choices(g, &e)) goto fail;
     if (q->prediction && q->prediction_len > 0) {
         tc_err terr = {0};
         if (tok_encode(s->vocab, q->prediction, q->prediction_len, 0, &g->pred_ids, &g->n_pred_ids, &terr)) {
@@ -290,19 +337,7 @@ static void gen_launch(gen_req *g) {
             free(er.prediction);
             gram_matcher_free(er.grammar);
             free(gbnf);
-            if (rc == TC_ERR_FULL && er.retry_after > 0) { // --sched slo: its target cannot be met now
-                oai_err_set(&e, 503, "server_error", "slo_unattainable", NULL,
-                            "The server cannot meet this request's latency target (%s); retry later", err.msg);
-                e.retry_after = er.retry_after;
-            } else if (rc == TC_ERR_FULL) {
-                metric_inc(s->mt.rejected, 1);
-                oai_err_set(&e, 503, "server_error", "queue_full", NULL,
-                            "The server is overloaded (%s); retry after a moment", err.msg);
-            } else if (rc == TC_ERR_INVALID) {
-                oai_err_set(&e, 400, "invalid_request_error", NULL, NULL, "%s", err.msg);
-            } else {
-                oai_err_set(&e, 500, "server_error", NULL, NULL, "submit failed: %s", err.msg);
-            }
+            submit_error(s, rc, er.retry_after, &err, &e);
             goto fail; // choices already submitted finish through the engine; g lives until then
         }
         g->ch[i].live = 1;
@@ -312,19 +347,7 @@ static void gen_launch(gen_req *g) {
     gen_free_ids(g);
     gen_trunc_headers(s, req, q, g->n_trunc_tokens, g->n_trunc_msgs);
     if (g->summ_status) evhttp_add_header(evhttp_request_get_output_headers(req), "x-tachyon-summary", g->summ_status);
-    if (q->stream) {
-        srv_sse_start(&s->o, req);
-        g->streaming = 1;
-        g->t_last_send = tc_now();
-        if (kind == OAI_CHAT)
-            for (int i = 0; i < q->n; i++)
-                gen_queue_json(g, oai_chunk(kind, g->id, g->created, s->name, i, "assistant", "", 0, NULL, NULL));
-        for (int i = 0; i < g->n_choices; i++) // completions echo: the prompt text comes first
-            if (g->ch[i].echo)
-                gen_queue_json(g, oai_chunk(kind, g->id, g->created, s->name, i, NULL, g->ch[i].echo, g->ch[i].echo_len,
-                                        NULL, NULL));
-        gen_flush_dirty(s);
-    }
+    if (q->stream) start_stream(g);
     return;
 fail:
     gen_fail(g, &e);

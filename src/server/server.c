@@ -1,5 +1,6 @@
-// HTTP plumbing: listening socket, routing, auth, CORS, limits, simple endpoints, model loading in the
-// background, signals and draining.
+// The server's life (server_run): builds the front end and the models' records, listens, loads the models on
+// a loader thread while /health answers 503, joins each engine's events to the loop, then drains on
+// SIGTERM/SIGINT and frees everything. Requests are answered by the endpoint table (srv_endpoints.c).
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>

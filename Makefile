@@ -20,7 +20,7 @@ APT_PKGS := build-essential cmake pkg-config libevent-dev libjansson-dev libpcre
             libcurl4-openssl-dev python3-venv
 APT_TEST_PKGS := clang libclang-rt-14-dev valgrind chromium haproxy nginx prometheus
 
-.PHONY: all deps apt apt-test venv build models run serve test unit pytest bench fuzz asan clean
+.PHONY: all deps apt apt-test venv build models run serve test unit pytest pytest-isa bench fuzz asan clean
 
 all: build
 
@@ -67,6 +67,10 @@ unit: build
 pytest: build models venv
 	TACHYON_BIN=$(abspath $(BUILD))/tachyon $(PY) -m pytest -q -rs -m "not bench" tests/ref tests/integration
 
+# The integration tests again below the host's best ISA level (scripts/pytest_isa.sh says which run where).
+pytest-isa: build models venv
+	scripts/pytest_isa.sh $(PY) $(abspath $(BUILD))/tachyon
+
 # Latency / throughput / measurement-error thresholds; run on an otherwise idle machine.
 bench: build models venv
 	TACHYON_TIMING_CHECKS=1 $(BUILD)/test_cpu_pool
@@ -101,7 +105,7 @@ asan: apt apt-test venv models
 	ASAN_OPTIONS=detect_leaks=1 TACHYON_BIN=$(abspath build-asan)/tachyon $(PY) -m pytest -q -rs -m "not bench" \
 	  tests/integration/test_api.py tests/integration/test_robustness.py
 
-test: deps apt-test build models unit pytest fuzz asan
+test: deps apt-test build models unit pytest pytest-isa fuzz asan
 	@echo "make test: all suites passed"
 
 clean:

@@ -22,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 
-NGRAM_MAX_L = 64  # src/spec/spec.h SPEC_NGRAM_MAX_L (the work bound SPEC_NGRAM_WORK is not modelled)
+NGRAM_MAX_L = 64  # src/speculation/spec.h SPEC_NGRAM_MAX_L (the work bound SPEC_NGRAM_WORK is not modelled)
 
 
 def propose(toks, k):

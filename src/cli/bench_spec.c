@@ -8,9 +8,10 @@
 
 #include "cli/bench_spec.h"
 #include "cli/cli.h"
-#include "cli/gen_spec.h"
+#include "cli/cli_engine.h"
 #include "cpu/cpu.h"
-#include "spec/spec.h"
+#include "speculation/spec.h"
+#include "speculation/spec_draft.h"
 #include "tokenizer/tokenizer.h"
 
 int bench_spec_parse_modes(const char *s, int *modes, int max) {
@@ -26,7 +27,8 @@ int bench_spec_parse_modes(const char *s, int *modes, int max) {
     return n > 0 ? n : -1;
 }
 
-static int read_prompt(model *m, const char *path, int chat, int32_t **ids, int *n_ids, tc_err *err) {
+static int read_prompt(model *m, const tok_vocab *v, const char *path, int chat, int32_t **ids, int *n_ids,
+                       tc_err *err) {
     FILE *f = fopen(path, "rb");
     if (!f) return tc_err_set(err, TC_ERR_IO, "cannot open prompt file '%s'", path);
     char *text = NULL;
@@ -43,56 +45,73 @@ static int read_prompt(model *m, const char *path, int chat, int32_t **ids, int 
     }
     fclose(f);
     if (!text) return tc_err_set(err, TC_ERR_NOMEM, "out of memory");
-    tok_vocab *v = NULL;
-    int rc = tok_load(model_gguf(m), &v, err);
-    if (!rc && chat) {
+    int rc = 0;
+    if (chat) {
         char *z = realloc(text, len + 1); // a C string for the chat message
         if (!z) rc = tc_err_set(err, TC_ERR_NOMEM, "out of memory");
         else text = z, text[len] = '\0', rc = cli_encode_chat(m, v, NULL, text, ids, n_ids, err);
-    } else if (!rc) rc = tok_encode(v, text, len, tok_add_bos(v) ? TOK_ENC_ADD_BOS : 0, ids, n_ids, err);
+    } else rc = tok_encode(v, text, len, tok_add_bos(v) ? TOK_ENC_ADD_BOS : 0, ids, n_ids, err);
     if (!rc && *n_ids == 0) rc = tc_err_set(err, TC_ERR_INVALID, "prompt file '%s' is empty", path);
-    tok_free(v);
     free(text);
     return rc;
 }
 
 typedef struct { double tps[1000]; long drafted, accepted, steps; } mode_acc;
 
+// The engine of one mode: the target (and the draft model or self-speculation where the mode drafts with one)
+// as tachyon run and serve would run them.
+static int mode_engine(model *m, const tok_vocab *v, const bench_spec_args *a, int mode, int ctx, engine **out,
+                       tc_err *err) {
+    engine_opts eo;
+    cli_engine_opts(&eo, ctx, a->batch > SPEC_MAX_K + 1 ? a->batch : SPEC_MAX_K + 1, a->threads);
+    eo.kv_type_k = a->kv_k, eo.kv_type_v = a->kv_v, eo.device = a->device;
+    eo.spec = mode, eo.spec_k = a->spec_k, eo.self_spec_layers = a->self_layers;
+    eo.draft_model = mode == SPEC_DRAFT || mode == SPEC_AUTO ? a->draft_model : NULL;
+    return cli_engine_new(m, v, &eo, out, err);
+}
+
+// One greedy decode of n_gen tokens after the prompt (end-of-generation tokens do not stop it: a benchmark
+// wants a fixed length) into the mode's tallies.
+static int decode_once(engine *e, const int32_t *ids, int n_ids, int n_gen, mode_acc *acc, int rep, tc_err *err) {
+    engine_req q = {.n_prompt = n_ids, .max_tokens = n_gen, .ignore_eos = 1};
+    samp_params_default(&q.sp);
+    q.sp.temperature = 0.0f;
+    q.sp.no_logprob = 1; // bench reads tokens only
+    if (!(q.prompt = malloc((size_t)n_ids * sizeof *ids))) return tc_err_set(err, TC_ERR_NOMEM, "out of memory");
+    memcpy(q.prompt, ids, (size_t)n_ids * sizeof *ids);
+    engine_stats before, after;
+    engine_get_stats(e, &before);
+    engine_event fin;
+    int rc = cli_engine_generate(e, &q, NULL, NULL, &fin, err);
+    free(q.prompt); // NULL once the engine took it
+    if (rc) return rc;
+    engine_get_stats(e, &after);
+    double t = fin.t_finish - fin.t_first_token;
+    acc->tps[rep] = fin.n_generated > 1 && t > 0 ? (fin.n_generated - 1) / t : 0;
+    acc->drafted += fin.n_spec_drafted, acc->accepted += fin.n_spec_accepted;
+    acc->steps += (long)(after.spec_verify_steps - before.spec_verify_steps);
+    return 0;
+}
+
 int bench_spec_run(model *m, const bench_spec_args *a, tc_err *err) {
     int32_t *ids = NULL;
     int n_ids = 0, rc;
-    gen_session g = {0};
-    spec_drafter *dmodel = NULL, *dself = NULL; // the draft model's drafter, self-speculation's
+    tok_vocab *v = NULL;
+    engine *engs[BENCH_SPEC_MAX_MODES] = {0};
     mode_acc *acc = calloc((size_t)a->n_modes, sizeof *acc);
     if (!acc) return tc_err_set(err, TC_ERR_NOMEM, "out of memory");
-    if ((rc = read_prompt(m, a->prompt_file, a->chat, &ids, &n_ids, err))) goto done;
-    int batch = a->batch > SPEC_MAX_K + 1 ? a->batch : SPEC_MAX_K + 1;
-    for (int i = 0; i < a->n_modes; i++)
-        if ((rc = gen_spec_device_check(a->modes[i], a->draft_model != NULL, a->self_layers, a->device, err)))
+    if ((rc = tok_load(model_gguf(m), &v, err))) goto done;
+    if ((rc = read_prompt(m, v, a->prompt_file, a->chat, &ids, &n_ids, err))) goto done;
+    for (int i = 0; i < a->n_modes; i++) // every mode's refusal before any engine starts
+        if ((rc = spec_self_device_check(spec_drafter_choice(a->modes[i], a->draft_model != NULL, a->self_layers),
+                                         a->device == BACKEND_CPU, err)))
             goto done;
-    if ((rc = gen_open(&g, m, a->device, n_ids + a->n_gen + SPEC_MAX_K + 1, batch, a->threads, a->kv_k, a->kv_v, err)))
-        goto done;
-    int ctx = n_ids + a->n_gen + SPEC_MAX_K + 1, want_self = 0;
+    int ctx = n_ids + a->n_gen + SPEC_MAX_K + 1;
     for (int i = 0; i < a->n_modes; i++)
-        want_self |= a->modes[i] == SPEC_SELF || (a->modes[i] == SPEC_AUTO && !a->draft_model && a->self_layers > 0);
-    if (a->draft_model && (rc = gen_spec_drafter_new(&g, a->draft_model, SPEC_DRAFT, 0, ctx, a->spec_k, a->threads,
-                                                     &dmodel, err)))
-        goto done;
-    if (want_self && (rc = gen_spec_drafter_new(&g, NULL, SPEC_SELF, a->self_layers, ctx, a->spec_k, a->threads,
-                                                &dself, err)))
-        goto done;
-    gen_spec_stats st;
-    gen_spec_opts warm = {SPEC_OFF, a->spec_k, NULL};
-    if ((rc = gen_spec_decode(&g, ids, n_ids, a->n_gen > 16 ? 16 : a->n_gen, &warm, &st, err))) goto done;
+        if ((rc = mode_engine(m, v, a, a->modes[i], ctx, &engs[i], err))) goto done;
     for (int r = 0; r < a->reps; r++)
-        for (int i = 0; i < a->n_modes; i++) {
-            int md = a->modes[i];
-            gen_spec_opts o = {md, a->spec_k, md == SPEC_DRAFT ? dmodel : md == SPEC_SELF ? dself
-                                              : md == SPEC_AUTO ? (dmodel ? dmodel : dself) : NULL};
-            if ((rc = gen_spec_decode(&g, ids, n_ids, a->n_gen, &o, &st, err))) goto done;
-            acc[i].tps[r] = st.n_gen > 1 ? (st.n_gen - 1) / st.t_decode : 0;
-            acc[i].drafted += st.n_drafted, acc[i].accepted += st.n_accepted, acc[i].steps += st.n_steps;
-        }
+        for (int i = 0; i < a->n_modes; i++)
+            if ((rc = decode_once(engs[i], ids, n_ids, a->n_gen, &acc[i], r, err))) goto done;
     const char *base = strrchr(a->model_path, '/') ? strrchr(a->model_path, '/') + 1 : a->model_path;
     if (!a->json) {
         printf("| %-30s | %-6s | %7s | %6s | %10s | %18s | %7s | %9s |\n", "model", "spec", "threads", "prompt",
@@ -124,9 +143,8 @@ int bench_spec_run(model *m, const bench_spec_args *a, tc_err *err) {
         fflush(stdout);
     }
 done:
-    spec_drafter_free(dmodel);
-    spec_drafter_free(dself);
-    gen_close(&g);
+    for (int i = 0; i < a->n_modes; i++) engine_free(engs[i], 0);
+    tok_free(v);
     free(ids);
     free(acc);
     return rc;

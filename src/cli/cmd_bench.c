@@ -8,10 +8,10 @@
 
 #include "cli/bench_spec.h"
 #include "cli/cli.h"
-#include "cli/gen.h"
+#include "cli/cli_engine.h"
 #include "common/timeutil.h"
 #include "cpu/cpu.h"
-#include "spec/spec.h"
+#include "speculation/spec.h"
 
 typedef struct bench_stat {
     double mean, std;
@@ -25,22 +25,93 @@ static bench_stat stat_of(const double *x, int n) {
     return s;
 }
 
-// One repetition: tokens/s of prefilling n_prompt tokens, or of decoding n_gen tokens one at a time after a
-// context of depth tokens (as llama-bench's -d: decode cost at a long context is mostly attention over the KV
-// cache). The caller prefills the depth once, untimed: decoding writes only positions >= depth, so every
-// repetition sees the same context without paying a long prefill again.
-static int bench_once(gen_session *g, const int32_t *toks, int n_prompt, int n_gen, int depth, double *tps,
-                      tc_err *err) {
-    double t0 = tc_now();
-    if (n_prompt > 0) {
-        if (gen_eval(g, toks, n_prompt, 0, err)) return -1;
-        *tps = n_prompt / (tc_now() - t0);
-    } else {
-        for (int i = 0; i < n_gen; i++)
-            if (gen_eval(g, &toks[depth + i], 1, depth + i, err)) return -1;
-        *tps = n_gen / (tc_now() - t0);
-    }
+// One repetition through the engine: tokens/s of prefilling n_prompt tokens (a request of that prompt and one
+// new token), or of decoding n_gen tokens one at a time after a context of depth tokens (as llama-bench's -d:
+// decode cost at a long context is mostly attention over the KV cache). The depth is prefilled before the
+// timed decode; repetitions find it in the prefix cache. rep varies a prefill's first token, so that no
+// repetition finds the one before it cached. Random tokens: the greedy output is whatever it is, and
+// end-of-generation tokens do not stop it.
+static int bench_once(engine *e, const int32_t *toks, int n_prompt, int n_gen, int depth, int rep, int n_vocab,
+                      double *tps, tc_err *err) {
+    int n = n_prompt > 0 ? n_prompt : depth > 0 ? depth : 1;
+    engine_req q = {.n_prompt = n, .max_tokens = n_prompt > 0 ? 1 : n_gen + 1, .ignore_eos = 1};
+    samp_params_default(&q.sp);
+    q.sp.temperature = 0.0f;
+    q.sp.no_logprob = 1;
+    if (!(q.prompt = malloc((size_t)n * sizeof *toks))) return tc_err_set(err, TC_ERR_NOMEM, "out of memory");
+    memcpy(q.prompt, toks, (size_t)n * sizeof *toks);
+    if (n_prompt > 0) q.prompt[0] = (toks[0] + rep) % n_vocab;
+    engine_event fin;
+    int rc = cli_engine_generate(e, &q, NULL, NULL, &fin, err);
+    free(q.prompt); // NULL once the engine took it
+    if (rc) return rc;
+    double t = n_prompt > 0 ? fin.t_first_token - fin.t_first_sched : fin.t_finish - fin.t_first_token;
+    *tps = t > 0 ? (n_prompt > 0 ? n_prompt : n_gen) / t : 0;
     return 0;
+}
+
+// tachyon bench --prompt-file [--spec MODES]: loads the model (and --draft-model) and runs bench_spec_run.
+// Returns the exit status.
+static int bench_spec_main(bench_spec_args *sa, const char *path, const char *draft_path) {
+    if (!sa->prompt_file) {
+        fprintf(stderr, "tachyon bench: --spec needs --prompt-file (speculation pays only on text it can predict)\n");
+        return 2;
+    }
+    if (sa->n_modes == 0) sa->modes[0] = SPEC_OFF, sa->n_modes = 1;
+    tc_err e = {0};
+    model *sm = NULL;
+    sa->model_path = path;
+    int rc = model_load(path, &sm, &e);
+    if (!rc && draft_path) rc = model_load(draft_path, &sa->draft_model, &e);
+    for (int i = 0; !rc && i < sa->n_modes; i++)
+        if (sa->modes[i] == SPEC_DRAFT && !sa->draft_model)
+            rc = tc_err_set(&e, TC_ERR_INVALID, "--spec draft needs --draft-model PATH");
+    if (!rc) rc = bench_spec_run(sm, sa, &e);
+    if (rc) fprintf(stderr, "bench: %s\n", e.msg[0] ? e.msg : "failed");
+    model_free(sa->draft_model);
+    model_free(sm);
+    return rc ? 1 : 0;
+}
+
+// One result row: test pp<p>, tg<n> or tg<n>@d<depth>.
+static void print_row(const char *base, const model_hparams *hp, const char *be_name, int threads, int p, int n,
+                      int depth, bench_stat s, int json) {
+    char test[32];
+    if (p || !depth) snprintf(test, sizeof test, "%s%d", p ? "pp" : "tg", p ? p : n);
+    else snprintf(test, sizeof test, "tg%d@d%d", n, depth);
+    if (json)
+        printf("{\"model\": \"%s\", \"size\": %llu, \"params\": %llu, \"backend\": \"%s\", \"threads\": %d, "
+               "\"test\": \"%s\", \"avg_ts\": %.3f, \"stddev_ts\": %.3f}\n", base,
+               (unsigned long long)hp->weight_bytes, (unsigned long long)hp->n_params, be_name, threads, test,
+               s.mean, s.std);
+    else
+        printf("| %-34.34s | %6.2f MiB | %6.2f M | %-8s | %7d | %8s | %10.2f ± %7.2f |\n", base,
+               hp->weight_bytes / 1048576.0, hp->n_params / 1e6, be_name, threads, test, s.mean, s.std);
+}
+
+static void print_header(void) {
+    printf("| %-34s | %10s | %8s | %-8s | %7s | %8s | %20s |\n", "model", "size", "params", "backend", "threads",
+           "test", "t/s");
+    printf("| %.34s | %.10s | %.8s | %.8s | %.7s | %.8s | %.20s |\n", "----------------------------------",
+           "----------", "--------", "--------", "-------", "--------", "--------------------");
+}
+
+// Decode floor: every weight byte is read once per token, except the token embedding when the output
+// projection is separate (one row of it is read); divided into the measured read bandwidth.
+static void print_floor(const model *m, int threads, int json) {
+    const model_hparams *hp = model_get_hparams(m);
+    cpu_pool *pool = cpu_pool_new(threads);
+    double bw = pool ? cpu_mem_bandwidth(pool) : 0;
+    cpu_pool_free(pool);
+    const gguf_tensor *te = gguf_find_tensor(model_gguf(m), "token_embd.weight");
+    double bytes = (double)hp->weight_bytes - (hp->tied_embeddings || !te ? 0.0 : (double)te->size);
+    if (bw <= 0) return;
+    if (json)
+        printf("{\"mem_bandwidth_gbs\": %.2f, \"bytes_per_token\": %.0f, \"decode_floor_ts\": %.2f}\n", bw / 1e9,
+               bytes, bw / bytes);
+    else
+        printf("\nmemory read bandwidth %.2f GB/s (%d threads); %.1f MiB read per token -> decode floor %.1f t/s\n",
+               bw / 1e9, threads, bytes / 1048576.0, bw / bytes);
 }
 
 int cli_bench(int argc, char **argv) {
@@ -102,36 +173,25 @@ int cli_bench(int argc, char **argv) {
         return 2;
     }
     if (sa.n_modes > 0 || sa.prompt_file) {
-        if (!sa.prompt_file) {
-            fprintf(stderr, "tachyon bench: --spec needs --prompt-file (speculation pays only on text it can predict)\n");
-            return 2;
-        }
-        if (sa.n_modes == 0) sa.modes[0] = SPEC_OFF, sa.n_modes = 1;
-        tc_err e = {0};
-        model *sm = NULL;
-        sa.model_path = path, sa.n_gen = n_gen > 0 ? n_gen : 1, sa.reps = reps, sa.threads = threads;
+        sa.n_gen = n_gen > 0 ? n_gen : 1, sa.reps = reps, sa.threads = threads;
         sa.batch = batch, sa.json = json, sa.kv_k = kv_k, sa.kv_v = kv_v, sa.device = device;
-        int rc = model_load(path, &sm, &e);
-        if (!rc && draft_path) rc = model_load(draft_path, &sa.draft_model, &e);
-        for (int i = 0; !rc && i < sa.n_modes; i++)
-            if (sa.modes[i] == SPEC_DRAFT && !sa.draft_model)
-                rc = tc_err_set(&e, TC_ERR_INVALID, "--spec draft needs --draft-model PATH");
-        if (!rc) rc = bench_spec_run(sm, &sa, &e);
-        if (rc) fprintf(stderr, "bench: %s\n", e.msg[0] ? e.msg : "failed");
-        model_free(sa.draft_model);
-        model_free(sm);
-        return rc ? 1 : 0;
+        return bench_spec_main(&sa, path, draft_path);
     }
     tc_err err = {0};
     model *m = NULL;
-    gen_session g = {0};
+    engine *eng = NULL;
+    tok_vocab *vocab = NULL;
     int32_t *toks = NULL;
     double *samples = malloc(sizeof(double) * (size_t)reps);
     int status = 1;
-    if (!samples || model_load(path, &m, &err)) goto fail;
+    if (!samples || model_load(path, &m, &err) || tok_load(model_gguf(m), &vocab, &err)) goto fail;
     const model_hparams *hp = model_get_hparams(m);
-    int ctx = (n_prompt > depth + n_gen ? n_prompt : depth + n_gen) + 1;
-    if (gen_open(&g, m, device, ctx, batch, threads, kv_k, kv_v, &err)) goto fail;
+    int ctx = (n_prompt > depth + n_gen ? n_prompt : depth + n_gen) + 2;
+    engine_opts eo;
+    cli_engine_opts(&eo, ctx, batch, threads);
+    eo.prefix_cache = 1; // the depth of a decode test is prefilled once (bench_once)
+    eo.kv_type_k = kv_k, eo.kv_type_v = kv_v, eo.device = device, eo.spec = SPEC_OFF;
+    if (cli_engine_new(m, vocab, &eo, &eng, &err)) goto fail;
     toks = malloc(sizeof(int32_t) * (size_t)ctx);
     if (!toks) goto fail;
     srand(1234);
@@ -141,57 +201,27 @@ int cli_bench(int argc, char **argv) {
     char be_name[24]; // the table's backend column
     if (device == BACKEND_CUDA) snprintf(be_name, sizeof be_name, "CUDA");
     else snprintf(be_name, sizeof be_name, "CPU-%s", cpu_isa_name(cpu_best_isa()));
-    if (!json) {
-        printf("| %-34s | %10s | %8s | %-8s | %7s | %8s | %20s |\n", "model", "size", "params", "backend", "threads",
-               "test", "t/s");
-        printf("| %.34s | %.10s | %.8s | %.8s | %.7s | %.8s | %.20s |\n", "----------------------------------",
-               "----------", "--------", "--------", "-------", "--------", "--------------------");
-    }
+    if (!json) print_header();
     struct { int p, n; } tests[2] = {{n_prompt, 0}, {0, n_gen}};
     for (int k = 0; k < 2; k++) {
         if (tests[k].p == 0 && tests[k].n == 0) continue;
         double warm;
-        if (tests[k].p == 0 && depth > 0 && gen_eval(&g, toks, depth, 0, &err)) goto fail;
-        if (bench_once(&g, toks, tests[k].p, tests[k].n > 16 ? 16 : tests[k].n, depth, &warm, &err)) goto fail;
+        if (bench_once(eng, toks, tests[k].p, tests[k].n > 16 ? 16 : tests[k].n, depth, reps, hp->n_vocab, &warm,
+                       &err))
+            goto fail;
         for (int r = 0; r < reps; r++)
-            if (bench_once(&g, toks, tests[k].p, tests[k].n, depth, &samples[r], &err)) goto fail;
-        bench_stat s = stat_of(samples, reps);
-        char test[32];
-        if (tests[k].p || !depth) snprintf(test, sizeof test, "%s%d", tests[k].p ? "pp" : "tg", tests[k].p ? tests[k].p : tests[k].n);
-        else snprintf(test, sizeof test, "tg%d@d%d", tests[k].n, depth);
-        if (json)
-            printf("{\"model\": \"%s\", \"size\": %llu, \"params\": %llu, \"backend\": \"%s\", \"threads\": %d, "
-                   "\"test\": \"%s\", \"avg_ts\": %.3f, \"stddev_ts\": %.3f}\n", base,
-                   (unsigned long long)hp->weight_bytes, (unsigned long long)hp->n_params, be_name, threads, test,
-                   s.mean, s.std);
-        else
-            printf("| %-34.34s | %6.2f MiB | %6.2f M | %-8s | %7d | %8s | %10.2f ± %7.2f |\n", base,
-                   hp->weight_bytes / 1048576.0, hp->n_params / 1e6, be_name, threads, test, s.mean, s.std);
+            if (bench_once(eng, toks, tests[k].p, tests[k].n, depth, r, hp->n_vocab, &samples[r], &err)) goto fail;
+        print_row(base, hp, be_name, threads, tests[k].p, tests[k].n, depth, stat_of(samples, reps), json);
         fflush(stdout);
     }
-    // Decode floor: every weight byte is read once per token, except the token embedding when the output
-    // projection is separate (one row of it is read).
-    if (device == BACKEND_CPU) {
-        cpu_pool *pool = cpu_pool_new(threads);
-        double bw = pool ? cpu_mem_bandwidth(pool) : 0;
-        cpu_pool_free(pool);
-        const gguf_tensor *te = gguf_find_tensor(model_gguf(m), "token_embd.weight");
-        double bytes = (double)hp->weight_bytes - (hp->tied_embeddings || !te ? 0.0 : (double)te->size);
-        if (bw > 0) {
-            if (json)
-                printf("{\"mem_bandwidth_gbs\": %.2f, \"bytes_per_token\": %.0f, \"decode_floor_ts\": %.2f}\n",
-                       bw / 1e9, bytes, bw / bytes);
-            else
-                printf("\nmemory read bandwidth %.2f GB/s (%d threads); %.1f MiB read per token -> decode floor %.1f t/s\n",
-                       bw / 1e9, threads, bytes / 1048576.0, bw / bytes);
-        }
-    }
+    if (device == BACKEND_CPU) print_floor(m, threads, json);
     status = 0;
     goto done;
 fail:
     fprintf(stderr, "bench: %s\n", err.msg[0] ? err.msg : "failed");
 done:
-    gen_close(&g);
+    engine_free(eng, 0);
+    tok_free(vocab);
     free(toks);
     free(samples);
     model_free(m);

@@ -5,11 +5,10 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "cli/gen.h"
-#include "cli/gen_spec.h"
+#include "cli/cli_engine.h"
 #include "common/timeutil.h"
-#include "sampling/sampling.h"
-#include "spec/spec.h"
+#include "speculation/spec.h"
+#include "speculation/spec_draft.h"
 #include "tokenizer/chat.h"
 #include "tokenizer/tokenizer.h"
 
@@ -109,20 +108,48 @@ static int parse(int argc, char **argv, run_opts *o) {
     return 0;
 }
 
-// Prints each generated token as its text completes; an end-of-generation token ends the run.
+// Prints each generated token as its text completes (an end-of-generation token ends the request in the
+// engine, unless --ignore-eos: then it is printed like any other).
 typedef struct run_out {
-    const tok_vocab *v;
     tok_stream *ts;
-    int ignore_eos;
 } run_out;
 
-static int run_emit(void *ctx, int32_t tok) {
+static void run_emit(void *ctx, const samp_result *tok) {
     run_out *r = ctx;
-    if (!r->ignore_eos && tok_is_eog(r->v, tok)) return 1;
     char piece[256];
-    int len = tok_stream_push(r->ts, tok, piece, sizeof piece);
+    int len = tok_stream_push(r->ts, tok->token, piece, sizeof piece);
     if (len > 0 && len <= (int)sizeof piece) fwrite(piece, 1, (size_t)len, stdout), fflush(stdout);
+}
+
+// The prompt's token ids (BOS alone for an empty prompt): *ids malloc'd.
+static int run_prompt(const run_opts *o, model *m, const tok_vocab *v, int32_t **ids, int *n_ids, tc_err *err) {
+    int rc = o->chat ? cli_encode_chat(m, v, o->chat_template, o->prompt, ids, n_ids, err)
+                     : tok_encode(v, o->prompt, strlen(o->prompt), tok_add_bos(v) ? TOK_ENC_ADD_BOS : 0, ids, n_ids,
+                                  err);
+    if (rc || *n_ids > 0) return rc;
+    int32_t bos = tok_bos(v);
+    if (bos < 0) return tc_err_set(err, TC_ERR_INVALID, "empty prompt and the model has no BOS token");
+    free(*ids);
+    if (!(*ids = malloc(sizeof **ids))) return tc_err_set(err, TC_ERR_NOMEM, "out of memory");
+    (*ids)[0] = bos, *n_ids = 1;
     return 0;
+}
+
+static void run_report(const run_opts *o, double t_load, const engine_event *fin, const engine_stats *es,
+                       const model *dm) {
+    double t_prefill = fin->t_first_token - fin->t_first_sched, t_decode = fin->t_finish - fin->t_first_token;
+    int n_gen = fin->n_generated;
+    fprintf(stderr, "\nload %.3f s | prompt %d tok, TTFT %.1f ms, prefill %.1f tok/s | generated %d tok, decode %.1f tok/s\n",
+            t_load, fin->n_prompt, (fin->t_first_token - fin->t_arrival) * 1e3,
+            t_prefill > 0 ? fin->n_prompt / t_prefill : 0.0, n_gen,
+            n_gen > 1 && t_decode > 0 ? (n_gen - 1) / t_decode : 0.0);
+    long model_drafted = (long)(es->spec_draft[SPEC_M_DRAFT] + es->spec_draft[SPEC_M_SELF]);
+    int self = spec_drafter_choice(o->spec, dm != NULL, o->self_layers) == SPEC_M_SELF;
+    fprintf(stderr, "spec %s: %d drafted (%ld by the %s), %d accepted (acceptance %.1f%%) in %ld verify steps\n",
+            spec_mode_name((spec_mode)o->spec), fin->n_spec_drafted, model_drafted,
+            dm ? "draft model" : self ? "self-speculation drafter" : "model", fin->n_spec_accepted,
+            fin->n_spec_drafted ? 100.0 * fin->n_spec_accepted / fin->n_spec_drafted : 0.0,
+            (long)es->spec_verify_steps);
 }
 
 int cli_run(int argc, char **argv) {
@@ -131,33 +158,16 @@ int cli_run(int argc, char **argv) {
     tc_err err = {0};
     model *m = NULL;
     tok_vocab *v = NULL;
-    samp_state *ss = NULL;
     tok_stream *ts = NULL;
     int32_t *ids = NULL;
-    gen_session g = {0};
     model *dm = NULL; // --draft-model
-    spec_drafter *drafter = NULL;
+    engine *eng = NULL;
     int n_ids = 0, status = 1;
 
     double t0 = tc_now();
     if (model_load(o.model, &m, &err) || tok_load(model_gguf(m), &v, &err)) goto fail;
     const model_hparams *hp = model_get_hparams(m);
-    double t_load = tc_now() - t0;
-
-    if (o.chat ? cli_encode_chat(m, v, o.chat_template, o.prompt, &ids, &n_ids, &err)
-               : tok_encode(v, o.prompt, strlen(o.prompt), tok_add_bos(v) ? TOK_ENC_ADD_BOS : 0, &ids, &n_ids, &err))
-        goto fail;
-    if (n_ids == 0) { // empty prompt: generate from BOS alone
-        int32_t bos = tok_bos(v);
-        if (bos < 0) {
-            tc_err_set(&err, TC_ERR_INVALID, "empty prompt and the model has no BOS token");
-            goto fail;
-        }
-        free(ids);
-        ids = malloc(sizeof *ids);
-        if (!ids) goto fail;
-        ids[0] = bos, n_ids = 1;
-    }
+    if (run_prompt(&o, m, v, &ids, &n_ids, &err)) goto fail;
     int ctx = o.ctx ? o.ctx : n_ids + o.n_predict;
     if (ctx > hp->ctx_train) ctx = hp->ctx_train;
     if (n_ids + o.n_predict > ctx) {
@@ -165,46 +175,44 @@ int cli_run(int argc, char **argv) {
                    o.n_predict, ctx);
         goto fail;
     }
-    if (samp_new(&o.sp, hp->n_vocab, &ss, &err)) goto fail;
-    samp_accept_prompt(ss, ids, n_ids);
-    int max_batch = n_ids < 512 ? n_ids : 512;
-    if (max_batch < SPEC_MAX_K + 1) max_batch = SPEC_MAX_K + 1;
-    if (gen_spec_device_check(o.spec, o.draft_model != NULL, o.self_layers, o.device, &err)) goto fail;
-    if (gen_open(&g, m, o.device, ctx, max_batch, o.threads, o.kv_k, o.kv_v, &err)) goto fail;
     if (o.draft_model && (o.spec == SPEC_DRAFT || o.spec == SPEC_AUTO) && model_load(o.draft_model, &dm, &err))
         goto fail;
-    if (gen_spec_drafter_new(&g, dm, o.spec, o.self_layers, ctx, o.spec_k, o.threads, &drafter, &err)) goto fail;
+    engine_opts eo;
+    cli_engine_opts(&eo, ctx, n_ids < 512 ? n_ids : 512, o.threads);
+    eo.kv_type_k = o.kv_k, eo.kv_type_v = o.kv_v, eo.device = o.device;
+    eo.spec = o.spec, eo.spec_k = o.spec_k, eo.draft_model = dm, eo.self_spec_layers = o.self_layers;
+    if (cli_engine_new(m, v, &eo, &eng, &err)) goto fail;
+    double t_load = tc_now() - t0; // model, tokenizer and the engine's start (its warm-up pages the weights in)
     // Generated text continues the prompt's text (keeps its leading space), unless the prompt is BOS alone.
     int bos_only = n_ids == 1 && ids[0] == tok_bos(v);
     ts = tok_stream_new(v, bos_only ? 0 : TOK_DEC_CONTINUATION);
     if (!ts) goto fail;
-    run_out ro = {v, ts, o.ignore_eos};
-    gen_spec_opts so = {o.spec, o.spec_k, drafter};
-    gen_spec_stats st;
-    if (gen_spec_generate(&g, ss, o.sp.temperature, o.sp.seed, ids, n_ids, o.n_predict, &so, run_emit, &ro, &st,
-                          &err))
-        goto fail;
+    run_out ro = {ts};
+    engine_req q = {.prompt = ids, .n_prompt = n_ids, .max_tokens = o.n_predict, .sp = o.sp,
+                    .ignore_eos = o.ignore_eos};
+    engine_event fin;
+    if (o.n_predict > 0) {
+        if (cli_engine_generate(eng, &q, run_emit, &ro, &fin, &err)) goto fail;
+        ids = q.prompt; // NULL: the engine took it
+    } else { // nothing to generate: the prompt is not even run
+        memset(&fin, 0, sizeof fin);
+        fin.n_prompt = n_ids;
+    }
     char piece[256];
     int len = tok_stream_flush(ts, piece, sizeof piece);
     if (len > 0 && len <= (int)sizeof piece) fwrite(piece, 1, (size_t)len, stdout);
     printf("\n");
-    fprintf(stderr, "\nload %.3f s | prompt %d tok, TTFT %.1f ms, prefill %.1f tok/s | generated %d tok, decode %.1f tok/s\n",
-            t_load, n_ids, st.t_first * 1e3, n_ids / st.t_prefill, st.n_gen,
-            st.n_gen > 1 ? (st.n_gen - 1) / st.t_decode : 0.0);
-    fprintf(stderr, "spec %s: %ld drafted (%ld by the %s), %ld accepted (acceptance %.1f%%) in %ld verify steps\n",
-            spec_mode_name((spec_mode)o.spec), st.n_drafted, st.n_model_drafted,
-            dm ? "draft model" : drafter ? "self-speculation drafter" : "model", st.n_accepted,
-            st.n_drafted ? 100.0 * st.n_accepted / st.n_drafted : 0.0, st.n_steps);
+    engine_stats es;
+    engine_get_stats(eng, &es);
+    run_report(&o, t_load, &fin, &es, dm);
     status = 0;
     goto done;
 fail:
     fprintf(stderr, "run: %s\n", err.msg[0] ? err.msg : "failed");
 done:
-    gen_close(&g);
-    spec_drafter_free(drafter);
+    engine_free(eng, 0);
     model_free(dm);
     tok_stream_free(ts);
-    samp_free(ss);
     free(ids);
     tok_free(v);
     model_free(m);

@@ -8,7 +8,7 @@
 #include "server/server.h"
 #include "server/srv_config.h"
 #include "sched/sched_order.h"
-#include "spec/spec.h"
+#include "speculation/spec.h"
 
 static void serve_usage(void) {
     fprintf(stderr,
@@ -78,11 +78,15 @@ static void serve_usage(void) {
             "  --log-level LEVEL           debug, info, warn, error (info)\n"
             "  --max-body BYTES            request body limit; larger → 413 (8 MiB)\n"
             "  --http-timeout S            close a connection idle this long between requests, or whose\n"
-            "                              client stops reading a reply this long (10)\n"
+            "                              client stops reading a reply this long; a request whose bytes\n"
+            "                              stop arriving this long → 408 (10)\n"
             "  --request-read-timeout S    total time to receive a request's headers and body, from its first\n"
             "                              byte; beyond → 408 and close (30; 0 = none)\n"
-            "  --max-connections N         open connections at most; beyond, a new one is answered 503 and\n"
+            "  --max-connections N         open connections at most; beyond, an idle one or the slowest partial\n"
+            "                              request (408) makes room, else the new one is answered 503 and\n"
             "                              closed (default: from the descriptor limit, raised to its maximum)\n"
+            "  --max-connections-per-client N  when the open connections reach 3/4 of the cap, one client\n"
+            "                              address may hold N at most; beyond → 503 (0 = auto: cap/8, >= 16)\n"
             "  --max-body-buffer BYTES     request bytes buffered across all connections; a connection that\n"
             "                              goes beyond → 503 (64 MiB; 0 = unlimited)\n"
             "  --sse-ping S                ': ping' comment on a stream silent this long (5; 0 = off)\n"
@@ -134,7 +138,7 @@ int cli_serve(int argc, char **argv) {
         O_HOST = 256, O_PORT, O_KEY, O_CORS, O_CTX, O_MBT, O_SEQS, O_KV, O_QUEUE, O_QTOK, O_RTO, O_GRACE, O_THREADS,
         O_TMPL, O_LOG, O_BODY, O_HTO, O_NAME, O_NOPC, O_ITL, O_ITLF, O_ITLM, O_PUBLIC, O_HOSTS, O_SPEC, O_SPECK, O_SPECMS,
         O_LENIENT, O_POOL, O_TRUNC, O_SUMM, O_DRAFT, O_DRAFTKV, O_SELFL,
-        O_READTO, O_MAXCONN, O_BODYBUF, O_PING, // connection limits
+        O_READTO, O_MAXCONN, O_MAXCONNPC, O_BODYBUF, O_PING, // connection limits
         O_KVT, O_KVTK, O_KVTV, O_KVROT, O_KVCEN, // KV cache types, its rotation and key centering
         O_REASON,
         O_KEYFILE,
@@ -163,6 +167,7 @@ int cli_serve(int argc, char **argv) {
         {"summarize-with", required_argument, 0, O_SUMM},
         {"lenient", no_argument, 0, O_LENIENT},     {"pooling", required_argument, 0, O_POOL},
         {"request-read-timeout", required_argument, 0, O_READTO}, {"max-connections", required_argument, 0, O_MAXCONN},
+        {"max-connections-per-client", required_argument, 0, O_MAXCONNPC},
         {"max-body-buffer", required_argument, 0, O_BODYBUF}, {"sse-ping", required_argument, 0, O_PING},
         {"kv-type", required_argument, 0, O_KVT}, {"kv-type-k", required_argument, 0, O_KVTK},
         {"kv-type-v", required_argument, 0, O_KVTV}, {"kv-rotate", required_argument, 0, O_KVROT},
@@ -271,6 +276,10 @@ int cli_serve(int argc, char **argv) {
             break;
         case O_READTO: bad = num("--request-read-timeout", optarg, 0, 86400, &v); o.read_timeout = v; break;
         case O_MAXCONN: bad = num("--max-connections", optarg, 1, 1 << 20, &v); o.max_connections = (int)v; break;
+        case O_MAXCONNPC:
+            bad = num("--max-connections-per-client", optarg, 0, 1 << 20, &v);
+            o.max_conn_per_client = (int)v;
+            break;
         case O_BODYBUF: bad = num("--max-body-buffer", optarg, 0, 1e12, &v); o.max_body_buffer = (size_t)v; break;
         case O_PING: bad = num("--sse-ping", optarg, 0, 86400, &v); o.sse_ping = v; break;
         case O_KVT: bad = cli_kv_type("serve", "--kv-type", optarg, &o.eng.kv_type_k, &o.eng.kv_type_v); break;

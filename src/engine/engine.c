@@ -169,7 +169,7 @@ static int alloc_scratch(engine *e, tc_err *err) {
     e->plp_logits = malloc(ENG_PLP_ROWS * (size_t)e->n_vocab * sizeof(float));
     e->probs = malloc((size_t)e->n_vocab * sizeof(float));
     e->dreqs = calloc(ns, sizeof *e->dreqs);
-    spec_itl_init(&e->itl);
+    spec_costs_init(&e->spec_costs);
     e->ev_cap = (int)ns * 2 + 16;
     e->evs = malloc((size_t)e->ev_cap * sizeof *e->evs);
     e->load.cap_wait = (int)ns + e->o.max_queue; // every request in flight at most
@@ -482,6 +482,7 @@ int engine_submit(engine *e, engine_req *q, uint64_t *id, tc_err *err) {
     }
     samp_accept_prompt(er->samp, q->prompt, q->n_prompt);
     spec_accept_init(&er->acc);
+    spec_accept_init(&er->pacc);
     if (e->drafter && !q->embed) { // (self-speculation keeps no draft-side KV: no table)
         if (!spec_drafter_is_self(e->drafter) && (rc = spec_dseq_init(&er->ds, e->ctx_limit, e->o.block_size, err))) {
             samp_free(er->samp);

@@ -42,7 +42,7 @@ typedef struct engine_opts {
                             // CPU a drafted row lengthens every peer's step; as vLLM's
                             // speculative_disable_by_batch_size). Above 1, multi-stream steps keep to
                             // spec_itl.h's bound.
-    // Model-based drafting (src/spec/spec_draft.h). SPEC_DRAFT needs draft_model; SPEC_AUTO uses the draft
+    // Model-based drafting (src/speculation/spec_draft.h). SPEC_DRAFT needs draft_model; SPEC_AUTO uses the draft
     // model when one is given, else self-speculation when self_spec_layers > 0.
     model *draft_model;         // (optional) borrowed, must outlive the engine; its vocabulary must be the target's
     size_t draft_kv_mem_bytes;  // the draft model's KV pool in bytes; 0: kv_mem_bytes / 4 when that is set, else
@@ -115,7 +115,8 @@ typedef struct engine_event {
     int n_prompt, n_cached, n_generated; // FINISH: usage; n_cached = prompt tokens served from the prefix cache
     double t_arrival, t_first_sched, t_first_token, t_finish; // monotonic seconds (FINISH)
     int n_spec_drafted, n_spec_accepted; // FINISH: speculative tokens proposed / accepted by the target
-    int n_pred_accepted;                 // FINISH: of the accepted ones, drafted from the request's prediction
+    int n_pred_accepted;                 // FINISH: the request's prediction tokens that appeared in its output
+                                         // (OpenAI's accepted_prediction_tokens; spec_pred.n_followed)
     double retry_after;       // FINISH with SLO: predicted seconds until the queue drains (for Retry-After)
     char msg[128];            // FINISH with ERROR: message
     float *embedding;         // FINISH (STOP) of an embedding request: (n_embd) malloc'd, owned by the receiver
@@ -156,7 +157,7 @@ int engine_new(model *m, const engine_opts *o, engine **out, tc_err *err);
 // Stops accepting, finishes or cuts in-flight requests (cut ones get FINISH with SHUTDOWN) within
 // grace seconds, joins the thread and frees everything.
 void engine_free(engine *e, double grace);
-// (added) Non-blocking start of a shutdown: submits fail with TC_ERR_FULL from now on; requests in flight
+// Non-blocking start of a shutdown: submits fail with TC_ERR_FULL from now on; requests in flight
 // run on for up to grace seconds, then get FINISH with SHUTDOWN. Events stay pollable until engine_free.
 void engine_stop(engine *e, double grace);
 

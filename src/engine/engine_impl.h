@@ -9,9 +9,9 @@
 #include "kv/kv.h"
 #include "sched/sched.h"
 #include "sched/sched_admit.h"
-#include "spec/spec.h"
-#include "spec/spec_draft.h"
-#include "spec/spec_itl.h"
+#include "speculation/spec.h"
+#include "speculation/spec_draft.h"
+#include "speculation/spec_policy.h"
 
 // Per-request engine data, reached through sched_req.owner. Owned by the engine from a successful submit
 // to the request's FINISH event.
@@ -26,7 +26,8 @@ typedef struct eng_req {
     int plp_next;    // next prompt position to report (rows recomputed after a preemption are not re-sent)
     int counted; // 1: no longer counted in the inbox's n_queued (scheduled once, or ended)
     spec_pred pred;      // predicted output (empty when none)
-    spec_accept acc;     // acceptance-rate estimate (adaptive k)
+    spec_accept acc;     // acceptance-rate estimate (adaptive k) of the drafter's and prompt lookup's drafts
+    spec_accept pacc;    // the same of the prediction's drafts
     int draft_method;    // of the current draft: a spec_method
     spec_drafter *drafter; // borrowed: the engine's, for ds (NULL: none)
     spec_dseq ds;        // draft-side KV (model-based drafting)
@@ -35,7 +36,7 @@ typedef struct eng_req {
     const float *dq;     // (n_draft, n_vocab) q of this step's sampled draft, NULL: one-hot
     const float *dx;     // (n_draft, dim) self-speculation: this step's drafted rows' residuals after layer L-1
                          // (the verify item's first n_draft rows resume there), NULL: none
-    int n_drafted, n_accepted, n_pred_accepted;
+    int n_drafted, n_accepted;
 } eng_req;
 
 #define ENG_PLP_ROWS 8 // prompt rows scored per output matmul (bounds the scratch, not the prompt)
@@ -86,14 +87,9 @@ struct engine {
     uint64_t spec_draft_prefill;        // prompt tokens the draft model prefilled beside the target
     spec_drafter *drafter;              // owned, or NULL
     int drafter_method;                 // SPEC_M_DRAFT or SPEC_M_SELF
-    double draft_pos_cost;              // seconds per draft position (EWMA; 0 = not measured): the k policy's
-                                        // price of a model-drafted token
     spec_draft_req *dreqs;              // (max_seqs) this step's model drafts
-    step_cost vcost;                    // cost line of decode/verify-only steps (prices draft rows)
-    spec_itl itl;                       // recent p99 of the streams' gaps without drafts (spec_max_streams > 1)
-    int step_drafts;                    // rows drafted so far in the step being planned
-    double step_extra_tok;              // tokens those drafts are expected to add (beyond one per request)
-    double step_draft_cost;             // seconds of draft forwards those drafts need (model drafts)
+    spec_costs spec_costs;              // what verify rows and draft positions cost (the draft-length rule's)
+    spec_step spec_plan;                // the step being planned, as the draft-length rule sees it
     float *probs;                       // (n_vocab) verifier scratch
     int last_batch_seqs, last_batch_tokens;
     sched_load load;    // published each step under stats_mu, for engine_predict_ttft / SLO admission

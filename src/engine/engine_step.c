@@ -98,6 +98,18 @@ void eng_req_release(sched_req *r) {
     sched_req_free(r);
 }
 
+// The prediction's tokens that appeared in r's output (OpenAI's accepted_prediction_tokens; the rest are its
+// rejected ones): the output is followed to its end, whatever drafted it.
+static int pred_followed(sched_req *r) {
+    eng_req *er = r->owner;
+    if (!er->pred.tokens) return 0;
+    int n_gen = sched_req_n_generated(r);
+    spec_pred_follow(&er->pred, r->tokens + r->n_prompt, n_gen);
+    int n = er->pred.n_followed; // a re-alignment may find tokens the output already followed: a bound
+    if (n > er->pred.n) n = er->pred.n;
+    return n < n_gen ? n : n_gen;
+}
+
 // Emits FINISH for a request that has left the scheduler (state DONE) and frees it.
 static void finish_event(engine *e, sched_req *r, const char *msg) {
     eng_req *er = r->owner;
@@ -117,7 +129,7 @@ static void finish_event(engine *e, sched_req *r, const char *msg) {
     ev->t_finish = tc_now();
     ev->n_spec_drafted = er->n_drafted;
     ev->n_spec_accepted = er->n_accepted;
-    ev->n_pred_accepted = er->n_pred_accepted;
+    ev->n_pred_accepted = pred_followed(r);
     if (r->end == SCHED_END_SLO) ev->retry_after = r->drain_s;
     if (msg) snprintf(ev->msg, sizeof ev->msg, "%s", msg);
     if (er->embed && r->end == SCHED_END_STOP) { // the embedding goes to the receiver
@@ -212,60 +224,22 @@ int eng_draft(void *ctx, sched_req *r, const sched_draft_info *info) {
     if (k <= 0) return 0;
     if (never_drafts(er)) return 0;
     int32_t *out = r->tokens + r->n_tokens;
-    int use_model = er->drafter != NULL; // auto: only where it pays, decided below
-    int ng_len = -1, ng_from = 0;          // prompt lookup's match, once looked up
-    if (e->o.spec == SPEC_AUTO) {
-        // Back off while prompts wait or prefill (their chunks need the budget) and above spec_max_streams
-        // decoding streams, else pick k from this request's acceptance rate and what a row costs, with the rows
-        // and tokens of the drafts already planned in this step counted (each request would otherwise price its
-        // rows as the only drafter).
-        double ga, gb, a, b;
-        if (info->n_waiting > 0 || info->n_catching > 0 || info->n_decoding > e->o.spec_max_streams ||
-            !sched_step_cost_fit(e->s, &ga, &gb))
-            return 0;
-        // Rows are priced by the decode/verify steps' own line once it has one: the scheduler's line also
-        // spans prefill steps, whose per-token cost is not what a verify row adds (an F16 model's GEMM rows
-        // cost several times its memory-bound verify rows, and auto drafted short).
-        a = ga, b = gb;
-        step_cost_line(&e->vcost, &a, &b);
-        int n_rows = info->n_decoding + e->step_drafts;
-        double other = info->n_decoding - 1 + e->step_extra_tok;
-        double c = e->draft_pos_cost; // a model draft also costs a draft forward per drafted token (measured)
-        int model_ok = may_draft_with_model(e, er);
-        if (info->n_decoding >= 2) {
-            // Peers wait for this step: drafts may not make it longer than the plain steps' recent p99
-            // (spec_itl.h), a prefill step's rows priced by the scheduler's line, this step's by the verify
-            // line (its rows all produce logits: dearer than prefill rows). A model draft's forwards delay the
-            // step too (the drafter runs before it).
-            double t = a + b * n_rows + e->step_draft_cost;
-            int room = spec_itl_room(&e->itl, info->n_decoding, ga, gb, t, b);
-            int room_m = spec_itl_room(&e->itl, info->n_decoding, ga, gb, t, b + c);
-            if (room_m < 1) model_ok = 0;
-            if (room < k) k = room;
-            if (k <= 0) return 0; // no probes either: a probe row is a longer step too
-        }
-        int k_model = 0;
-        if (model_ok) {
-            // t = (a + b·n) + (b + c)·k; until c is measured, one try at the full k (it measures c, and a
-            // draft model is there to be accepted). No probes: they are for the free proposers.
-            k_model = c > 0 ? spec_pick_k(er->acc.p1, er->acc.pc, k, a + b * n_rows, b + c, 0, other) : k;
-        }
-        use_model = k_model > 0;
-        if (use_model) k = k_model;
-        else if (er->pred.tokens) k = spec_accept_pick(&er->acc, k, a, b, n_rows, other);
-        else { // prompt lookup: a long match is judged by its own record (spec.h)
-            ng_len = spec_ngram_match(r->tokens, r->n_tokens, &ng_from);
-            k = spec_accept_pick_match(&er->acc, ng_len, k, a, b, n_rows, other);
-        }
-        if (k <= 0) return 0;
-    }
+    spec_step *st = &e->spec_plan;
+    st->n_waiting = info->n_waiting, st->n_catching = info->n_catching, st->n_decoding = info->n_decoding;
+    if (e->o.spec == SPEC_AUTO && !st->have_fit) st->have_fit = sched_step_cost_fit(e->s, &st->ga, &st->gb);
+    int auto_pred = e->o.spec == SPEC_AUTO && er->pred.tokens; // the prediction is a draft source
+    if (auto_pred) spec_pred_follow(&er->pred, r->tokens + r->n_prompt, sched_req_n_generated(r));
+    spec_ask q = {.k = k, .may_model = may_draft_with_model(e, er), .pred = auto_pred ? &er->pred : NULL,
+                  .pacc = &er->pacc, .tokens = r->tokens, .n_tokens = r->n_tokens};
+    int src = SPEC_M_NGRAM, ng_len = -1, ng_from = 0; // prompt lookup's match, once looked up
+    if ((k = spec_policy_k(&e->spec_costs, st, &er->acc, &q, &src, &ng_len, &ng_from)) <= 0) return 0;
     int d = 0;
     er->draft_method = SPEC_M_NGRAM;
-    if (e->o.spec == SPEC_AUTO && er->pred.tokens) {
+    if (src == SPEC_M_PRED) {
         d = spec_pred_propose(&er->pred, r->tokens + r->n_prompt, sched_req_n_generated(r), k, out);
         er->draft_method = SPEC_M_PRED;
     }
-    if (d == 0 && use_model && spec_dseq_reserve(er->drafter, &er->ds, r->n_tokens, k) == 0) {
+    if (d == 0 && src == SPEC_M_DRAFT && spec_dseq_reserve(er->drafter, &er->ds, r->n_tokens, k) == 0) {
         // A model draft: k rows now, the tokens after planning (eng_step runs the drafter over every such
         // request in one batch per position). Until then the rows hold the last token, itself a valid guess.
         for (int i = 0; i < k; i++) out[i] = r->tokens[r->n_tokens - 1];
@@ -277,19 +251,17 @@ int eng_draft(void *ctx, sched_req *r, const sched_draft_info *info) {
         d = spec_ngram_draft(r->tokens, r->n_tokens, ng_len, ng_from, k, er->acc.probing ? 2 : 1, out);
         er->draft_method = SPEC_M_NGRAM;
     }
-    if (d == 0) er->acc.probing = er->acc.long_match = 0; // nothing to probe with: no lesson either way
+    spec_accept *acc = er->draft_method == SPEC_M_PRED ? &er->pacc : &er->acc;
+    if (d == 0) acc->probing = acc->long_match = 0; // nothing to probe with: no lesson either way
     e->spec_rows_left -= d;
-    e->step_drafts += d;
-    e->step_extra_tok += spec_expected_tokens(er->acc.p1, er->acc.pc, d) - 1.0;
-    if (d > 0 && er->draft_method >= SPEC_M_DRAFT && e->draft_pos_cost * d > e->step_draft_cost)
-        e->step_draft_cost = e->draft_pos_cost * d; // one batched draft forward per position: the longest draft
+    spec_step_add(st, &e->spec_costs, acc, d, er->draft_method >= SPEC_M_DRAFT ? SPEC_M_DRAFT : er->draft_method);
     return d;
 }
 
 // A draft model prefills beside the target: each prompt chunk of a request that may draft with the model runs
 // through the drafter in the step that prefills it (time to first token), instead of the whole prompt at its
 // first draft, inside a decode step (an inter-token gap as long as a draft-model prefill of the prompt).
-// A full draft pool or a failed run leaves the catch-up to the first draft, as before.
+// A full draft pool or a failed run leaves the catch-up to the first draft.
 static void prefill_drafter(engine *e, const sched_plan *p) {
     if (!e->drafter || spec_drafter_is_self(e->drafter)) return;
     int n = 0, rows = 0;
@@ -337,10 +309,7 @@ static void run_drafter(engine *e, const sched_plan *p) {
     }
     double t0 = tc_now();
     if (spec_drafter_run(e->drafter, e->dreqs, n, &err)) return;
-    // Seconds per draft position, from steady-state steps only: a request's first draft catches up on its whole
-    // prompt, a one-off that would price the draft model out of `auto` for good (nothing re-measures it then).
-    double per_pos = (tc_now() - t0) / k_max;
-    if (catch_up <= 2) e->draft_pos_cost = e->draft_pos_cost > 0 ? 0.8 * e->draft_pos_cost + 0.2 * per_pos : per_pos;
+    spec_costs_observe_draft(&e->spec_costs, tc_now() - t0, k_max, catch_up);
     for (int i = 0, j = 0; i < p->n_items && j < n; i++) {
         const sched_item *it = &p->items[i];
         eng_req *er = it->r->owner;
@@ -401,11 +370,10 @@ static void take_tokens(engine *e, sched_req *r, float *logits, int n_draft, dou
         int acc = n_out - 1, m = er->draft_method;
         er->n_drafted += n_draft;
         er->n_accepted += acc;
-        if (m == SPEC_M_PRED) er->n_pred_accepted += acc;
         e->spec_draft[m] += (uint64_t)n_draft;
         e->spec_accepted[m] += (uint64_t)acc;
         e->spec_verify_steps++;
-        spec_accept_observe(&er->acc, n_draft, acc);
+        spec_accept_observe(m == SPEC_M_PRED ? &er->pacc : &er->acc, n_draft, acc);
     }
     for (int i = 0; i < n_out; i++)
         if (emit_token(e, r, e->spec_tok[i], &e->spec_res[i], now)) return;
@@ -469,8 +437,7 @@ static void embed_finish(engine *e, sched_req *r) {
 
 void eng_step(engine *e, double now) {
     e->spec_rows_left = e->max_logit_rows - e->o.max_seqs;
-    e->step_drafts = 0;
-    e->step_extra_tok = e->step_draft_cost = 0;
+    spec_step_begin(&e->spec_plan, e->o.spec, e->o.spec_max_streams);
     const sched_plan *p = sched_step(e->s, now);
     for (sched_req *r = p->ended, *next; r; r = next) {
         next = r->next;
@@ -511,9 +478,8 @@ void eng_step(engine *e, double now) {
             decode_only &= dec;
             n_gaps += dec && sched_req_n_generated(it->r) > 0; // a gap between two of its tokens
         }
-        if (decode_only) step_cost_observe(&e->vcost, b.n_tokens, t_step);
-        if (e->o.spec == SPEC_AUTO && e->o.spec_max_streams > 1) // the only reader of the gaps' window
-            spec_itl_observe(&e->itl, b.n_tokens - n_drafted, n_gaps); // the step as it would have been without drafts
+        spec_costs_observe_step(&e->spec_costs, b.n_tokens, n_drafted, n_gaps, decode_only, t_step,
+                                e->o.spec == SPEC_AUTO && e->o.spec_max_streams > 1);
     }
     if (rc != 0) { // every request of the batch ends with the error; the others go on
         while (p->n_items > 0) {

@@ -39,9 +39,27 @@ typedef struct emb_req {
     int error;    // 0 or the HTTP status to answer with
     char errmsg[160];
     double t_recv; // monotonic seconds
+    int writing;  // 1: the reply is queued and not yet written; q lives (and the drain waits) until it is
+    struct emb_req *prev, *next; // s->emb_inflight
 } emb_req;
 
+static void emb_link(emb_req *q) {
+    srv_model *s = q->s;
+    q->next = s->emb_inflight;
+    if (q->next) q->next->prev = q;
+    s->emb_inflight = q;
+}
+
+static void emb_unlink(emb_req *q) {
+    srv_model *s = q->s;
+    if (q->prev) q->prev->next = q->next;
+    else if (s->emb_inflight == q) s->emb_inflight = q->next;
+    if (q->next) q->next->prev = q->prev;
+    q->prev = q->next = NULL;
+}
+
 static void emb_free(emb_req *q) {
+    emb_unlink(q);
     srv_tenant_end(q->s->fe, &q->tn, q->n_tokens, 0); // (nothing when not admitted)
     q->s->n_inflight--;
     for (int i = 0; i < q->n_items; i++) free(q->items[i].vec);
@@ -52,10 +70,51 @@ static void emb_free(emb_req *q) {
 static void on_close(struct evhttp_connection *conn, void *arg) {
     (void)conn;
     emb_req *q = arg;
+    if (q->writing) { // libevent leaves a request it detached mid-reply to us (as gen_on_close does)
+        if (q->req && !evhttp_request_get_connection(q->req)) evhttp_request_free(q->req);
+        emb_free(q);
+        return;
+    }
     q->req = NULL;
     q->conn = NULL;
-    for (int i = 0; i < q->n_items; i++)
+    for (int i = 0; i < q->n_items && q->s->eng; i++)
         if (q->items[i].live) engine_cancel(q->s->eng, q->items[i].id, ENGINE_FINISH_CANCELLED);
+}
+
+// The reply is written: q's last reference.
+static void on_reply_done(struct evhttp_request *req, void *arg) {
+    emb_req *q = arg;
+    srv_model *s = q->s;
+    if (q->conn) srv_conn_set_closecb(s->fe, q->conn, NULL, NULL);
+    emb_free(q);
+    srv_conn_reply_done(req, s->fe);
+}
+
+void embed_check_disconnects(srv_model *s) {
+    emb_req *next;
+    for (emb_req *q = s->emb_inflight; q; q = next) {
+        next = q->next;
+        struct evhttp_connection *conn = q->conn;
+        if (!conn || !q->req || q->writing || !srv_conn_peer_gone(conn)) continue;
+        srv_conn_set_closecb(s->fe, conn, NULL, NULL);
+        on_close(conn, q); // the engine's FINISH events free q
+        evhttp_connection_free(conn);
+    }
+}
+
+void embed_cancel_all(srv_model *s, engine_finish why) {
+    for (emb_req *q = s->emb_inflight; q; q = q->next)
+        for (int i = 0; i < q->n_items && s->eng; i++)
+            if (q->items[i].live) engine_cancel(s->eng, q->items[i].id, why);
+}
+
+void embed_free_all(srv_model *s) {
+    while (s->emb_inflight) {
+        emb_req *q = s->emb_inflight;
+        if (q->conn) srv_conn_set_closecb(s->fe, q->conn, NULL, NULL);
+        if (q->writing && q->req) evhttp_request_set_on_complete_cb(q->req, srv_conn_reply_done, s->fe);
+        emb_free(q);
+    }
 }
 
 static const char B64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -87,19 +146,19 @@ static json_t *b64_floats(const float *v, int n) {
     return j;
 }
 
-static void reply(emb_req *q) {
+// Queues the answer; 1 when q now waits for it to be written (on_reply_done or on_close frees it), else 0.
+static int reply(emb_req *q) {
     srv_model *s = q->s;
     struct evhttp_request *req = q->req;
-    if (q->conn) srv_conn_set_closecb(s->fe, q->conn, NULL, NULL);
-    q->req = NULL;
-    q->conn = NULL;
-    if (!req) return;
+    if (!req) return 0;
+    q->writing = 1;
+    evhttp_request_set_on_complete_cb(req, on_reply_done, q);
     if (q->error) {
         oai_err e;
         oai_err_set(&e, q->error, "server_error", q->error == 503 ? "shutting_down" : NULL, NULL, "%s", q->errmsg);
         srv_send_error(&s->o, req, &e);
         srv_access_log(&s->o, req, NULL, q->error, q->n_tokens, 0, 0, tc_now() - q->t_recv, "error");
-        return;
+        return 1;
     }
     int dim = model_get_hparams(s->m)->dim;
     json_t *data = json_array();
@@ -116,6 +175,7 @@ static void reply(emb_req *q) {
                              "prompt_tokens", q->n_tokens, "total_tokens", q->n_tokens);
     srv_access_log(&s->o, req, NULL, 200, q->n_tokens, 0, 0, tc_now() - q->t_recv, "stop");
     srv_send_json(&s->o, req, 200, resp);
+    return 1;
 }
 
 static void on_event(srv_model *s, srv_ev_sink *self, const engine_event *ev) {
@@ -134,10 +194,7 @@ static void on_event(srv_model *s, srv_ev_sink *self, const engine_event *ev) {
         snprintf(q->errmsg, sizeof q->errmsg, "embedding failed (%s)%s%.100s", engine_finish_name(ev->finish),
                  ev->msg[0] ? ": " : "", ev->msg);
     }
-    if (q->n_live == 0) {
-        reply(q);
-        emb_free(q);
-    }
+    if (q->n_live == 0 && !reply(q)) emb_free(q);
 }
 
 // --- request parsing ------------------------------------------------------------------------------
@@ -231,6 +288,7 @@ int embed_handle(srv_model *s, struct evhttp_request *req, oai_kind kind, oai_er
     q->t_recv = t_recv;
     q->base64 = base64;
     s->n_inflight++; // balanced in emb_free
+    emb_link(q);
     engine_req ers[EMB_MAX_INPUTS];
     memset(ers, 0, sizeof ers);
     for (int i = 0; i < n; i++) { // all inputs are checked before any is submitted
@@ -255,7 +313,10 @@ int embed_handle(srv_model *s, struct evhttp_request *req, oai_kind kind, oai_er
     if (srv_tenant_admit(s->fe, req, &q->tn, q->n_tokens, &e)) goto fail_ids; // 401 / 429 with headers
     for (int i = 0; i < n; i++) {
         ers[i].cache_salt = srv_tenant_salt(&q->tn, NULL, 0);
-        ers[i].tenant = q->tn.id;
+        // embeddings are a fair-share group of their own (one per tenant), apart from generation: a batch of
+        // inputs holds at most its share of the slots while a chat waits (sched_fair.c), and gives one back
+        // (preempted, recomputed later) when every slot is taken
+        ers[i].tenant = -1 - q->tn.id;
         ers[i].share = q->tn.share;
     }
     q->n_items = n;

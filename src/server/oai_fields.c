@@ -99,6 +99,32 @@ const oai_field *oai_field_find(oai_kind kind, const char *name) {
     return NULL;
 }
 
+// The JSON type OpenAI documents for each ignored field: ignored, but never of another type.
+static const struct {
+    const char *name;
+    json_type type;
+    const char *what;
+} ignored_types[] = {
+    {"user", JSON_STRING, "a string"},        {"safety_identifier", JSON_STRING, "a string"},
+    {"store", JSON_TRUE, "a boolean"},        {"metadata", JSON_OBJECT, "an object"},
+    {"service_tier", JSON_STRING, "a string"}, {"prompt_cache_key", JSON_STRING, "a string"},
+};
+
+static int ignored_type_ok(const char *name, json_t *v) {
+    for (size_t i = 0; i < sizeof ignored_types / sizeof ignored_types[0]; i++) {
+        if (strcmp(ignored_types[i].name, name)) continue;
+        if (ignored_types[i].type == JSON_TRUE) return json_is_boolean(v);
+        return json_typeof(v) == ignored_types[i].type;
+    }
+    return 1;
+}
+
+static const char *ignored_type_name(const char *name) {
+    for (size_t i = 0; i < sizeof ignored_types / sizeof ignored_types[0]; i++)
+        if (!strcmp(ignored_types[i].name, name)) return ignored_types[i].what;
+    return "of its documented type";
+}
+
 // Walks the body's top-level keys against the table. Strict: the first unknown or refused field is a 400
 // naming it. Lenient: they are dropped from the body (so nothing downstream can half-use them) and listed in
 // r->lenient_dropped for the server to log.
@@ -108,6 +134,12 @@ int oai_check_fields(oai_kind kind, int lenient, oai_req *r, oai_err *e) {
     void *tmp;
     json_object_foreach_safe(r->root, tmp, key, v) {
         const oai_field *f = oai_field_find(kind, key);
+        if (!lenient && f && f->status == OAI_F_IGNORED && !json_is_null(v) && !ignored_type_ok(key, v)) {
+            char param[64];
+            snprintf(param, sizeof param, "%s", key);
+            return oai_err_set(e, 400, "invalid_request_error", "invalid_type", param, "'%s' must be %s", param,
+                               ignored_type_name(key));
+        }
         if (f && f->status != OAI_F_REFUSED) continue;
         if (f && json_is_null(v)) continue; // an explicit null is the default: nothing asked for
         if (lenient) {

@@ -142,7 +142,12 @@ static int parse_messages(oai_req *r, oai_err *e) {
             strcmp(rs, "tool"))
             return BAD(e, param, "invalid role '%.32s' (expected system, developer, user, assistant or tool)", rs);
         r->msgs[i].role = strcmp(rs, "developer") ? rs : "system";
-        if (parse_content(r, json_object_get(msg, "content"), (int)i, &r->msgs[i].content, e)) return -1;
+        json_t *content = json_object_get(msg, "content");
+        if ((!content || json_is_null(content)) && strcmp(rs, "assistant")) { // only an assistant's may be null
+            snprintf(param, sizeof param, "messages[%zu].content", i);
+            return BAD(e, param, "'%s' is required for a %s message (a string or an array of parts)", param, rs);
+        }
+        if (parse_content(r, content, (int)i, &r->msgs[i].content, e)) return -1;
         r->n_msgs = (int)i + 1;
     }
     return 0;

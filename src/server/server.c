@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "common/timeutil.h"
+#include "server/embed.h"
 #include "server/gen.h"
 #include "server/gen_summ.h"
 #include "server/server.h"
@@ -149,7 +150,10 @@ static void drain_cb(evutil_socket_t fd, short what, void *arg) {
     }
     if (!s->models[0]->ev_engine) return; // still loading: wait for it, then exit
     if (waited > s->o.shutdown_grace) {
-        for (int i = 0; i < s->n_models; i++) gen_cancel_all(s->models[i], ENGINE_FINISH_SHUTDOWN);
+        for (int i = 0; i < s->n_models; i++) {
+            gen_cancel_all(s->models[i], ENGINE_FINISH_SHUTDOWN);
+            embed_cancel_all(s->models[i], ENGINE_FINISH_SHUTDOWN);
+        }
         if (waited > s->o.shutdown_grace + 2.0) { // the engine should have answered by now
             event_base_loopexit(s->base, NULL);
             return;
@@ -160,7 +164,10 @@ static void drain_cb(evutil_socket_t fd, short what, void *arg) {
 static void check_cb(evutil_socket_t fd, short what, void *arg) {
     (void)fd, (void)what;
     server *s = arg;
-    for (int i = 0; i < s->n_models; i++) gen_check_disconnects(s->models[i]);
+    for (int i = 0; i < s->n_models; i++) {
+        gen_check_disconnects(s->models[i]);
+        embed_check_disconnects(s->models[i]);
+    }
 }
 
 static void signal_cb(evutil_socket_t sig, short what, void *arg) {
@@ -170,7 +177,10 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg) {
         srv_log(&s->o, SRV_LOG_WARN, "second signal %d during the drain: exiting now, %d in-flight request(s) cut",
                 (int)sig, s->models[0]->n_inflight);
         s->exit_sig = (int)sig;
-        for (int i = 0; i < s->n_models; i++) gen_cancel_all(s->models[i], ENGINE_FINISH_SHUTDOWN);
+        for (int i = 0; i < s->n_models; i++) {
+            gen_cancel_all(s->models[i], ENGINE_FINISH_SHUTDOWN);
+            embed_cancel_all(s->models[i], ENGINE_FINISH_SHUTDOWN);
+        }
         event_base_loopexit(s->base, NULL);
         return;
     }
@@ -224,6 +234,8 @@ int server_run(const server_opts *o, tc_err *err) {
         goto out;
     }
     if ((rc = srv_conn_init(s, err)) || (rc = srv_work_init(s, err))) goto out;
+    // SIGHUP reloads --api-key-file (srv_tenants.c installs that); without one it must not end the process
+    if (!o->api_key_file) signal(SIGHUP, SIG_IGN);
     if ((rc = srv_tenants_init(s, err))) goto out; // API keys, tenants (srv_tenants.c)
     for (int i = 1; i < s->n_models; i++) // the other models' series go to the first model's registry
         if ((rc = srv_metrics_init_model(&s->models[i]->mt, s->reg, s->models[i]->name, err))) goto out;
@@ -276,7 +288,10 @@ out:
         s->models[i]->eng = NULL;
     }
     srv_work_free(s); // joins the worker: no job touches a request after this
-    for (int i = 0; i < s->n_models; i++) gen_free_all(s->models[i]); // before evhttp_free (close callbacks)
+    for (int i = 0; i < s->n_models; i++) { // before evhttp_free: no close callback may reach a freed engine
+        gen_free_all(s->models[i]);
+        embed_free_all(s->models[i]);
+    }
     srv_tenants_free(s); // after gen_free_all: freed requests settle with their tenant
     gen_summ_free(s);
     if (s->http) evhttp_free(s->http);

@@ -1,9 +1,14 @@
 // Connection-level defences for the evhttp server; libevent 2.1 has none of these built in:
 //  - a TOTAL deadline for receiving each request (headers + body), counted from its first byte, so a client
 //    trickling one byte a second cannot hold a connection (evhttp's own timeout restarts on every byte) → 408;
+//    and a request whose bytes stop for http_timeout → 408 (evhttp would close it without a word);
+//  - strict framing (srv_http_strict.c) on each request head before evhttp parses it → 400;
 //  - no idle timeout while a reply is pending: a queued or preempted stream is not cut (gen.c sends
-//    ": ping" comments instead), and the request's deadline governs how long it may take;
-//  - at most max_connections open connections: beyond, the connection is accepted, answered 503 and closed;
+//    ": ping" comments instead), and the request's deadline governs how long it may take; but a client that
+//    stops reading its reply (nothing acknowledged for http_timeout) is cut and its request cancelled;
+//  - at most max_connections open connections: beyond, the slowest partial request makes room (408), else
+//    the new connection is accepted, answered 503 and closed; near the cap, a limit per client address;
+//  - lingering close (srv_linger.c) after an early refusal, so a client still uploading reads its reply;
 //  - a cap on request bytes buffered across all connections (max_body_buffer) → 503;
 //  - OpenAI-shaped JSON in place of the HTML pages evhttp writes on its own (400, 413, 501, ...);
 //  - accept back-off when the process runs out of descriptors (EMFILE/ENFILE), instead of a busy loop;
@@ -26,11 +31,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sockios.h>
+#include <netinet/in.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "common/timeutil.h"
 #include "server/srv_conn.h"
+#include "server/srv_http_strict.h"
+#include "server/srv_linger.h"
 #include "server/srv_log.h"
 #include "server/srv_reply.h"
 
@@ -44,6 +55,16 @@ typedef struct srv_conn {
     evutil_socket_t fd;
     int state;     // CONN_*
     double t_read; // monotonic seconds: first byte of the request being read (READING)
+    double t_byte; // monotonic seconds: its last byte (READING); a stall past --http-timeout → 408
+    int head_done;    // READING: the request's head has arrived and passed srv_http_head_check
+    size_t head_scan; // READING: bytes of the head searched for its end so far
+    int chunked;      // the request being read has a chunked body
+    size_t req_bytes; // bytes of the request being read that arrived so far
+    unsigned char addr[16]; // the client's address (IPv4: 4 bytes, IPv6: 16), for the per-client limit
+    int addr_len;           // 0: unknown (not limited)
+    uint64_t out_total;     // bytes ever queued on the output buffer
+    uint64_t out_delivered; // of those, bytes the client acknowledged (neither buffered nor in the socket)
+    double t_progress;      // BUSY: monotonic seconds when out_delivered last grew or nothing was pending
     size_t inbuf;  // bytes in bev's input buffer, counted in cs->buffered
     int kill;      // 0, KILL_CLOSE or an HTTP status: answer it and close at the next sweep
     int lib_reply; // evhttp queued a reply of its own: rewrite it as JSON at the next sweep
@@ -70,6 +91,7 @@ struct srv_conns {
     size_t buffered; // bytes in the input buffers of all connections
     struct evconnlistener *lev;
     struct event *ev_attach, *ev_sweep, *ev_resume;
+    srv_lingerer *linger; // owned: refused connections still draining what their client sends
     srv_rl rl[SRV_RL_N];
 };
 
@@ -115,73 +137,18 @@ static void libevent_log_cb(int severity, const char *msg) {
 
 // --- replies written by this layer -------------------------------------------------------------------
 
-static const char *conn_reason(int status) {
-    switch (status) {
-    case 408: return "Request Timeout";
-    case 411: return "Length Required";
-    case 414: return "URI Too Long";
-    case 417: return "Expectation Failed";
-    case 431: return "Request Header Fields Too Large";
-    case 501: return "Not Implemented";
-    case 505: return "HTTP Version Not Supported";
-    default: return srv_reason(status);
-    }
-}
-
-static void conn_error_for(int status, oai_err *e) {
-    switch (status) {
-    case 408:
-        oai_err_set(e, 408, "invalid_request_error", "request_timeout", NULL,
-                    "The request was not received in time (--request-read-timeout)");
-        break;
-    case 413:
-        oai_err_set(e, 413, "invalid_request_error", "request_too_large", NULL,
-                    "The request body is larger than the server accepts (--max-body)");
-        break;
-    case 501:
-        oai_err_set(e, 501, "invalid_request_error", "method_not_supported", NULL, "HTTP method not supported");
-        break;
-    case 503:
-        oai_err_set(e, 503, "server_error", "server_busy", NULL,
-                    "The server is at its connection or request-buffer limit; retry after a moment");
-        break;
-    default:
-        oai_err_set(e, status >= 400 && status < 600 ? status : 400, "invalid_request_error", NULL, NULL,
-                    "Malformed HTTP request (%d %s)", status, conn_reason(status));
-        break;
-    }
-}
-
-// A complete "Connection: close" HTTP/1.1 response with an OpenAI error body, added to out.
-static void conn_format_error(struct evbuffer *out, int status) {
-    oai_err e;
-    conn_error_for(status, &e);
-    char *j = oai_err_json(&e);
-    const char *body = j ? j : "{}";
-    evbuffer_add_printf(out,
-                        "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n%s"
-                        "Connection: close\r\n\r\n%s",
-                        e.status, conn_reason(e.status), strlen(body), e.status == 503 ? "Retry-After: 1\r\n" : "",
-                        body);
-    free(j);
-}
-
 // Writes the error straight to the socket (the connection is about to be freed, so nothing would flush a
 // bufferevent). A reply this small fits the socket buffer of a fresh connection; if not, it is dropped.
 static void conn_send_now(srv_conn *c, int status) {
     struct evbuffer *b = evbuffer_new();
     if (!b) return;
-    conn_format_error(b, status);
+    srv_http_format_error(b, status);
     size_t n = evbuffer_get_length(b);
     const char *p = (const char *)evbuffer_pullup(b, -1);
     if (p && c->fd >= 0) {
         ssize_t w = send(c->fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
         (void)w;
-        // Closing with unread bytes makes the kernel send a reset, and a client may lose the reply with it:
-        // discard what has arrived (bounded; what comes later may still reset).
-        char junk[16384];
-        for (int i = 0; i < 8 && recv(c->fd, junk, sizeof junk, MSG_DONTWAIT) > 0; i++) {
-        }
+        // what the client still sends is discarded by the lingering close (conn_close_cb)
     }
     evbuffer_free(b);
 }
@@ -199,13 +166,15 @@ static void conn_rewrite_lib_reply(srv_conn *c) {
         evbuffer_ptr_set(out, &at, off, EVBUFFER_PTR_SET);
         if (evbuffer_copyout_from(out, &at, head, 12) != 12 || strncmp(head, "HTTP/1.", 7)) return;
         int status = atoi(head + 9);
+        // evhttp answers a malformed chunk size as if the body were too long
+        if (status == 413 && c->chunked && c->req_bytes <= c->cs->s->o.max_body) status = 400;
         if (status != 100) {
             c->rewritten = 1;
             evbuffer_drain(out, len); // the interim part (if any) is re-added below
             if (off) evbuffer_add_printf(out, "HTTP/1.1 100 Continue\r\n\r\n");
-            conn_format_error(out, status);
+            srv_http_format_error(out, status);
             srv_log_limited(c->cs->s, SRV_RL_HTTP, SRV_LOG_INFO, "http: %d %s from the HTTP layer", status,
-                            conn_reason(status));
+                            srv_http_reason(status));
             return;
         }
         struct evbuffer_ptr end = evbuffer_search(out, "\r\n\r\n", 4, &at);
@@ -215,6 +184,11 @@ static void conn_rewrite_lib_reply(srv_conn *c) {
 }
 
 // --- connection records ------------------------------------------------------------------------------
+
+static struct timeval tv_of(double sec) {
+    struct timeval tv = {(time_t)sec, (suseconds_t)((sec - (double)(time_t)sec) * 1e6)};
+    return tv;
+}
 
 static void conn_buffered_set(srv_conn *c, size_t len) {
     c->cs->buffered -= c->inbuf;
@@ -231,14 +205,55 @@ static void conn_condemn(srv_conn *c, int status) {
     event_active(c->cs->ev_sweep, EV_TIMEOUT, 0);
 }
 
+// The first byte of a request: its read deadline starts, its head is checked once it is complete. evhttp's
+// own read timeout (which closes without a word) is moved past --http-timeout: the sweep answers 408 first.
+static void conn_start_request(srv_conn *c) {
+    double now = tc_now();
+    c->state = CONN_READING;
+    c->t_read = c->t_byte = now;
+    c->head_done = 0;
+    c->head_scan = 0;
+    c->chunked = 0;
+    c->req_bytes = 0;
+    struct timeval rt = tv_of(c->cs->s->o.http_timeout + 2.0), wt = tv_of(c->cs->s->o.http_timeout);
+    bufferevent_set_timeouts(c->bev, &rt, &wt);
+}
+
+// Strict framing (srv_http_strict.c) on the head of the request being read, before evhttp parses it.
+// 0: not complete yet, or fine; -1: refused (the connection is condemned with 400).
+static int conn_check_head(srv_conn *c, struct evbuffer *buf) {
+    server *s = c->cs->s;
+    size_t len = evbuffer_get_length(buf), lim = s->o.max_headers + 4;
+    if (len > lim) len = lim; // a longer head is evhttp's to refuse (431)
+    const char *p = len ? (const char *)evbuffer_pullup(buf, (ev_ssize_t)len) : NULL;
+    long end = p ? srv_http_head_end(p, len, c->head_scan) : -1;
+    if (end < 0) {
+        c->head_scan = len;
+        return 0;
+    }
+    c->head_done = 1;
+    srv_http_head h;
+    char why[96];
+    if (srv_http_head_check(p, (size_t)end, &h, why, sizeof why) == 0) {
+        c->chunked = h.chunked;
+        return 0;
+    }
+    srv_log_limited(s, SRV_RL_HTTP, SRV_LOG_INFO, "http: 400 for %s", why);
+    evbuffer_drain(buf, evbuffer_get_length(buf)); // nothing of it may be parsed as a request
+    conn_condemn(c, 400);
+    return -1;
+}
+
 static void conn_input_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg) {
     srv_conn *c = arg;
     struct srv_conns *cs = c->cs;
     conn_buffered_set(c, evbuffer_get_length(buf));
     if (info->n_added == 0 || c->kill) return;
-    if (c->state == CONN_IDLE) {
-        c->state = CONN_READING;
-        c->t_read = tc_now();
+    if (c->state == CONN_IDLE) conn_start_request(c);
+    if (c->state == CONN_READING) {
+        c->t_byte = tc_now();
+        c->req_bytes += info->n_added;
+        if (!c->head_done && conn_check_head(c, buf)) return; // condemned: 400
     }
     size_t cap = cs->s->o.max_body_buffer;
     if (cap > 0 && cs->buffered > cap) {
@@ -253,6 +268,7 @@ static void conn_input_cb(struct evbuffer *buf, const struct evbuffer_cb_info *i
 static void conn_output_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg) {
     (void)buf;
     srv_conn *c = arg;
+    c->out_total += info->n_added;
     if (info->n_added == 0 || c->state == CONN_BUSY || c->kill || c->lib_reply || c->rewritten) return;
     c->lib_reply = 1;
     event_active(c->cs->ev_sweep, EV_TIMEOUT, 0);
@@ -273,6 +289,9 @@ static void conn_close_cb(struct evhttp_connection *evcon, void *arg) {
     void (*cb)(struct evhttp_connection *, void *) = c->closecb;
     void *cb_arg = c->closecb_arg;
     conn_buffered_set(c, 0);
+    // refused early (our reply or evhttp's): the client may still be uploading; read it off before closing
+    if ((c->kill > 0 || c->rewritten) && c->fd >= 0)
+        srv_linger_fd(cs->linger, dup(c->fd), cs->s->o.max_body + cs->s->o.max_headers, 5.0, 2.0);
     // bufferevent_free (after this) runs no evbuffer callbacks; unhook anyway so none can see a freed record
     evbuffer_remove_cb(bufferevent_get_input(c->bev), conn_input_cb, c);
     evbuffer_remove_cb(bufferevent_get_output(c->bev), conn_output_cb, c);
@@ -289,11 +308,6 @@ static srv_conn *conn_find(struct srv_conns *cs, struct evhttp_connection *evcon
     if (fd < 0 || fd >= cs->n_by_fd) return NULL;
     srv_conn *c = cs->by_fd[fd];
     return c && c->evcon == evcon ? c : NULL;
-}
-
-static struct timeval tv_of(double sec) {
-    struct timeval tv = {(time_t)sec, (suseconds_t)((sec - (double)(time_t)sec) * 1e6)};
-    return tv;
 }
 
 static void conn_set_idle_timeouts(srv_conn *c, int busy) {
@@ -337,6 +351,62 @@ static int conn_index(struct srv_conns *cs, srv_conn *c) {
     return 0;
 }
 
+static void conn_peer_addr(srv_conn *c) {
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    if (getpeername(c->fd, (struct sockaddr *)&ss, &sl) < 0) return;
+    if (ss.ss_family == AF_INET) {
+        memcpy(c->addr, &((struct sockaddr_in *)&ss)->sin_addr, 4);
+        c->addr_len = 4;
+    } else if (ss.ss_family == AF_INET6) {
+        memcpy(c->addr, &((struct sockaddr_in6 *)&ss)->sin6_addr, 16);
+        c->addr_len = 16;
+    }
+}
+
+// At the cap, room for a new connection: the partial request arriving the slowest (bytes per second, after at
+// least a second of it) is answered 408. 1 if one was chosen. Idle connections are left to --http-timeout.
+static int conn_evict(struct srv_conns *cs, srv_conn *nc, double now) {
+    srv_conn *slow = NULL;
+    double slow_rate = 0;
+    for (srv_conn *c = cs->all; c; c = c->next) {
+        if (c == nc || c->kill || !c->evcon) continue;
+        if (c->state != CONN_READING || now - c->t_read < 1.0) continue;
+        double rate = (double)c->req_bytes / (now - c->t_read);
+        if (!slow || rate < slow_rate) slow = c, slow_rate = rate;
+    }
+    if (slow) conn_condemn(slow, 408);
+    return slow != NULL;
+}
+
+// A new connection against the cap and, from 3/4 of it, the per-client-address limit.
+static void conn_admit(struct srv_conns *cs, srv_conn *c) {
+    server *s = cs->s;
+    if (cs->n_conns > cs->max_conns) {
+        if (conn_evict(cs, c, tc_now())) {
+            srv_log_limited(s, SRV_RL_REFUSED, SRV_LOG_INFO, "at --max-connections %d: answered the slowest "
+                            "partial connection for a new one", cs->max_conns);
+            return;
+        }
+        srv_log_limited(s, SRV_RL_REFUSED, SRV_LOG_WARN,
+                        "connection refused: %d open connections (--max-connections %d)", cs->n_conns - 1,
+                        cs->max_conns);
+        conn_condemn(c, 503);
+        return;
+    }
+    int per = s->o.max_conn_per_client;
+    if (per <= 0) per = cs->max_conns / 8 > 16 ? cs->max_conns / 8 : 16;
+    if (!c->addr_len || (double)cs->n_conns < 0.75 * cs->max_conns) return;
+    int same = 0;
+    for (srv_conn *o = cs->all; o; o = o->next)
+        if (!o->kill && o->addr_len == c->addr_len && !memcmp(o->addr, c->addr, (size_t)c->addr_len)) same++;
+    if (same <= per) return;
+    srv_log_limited(s, SRV_RL_REFUSED, SRV_LOG_WARN,
+                    "connection refused: %d open connections from one client address (--max-connections-per-client "
+                    "%d, applied from 3/4 of --max-connections %d)", same - 1, per, cs->max_conns);
+    conn_condemn(c, 503);
+}
+
 // Runs later in the loop turn that accepted the connections: evhttp has set them up by now.
 static void conn_attach_cb(evutil_socket_t fd, short what, void *arg) {
     (void)fd, (void)what;
@@ -344,6 +414,8 @@ static void conn_attach_cb(evutil_socket_t fd, short what, void *arg) {
     server *s = cs->s;
     srv_conn *c = cs->pending;
     cs->pending = NULL;
+    for (srv_conn *p = c; p; p = p->next_pending) // every address first: connections accepted together count
+        if ((p->fd = bufferevent_getfd(p->bev)) >= 0) conn_peer_addr(p);
     while (c) {
         srv_conn *next = c->next_pending;
         c->next_pending = NULL;
@@ -363,12 +435,7 @@ static void conn_attach_cb(evutil_socket_t fd, short what, void *arg) {
             evhttp_connection_set_closecb(c->evcon, conn_close_cb, c);
             // one request's bytes at most (evhttp needs a whole body in the buffer, and answers 413 beyond)
             bufferevent_setwatermark(c->bev, EV_READ, 0, s->o.max_body + s->o.max_headers + 65536);
-            if (cs->n_conns > cs->max_conns) {
-                srv_log_limited(s, SRV_RL_REFUSED, SRV_LOG_WARN,
-                                "connection refused: %d open connections (--max-connections %d)", cs->n_conns - 1,
-                                cs->max_conns);
-                conn_condemn(c, 503);
-            }
+            conn_admit(cs, c);
         }
         c = next;
     }
@@ -377,6 +444,22 @@ static void conn_attach_cb(evutil_socket_t fd, short what, void *arg) {
 static void conn_kill(srv_conn *c) {
     if (c->kill > 0 && evbuffer_get_length(bufferevent_get_output(c->bev)) == 0) conn_send_now(c, c->kill);
     evhttp_connection_free(c->evcon); // calls conn_close_cb, which frees c
+}
+
+// The write deadline of a reply: the client must keep reading. Progress is what left both the output buffer
+// and the socket's send queue (SIOCOUTQ: bytes the peer has not acknowledged), so a full socket buffer does
+// not count as read, and queuing more chunks does not restart the clock (as libevent's write timeout does).
+static int conn_write_stalled(srv_conn *c, double now) {
+    int outq = 0;
+    if (c->fd < 0 || ioctl(c->fd, SIOCOUTQ, &outq) < 0) outq = 0;
+    uint64_t pending = evbuffer_get_length(bufferevent_get_output(c->bev)) + (uint64_t)(outq > 0 ? outq : 0);
+    uint64_t delivered = c->out_total > pending ? c->out_total - pending : 0;
+    if (pending == 0 || delivered != c->out_delivered) {
+        c->out_delivered = delivered;
+        c->t_progress = now;
+        return 0;
+    }
+    return now - c->t_progress > c->cs->s->o.http_timeout;
 }
 
 // Periodic (and on demand): read deadlines, condemned connections, evhttp's own replies, log summaries.
@@ -398,6 +481,17 @@ static void conn_sweep_cb(evutil_socket_t fd, short what, void *arg) {
                             "request not received within %.1f s (--request-read-timeout): 408, closing",
                             s->o.read_timeout);
             c->kill = 408;
+        }
+        if (!c->kill && c->state == CONN_READING && now - c->t_byte > s->o.http_timeout) {
+            srv_log_limited(s, SRV_RL_TIMEOUT, SRV_LOG_INFO,
+                            "request stalled: no byte for %d s (--http-timeout): 408, closing", s->o.http_timeout);
+            c->kill = 408;
+        }
+        if (!c->kill && c->state == CONN_BUSY && conn_write_stalled(c, now)) {
+            srv_log_limited(s, SRV_RL_TIMEOUT, SRV_LOG_INFO,
+                            "client stopped reading its reply for %d s (--http-timeout): cancelling, closing",
+                            s->o.http_timeout);
+            c->kill = KILL_CLOSE;
         }
         if (c->kill) conn_kill(c);
     }
@@ -468,6 +562,7 @@ void srv_conn_dispatch(server *s, struct evhttp_request *req) {
     if (!c) return;
     c->state = CONN_BUSY;
     c->t_read = 0;
+    c->t_progress = tc_now();
     conn_set_idle_timeouts(c, 1);
     evhttp_request_set_on_complete_cb(req, srv_conn_reply_done, s);
 }
@@ -477,13 +572,25 @@ void srv_conn_reply_done(struct evhttp_request *req, void *arg) {
     srv_conn *c = s->conns ? conn_find(s->conns, evhttp_request_get_connection(req)) : NULL;
     if (!c || c->kill) return;
     conn_set_idle_timeouts(c, 0);
-    // pipelined bytes of the next request may be waiting: their deadline starts now
+    // pipelined bytes of the next request may be waiting: their deadline starts now, and their head is checked
+    // before evhttp (which reads them in a deferred callback after this) parses it
     if (c->inbuf > 0) {
-        c->state = CONN_READING;
-        c->t_read = tc_now();
+        conn_start_request(c);
+        struct evbuffer *in = bufferevent_get_input(c->bev);
+        c->req_bytes = evbuffer_get_length(in);
+        conn_check_head(c, in);
     } else {
         c->state = CONN_IDLE;
     }
+}
+
+int srv_conn_peer_gone(struct evhttp_connection *conn) {
+    struct bufferevent *bev = evhttp_connection_get_bufferevent(conn);
+    evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
+    if (fd < 0) return 0;
+    char ch;
+    ssize_t n = recv(fd, &ch, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
 }
 
 void srv_conn_set_closecb(server *s, struct evhttp_connection *conn,
@@ -522,7 +629,9 @@ int srv_conn_init(server *s, tc_err *err) {
     cs->ev_attach = event_new(s->base, -1, 0, conn_attach_cb, cs);
     cs->ev_sweep = event_new(s->base, -1, EV_PERSIST, conn_sweep_cb, cs);
     cs->ev_resume = event_new(s->base, -1, 0, conn_resume_cb, cs);
-    if (!cs->ev_attach || !cs->ev_sweep || !cs->ev_resume) return tc_err_set(err, TC_ERR_NOMEM, "out of memory");
+    cs->linger = srv_linger_new(s->base);
+    if (!cs->ev_attach || !cs->ev_sweep || !cs->ev_resume || !cs->linger)
+        return tc_err_set(err, TC_ERR_NOMEM, "out of memory");
     struct timeval tv = {0, 100000}; // 100 ms: the resolution of the read deadline
     event_add(cs->ev_sweep, &tv);
     evhttp_set_bevcb(s->http, conn_new_bev, cs);
@@ -545,6 +654,7 @@ void srv_conn_free(server *s) {
     if (cs->ev_attach) event_free(cs->ev_attach);
     if (cs->ev_sweep) event_free(cs->ev_sweep);
     if (cs->ev_resume) event_free(cs->ev_resume);
+    srv_linger_free(cs->linger);
     free(cs->by_fd);
     free(cs);
     s->conns = NULL;

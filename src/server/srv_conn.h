@@ -21,6 +21,8 @@ void srv_conn_reply_done(struct evhttp_request *req, void *arg);
 // The connection close callback (evhttp keeps one per connection, and srv_conn uses it): gen.c's is chained.
 void srv_conn_set_closecb(server *s, struct evhttp_connection *conn,
                           void (*cb)(struct evhttp_connection *, void *), void *arg);
+// 1 when the peer of conn has closed its side or the socket failed (a non-blocking peek; no bytes consumed).
+int srv_conn_peer_gone(struct evhttp_connection *conn);
 // At most one line per second per kind; the rest are counted and reported as "(N suppressed)".
 void srv_log_limited(server *s, int kind, int level, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 

@@ -18,6 +18,7 @@
 #include "tokenizer/chat.h"
 #include "tokenizer/tokenizer.h"
 
+struct emb_req;
 struct gen_req;
 struct srv_model;
 
@@ -52,6 +53,7 @@ typedef struct srv_model {
     struct gen_req *inflight, *dirty;
     int n_inflight;
     int n_writing; // generation replies whose last bytes are not yet written (drain waits for them)
+    struct emb_req *emb_inflight; // embed.c: in-flight embedding requests (counted in n_inflight)
     srv_metrics mt;
     int pinned; // 1: this model's engine and compute threads run on `cpus` only (several models, enough cores)
     cpu_set_t cpus;

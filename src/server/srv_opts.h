@@ -28,6 +28,8 @@ typedef struct server_opts {
     // connection hardening (srv_conn.c)
     double read_timeout;       // seconds to receive a whole request (headers + body) from its first byte → 408
     int max_connections;       // open connections at most; beyond → 503 and close (0 = auto from RLIMIT_NOFILE)
+    int max_conn_per_client;   // from 3/4 of max_connections on, open connections per client address at most
+                               // (0 = auto: max_connections / 8, at least 16)
     size_t max_body_buffer;    // bytes of unfinished requests buffered across all connections; beyond → 503
     double sse_ping;           // seconds of silence on a stream before a ": ping" comment (0 = never)
     double request_timeout;    // seconds per generation request (0 = none)

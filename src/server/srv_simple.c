@@ -50,8 +50,16 @@ static int tokenize_chat(srv_model *s, struct evhttp_request *req, oai_err *e) {
     return 200;
 }
 
+// /tokenize runs on the event loop: a body this large takes ~150 ms to tokenize there (every stream stalls
+// meanwhile), so larger ones are refused. Generation tokenizes large prompts on the worker (gen_launch.c).
+#define SRV_TOKENIZE_MAX_BODY (1u << 20) // bytes
+
 int srv_ep_tokenize(srv_model *s, struct evhttp_request *req, oai_kind kind, oai_err *e) {
     (void)kind;
+    size_t len = evbuffer_get_length(evhttp_request_get_input_buffer(req));
+    if (len > SRV_TOKENIZE_MAX_BODY)
+        return oai_err_set(e, 413, "invalid_request_error", "request_too_large", NULL,
+                           "/tokenize takes bodies of at most %u bytes, got %zu", SRV_TOKENIZE_MAX_BODY, len);
     json_t *b;
     if (body_json(req, &b, e)) return -1;
     if (json_object_get(b, "messages") && !json_object_get(b, "content")) {

@@ -1,5 +1,5 @@
 """Model-based speculation in the CLI: `tachyon run` and `tachyon bench` take --draft-model, --spec
-off|ngram|draft|self|auto and --self-spec-layers, and drive the same drafter (src/spec/spec_draft.c) as serve.
+off|ngram|draft|self|auto and --self-spec-layers, and drive the same drafter (src/speculation/spec_draft.c) as serve.
 
 - `tachyon run`: greedy output is byte-identical with --spec off, draft (SmolLM2 drafting for itself: every
   draft is accepted, so multi-token verify steps run throughout), self (first 24 layers) and auto; the run

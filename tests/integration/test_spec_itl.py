@@ -1,7 +1,7 @@
 """`auto` and several streams: drafted rows lengthen the step every stream waits for. By default (`--spec-max-streams
 1`) `auto` drafts only while one stream decodes, as vLLM's speculative_disable_by_batch_size; with a higher limit,
 a multi-stream step's drafts stay within the recent p99 of the streams' inter-token gaps without drafts
-(src/spec/spec_itl.h: the 10th largest of the last 1024 gaps), which in steady multi-stream decoding leaves no
+(src/speculation/spec_itl.h: the 10th largest of the last 1024 gaps), which in steady multi-stream decoding leaves no
 room: no drafts, no probes, the streams' gaps are those of `--spec off`. One stream alone drafts as before.
 
 The engine is slowed by the test-only TACHYON_FAULT=step_sleep_ms:A:B hook (every step A ms + B ms per batch

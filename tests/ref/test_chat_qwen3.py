@@ -33,7 +33,7 @@ QCONVS.update({
 
 
 def ours(msgs, gen=True, thinking=True):
-    cmd = [BIN, "chat-template", "--template-file", str(QWEN3)] + ([] if gen else ["--no-gen-prompt"]) + \
+    cmd = [BIN, "chat-template", "--template-file", str(QWEN3), "--family", "auto"] + ([] if gen else ["--no-gen-prompt"]) + \
         ([] if thinking else ["--no-thinking"]) + [json.dumps(msgs)]
     p = subprocess.run(cmd, capture_output=True)
     assert p.returncode == 0, p.stderr.decode()

@@ -281,7 +281,7 @@ def test_render_matches_jinja(tmp_path, name, conv, gen):
         want = DOCUMENTED[name](msgs, gen, bos, eos)
     else:
         want = jinja_render(ref_tmpl or tmpl, msgs, gen, bos, eos)
-    got = ours(["--template-file", str(path), "--bos", bos], msgs, gen)
+    got = ours(["--template-file", str(path), "--family", "auto", "--bos", bos], msgs, gen)
     assert got == want, f"\n--- reference ---\n{want!r}\n--- ours ---\n{got!r}"
 
 
@@ -336,7 +336,8 @@ def test_model_gguf_template_and_bos():
 @pytest.mark.parametrize("fname", ["CohereForAI-c4ai-command-r-plus-tool_use.jinja",
                                    "meetkai-functionary-medium-v3.2.jinja"])
 def test_unknown_template_error_names_override(fname):
-    p = subprocess.run([BIN, "chat-template", "--template-file", str(TDIR / fname), json.dumps(CONVS["user"])],
+    p = subprocess.run([BIN, "chat-template", "--template-file", str(TDIR / fname), "--family", "auto",
+                        json.dumps(CONVS["user"])],
                        capture_output=True)
     assert p.returncode != 0
     err = p.stderr.decode()

@@ -5,8 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "spec/spec.h"
-#include "spec/spec_itl.h"
+#include "speculation/spec.h"
+#include "speculation/spec_itl.h"
+#include "speculation/spec_policy.h"
 #include "test_util.h"
 
 static void check_tokens(const int32_t *got, int n_got, const int32_t *want, int n_want, const char *what) {
@@ -76,6 +77,16 @@ static void test_prediction(void) {
     check_tokens(out, spec_pred_propose(&p, g3, 4, 8, out), (const int32_t[]){14, 15, 16}, 3, "re-aligned");
     const int32_t g4[] = {10, 11, 99, 13, 14, 15, 16};
     CHECK_EQ_INT(spec_pred_propose(&p, g4, 7, 8, out), 0); // exhausted
+    // its tokens the output contained: 10 11 followed, 13 found alone (not counted), 14 15 16 followed
+    CHECK_EQ_INT(p.n_followed, 5);
+    spec_pred_free(&p);
+    // an output equal to the prediction contains every one of its tokens (no rejected prediction tokens)
+    p.tokens = malloc(sizeof pred);
+    memcpy(p.tokens, pred, sizeof pred);
+    p.n = 7;
+    spec_pred_follow(&p, pred, 2);
+    spec_pred_follow(&p, pred, 7);
+    CHECK_EQ_INT(p.n_followed, 7);
     spec_pred_free(&p);
     CHECK(p.tokens == NULL);
 }
@@ -406,6 +417,103 @@ static void test_itl_room(void) {
     CHECK_EQ_INT(w.ref_rows, 4);
 }
 
+// The draft-length rule the engine asks (spec_policy.h): fixed modes draft k, `auto` backs off while prompts
+// wait or without a cost line, tries a model draft at the full k until a draft run is priced, then weighs it.
+static void test_policy_rule(void) {
+    spec_costs c;
+    spec_costs_init(&c);
+    spec_accept acc;
+    spec_accept_init(&acc);
+    const int32_t toks[] = {5, 6, 7, 8, 9, 5, 6, 7, 8};
+    spec_ask q = {.k = 6, .may_model = 1, .tokens = toks, .n_tokens = 9};
+    spec_step s;
+    int src = -1, ng_len = -1, ng_from = 0;
+    spec_step_begin(&s, SPEC_DRAFT, 1);
+    CHECK_EQ_INT(spec_policy_k(&c, &s, &acc, &q, &src, &ng_len, &ng_from), 6); // fixed: k, by the model
+    CHECK_EQ_INT(src, SPEC_M_DRAFT);
+    spec_step_begin(&s, SPEC_AUTO, 1);
+    s.n_decoding = 1;
+    CHECK_EQ_INT(spec_policy_k(&c, &s, &acc, &q, &src, &ng_len, &ng_from), 0); // no cost line yet
+    s.have_fit = 1, s.ga = 0.010, s.gb = 0.001; // 10 ms + 1 ms per row
+    s.n_waiting = 1;
+    CHECK_EQ_INT(spec_policy_k(&c, &s, &acc, &q, &src, &ng_len, &ng_from), 0); // a prompt waits
+    s.n_waiting = 0;
+    // the draft run's cost is not measured: one try at the full k with the model
+    CHECK_EQ_INT(spec_policy_k(&c, &s, &acc, &q, &src, &ng_len, &ng_from), 6);
+    CHECK_EQ_INT(src, SPEC_M_DRAFT);
+    CHECK_EQ_INT(ng_len, -1); // prompt lookup was not asked
+    // a catch-up run is not priced; a steady one is: 100 ms per position makes the model's draft not pay, and
+    // prompt lookup (a 4-token match: up to 4 drafts) gets the request's first try at the full k
+    spec_costs_observe_draft(&c, 5.0, 6, 40);
+    CHECK(c.draft_pos == 0);
+    spec_costs_observe_draft(&c, 0.6, 6, 1);
+    CHECK(fabs(c.draft_pos - 0.1) < 1e-9);
+    CHECK_EQ_INT(spec_policy_k(&c, &s, &acc, &q, &src, &ng_len, &ng_from), 6);
+    CHECK_EQ_INT(src, SPEC_M_NGRAM);
+    CHECK_EQ_INT(ng_len, 4);
+    CHECK_EQ_INT(ng_from, 4);
+    // a planned model draft of 3 rows: the step counts its rows and draft seconds for the next request
+    spec_step_add(&s, &c, &acc, 3, SPEC_M_DRAFT);
+    CHECK_EQ_INT(s.n_drafts, 3);
+    CHECK(fabs(s.draft_s - 0.3) < 1e-9 && s.extra_tok > 0);
+    // decode-only steps give the verify rows their own line
+    for (int i = 0; i < 8; i++) spec_costs_observe_step(&c, 1 + i % 4, i % 4, 1, 1, 0.010 + 0.0001 * (1 + i % 4), 0);
+    double a = 0, b = 0;
+    CHECK(step_cost_line(&c.verify, &a, &b) && fabs(b - 0.0001) < 1e-6);
+    spec_costs_observe_step(&c, 200, 0, 0, 0, 5.0, 0); // a prefill step: not a verify row's price
+    CHECK(step_cost_line(&c.verify, &a, &b) && fabs(b - 0.0001) < 1e-6);
+}
+
+// `auto` with a prediction that turns wrong: once its own record says its drafts do not pay, prompt lookup
+// drafts (the prediction only probes, one token at a time); when the output follows the prediction again it is
+// the source again, at the full k.
+static void test_policy_prediction(void) {
+    spec_costs c;
+    spec_costs_init(&c);
+    spec_accept acc, pacc;
+    spec_accept_init(&acc);
+    spec_accept_init(&pacc);
+    spec_pred p = {0};
+    p.n = 16;
+    p.tokens = malloc(16 * sizeof *p.tokens);
+    for (int i = 0; i < 16; i++) p.tokens[i] = i + 1;
+    const int32_t toks[] = {40, 41, 42, 43};
+    spec_ask q = {.k = 8, .pred = &p, .pacc = &pacc, .tokens = toks, .n_tokens = 4};
+    spec_step s;
+    spec_step_begin(&s, SPEC_AUTO, 1);
+    s.n_decoding = 1, s.have_fit = 1, s.ga = 0.010, s.gb = 0.001;
+    int src = -1, ng_len = -1, ng_from = 0;
+    const int32_t g1[] = {1, 2};
+    spec_pred_follow(&p, g1, 2);
+    CHECK_EQ_INT(spec_policy_k(&c, &s, &acc, &q, &src, &ng_len, &ng_from), 8); // a first try at the full k
+    CHECK_EQ_INT(src, SPEC_M_PRED);
+    for (int i = 0; i < 5; i++) spec_accept_observe(&pacc, 8, 0); // its drafts were rejected
+    int n_pred = 0, n_lookup = 0;
+    for (int step = 0; step < 12; step++) {
+        int k = spec_policy_k(&c, &s, &acc, &q, &src, &ng_len, &ng_from);
+        if (src == SPEC_M_PRED) {
+            CHECK_EQ_INT(k, 1); // a probe
+            spec_accept_observe(&pacc, 1, 0);
+            n_pred++;
+        } else {
+            CHECK_EQ_INT(src, SPEC_M_NGRAM);
+            CHECK(k > 0);
+            n_lookup++;
+        }
+    }
+    CHECK_MSG(n_lookup >= 7 && n_pred <= 5, "%d lookup steps, %d prediction probes", n_lookup, n_pred);
+    // the output leaves the prediction, is re-aligned on it (5 6 7 8), and follows it for 3 tokens: rejoined
+    const int32_t g2[] = {1, 2, 99, 5, 6, 7, 8}, g3[] = {1, 2, 99, 5, 6, 7, 8, 9, 10, 11};
+    spec_pred_follow(&p, g2, 7);
+    CHECK(p.left && !p.rejoined && p.pos == 8);
+    spec_pred_follow(&p, g3, 10);
+    CHECK(p.rejoined);
+    CHECK_EQ_INT(spec_policy_k(&c, &s, &acc, &q, &src, &ng_len, &ng_from), 8);
+    CHECK_EQ_INT(src, SPEC_M_PRED);
+    CHECK(!p.rejoined && pacc.n_obs == 0);
+    spec_pred_free(&p);
+}
+
 int main(void) {
     test_ngram();
     test_prediction();
@@ -415,5 +523,7 @@ int main(void) {
     test_verify_penalties();
     test_policy();
     test_itl_room();
+    test_policy_rule();
+    test_policy_prediction();
     TEST_MAIN_END();
 }

@@ -1,0 +1,73 @@
+// The draft-length rule: how many tokens a request drafts this step, and whether the drafter (draft model or
+// self-speculation) or a free proposer (prediction, prompt lookup) drafts them. It lives here once, with its
+// cost model (spec_costs) and the per-request acceptance estimate (spec.h's spec_accept); the engine asks it
+// once per decoding request while it plans a step (engine_step.c eng_draft) and tells it what each step and
+// each draft run cost.
+#ifndef TACHYON_SPEC_POLICY_H
+#define TACHYON_SPEC_POLICY_H
+
+#include <stdint.h>
+
+#include "sched/step_cost.h"
+#include "speculation/spec.h"
+#include "speculation/spec_itl.h"
+
+// What a drafted row costs, measured on one engine. Plain data, no ownership.
+typedef struct spec_costs {
+    step_cost verify;  // cost line of decode/verify-only steps: prices verify rows (a prefill row costs otherwise)
+    double draft_pos;  // seconds per position of a model draft run, EWMA (0: not measured yet)
+    spec_itl itl;      // the streams' recent gaps as they would have been without drafts (several streams)
+} spec_costs;
+
+void spec_costs_init(spec_costs *c);
+// A decode/verify-only step of rows rows that took seconds (decode_only 0: a step with prefill rows, which
+// says nothing of a verify row). With track_itl (auto with several streams, its only reader) its plain part
+// (rows - n_drafted) enters the gaps' window once per decoding stream that got a token after an earlier one.
+void spec_costs_observe_step(spec_costs *c, int rows, int n_drafted, int n_gaps, int decode_only, double seconds,
+                             int track_itl);
+// One run of the drafter that took seconds for drafts of k_max positions at most, after catch_up rows at
+// most before draft 0. Only steady-state runs (catch_up <= 2) are priced: a first draft catching up on a whole
+// prompt is a one-off that would price the drafter out of `auto` for good (nothing re-measures it then).
+void spec_costs_observe_draft(spec_costs *c, double seconds, int k_max, int catch_up);
+
+// The step being planned, as the rule sees it. Reset with spec_step_begin before each plan.
+typedef struct spec_step {
+    int mode;              // spec_mode of the engine
+    int max_streams;       // auto drafts only while at most this many requests decode
+    int n_waiting, n_catching, n_decoding; // the scheduler's view (sched_draft_info)
+    int have_fit;          // the scheduler's step-cost line is known: t(n) = ga + gb·n seconds
+    double ga, gb;
+    int n_drafts;          // rows drafted so far in this step
+    double extra_tok;      // tokens those drafts are expected to add (beyond one per request)
+    double draft_s;        // seconds of draft forwards those drafts need (the longest model draft)
+} spec_step;
+
+void spec_step_begin(spec_step *s, int mode, int max_streams);
+
+// One decoding request's question.
+typedef struct spec_ask {
+    int k;                 // drafts allowed (spec_k, the scheduler's room, the step's free logits rows), > 0
+    int may_model;         // the drafter may draft for it
+    spec_pred *pred;       // its prediction, followed up to the output so far (spec_pred_follow), or NULL
+    spec_accept *pacc;     // the record of the prediction's drafts (with pred)
+    const int32_t *tokens; // (n_tokens) its tokens so far, borrowed: prompt lookup's text
+    int n_tokens;
+} spec_ask;
+
+// The number of tokens to draft (0: none this step), and in *src where from: SPEC_M_DRAFT (the drafter),
+// SPEC_M_PRED or SPEC_M_NGRAM. acc is the record of the drafter's and prompt lookup's drafts. When the rule
+// looked up prompt lookup's match, *ng_len and *ng_from are set (spec_ngram_match); else *ng_len stays as it
+// was. Fixed modes (ngram, draft, self) draft q->k, with the drafter where one may draft, else by prompt
+// lookup. `auto` backs off while prompts wait or prefill and above max_streams decoding streams, bounds a
+// multi-stream step by the gaps' window (spec_itl.h), and picks k from the records and the rows' prices
+// (spec_pick_k, spec_accept_pick, spec_accept_pick_match). A prediction drafts while its own record says it
+// pays and it has tokens at the cursor; else prompt lookup does, on its own record, so a prediction that turned
+// wrong costs no more than none. When the output follows the prediction again (spec_pred.rejoined), its record
+// starts over: the next draft from it is a try at the full k.
+int spec_policy_k(const spec_costs *c, const spec_step *s, spec_accept *acc, const spec_ask *q, int *src,
+                  int *ng_len, int *ng_from);
+// Counts a planned draft of d rows (src: spec_policy_k's, acc: the record it was picked with) into the step,
+// for the requests asked after it.
+void spec_step_add(spec_step *s, const spec_costs *c, const spec_accept *acc, int d, int src);
+
+#endif

@@ -355,7 +355,8 @@ static void take_tokens(engine *e, sched_req *r, float *logits, int n_draft, dou
         int32_t tok = samp_sample_grammar(er->samp, logits, e->n_vocab, er->grammar, &res);
         if (tok < 0 || gram_matcher_accept_token(er->grammar, tok)) {
             sched_finish(e->s, r, SCHED_END_ERROR);
-            finish_event(e, r, "grammar: no token of the vocabulary can continue the output");
+            const char *why = gram_matcher_error(er->grammar); // a work bound, or no token fits
+            finish_event(e, r, why ? why : "grammar: no token of the vocabulary can continue the output");
             return;
         }
         samp_accept(er->samp, tok);

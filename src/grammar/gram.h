@@ -16,11 +16,24 @@ typedef struct gram gram;                 // compiled grammar, immutable
 typedef struct gram_vocab gram_vocab;     // the vocabulary as a trie; once per model, immutable, shared
 typedef struct gram_matcher gram_matcher; // per-request state
 
+// Limits that bound what one grammar may cost, at compile time and per generated token. Each exceeded one is
+// a TC_ERR_INVALID naming it: a grammar is never cut to fit.
+#define GRAM_MAX_RULES 65536      // rules, the generated ones (groups, repetitions) included
+#define GRAM_MAX_ELEMENTS 1048576 // compiled elements (a literal's characters, references, set members)
+#define GRAM_MAX_ALTS 4096        // alternatives of one rule
+#define GRAM_MAX_FANOUT 4096      // ways the matcher can expand one position (alternatives reachable at once)
+#define GRAM_MAX_DEPTH 512        // rule references nested at the start of a position
+#define GRAM_MAX_COMPILE_S 0.5    // seconds of compile time
+
 // Parses GBNF text (len bytes) with `root` as the start rule (NULL → "root"). Errors (syntax with line and
-// column, undefined rules, left recursion, missing root) → TC_ERR_INVALID with a message. *out owned: gram_free.
+// column, undefined rules, left recursion, missing root, a root that can never complete, a limit above
+// exceeded) → TC_ERR_INVALID with a message. Compile cost is linear in the size of the compiled grammar.
+// *out owned: gram_free. A compiled grammar is immutable and reference counted, so threads may share it.
 int gram_parse(const char *src, size_t len, const char *root, gram **out, tc_err *err);
-void gram_free(gram *g);
+gram *gram_ref(gram *g); // another reference (returns g); each is released by gram_free
+void gram_free(gram *g);  // releases one reference; the last frees
 int gram_n_rules(const gram *g);
+int gram_n_elements(const gram *g);
 
 // Builds the trie from each token's decoded bytes (pieces[i], lens[i]; lens[i] < 0 or pieces[i] NULL: a
 // control token, never allowed). eog (n_eog) are allowed only where the grammar accepts. Copies everything.
@@ -29,8 +42,11 @@ int gram_vocab_new(const char *const *pieces, const int *lens, int n_vocab, cons
 void gram_vocab_free(gram_vocab *v);
 int gram_vocab_n(const gram_vocab *v);
 
-// A matcher at the start of the grammar. Takes ownership of g (freed with the matcher, also on error);
-// v is borrowed and must outlive the matcher. *out owned: gram_matcher_free.
+// A matcher at the start of the grammar. Takes ownership of one reference to g (released with the matcher,
+// also on error: gram_ref first to keep one); v is borrowed and must outlive the matcher. The matcher bounds
+// its work per step (GRAM_MAX_FANOUT stacks, GRAM_MAX_DEPTH nesting, GRAM_MAX_STEP_WORK per mask or code
+// point): past a bound it fails (gram_matcher_error says which) instead of dropping alternatives. *out
+// owned: gram_matcher_free.
 int gram_matcher_new(gram *g, const gram_vocab *v, gram_matcher **out, tc_err *err);
 void gram_matcher_free(gram_matcher *m);
 // 1 if the token keeps the grammar alive (for an end-of-generation token: the grammar accepts here).
@@ -43,7 +59,17 @@ int gram_matcher_accept_str(gram_matcher *m, const char *s, size_t n);
 int gram_matcher_can_end(const gram_matcher *m); // the text so far is a complete sentence
 int gram_matcher_done(const gram_matcher *m);    // complete, and nothing can follow
 // The allowed tokens as a bit set: bits[(n_vocab + 31) / 32], bit t set iff gram_matcher_token_ok(t).
-// Cached per matcher state; the pointer is borrowed until the next call on m. NULL when out of memory.
+// Cached per matcher state; the pointer is borrowed until the next call on m. NULL when out of memory or
+// past a work bound (gram_matcher_error).
 const uint32_t *gram_matcher_mask(gram_matcher *m);
+// NULL, or why the matcher failed (a bound exceeded, out of memory); once set, every call fails.
+const char *gram_matcher_error(const gram_matcher *m);
+// Request-time check: the first token mask fits the work bound, and some token can start the output (or
+// the grammar accepts the empty output). TC_ERR_INVALID with a message otherwise.
+int gram_matcher_check_start(gram_matcher *m, tc_err *err);
+
+// Work units (stack expansions, stacks stepped, stack words copied) one token mask may take: 50 to 100 ms
+// on a current x86 core; ordinary JSON schemas' masks take a small fraction of it.
+#define GRAM_MAX_STEP_WORK (1L << 23)
 
 #endif

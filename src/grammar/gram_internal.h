@@ -5,6 +5,7 @@
 #define TACHYON_GRAMMAR_INTERNAL_H
 
 #include <stdint.h>
+#include <time.h>
 
 #include "grammar/gram.h"
 
@@ -30,9 +31,21 @@ struct gram {
     int32_t *rule_off; // (n_rules) offset of each rule's first element in el
     int n_rules;
     int root;          // rule id
+    _Atomic int refs;  // gram_ref / gram_free
 };
 
+// The compile-time clock: this thread's CPU seconds, so the limit measures the work done, not how busy the
+// machine is.
+static inline double gram_clock(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
+// The checks after parsing (gram_check.c), linear in g->n_el: the root can complete, no rule is left
+// recursive, and every position's expansion stays within GRAM_MAX_FANOUT / GRAM_MAX_DEPTH. names (n_rules)
+// are for messages; deadline: gram_clock() seconds past which compiling fails. TC_ERR_INVALID / TC_ERR_NOMEM.
+int gram_check(const gram *g, const char *const *names, double deadline, tc_err *err);
 
 // The vocabulary trie: node 0 is the root; a node's children are contiguous (child .. child + n_child).
 typedef struct gram_tnode {

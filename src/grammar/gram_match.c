@@ -2,14 +2,20 @@
 // a character set after expansion; an empty stack = the grammar may end here). A code point advances every
 // stack whose top accepts it. Sets live in one int32 arena as [len, e0 .. e(len-1)] records: the current
 // set at the front, scratch sets after it, so the trie walk pushes and pops sets like a call stack.
+// The work is bounded: a set holds at most GRAM_MAX_FANOUT stacks (duplicates found through a hash table of
+// the set being built), expansions nest at most GRAM_MAX_DEPTH deep, and each step (a mask, or one code
+// point of a token's text) takes at most GRAM_MAX_STEP_WORK units. Past a bound the matcher fails with a
+// message; it never drops a stack, which would silently make part of the grammar unreachable.
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <xxhash.h>
+
 #include "grammar/gram_internal.h"
 
-#define GM_MAX_STACKS 4096 // per set: an ambiguous grammar beyond this is cut (stacks dropped)
-#define GM_MAX_EXPAND 512  // nesting of rule expansions within one step
-#define GM_CACHE 16        // cached masks per matcher
+#define GM_CACHE 16          // cached masks per matcher
+#define GM_SLOTS (2 * GRAM_MAX_FANOUT) // the dedupe table of the set being built (a power of two)
 
 typedef struct iarr {
     int32_t *p;
@@ -33,7 +39,34 @@ struct gram_matcher {
     int words;            // (n_vocab + 31) / 32
     gm_cache cache[GM_CACHE];
     int cache_next;
+    // the set being built: its stacks' offsets in a, by hash; a slot is live iff its stamp is set_stamp
+    uint32_t slot_stamp[GM_SLOTS];
+    uint32_t slot_off[GM_SLOTS];
+    uint32_t set_stamp;
+    int set_n;              // stacks in the set being built
+    long work;              // units spent in the current call
+    char fail[160];         // why the matcher stopped; "" while it works
 };
+
+static void gm_fail(gram_matcher *m, const char *msg) {
+    if (!m->fail[0]) snprintf(m->fail, sizeof m->fail, "grammar: %s", msg);
+}
+
+// Starts building a new set at the end of the arena (the dedupe table forgets the previous one).
+static void set_begin(gram_matcher *m) {
+    if (++m->set_stamp == 0) { // wrapped: clear the stamps once
+        memset(m->slot_stamp, 0, sizeof m->slot_stamp);
+        m->set_stamp = 1;
+    }
+    m->set_n = 0;
+}
+
+// Counts work; 1 when the call is over its budget (the matcher has failed).
+static int spend(gram_matcher *m, long units) {
+    if ((m->work += units) <= GRAM_MAX_STEP_WORK) return m->fail[0] != 0;
+    gm_fail(m, "a token step took more than the work limit (the grammar is too ambiguous at this point)");
+    return 1;
+}
 
 static int ia_reserve(gram_matcher *m, iarr *x, size_t more) {
     if (x->n + more <= x->cap) return 0;
@@ -70,14 +103,26 @@ static int match_char(const gram_el *el, int pos, uint32_t c, int *next) {
     return found == positive;
 }
 
-// Adds the stack t[off .. off+len) to the set that starts at set_off (the end of the arena), unless present.
+// Adds the stack t[off .. off+len) to the set being built at set_off (the end of the arena), unless present.
 static void add_unique(gram_matcher *m, size_t set_off, size_t off, int len) {
-    size_t n_stacks = 0;
-    for (size_t i = set_off; i < m->a.n; i += (size_t)m->a.p[i] + 1, n_stacks++)
-        if (m->a.p[i] == len && !memcmp(m->a.p + i + 1, m->t.p + off, (size_t)len * sizeof(int32_t))) return;
-    if (n_stacks >= GM_MAX_STACKS || ia_reserve(m, &m->a, (size_t)len + 1)) return;
+    const int32_t *st = m->t.p + off;
+    size_t h = (size_t)XXH3_64bits(st, (size_t)len * sizeof(int32_t)) & (GM_SLOTS - 1);
+    for (; m->slot_stamp[h] == m->set_stamp; h = (h + 1) & (GM_SLOTS - 1)) {
+        const int32_t *q = m->a.p + set_off + m->slot_off[h];
+        if (q[0] == len && !memcmp(q + 1, st, (size_t)len * sizeof(int32_t))) return;
+    }
+    if (m->set_n >= GRAM_MAX_FANOUT) {
+        char msg[120];
+        snprintf(msg, sizeof msg, "more than %d alternatives are open at once", GRAM_MAX_FANOUT);
+        gm_fail(m, msg);
+        return;
+    }
+    if (spend(m, len / 16 + 1) || ia_reserve(m, &m->a, (size_t)len + 1)) return;
+    m->slot_stamp[h] = m->set_stamp;
+    m->slot_off[h] = (uint32_t)(m->a.n - set_off);
+    m->set_n++;
     m->a.p[m->a.n++] = len;
-    memcpy(m->a.p + m->a.n, m->t.p + off, (size_t)len * sizeof(int32_t));
+    memcpy(m->a.p + m->a.n, st, (size_t)len * sizeof(int32_t));
     m->a.n += (size_t)len;
 }
 
@@ -89,7 +134,13 @@ static void expand(gram_matcher *m, size_t set_off, size_t off, int len, int dep
         add_unique(m, set_off, off, len);
         return;
     }
-    if (depth > GM_MAX_EXPAND) return;
+    if (depth > GRAM_MAX_DEPTH) {
+        char msg[120];
+        snprintf(msg, sizeof msg, "rule references nest more than %d deep", GRAM_MAX_DEPTH);
+        gm_fail(m, msg);
+        return;
+    }
+    if (spend(m, 1)) return;
     int top = m->t.p[off + (size_t)len - 1];
     const gram_el *e = &g->el[top];
     int alt = g->rule_off[e->value];
@@ -114,7 +165,9 @@ static void expand(gram_matcher *m, size_t set_off, size_t off, int len, int dep
 // Returns its size in ints (0: dead).
 static size_t step(gram_matcher *m, size_t off, size_t n, uint32_t c) {
     size_t out = m->a.n;
-    for (size_t i = off; i < off + n; i += (size_t)m->a.p[i] + 1) {
+    set_begin(m);
+    if (spend(m, (long)n + 1)) return 0;
+    for (size_t i = off; i < off + n && !m->fail[0]; i += (size_t)m->a.p[i] + 1) {
         int len = m->a.p[i];
         if (len == 0) continue;
         int top = m->a.p[i + (size_t)len], next;
@@ -128,11 +181,13 @@ static size_t step(gram_matcher *m, size_t off, size_t n, uint32_t c) {
         expand(m, out, t0, nlen, 0);
         m->t.n = t0;
     }
+    if (m->fail[0]) m->a.n = out; // a partial set would be wrong: nothing
     return m->a.n - out;
 }
 
 // Any stack of the set [off, off+n) accepts c (the set after it is non-empty)?
-static int any_accepts(const gram_matcher *m, size_t off, size_t n, uint32_t c) {
+static int any_accepts(gram_matcher *m, size_t off, size_t n, uint32_t c) {
+    if (spend(m, (long)n + 1)) return 0;
     for (size_t i = off; i < off + n; i += (size_t)m->a.p[i] + 1) {
         int len = m->a.p[i], next;
         if (len && match_char(m->g->el, m->a.p[i + (size_t)len], c, &next)) return 1;
@@ -152,7 +207,8 @@ int gram_matcher_new(gram *g, const gram_vocab *v, gram_matcher **out, tc_err *e
     m->words = v ? (v->n_vocab + 31) / 32 : 0;
     // the start: one stack per alternative of the root rule
     int alt = g->rule_off[g->root];
-    for (;;) {
+    set_begin(m);
+    for (; !m->fail[0];) {
         if (ia_reserve(m, &m->t, 1)) break;
         int len = 0;
         if (g->el[alt].type != GE_END && g->el[alt].type != GE_ALT) m->t.p[len++] = alt;
@@ -164,11 +220,12 @@ int gram_matcher_new(gram *g, const gram_vocab *v, gram_matcher **out, tc_err *e
         alt++;
     }
     m->cur_n = m->a.n;
-    if (m->oom || m->cur_n == 0) {
+    if (m->oom || m->cur_n == 0 || m->fail[0]) {
         int oom = m->oom;
+        const char *why = m->fail[0] ? m->fail : "grammar: the root rule matches nothing";
+        if (!oom) tc_err_set(err, TC_ERR_INVALID, "%s", why);
         gram_matcher_free(m);
-        return oom ? tc_err_set(err, TC_ERR_NOMEM, "grammar: out of memory")
-                   : tc_err_set(err, TC_ERR_INVALID, "grammar: the root rule matches nothing");
+        return oom ? tc_err_set(err, TC_ERR_NOMEM, "grammar: out of memory") : TC_ERR_INVALID;
     }
     *out = m;
     return 0;
@@ -191,10 +248,11 @@ static int run(gram_matcher *m, const uint32_t *cps, int n, int commit) {
     size_t off = 0, len = m->cur_n;
     for (int i = 0; i < n && len; i++) {
         size_t noff = m->a.n;
+        m->work = 0; // the bound is per code point here (a token has a few)
         len = step(m, off, len, cps[i]);
         off = noff;
     }
-    int ok = len > 0 && !m->oom;
+    int ok = len > 0 && !m->oom && !m->fail[0];
     if (ok && commit) {
         memmove(m->a.p, m->a.p + off, len * sizeof(int32_t));
         m->cur_n = len;
@@ -286,6 +344,7 @@ static uint64_t hash_set(const int32_t *p, size_t n) {
 }
 
 const uint32_t *gram_matcher_mask(gram_matcher *m) {
+    if (m->fail[0]) return NULL;
     uint64_t h = hash_set(m->a.p, m->cur_n);
     for (int i = 0; i < GM_CACHE; i++) {
         gm_cache *c = &m->cache[i];
@@ -306,10 +365,35 @@ const uint32_t *gram_matcher_mask(gram_matcher *m) {
     c->key_n = m->cur_n;
     c->hash = h;
     memset(c->bits, 0, (size_t)m->words * sizeof(uint32_t));
+    m->work = 0;
     walk(m, &m->v->nodes[0], 0, m->cur_n, c->bits);
     m->a.n = m->cur_n;
+    if (m->fail[0] || m->oom) { // the walk stopped part way: the bits are not the mask
+        free(c->key);
+        c->key = NULL;
+        return NULL;
+    }
     if (gram_matcher_can_end(m))
         for (int t = 0; t < m->v->n_vocab; t++)
             if (m->v->is_eog[t]) c->bits[t >> 5] |= 1u << (t & 31);
     return c->bits;
+}
+
+const char *gram_matcher_error(const gram_matcher *m) {
+    return m->fail[0] ? m->fail : m->oom ? "grammar: out of memory" : NULL;
+}
+
+int gram_matcher_check_start(gram_matcher *m, tc_err *err) {
+    const uint32_t *bits = gram_matcher_mask(m);
+    if (!bits) {
+        const char *why = gram_matcher_error(m);
+        int code = m->oom || !why ? TC_ERR_NOMEM : TC_ERR_INVALID;
+        return tc_err_set(err, code, "%s", why ? why : "grammar: out of memory");
+    }
+    if (gram_matcher_can_end(m)) return 0;
+    for (int w = 0; w < m->words; w++)
+        if (bits[w]) return 0;
+    return tc_err_set(err, TC_ERR_INVALID,
+                      "grammar: no token of the model's vocabulary can start the output the grammar requires, so "
+                      "nothing can be generated");
 }

@@ -2,15 +2,17 @@
 // (ranges, ^negation, escapes \n \t \r \\ \" \] \xHH \uHHHH \UHHHHHHHH), rule references, ( groups ), '.',
 // and the repetitions * + ? {m} {m,} {m,n}; # comments. Groups and repetitions become generated rules.
 // After parsing: every referenced rule must be defined, the root must exist, and no rule may be left
-// recursive (the matcher would expand it forever).
+// recursive (the matcher would expand it forever), and the limits in gram.h hold (gram_check.c). Rule names
+// are found through a hash table; the size of everything built is counted as it is built.
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <xxhash.h>
+
 #include "grammar/gram_internal.h"
 
-#define GP_MAX_RULES 65536
 #define GP_MAX_REPEAT 10000
 
 typedef struct gvec {
@@ -18,12 +20,21 @@ typedef struct gvec {
     int n, cap;
 } gvec;
 
+typedef struct gp_slot {
+    int32_t id;   // rule id; -1 = free
+    uint32_t tag; // the name hash's upper bits (most mismatches are told apart without touching the name)
+} gp_slot;
+
 typedef struct gp {
     const char *src, *end, *pos;
     gvec *rules;    // (n_rules) elements per rule; empty + !defined = referenced only
     char **names;   // (n_rules) owned
     uint8_t *defined;
     int n_rules, cap_rules;
+    gp_slot *slots; // (n_slots, a power of two) rule ids by name hash, open addressing
+    int n_slots;
+    long n_el;      // elements pushed so far, all rules
+    double deadline; // gram_clock() seconds
     int depth;
     tc_err *err;
     int failed;
@@ -48,6 +59,9 @@ static int gp_fail(gp *p, const char *fmt, ...) {
 }
 
 static int gv_push(gp *p, gvec *v, uint32_t type, uint32_t value) {
+    if (++p->n_el > GRAM_MAX_ELEMENTS) return gp_fail(p, "the grammar is larger than %d elements", GRAM_MAX_ELEMENTS);
+    if ((p->n_el & 0xffff) == 0 && gram_clock() > p->deadline)
+        return gp_fail(p, "compiling took longer than the limit of %.1f s", GRAM_MAX_COMPILE_S);
     if (v->n == v->cap) {
         int cap = v->cap ? v->cap * 2 : 16;
         gram_el *q = realloc(v->p, (size_t)cap * sizeof *q);
@@ -67,11 +81,46 @@ static int gv_append(gp *p, gvec *v, const gram_el *src, int n) {
     return 0;
 }
 
+// The slot of name in the hash table: its rule, or the free slot where it would go (tag already set).
+static gp_slot *name_slot(gp *p, const char *name, size_t len) {
+    uint64_t h = XXH3_64bits(name, len);
+    uint32_t tag = (uint32_t)(h >> 32);
+    size_t mask = (size_t)p->n_slots - 1, i = (size_t)h & mask;
+    for (;; i = (i + 1) & mask) {
+        gp_slot *sl = &p->slots[i];
+        if (sl->id < 0) {
+            sl->tag = tag;
+            return sl;
+        }
+        if (sl->tag == tag && !strncmp(p->names[sl->id], name, len) && !p->names[sl->id][len]) return sl;
+    }
+}
+
+// Doubles the table (kept at most half full).
+static int grow_slots(gp *p) {
+    int n = p->n_slots ? p->n_slots * 2 : 64;
+    gp_slot *old = p->slots;
+    int n_old = p->n_slots;
+    if (!(p->slots = malloc((size_t)n * sizeof *p->slots))) {
+        p->slots = old;
+        return gp_fail(p, "out of memory");
+    }
+    for (int i = 0; i < n; i++) p->slots[i].id = -1;
+    p->n_slots = n;
+    for (int i = 0; i < n_old; i++)
+        if (old[i].id >= 0) name_slot(p, p->names[old[i].id], strlen(p->names[old[i].id]))->id = old[i].id;
+    free(old);
+    return 0;
+}
+
 // Rule id for a name, created (undefined) if new; name not NUL-terminated.
 static int rule_id(gp *p, const char *name, size_t len) {
-    for (int i = 0; i < p->n_rules; i++)
-        if (strlen(p->names[i]) == len && !memcmp(p->names[i], name, len)) return i;
-    if (p->n_rules == GP_MAX_RULES) return gp_fail(p, "too many rules");
+    if (p->n_slots) {
+        int32_t id = name_slot(p, name, len)->id;
+        if (id >= 0) return id;
+    }
+    if (p->n_rules == GRAM_MAX_RULES) return gp_fail(p, "more than %d rules", GRAM_MAX_RULES);
+    if (2 * (p->n_rules + 1) > p->n_slots && grow_slots(p)) return -1;
     if (p->n_rules == p->cap_rules) {
         int cap = p->cap_rules ? p->cap_rules * 2 : 32;
         gvec *r = realloc(p->rules, (size_t)cap * sizeof *r);
@@ -89,6 +138,7 @@ static int rule_id(gp *p, const char *name, size_t len) {
     s[len] = 0;
     int id = p->n_rules++;
     p->names[id] = s;
+    name_slot(p, s, len)->id = id;
     p->rules[id] = (gvec){0};
     p->defined[id] = 0;
     return id;
@@ -352,67 +402,14 @@ static int parse_rules(gp *p) {
     }
 }
 
-// --- checks
-
-// 1 if rule r derives the empty string (fixpoint over all rules).
-static void compute_nullable(const gram *g, uint8_t *nullable) {
-    memset(nullable, 0, (size_t)g->n_rules);
-    for (int changed = 1; changed;) {
-        changed = 0;
-        for (int r = 0; r < g->n_rules; r++) {
-            if (nullable[r]) continue;
-            const gram_el *e = g->el + g->rule_off[r];
-            int ok = 1; // current alternative nullable so far
-            for (;; e++) {
-                if (e->type == GE_END || e->type == GE_ALT) {
-                    if (ok) {
-                        nullable[r] = 1, changed = 1;
-                        break;
-                    }
-                    if (e->type == GE_END) break;
-                    ok = 1;
-                } else if (e->type == GE_RULE_REF) ok = ok && nullable[e->value];
-                else if (e->type == GE_CHAR || e->type == GE_CHAR_NOT || e->type == GE_CHAR_ANY) ok = 0;
-            }
-        }
-    }
-}
-
-// DFS over "can start with" edges; state 1 = on the path, 2 = done. Returns a rule on a cycle or -1.
-static int left_rec(const gram *g, const uint8_t *nullable, uint8_t *state, int r) {
-    if (state[r] == 1) return r;
-    if (state[r] == 2) return -1;
-    state[r] = 1;
-    const gram_el *e = g->el + g->rule_off[r];
-    int at_start = 1;
-    for (;; e++) {
-        if (e->type == GE_END) break;
-        if (e->type == GE_ALT) {
-            at_start = 1;
-            continue;
-        }
-        if (!at_start) continue;
-        if (e->type == GE_RULE_REF) {
-            int c = left_rec(g, nullable, state, (int)e->value);
-            if (c >= 0) return c;
-            if (!nullable[e->value]) at_start = 0;
-        } else if (e->type != GE_CHAR_RNG_UPPER && e->type != GE_CHAR_ALT) at_start = 0;
-    }
-    state[r] = 2;
-    return -1;
-}
-
 int gram_parse(const char *src, size_t len, const char *root, gram **out, tc_err *err) {
     *out = NULL;
-    gp p = {.src = src, .end = src + len, .pos = src, .err = err};
+    gp p = {.src = src, .end = src + len, .pos = src, .err = err, .deadline = gram_clock() + GRAM_MAX_COMPILE_S};
     gram *g = NULL;
-    uint8_t *tmp = NULL;
     int rc = parse_rules(&p);
     if (!rc && !p.failed) {
         if (!root) root = "root";
-        int rid = -1;
-        for (int i = 0; i < p.n_rules; i++)
-            if (!strcmp(p.names[i], root)) rid = i;
+        int rid = p.n_slots ? name_slot(&p, root, strlen(root))->id : -1;
         if (rid < 0 || !p.defined[rid]) rc = tc_err_set(err, TC_ERR_INVALID, "grammar: no rule named '%s'", root);
         for (int i = 0; !rc && i < p.n_rules; i++)
             if (!p.defined[i]) rc = tc_err_set(err, TC_ERR_INVALID, "grammar: undefined rule '%s'", p.names[i]);
@@ -424,24 +421,18 @@ int gram_parse(const char *src, size_t len, const char *root, gram **out, tc_err
                 g->el = malloc((size_t)(n + 1) * sizeof *g->el);
                 g->rule_off = malloc((size_t)p.n_rules * sizeof *g->rule_off);
             }
-            tmp = malloc((size_t)p.n_rules * 2 + 1);
-            if (!g || !g->el || !g->rule_off || !tmp) rc = tc_err_set(err, TC_ERR_NOMEM, "grammar: out of memory");
+            if (!g || !g->el || !g->rule_off) rc = tc_err_set(err, TC_ERR_NOMEM, "grammar: out of memory");
         }
         if (!rc) {
             g->n_rules = p.n_rules;
             g->root = rid;
+            g->refs = 1;
             for (int i = 0; i < p.n_rules; i++) {
                 g->rule_off[i] = g->n_el;
                 memcpy(g->el + g->n_el, p.rules[i].p, (size_t)p.rules[i].n * sizeof *g->el);
                 g->n_el += p.rules[i].n;
             }
-            uint8_t *nullable = tmp, *state = tmp + p.n_rules;
-            compute_nullable(g, nullable);
-            memset(state, 0, (size_t)p.n_rules);
-            for (int i = 0; i < p.n_rules && !rc; i++) {
-                int c = left_rec(g, nullable, state, i);
-                if (c >= 0) rc = tc_err_set(err, TC_ERR_INVALID, "grammar: rule '%s' is left recursive", p.names[c]);
-            }
+            rc = gram_check(g, (const char *const *)p.names, p.deadline, err);
         }
     } else if (!rc) rc = TC_ERR_INVALID;
     if (rc == 0 && p.failed) rc = TC_ERR_INVALID;
@@ -452,20 +443,26 @@ int gram_parse(const char *src, size_t len, const char *root, gram **out, tc_err
     free(p.rules);
     free(p.names);
     free(p.defined);
-    free(tmp);
+    free(p.slots);
     if (rc) {
         gram_free(g);
-        return rc < 0 ? rc : TC_ERR_INVALID;
+        return err && err->code ? err->code : TC_ERR_INVALID;
     }
     *out = g;
     return 0;
 }
 
+gram *gram_ref(gram *g) {
+    g->refs++;
+    return g;
+}
+
 void gram_free(gram *g) {
-    if (!g) return;
+    if (!g || --g->refs > 0) return;
     free(g->el);
     free(g->rule_off);
     free(g);
 }
 
 int gram_n_rules(const gram *g) { return g->n_rules; }
+int gram_n_elements(const gram *g) { return g->n_el; }

@@ -55,6 +55,7 @@ static void g_free(gen_req *g) {
     if (g->out) evbuffer_free(g->out);
     free(g->pred_ids);
     free(g->si.dropped);
+    gram_free(g->gram);
     if (g->body) evbuffer_free(g->body);
     gen_free_ids(g);
     oai_req_free(&g->q);

@@ -58,6 +58,7 @@ typedef struct gen_req {
     int n_pr;
     int prep_rc;
     oai_err perr;
+    gram *gram;            // the compiled grammar every choice follows (a reference), or NULL
     int streaming;      // SSE headers sent
     double t_last_send; // monotonic seconds of the last bytes queued on the stream (pings after silence)
     double t_recv, t_first_tok;                                 // monotonic seconds (server side)

@@ -79,11 +79,18 @@ static void gen_prepare(gen_req *g, const char *body, size_t len) {
     g->prep_rc = 0;
 }
 
+// The output grammar, compiled on the worker (srv_grammar.c): never on the loop thread, whatever its size.
+static void grammar_run(void *arg) {
+    gen_req *g = arg;
+    if (g->prep_rc == 0 && srv_grammar_compile(g->s, &g->q, &g->gram, &g->perr)) g->prep_rc = -1;
+}
+
 static void prep_run(void *arg) {
     gen_req *g = arg;
     size_t len = evbuffer_get_length(g->body);
     const char *p = len ? (const char *)evbuffer_pullup(g->body, -1) : "";
     gen_prepare(g, p ? p : "", p ? len : 0);
+    grammar_run(g);
 }
 
 static void gen_launch(gen_req *g);
@@ -91,7 +98,7 @@ static void gen_launch(gen_req *g);
 static void prep_done(void *arg) {
     gen_req *g = arg;
     g->preparing = 0;
-    evbuffer_free(g->body);
+    if (g->body) evbuffer_free(g->body);
     g->body = NULL;
     if (!g->req) { // the client left meanwhile
         gen_maybe_free(g);
@@ -160,6 +167,13 @@ int gen_handle(srv_model *s, struct evhttp_request *req, oai_kind kind, oai_err 
     const char *body = len ? (const char *)evbuffer_pullup(in, -1) : "";
     gen_prepare(g, body ? body : "", body ? len : 0);
     evbuffer_drain(in, len); // parsed into g->q: free the body now rather than with the request
+    if (g->prep_rc == 0 && oai_wants_grammar(&g->q)) {
+        g->preparing = 1;
+        if (srv_work_submit(s->fe, grammar_run, prep_done, g) == 0) return 0;
+        g->preparing = 0;
+        oai_err_set(&g->perr, 500, "server_error", NULL, NULL, "cannot reach the worker thread");
+        g->prep_rc = -1;
+    }
     gen_launch(g);
     return 0;
 }
@@ -296,15 +310,12 @@ static void gen_launch(gen_req *g) {
             goto fail;
         }
     }
-    char *gbnf = NULL; // the grammar the output must follow (oai_output_grammar), or NULL
-    if (oai_output_grammar(q, s->chat, &gbnf, &e)) goto fail;
     for (int i = 0; i < g->n_choices; i++) {
         engine_req er = {0};
         int n_ids = g->n_ids[g->ch[i].prompt_i];
         er.prompt = malloc((size_t)n_ids * sizeof *er.prompt);
         if (!er.prompt) {
             oai_err_set(&e, 500, "server_error", NULL, NULL, "out of memory");
-            free(gbnf);
             goto fail;
         }
         memcpy(er.prompt, g->ids[g->ch[i].prompt_i], (size_t)n_ids * sizeof *er.prompt);
@@ -325,9 +336,9 @@ static void gen_launch(gen_req *g) {
         er.cache_salt = srv_tenant_salt(&g->tn, q->cache_salt, q->cache_salt_len);
         er.tenant = g->tn.id;
         er.share = g->tn.share;
-        if (gbnf && srv_grammar_matcher(s, gbnf, &er.grammar, &e)) {
+        if (g->gram && srv_grammar_matcher(s, g->gram, &er.grammar, &e)) { // every choice shares g->gram
             free(er.prompt);
-            free(gbnf);
+            free(er.prediction);
             goto fail;
         }
         tc_err err = {0};
@@ -336,14 +347,12 @@ static void gen_launch(gen_req *g) {
             free(er.prompt);
             free(er.prediction);
             gram_matcher_free(er.grammar);
-            free(gbnf);
             submit_error(s, rc, er.retry_after, &err, &e);
             goto fail; // choices already submitted finish through the engine; g lives until then
         }
         g->ch[i].live = 1;
         g->n_live++;
     }
-    free(gbnf);
     gen_free_ids(g);
     gen_trunc_headers(s, req, q, g->n_trunc_tokens, g->n_trunc_msgs);
     if (g->summ_status) evhttp_add_header(evhttp_request_get_output_headers(req), "x-tachyon-summary", g->summ_status);

@@ -16,6 +16,7 @@ typedef struct oai_tool {
 
 typedef struct oai_ext {
     char *grammar;   // owned GBNF the output must match (response_format or `grammar`), or NULL
+    const char *grammar_param; // static: the field it came from, for errors when it is compiled
     oai_tool *tools; // (n_tools) owned array
     int n_tools;
     oai_tool_choice choice;

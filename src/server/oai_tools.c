@@ -26,15 +26,6 @@ oai_tool_style oai_tool_style_of(chat_family f) {
 
 // --- parsing the request -------------------------------------------------------------------------------
 
-static int check_gbnf(const char *gbnf, const char *param, oai_err *e) {
-    gram *g = NULL;
-    tc_err err = {0};
-    int rc = gram_parse(gbnf, strlen(gbnf), NULL, &g, &err);
-    gram_free(g);
-    if (rc) return BAD(e, param, "%s", err.msg);
-    return 0;
-}
-
 static int parse_response_format(oai_req *r, oai_err *e) {
     json_t *rf = json_object_get(r->root, "response_format");
     if (!rf || json_is_null(rf)) return 0;
@@ -43,6 +34,7 @@ static int parse_response_format(oai_req *r, oai_err *e) {
     if (!type) return BAD(e, "response_format.type", "'response_format.type' must be a string");
     tc_err err = {0};
     if (!strcmp(type, "text")) return 0;
+    r->ext.grammar_param = "response_format";
     if (!strcmp(type, "json_object")) {
         if (gram_json_object_gbnf(&r->ext.grammar, &err)) return oai_err_set(e, 500, "server_error", NULL, NULL, "%s", err.msg);
         return 0;
@@ -59,10 +51,11 @@ static int parse_response_format(oai_req *r, oai_err *e) {
         if (gram_json_object_gbnf(&r->ext.grammar, &err)) return oai_err_set(e, 500, "server_error", NULL, NULL, "%s", err.msg);
         return 0;
     }
+    r->ext.grammar_param = "response_format.json_schema.schema";
     if (gram_schema_gbnf(schema, json_is_true(strict), &r->ext.grammar, &err))
         return err.code == TC_ERR_NOMEM ? oai_err_set(e, 500, "server_error", NULL, NULL, "%s", err.msg)
                                         : BAD(e, "response_format.json_schema.schema", "%s", err.msg);
-    return check_gbnf(r->ext.grammar, "response_format.json_schema.schema", e);
+    return 0; // compiled later, off the event loop (srv_grammar.c)
 }
 
 static int valid_name(const char *s) {
@@ -185,7 +178,7 @@ int oai_ext_parse(oai_req *r, oai_err *e) {
     if (g && !json_is_null(g)) {
         if (!json_is_string(g)) return BAD(e, "grammar", "'grammar' must be a string (GBNF)");
         if (r->ext.grammar) return BAD(e, "grammar", "'grammar' and 'response_format' cannot be combined");
-        if (check_gbnf(json_string_value(g), "grammar", e)) return -1;
+        r->ext.grammar_param = "grammar"; // compiled later, off the event loop (srv_grammar.c)
         if (!(r->ext.grammar = strdup(json_string_value(g)))) return oai_err_set(e, 500, "server_error", NULL, NULL, "out of memory");
     }
     if (r->ext.grammar && oai_tools_active(r) && r->ext.choice != OAI_TC_AUTO)

@@ -18,8 +18,8 @@ struct oai_err;
 typedef enum { OAI_TS_HERMES = 0, OAI_TS_LLAMA3, OAI_TS_MISTRAL } oai_tool_style;
 oai_tool_style oai_tool_style_of(chat_family f);
 
-// Reads the fields above from r->root into r->ext (validating schemas and grammars: errors are 400 naming
-// the parameter). Also checks tool messages (tool_call_id) and assistant tool_calls.
+// Reads the fields above from r->root into r->ext (validating schemas: errors are 400 naming the parameter;
+// GBNF is compiled, and its errors found, when the request is prepared: srv_grammar.c). Also checks tool messages (tool_call_id) and assistant tool_calls.
 int oai_ext_parse(struct oai_req *r, struct oai_err *e);
 void oai_ext_free(oai_ext *x);
 // Tool definitions are in play: tools given and tool_choice is not "none".
@@ -35,6 +35,7 @@ int oai_tools_messages(const struct oai_req *r, chat_family f, chat_msg **msgs, 
                        int *n_owned, struct oai_err *e);
 void oai_tools_msgs_free(chat_msg *msgs, char **owned, int n_owned);
 
+int oai_wants_grammar(const struct oai_req *r); // 1 if oai_output_grammar gives a grammar
 // GBNF the output must follow, or *gbnf = NULL: the request's grammar / response_format, or, with
 // tool_choice "required" or a named function, a call (calls if parallel) with arguments per the schema.
 // *gbnf malloc'd.

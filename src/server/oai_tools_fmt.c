@@ -163,13 +163,17 @@ int oai_tools_messages(const oai_req *r, chat_family f, chat_msg **out, int *n_o
 
 // --- the forced-call grammar ---------------------------------------------------------------------------
 
+int oai_wants_grammar(const oai_req *r) {
+    return r->ext.grammar || (oai_tools_active(r) && r->ext.choice != OAI_TC_AUTO);
+}
+
 int oai_output_grammar(const oai_req *r, chat_family f, char **gbnf, oai_err *e) {
     *gbnf = NULL;
     if (r->ext.grammar) {
         if (!(*gbnf = strdup(r->ext.grammar))) return oai_err_set(e, 500, "server_error", NULL, NULL, "out of memory");
         return 0;
     }
-    if (!oai_tools_active(r) || r->ext.choice == OAI_TC_AUTO) return 0;
+    if (!oai_wants_grammar(r)) return 0;
     oai_tool_style st = oai_tool_style_of(f);
     gram_schema *b = gram_schema_new(0);
     tc_strbuf alts = {0};

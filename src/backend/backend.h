@@ -1,8 +1,10 @@
 // The backend boundary of the forward pass: a model's weights on one device, a paged KV pool in that device's
 // memory, per-runner scratch, and the ragged-batch forward (model.h's contract: model_batch in, logits of the
-// requested rows out). The CPU backend is src/model/ (model_ctx, model_kv, model_forward) unchanged behind
-// this vtable; the CUDA backend (src/cuda/, built when nvcc is found) implements the same slots. Callers (the
-// engine, the CLI's generation session) hold backend handles and never see which device runs the step.
+// requested rows out). Inside a step, every backend runs the same layer sequence (model/fwd.h: the
+// architecture's builder) with operations of its own: the CPU backend is src/model/ (model_ctx, model_kv,
+// model_forward, whose operations are forward.c's) behind this vtable; the CUDA backend (src/cuda/, built when
+// nvcc is found) implements the same slots with the tcu_fwd_* operations. Callers (the engine, the CLI's
+// generation session) hold backend handles and never see which device runs the step.
 #ifndef TACHYON_BACKEND_BACKEND_H
 #define TACHYON_BACKEND_BACKEND_H
 

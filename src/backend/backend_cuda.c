@@ -1,6 +1,7 @@
 // The CUDA backend's host side: describes the model to src/cuda/ (tcu.h), checks each batch on the host before
 // any kernel reads it (a bad id or block must be an error, never a device fault), and wraps the device objects
-// in backend_ops. Built without CUDA (no nvcc, or -DTACHYON_CUDA=OFF), every slot says so instead.
+// in backend_ops; a step runs the architecture's layer sequence (model/fwd.h) with the device's operations
+// (tcu_fwd_*). Built without CUDA (no nvcc, or -DTACHYON_CUDA=OFF), every slot says so instead.
 // It reads the model's weights table (model_internal.h): the device copy is made from the same tensors.
 #include "backend/backend.h"
 
@@ -12,6 +13,7 @@
 #include "cpu/ops.h"
 #include "cuda/tcu.h"
 #include "cuda/tcu_quant.h"
+#include "model/fwd.h"
 #include "model/model_internal.h"
 
 _Static_assert((int)TCU_F32 == (int)TT_F32 && (int)TCU_F16 == (int)TT_F16 && (int)TCU_Q4_0 == (int)TT_Q4_0 &&
@@ -52,34 +54,27 @@ static int cuda_weights_new(model *m, void **out, tc_err *err) {
         return tc_err_set(err, TC_ERR_UNSUPPORTED, "--device cuda: %s uses sliding-window attention, which the CUDA "
                           "backend does not implement yet; use --device cpu", hp->arch);
     cuda_weights *w = calloc(1, sizeof *w);
-    tcu_layer *layers = calloc((size_t)hp->n_layers, sizeof *layers);
+    tcu_weight *layer_w = calloc((size_t)hp->n_layers * ROLE_COUNT, sizeof *layer_w);
     float *inv_freq = malloc(((size_t)hp->rope_dim / 2 + 1) * sizeof(float));
-    if (!w || !layers || !inv_freq) {
-        free(w), free(layers), free(inv_freq);
+    if (!w || !layer_w || !inv_freq) {
+        free(w), free(layer_w), free(inv_freq);
         return tc_err_set(err, TC_ERR_NOMEM, "cuda: out of memory");
     }
     ops_rope_inv_freq(inv_freq, hp->rope_dim, hp->rope_base, m->rope_freqs); // the CPU's table, bit for bit
-    for (int l = 0; l < hp->n_layers; l++) {
-        tcu_layer *L = &layers[l];
-#define D(role) desc_w(model_layer_w(m, l, role))
-        L->attn_norm = D(ROLE_ATTN_NORM), L->wq = D(ROLE_ATTN_Q), L->wk = D(ROLE_ATTN_K), L->wv = D(ROLE_ATTN_V);
-        L->wo = D(ROLE_ATTN_OUT), L->bq = D(ROLE_ATTN_Q_BIAS), L->bk = D(ROLE_ATTN_K_BIAS), L->bv = D(ROLE_ATTN_V_BIAS);
-        L->q_norm = D(ROLE_ATTN_Q_NORM), L->k_norm = D(ROLE_ATTN_K_NORM), L->ffn_norm = D(ROLE_FFN_NORM);
-        L->gate = D(ROLE_FFN_GATE), L->up = D(ROLE_FFN_UP), L->down = D(ROLE_FFN_DOWN);
-        L->attn_post_norm = D(ROLE_ATTN_POST_NORM), L->ffn_post_norm = D(ROLE_FFN_POST_NORM);
-#undef D
-    }
+    for (int l = 0; l < hp->n_layers; l++)
+        for (int r = 0; r < ROLE_COUNT; r++) layer_w[(size_t)l * ROLE_COUNT + r] = desc_w(model_layer_w(m, l, (arch_role)r));
     tcu_model_desc d = {
         .n_vocab = hp->n_vocab, .dim = hp->dim, .n_layers = hp->n_layers, .n_heads = hp->n_heads,
         .n_kv_heads = hp->n_kv_heads, .head_dim = hp->head_dim, .ffn_dim = hp->ffn_dim, .norm_eps = hp->norm_eps,
         .rope_scale = hp->rope_scale, .rope_neox = hp->rope_neox, .rope_dim = hp->rope_dim,
         .attn_scale = hp->attn_scale, .embd_scale = hp->embd_scale, .ffn_gelu = hp->ffn_gelu, .inv_freq = inv_freq,
         .tok_embd = desc_w(&m->tok_embd), .output = desc_w(&m->output), .output_norm = desc_w(&m->output_norm),
-        .layers = layers,
+        .n_roles = ROLE_COUNT, .layer_w = layer_w,
     };
+    for (int i = 0; i < FWD_BUF_COUNT; i++) d.buf_floats[i] = fwd_buf_floats(hp, (fwd_buf)i);
     w->m = m;
     rc = tcu_model_new(&d, &w->tm, msg, sizeof msg);
-    free(layers), free(inv_freq);
+    free(layer_w), free(inv_freq);
     if (rc) {
         free(w);
         return tc_err_set(err, rc, "%s", msg);
@@ -179,6 +174,19 @@ static int validate(const cuda_ctx *c, const cuda_kv *kv, const model_batch *b, 
     return 0;
 }
 
+// The device's operations for the layer sequences (fwd.h).
+static const fwd_ops cuda_fwd_ops = {
+    .embed = tcu_fwd_embed,
+    .norm = tcu_fwd_norm,
+    .matmul = tcu_fwd_matmul,
+    .add_bias = tcu_fwd_add_bias,
+    .rope = tcu_fwd_rope,
+    .attention = tcu_fwd_attention,
+    .add = tcu_fwd_add,
+    .glu = tcu_fwd_glu,
+    .out_norm = tcu_fwd_out_norm,
+};
+
 static int cuda_forward(void *pc, void *pkv, const model_batch *b, int n_layers, float *logits, tc_err *err) {
     cuda_ctx *c = pc;
     cuda_kv *kv = pkv;
@@ -193,7 +201,17 @@ static int cuda_forward(void *pc, void *pkv, const model_batch *b, int n_layers,
                     .block_tables = b->block_tables, .n_logits = b->n_logits, .logits_rows = b->logits_rows,
                     .n_embd = b->n_embd, .embd_rows = b->embd_rows, .embd = b->embd};
     char msg[sizeof err->msg];
-    rc = tcu_forward(c->c, kv->kv, &tb, n_layers, logits, NULL, msg, sizeof msg);
+    int queue = 0;
+    if ((rc = tcu_step_begin(c->c, kv->kv, &tb, n_layers, &queue, msg, sizeof msg))) return tc_err_set(err, rc, "%s", msg);
+    const fwd_graph g = {.ops = &cuda_fwd_ops, .be = c->c, .m = c->w->m, .n = b->n_tokens};
+    for (int tries = 0; tries < 2; tries++) { // a second time only when capturing the step into a graph failed
+        int failed = 0;
+        if (queue && ((rc = fwd_embed(&g)) || (rc = fwd_layers(&g, 0, n_layers, &failed)) || (rc = fwd_out_norm(&g))))
+            return tc_err_set(err, rc, "cuda: layer %d failed", failed);
+        rc = tcu_step_end(c->c, logits, NULL, msg, sizeof msg);
+        if (rc != TCU_REQUEUE) break;
+        queue = 1;
+    }
     return rc ? tc_err_set(err, rc, "%s", msg) : 0;
 }
 

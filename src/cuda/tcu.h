@@ -1,12 +1,16 @@
 // The CUDA backend's entry points (src/cuda/*.cu), callable from C: a plain-data description of the model in,
-// opaque device objects out. backend_cuda.c fills the description from src/model/ and wraps these in
-// backend_ops; the .cu files never include the host model headers. Every function that can fail returns 0 or
-// a negative TC_ERR_* code and writes a message into msg (msg_cap bytes). Nothing here aborts.
+// opaque device objects out, and the operations of the shared layer sequence (model/fwd.h) on the device.
+// backend_cuda.c fills the description from src/model/, drives a step through the sequence with these
+// operations, and wraps the rest in backend_ops; of the host model headers the .cu files include only fwd.h
+// (plain C: the operation vocabulary). Every function that can fail returns 0 or a negative TC_ERR_* code and
+// writes a message into msg (msg_cap bytes). Nothing here aborts.
 #ifndef TACHYON_CUDA_TCU_H
 #define TACHYON_CUDA_TCU_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "model/fwd.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -21,11 +25,6 @@ typedef struct tcu_weight {
     size_t row_bytes; // bytes of one row
 } tcu_weight;
 
-typedef struct tcu_layer {
-    tcu_weight attn_norm, wq, wk, wv, wo, bq, bk, bv, q_norm, k_norm;
-    tcu_weight ffn_norm, gate, up, down, attn_post_norm, ffn_post_norm;
-} tcu_layer;
-
 typedef struct tcu_model_desc {
     int n_vocab, dim, n_layers, n_heads, n_kv_heads, head_dim, ffn_dim;
     float norm_eps;
@@ -35,7 +34,9 @@ typedef struct tcu_model_desc {
     int ffn_gelu;           // 1: tanh-GeGLU, 0: SwiGLU
     const float *inv_freq;  // (rope_dim/2) host, from ops_rope_inv_freq (copied at upload)
     tcu_weight tok_embd, output, output_norm;
-    const tcu_layer *layers; // (n_layers) host, copied at upload
+    int n_roles;                // weights per layer, indexed by arch_role (model/arch.h)
+    const tcu_weight *layer_w;  // (n_layers, n_roles) host, copied at upload; absent roles have host NULL
+    size_t buf_floats[FWD_BUF_COUNT]; // floats per row of each activation buffer (fwd_buf_floats)
 } tcu_model_desc;
 
 typedef struct tcu_model tcu_model; // weights in device memory
@@ -77,13 +78,32 @@ typedef struct tcu_batch {
     float *embd;                        // (n_embd, dim) host
 } tcu_batch;
 
-// The batch through the first n_layers layers, the final norm and the output head; KV written for every token;
-// logits (n_logits, n_vocab) copied to the host. argmax (optional, n_logits): each logits row's greedy token,
+// --- one step: tcu_step_begin, the layer sequence through the operations below, tcu_step_end.
+// Begin stages the batch's integers in one upload and makes (c, kv, b) the step the operations run. *queue = 0:
+// a CUDA graph captured for a step of this shape was replayed (TACHYON_CUDA_GRAPHS=1), the operations must not
+// be called; 1: the caller queues them (embedding, n_layers layers, the output norm), maybe into a capture.
+int tcu_step_begin(tcu_ctx *c, tcu_kv *kv, const tcu_batch *b, int n_layers, int *queue, char *msg, size_t msg_cap);
+// Ends the step: launches the captured graph; copies the embedding rows to the host; runs the output head and
+// copies logits (n_logits, n_vocab) to the host. argmax (optional, n_logits): each logits row's greedy token,
 // computed on the device (lowest index among equal maxima); logits may then be NULL (not copied).
-int tcu_forward(tcu_ctx *c, tcu_kv *kv, const tcu_batch *b, int n_layers, float *logits, int32_t *argmax,
-                char *msg, size_t msg_cap);
+// TCU_REQUEUE: the capture failed (graphs are now off for c): queue the operations again, then call it again.
+#define TCU_REQUEUE 1
+int tcu_step_end(tcu_ctx *c, float *logits, int32_t *argmax, char *msg, size_t msg_cap);
 // Logits (n, n_vocab) of n final-normed host rows (n <= max_tokens).
 int tcu_logits_rows(tcu_ctx *c, const float *normed, int n, float *logits, char *msg, size_t msg_cap);
+
+// The operations (fwd.h: fwd_ops' slots, be a tcu_ctx inside a step): kernels queued on the context's stream;
+// launch errors surface at tcu_step_end. Sliding-window layers are not implemented (the backend refuses such
+// models).
+int tcu_fwd_embed(void *be, fwd_buf dst, int n);
+int tcu_fwd_norm(void *be, fwd_buf dst, fwd_buf src, int rows, int len, int layer, arch_role w, float eps);
+int tcu_fwd_matmul(void *be, const fwd_buf *outs, fwd_buf x, int n, int layer, const arch_role *ws, int count);
+int tcu_fwd_add_bias(void *be, fwd_buf x, int n, int len, int layer, arch_role b);
+int tcu_fwd_rope(void *be, fwd_buf q, fwd_buf k, int n, int layer);
+int tcu_fwd_attention(void *be, fwd_buf out, fwd_buf q, fwd_buf k, fwd_buf v, int n, int layer);
+int tcu_fwd_add(void *be, fwd_buf x, fwd_buf y, int count);
+int tcu_fwd_glu(void *be, fwd_buf g, fwd_buf u, int count, fwd_act act);
+int tcu_fwd_out_norm(void *be, fwd_buf dst, fwd_buf src, float eps);
 
 // --- test hooks (tests/unit/test_cuda_kernels.c): one kernel on host data, synchronously, on a stream of its own.
 // out (n, rows) = x (n, cols) @ wᵀ, w (rows, cols) of type `type` (row_bytes per row) in host memory.

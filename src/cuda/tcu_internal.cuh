@@ -21,18 +21,13 @@ struct tcu_dweight {
     size_t row_bytes;
 };
 
-struct tcu_dlayer {
-    tcu_dweight attn_norm, wq, wk, wv, wo, bq, bk, bv, q_norm, k_norm;
-    tcu_dweight ffn_norm, gate, up, down, attn_post_norm, ffn_post_norm;
-};
-
 #define TCU_MAX_ALLOCS 4096
 
 struct tcu_model {
     tcu_model_desc hp;      // the description's scalars (its pointers are not kept)
     float *inv_freq;        // device (rope_dim/2)
     tcu_dweight tok_embd, output, output_norm;
-    tcu_dlayer *layers;     // host array (n_layers) of device weights
+    tcu_dweight *layer_w;   // host array (n_layers, hp.n_roles) of device weights, by arch_role
     void *allocs[TCU_MAX_ALLOCS]; // device buffers owned, freed in reverse
     const void *alloc_src[TCU_MAX_ALLOCS]; // host source of each (a tied output reuses tok_embd's upload)
     int n_allocs;
@@ -45,19 +40,35 @@ struct tcu_kv {
     __half *k, *v;          // (n_layers, n_blocks, n_kv_heads, block_size, head_dim)
 };
 
+// Layer l's weight of role r (d NULL when the layer has none).
+static inline const tcu_dweight *tcu_w(const tcu_model *m, int l, int r) {
+    return &m->layer_w[(size_t)l * m->hp.n_roles + r];
+}
+
 #define TCU_NI 6           // max_tokens-sized regions of the staged integers (tcu_ctx.h_ints)
 #define TCU_LOGIT_TILE 32   // logits rows per output-head pass (bounds the device logits buffer)
+
+// The batch's device integers (tcu_ctx.ints): tokens, positions, sequences, logits rows, attention tiles, tables.
+typedef struct tcu_dev_batch {
+    const int32_t *tok, *pos, *seq, *lrows, *erows, *tiles, *tab;
+    int n_tiles, stride;
+} tcu_dev_batch;
+
+#define TCU_GRAPH_MAX_TOKENS 256
+#define TCU_GRAPH_KEY 9
 
 struct tcu_ctx {
     tcu_model *m;
     int max_tokens;
     cudaStream_t stream;
-    // device activations, sized once for max_tokens rows
-    float *x;    // (max_tokens, dim) residual stream
-    float *xb;   // (max_tokens, wide) normed input / attention output; wide = max(dim, q_dim)
-    float *q;    // (max_tokens, wide) queries; output of the o/down projections
-    float *k, *v;     // (max_tokens, kv_dim)
-    float *hb, *hb2;  // (max_tokens, ffn_dim)
+    // device activations, sized once for max_tokens rows: (max_tokens, hp.buf_floats[i]) each (model/fwd.h)
+    float *buf[FWD_BUF_COUNT];
+    // the step being run (tcu_step_begin .. tcu_step_end): its cache, batch and device integers
+    tcu_kv *kv;
+    const tcu_batch *b;
+    int n_tokens, n_layers;
+    tcu_dev_batch db;
+    int capturing; // 1: the operations are being captured into a graph (closed by tcu_step_end)
     float *logits;    // (TCU_LOGIT_TILE, n_vocab)
     int32_t *argmax;  // (TCU_LOGIT_TILE)
     int32_t *ints;    // device copy of h_ints
@@ -72,12 +83,9 @@ struct tcu_ctx {
     // replayed while the step's shape is the same, captured again when it changes
     int graphs;              // 1: on
     cudaGraphExec_t graph;   // the captured step, or NULL
-    long long graph_key[9];  // what it was captured for: rows, tiles, table stride, layers, logits rows, the KV
-                             // pool's buffers and geometry (run_graph in tcu_forward.cu)
+    long long graph_key[TCU_GRAPH_KEY]; // what it was captured for: rows, tiles, table stride, layers, logits
+                                        // rows, the KV pool's buffers and geometry (tcu_step_begin)
 };
-
-#define TCU_GRAPH_MAX_TOKENS 256
-#define TCU_GRAPH_KEY 9
 
 // msg helpers: format into (msg, cap) and return code.
 static inline int tcu_fail(char *msg, size_t cap, int code, const char *fmt, ...) {

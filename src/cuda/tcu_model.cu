@@ -23,9 +23,6 @@ extern "C" size_t tcu_mem_free(void) {
 
 // --- weights
 
-static_assert(sizeof(tcu_layer) == 16 * sizeof(tcu_weight) && sizeof(tcu_dlayer) == 16 * sizeof(tcu_dweight),
-              "layer structs are read as arrays of weights");
-
 static int upload(tcu_model *m, const tcu_weight *w, tcu_dweight *out, const char *what, char *msg, size_t msg_cap) {
     memset(out, 0, sizeof *out);
     if (!w->host) return 0;
@@ -59,9 +56,9 @@ extern "C" int tcu_model_new(const tcu_model_desc *d, tcu_model **out, char *msg
     tcu_model *m = (tcu_model *)calloc(1, sizeof *m);
     if (!m) return tcu_fail(msg, msg_cap, TC_ERR_NOMEM, "cuda: out of memory");
     m->hp = *d;
-    m->hp.inv_freq = NULL, m->hp.layers = NULL;
-    m->layers = (tcu_dlayer *)calloc((size_t)d->n_layers, sizeof *m->layers);
-    if (!m->layers) {
+    m->hp.inv_freq = NULL, m->hp.layer_w = NULL;
+    m->layer_w = (tcu_dweight *)calloc((size_t)d->n_layers * d->n_roles + 1, sizeof *m->layer_w);
+    if (!m->layer_w) {
         tcu_model_free(m);
         return tcu_fail(msg, msg_cap, TC_ERR_NOMEM, "cuda: out of memory");
     }
@@ -69,16 +66,12 @@ extern "C" int tcu_model_new(const tcu_model_desc *d, tcu_model **out, char *msg
     rc = upload(m, &d->tok_embd, &m->tok_embd, "token_embd.weight", msg, msg_cap);
     if (!rc) rc = upload(m, &d->output, &m->output, "output.weight", msg, msg_cap);
     if (!rc) rc = upload(m, &d->output_norm, &m->output_norm, "output_norm.weight", msg, msg_cap);
-    for (int l = 0; !rc && l < d->n_layers; l++) {
-        // both layer structs are arrays of weights in the same order (checked below)
-        const tcu_weight *src = &d->layers[l].attn_norm;
-        tcu_dweight *dst = &m->layers[l].attn_norm;
-        const int n_w = (int)(sizeof(tcu_layer) / sizeof(tcu_weight));
-        for (int i = 0; !rc && i < n_w; i++) {
-            snprintf(what, sizeof what, "layer %d tensor %d", l, i);
-            rc = upload(m, &src[i], &dst[i], what, msg, msg_cap);
+    for (int l = 0; !rc && l < d->n_layers; l++)
+        for (int r = 0; !rc && r < d->n_roles; r++) {
+            const size_t i = (size_t)l * d->n_roles + r;
+            snprintf(what, sizeof what, "layer %d tensor %d", l, r);
+            rc = upload(m, &d->layer_w[i], &m->layer_w[i], what, msg, msg_cap);
         }
-    }
     if (!rc) {
         size_t half = (size_t)d->rope_dim / 2 * sizeof(float);
         cudaError_t e = cudaMalloc(&m->inv_freq, half ? half : sizeof(float));
@@ -97,7 +90,7 @@ extern "C" void tcu_model_free(tcu_model *m) {
     if (!m) return;
     for (int i = m->n_allocs - 1; i >= 0; i--) cudaFree(m->allocs[i]);
     cudaFree(m->inv_freq);
-    free(m->layers);
+    free(m->layer_w);
     free(m);
 }
 
@@ -159,8 +152,7 @@ extern "C" int tcu_ctx_new(tcu_model *m, int max_tokens, tcu_ctx **out, char *ms
     if (!c) return tcu_fail(msg, msg_cap, TC_ERR_NOMEM, "cuda: out of memory");
     c->m = m, c->max_tokens = max_tokens;
     const tcu_model_desc *hp = &m->hp;
-    size_t n = (size_t)max_tokens, q_dim = (size_t)hp->n_heads * hp->head_dim, kv_dim = (size_t)hp->n_kv_heads * hp->head_dim;
-    size_t wide = q_dim > (size_t)hp->dim ? q_dim : (size_t)hp->dim;
+    size_t n = (size_t)max_tokens;
     c->table_cap = 4096;
     const char *g = getenv("TACHYON_CUDA_GRAPHS");
     c->graphs = g && !strcmp(g, "1");
@@ -169,13 +161,7 @@ extern "C" int tcu_ctx_new(tcu_model *m, int max_tokens, tcu_ctx **out, char *ms
     if (e == cudaSuccess) e = cudaMalloc((void **)&(ptr), (bytes))
 #define HOST(ptr, bytes) \
     if (e == cudaSuccess) e = cudaHostAlloc((void **)&(ptr), (bytes), cudaHostAllocDefault)
-    ALLOC(c->x, n * hp->dim * sizeof(float));
-    ALLOC(c->xb, n * wide * sizeof(float));
-    ALLOC(c->q, n * wide * sizeof(float));
-    ALLOC(c->k, n * kv_dim * sizeof(float));
-    ALLOC(c->v, n * kv_dim * sizeof(float));
-    ALLOC(c->hb, n * hp->ffn_dim * sizeof(float));
-    ALLOC(c->hb2, n * hp->ffn_dim * sizeof(float));
+    for (int i = 0; i < FWD_BUF_COUNT; i++) ALLOC(c->buf[i], n * (hp->buf_floats[i] ? hp->buf_floats[i] : 1) * sizeof(float));
     ALLOC(c->logits, (size_t)TCU_LOGIT_TILE * hp->n_vocab * sizeof(float));
     ALLOC(c->argmax, TCU_LOGIT_TILE * sizeof(int32_t));
     ALLOC(c->ints, (TCU_NI * n + (size_t)c->table_cap) * sizeof(int32_t));
@@ -198,8 +184,8 @@ extern "C" void tcu_ctx_free(tcu_ctx *c) {
     if (!c) return;
     if (c->stream) cudaStreamSynchronize(c->stream);
     if (c->graph) cudaGraphExecDestroy(c->graph);
-    cudaFree(c->x), cudaFree(c->xb), cudaFree(c->q), cudaFree(c->k), cudaFree(c->v);
-    cudaFree(c->hb), cudaFree(c->hb2), cudaFree(c->logits), cudaFree(c->argmax), cudaFree(c->ints);
+    for (int i = 0; i < FWD_BUF_COUNT; i++) cudaFree(c->buf[i]);
+    cudaFree(c->logits), cudaFree(c->argmax), cudaFree(c->ints);
     cudaFreeHost(c->h_ints), cudaFreeHost(c->h_logits), cudaFreeHost(c->h_argmax), cudaFreeHost(c->h_rows);
     if (c->stream) cudaStreamDestroy(c->stream);
     free(c);

@@ -1,5 +1,7 @@
 #include "model/arch.h"
 
+#include "model/fwd.h"
+
 #include <string.h>
 
 static const char *const role_suffix[ROLE_COUNT] = {
@@ -21,12 +23,14 @@ static const char *const role_suffix[ROLE_COUNT] = {
 
 static const arch_desc archs[] = {
     // Llama 2/3, SmolLM2, TinyLlama, Mistral. Some converters add q/k/v biases: accept them.
-    {.name = "llama", .role = {BASE_ROLES, [ROLE_ATTN_Q_BIAS] = O, [ROLE_ATTN_K_BIAS] = O, [ROLE_ATTN_V_BIAS] = O}},
+    {.name = "llama", .role = {BASE_ROLES, [ROLE_ATTN_Q_BIAS] = O, [ROLE_ATTN_K_BIAS] = O, [ROLE_ATTN_V_BIAS] = O},
+     .layer = fwd_layer_std},
     // Qwen2 / Qwen2.5: biases on q, k, v; NeoX rotation.
     {.name = "qwen2", .role = {BASE_ROLES, [ROLE_ATTN_Q_BIAS] = R, [ROLE_ATTN_K_BIAS] = R, [ROLE_ATTN_V_BIAS] = R},
-     .rope_neox = 1},
+     .rope_neox = 1, .layer = fwd_layer_std},
     // Qwen3: per-head RMSNorm on q and k before RoPE; NeoX rotation; no biases.
-    {.name = "qwen3", .role = {BASE_ROLES, [ROLE_ATTN_Q_NORM] = R, [ROLE_ATTN_K_NORM] = R}, .rope_neox = 1},
+    {.name = "qwen3", .role = {BASE_ROLES, [ROLE_ATTN_Q_NORM] = R, [ROLE_ATTN_K_NORM] = R}, .rope_neox = 1,
+     .layer = fwd_layer_std},
     // Gemma 3: QK-norm, extra norms after attention and FFN, GeGLU (tanh GELU), embeddings scaled by
     // sqrt(dim), NeoX rotation; 5 local (sliding-window, RoPE base 10000) layers per global one, as
     // llama.cpp hard-codes for gemma3 (the GGUF carries only the window). The converter stores RMSNorm
@@ -34,7 +38,8 @@ static const arch_desc archs[] = {
     {.name = "gemma3",
      .role = {BASE_ROLES, [ROLE_ATTN_Q_NORM] = R, [ROLE_ATTN_K_NORM] = R, [ROLE_ATTN_POST_NORM] = R,
       [ROLE_FFN_POST_NORM] = R},
-     .rope_neox = 1, .ffn_gelu = 1, .embd_scale = 1, .swa_pattern = 6, .rope_base_swa = 10000.0f},
+     .rope_neox = 1, .ffn_gelu = 1, .embd_scale = 1, .swa_pattern = 6, .rope_base_swa = 10000.0f,
+     .layer = fwd_layer_std},
 };
 #undef R
 #undef O

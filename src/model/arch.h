@@ -1,5 +1,6 @@
 // Architecture table: per-architecture differences live here as data (which tensors a layer has, rope
-// style, norms), not as branches scattered through the forward pass. A new architecture is a new row.
+// style, norms) and one builder function for the layer's sequence of operations (fwd.h), not as branches
+// scattered through the forward pass. A new architecture is a new row (and a builder when its block differs).
 #ifndef TACHYON_MODEL_ARCH_H
 #define TACHYON_MODEL_ARCH_H
 
@@ -26,6 +27,8 @@ typedef enum {
 
 enum { ARCH_ABSENT = 0, ARCH_REQUIRED = 1, ARCH_OPTIONAL = 2 };
 
+struct fwd_graph;
+
 typedef struct arch_desc {
     const char *name;             // general.architecture
     unsigned char role[ROLE_COUNT]; // ARCH_ABSENT / ARCH_REQUIRED / ARCH_OPTIONAL
@@ -37,6 +40,9 @@ typedef struct arch_desc {
     int swa_pattern;              // every swa_pattern-th layer is global (full attention), the others local;
                                   // "<arch>.attention.sliding_window_pattern" overrides; 0: all layers global
     float rope_base_swa;          // RoPE base of local layers (0: same as global)
+    // The transformer block as a sequence of operations (fwd.h: fwd_layer_fn, e.g. fwd_layer_std): the one
+    // place the architecture's forward pass is written, for every backend.
+    int (*layer)(const struct fwd_graph *g, int layer);
 } arch_desc;
 
 const char *arch_role_suffix(arch_role r); // e.g. "attn_q.weight"

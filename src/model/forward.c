@@ -1,5 +1,7 @@
-// The batched forward pass over a ragged batch and the paged KV cache (see model.h for the contract).
-// Every matmul runs over all rows of the step at once, so each weight block is read once per step.
+// The CPU backend's forward pass over a ragged batch and the paged KV cache (model.h's contract): its scratch
+// (model_ctx), its implementation of the operations the layer sequences call (fwd.h: cpu_fwd_ops), and the
+// driver that runs a batch through the sequence (embedding, layers, output head). Every matmul runs over all
+// rows of the step at once, so each weight block is read once per step.
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -9,6 +11,7 @@
 #include "cpu/convert.h"
 #include "cpu/cpu.h"
 #include "cpu/ops.h"
+#include "model/fwd.h"
 #include "model/model_internal.h"
 #include "tensor/quant_kv.h"
 #include "tensor/ttype.h"
@@ -21,13 +24,10 @@ struct model_ctx {
     cvt_f32_f16_fn to_f16;
     attn_geom geo;     // global (full-attention) layers
     attn_geom geo_swa; // local layers: geo with the sliding window
-    float *x;     // (max_tokens, dim) residual stream
-    float *xb;    // (max_tokens, max(dim, q_dim)) normed input / attention output
-    float *q;     // (max_tokens, max(dim, q_dim)) queries; also the output of the o/down projections
-    float *k;     // (max_tokens, kv_dim)
-    float *v;     // (max_tokens, kv_dim)
-    float *hb;    // (max_tokens, ffn_dim) gate → silu(gate)·up
-    float *hb2;   // (max_tokens, ffn_dim) up
+    float *buf[FWD_BUF_COUNT]; // (max_tokens, fwd_buf_floats) each: the activations the sequence names (fwd.h)
+    // The step being run (set by model_forward_layers for the operations): its batch or sub-batch, and cache
+    const model_batch *b;
+    model_kv *kv;
     float *rcos;  // (max_tokens, rope_dim/2)
     float *rsin;  // (max_tokens, rope_dim/2)
     float *inv_freq; // (rope_dim/2)
@@ -83,16 +83,10 @@ int model_ctx_new(model *m, int max_batch_tokens, int n_threads, model_ctx **out
     c->to_f16 = cvt_select_f32_f16(isa);
     c->attn = attn_select_multi(isa, &c->geo); // depends on the ISA and head dim only
     c->pool = cpu_pool_new(n_threads);
-    size_t n = (size_t)max_batch_tokens, q_dim = (size_t)hp->n_heads * hp->head_dim;
-    size_t kv_dim = (size_t)hp->n_kv_heads * hp->head_dim, half = (size_t)hp->rope_dim / 2;
-    size_t wide = q_dim > (size_t)hp->dim ? q_dim : (size_t)hp->dim;
-    c->x = malloc(n * hp->dim * sizeof(float));
-    c->xb = malloc(n * wide * sizeof(float));
-    c->q = malloc(n * wide * sizeof(float));
-    c->k = malloc(n * kv_dim * sizeof(float));
-    c->v = malloc(n * kv_dim * sizeof(float));
-    c->hb = malloc(n * hp->ffn_dim * sizeof(float));
-    c->hb2 = malloc(n * hp->ffn_dim * sizeof(float));
+    size_t n = (size_t)max_batch_tokens, half = (size_t)hp->rope_dim / 2;
+    int bufs_ok = 1;
+    for (int i = 0; i < FWD_BUF_COUNT; i++)
+        bufs_ok &= (c->buf[i] = malloc(n * fwd_buf_floats(hp, (fwd_buf)i) * sizeof(float))) != NULL;
     c->rcos = malloc(n * half * sizeof(float));
     c->rsin = malloc(n * half * sizeof(float));
     c->inv_freq = malloc(half * sizeof(float));
@@ -115,7 +109,7 @@ int model_ctx_new(model *m, int max_batch_tokens, int n_threads, model_ctx **out
             }
         }
     c->mm_scratch = aligned_alloc(64, (scratch + 63) / 64 * 64 + 64);
-    if (!c->pool || !c->x || !c->xb || !c->q || !c->k || !c->v || !c->hb || !c->hb2 || !c->rcos || !c->rsin ||
+    if (!c->pool || !bufs_ok || !c->rcos || !c->rsin ||
         !c->inv_freq || !c->mm_scratch || !c->sub_row || !c->sub_tok || !c->sub_pos || !c->sub_seq ||
         (hp->swa_window > 0 && (!c->rcos_swa || !c->rsin_swa || !c->inv_freq_swa))) {
         model_ctx_free(c);
@@ -134,7 +128,7 @@ int model_ctx_new(model *m, int max_batch_tokens, int n_threads, model_ctx **out
 void model_ctx_free(model_ctx *c) {
     if (!c) return;
     cpu_pool_free(c->pool);
-    free(c->x), free(c->xb), free(c->q), free(c->k), free(c->v), free(c->hb), free(c->hb2);
+    for (int i = 0; i < FWD_BUF_COUNT; i++) free(c->buf[i]);
     free(c->rcos), free(c->rsin), free(c->inv_freq), free(c->mm_scratch);
     free(c->rcos_swa), free(c->rsin_swa), free(c->inv_freq_swa);
     free(c->sub_row), free(c->sub_tok), free(c->sub_pos), free(c->sub_seq);
@@ -171,6 +165,8 @@ typedef struct attn_job {
     const model_batch *b;
     const attn_geom *geo; // the layer's: global or sliding-window
     int layer;
+    float *out;             // (n_tokens, q_dim) attention output
+    const float *q, *k, *v; // (n_tokens, q_dim), (n_tokens, kv_dim) x 2: the rows going in
     atomic_int next; // the next unit to claim: units differ in cost (context lengths, prefill runs)
 } attn_job;
 
@@ -199,7 +195,7 @@ static void attn_run(void *arg, int ith, int nth) {
                 if (unit != mine) continue;
                 mine = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
                 size_t off = (size_t)r0 * q_dim + (size_t)h * rep * hd;
-                c->attn(c->xb + off, (size_t)q_dim, c->q + off, (size_t)q_dim, r1 - r0, kl, vl, tables[b->seq[r0]],
+                c->attn(j->out + off, (size_t)q_dim, j->q + off, (size_t)q_dim, r1 - r0, kl, vl, tables[b->seq[r0]],
                         b->pos[r0] + 1, h, j->geo);
             }
         }
@@ -268,7 +264,11 @@ static void store_row(const model_ctx *c, tt_type type, void *dst, const float *
 }
 
 // Rows i = t * n_kv + h, i = ith, ith + nth, ...: each writes its own cache slot, so threads never share one.
-static void store_kv_rows(model_ctx *c, const model_kv *kv, const model_batch *b, int layer, int ith, int nth) {
+static void store_kv_rows(const attn_job *j, int ith, int nth) {
+    const model_ctx *c = j->c;
+    const model_kv *kv = j->kv;
+    const model_batch *b = j->b;
+    const int layer = j->layer;
     const model_hparams *hp = &c->m->hp;
     const int hd = hp->head_dim, n_kv = hp->n_kv_heads, bs = kv->block_size;
     const int32_t *const *tables = model_kv_layer_is_swa(kv, layer) ? b->block_tables_swa : b->block_tables;
@@ -276,27 +276,20 @@ static void store_kv_rows(model_ctx *c, const model_kv *kv, const model_batch *b
         int t = i / n_kv, h = i % n_kv;
         int blk = tables[b->seq[t]][b->pos[t] / bs], slot = b->pos[t] % bs;
         store_row(c, kv->k_type, kv->k_l[layer] + model_kv_offset(kv, kv->k_row, blk, h, slot),
-                  c->k + ((size_t)t * n_kv + h) * hd, hd);
+                  j->k + ((size_t)t * n_kv + h) * hd, hd);
         store_row(c, kv->v_type, kv->v_l[layer] + model_kv_offset(kv, kv->v_row, blk, h, slot),
-                  c->v + ((size_t)t * n_kv + h) * hd, hd);
+                  j->v + ((size_t)t * n_kv + h) * hd, hd);
     }
 }
 
-static void store_kv_run(void *arg, int ith, int nth) {
-    const attn_job *j = arg;
-    store_kv_rows(j->c, j->kv, j->b, j->layer, ith, nth);
-}
+static void store_kv_run(void *arg, int ith, int nth) { store_kv_rows(arg, ith, nth); }
 
 // An f16 cache is a plain conversion (serial, as it always was); quantizing a row costs ~2 us (the q4_0
 // least-squares search), so quantized caches are written by the pool: a 512-token prefill chunk of SmolLM2
 // writes 92k rows.
-static void store_kv(model_ctx *c, model_kv *kv, const model_batch *b, int layer) {
-    if (kv->k_type == TT_F16 && kv->v_type == TT_F16) {
-        store_kv_rows(c, kv, b, layer, 0, 1);
-        return;
-    }
-    attn_job job = {.c = c, .kv = kv, .b = b, .layer = layer};
-    cpu_pool_run(c->pool, store_kv_run, &job);
+static void store_kv(model_ctx *c, attn_job *job) {
+    if (job->kv->k_type == TT_F16 && job->kv->v_type == TT_F16) store_kv_rows(job, 0, 1);
+    else cpu_pool_run(c->pool, store_kv_run, job);
 }
 
 // Per-value work of a large step, split over the pool (the workers would otherwise spin while the caller does
@@ -341,42 +334,61 @@ static void norm_rows(model_ctx *c, float *dst, const float *src, const float *w
     else norm_run(&j, 0, 1);
 }
 
-// Gemma's sandwich norms: RMSNorm of a block's output (n, dim) before it joins the residual; no-op when
-// the architecture has no such weight.
-static void post_norm(float *y, int n, const model_weight *w, const model_hparams *hp) {
-    if (!w->data) return;
-    for (int t = 0; t < n; t++) ops_rmsnorm(y + (size_t)t * hp->dim, y + (size_t)t * hp->dim, w->data, hp->dim, hp->norm_eps);
+// --- the operations of the layer sequences (fwd.h) on the CPU: be is the model_ctx, its step in c->b, c->kv
+
+static int cpu_embed(void *be, fwd_buf dst, int n);
+
+static int cpu_norm(void *be, fwd_buf dst, fwd_buf src, int rows, int len, int layer, arch_role w, float eps) {
+    model_ctx *c = be;
+    norm_rows(c, c->buf[dst], c->buf[src], model_layer_w(c->m, layer, w)->data, rows, len, eps);
+    return 0;
 }
 
-static int layer_forward(model_ctx *c, model_kv *kv, const model_batch *b, int l) {
-    const model *m = c->m;
-    const model_hparams *hp = &m->hp;
-    const int n = b->n_tokens, dim = hp->dim, hd = hp->head_dim, half = hp->rope_dim / 2;
-    const int q_dim = hp->n_heads * hd, kv_dim = hp->n_kv_heads * hd, ffn = hp->ffn_dim;
-#define W(role) model_layer_w(m, l, role)
-    const int swa = model_layer_is_swa(hp, l);
-    const float *rcos = swa ? c->rcos_swa : c->rcos, *rsin = swa ? c->rsin_swa : c->rsin;
-    int rc = 0;
-    norm_rows(c, c->xb, c->x, W(ROLE_ATTN_NORM)->data, n, dim, hp->norm_eps);
-    {
-        float *outs[3] = {c->q, c->k, c->v};
-        const model_weight *ws[3] = {W(ROLE_ATTN_Q), W(ROLE_ATTN_K), W(ROLE_ATTN_V)};
-        const int lds[3] = {q_dim, kv_dim, kv_dim};
-        if ((rc = matmul_multi(c, outs, c->xb, n, ws, lds, 3))) return rc;
+static int cpu_matmul_op(void *be, const fwd_buf *outs, fwd_buf x, int n, int layer, const arch_role *ws, int count) {
+    model_ctx *c = be;
+    if (count == 1) {
+        const model_weight *w = model_layer_w(c->m, layer, ws[0]);
+        return matmul(c, c->buf[outs[0]], c->buf[x], n, w, (int)w->rows);
     }
+    float *o[CPU_MATMUL_MAX_MULTI];
+    const model_weight *w[CPU_MATMUL_MAX_MULTI];
+    int ld[CPU_MATMUL_MAX_MULTI];
+    if (count > CPU_MATMUL_MAX_MULTI) return TC_ERR_INVALID;
+    for (int i = 0; i < count; i++)
+        o[i] = c->buf[outs[i]], w[i] = model_layer_w(c->m, layer, ws[i]), ld[i] = (int)w[i]->rows;
+    return matmul_multi(c, o, c->buf[x], n, w, ld, count);
+}
+
+static int cpu_add_bias(void *be, fwd_buf x, int n, int len, int layer, arch_role b) {
+    model_ctx *c = be;
+    const float *bias = model_layer_w(c->m, layer, b)->data;
+    for (int t = 0; t < n; t++) ops_add(c->buf[x] + (size_t)t * len, bias, len);
+    return 0;
+}
+
+static int cpu_rope(void *be, fwd_buf qb, fwd_buf kb, int n, int layer) {
+    model_ctx *c = be;
+    const model_hparams *hp = &c->m->hp;
+    const int hd = hp->head_dim, half = hp->rope_dim / 2, q_dim = hp->n_heads * hd, kv_dim = hp->n_kv_heads * hd;
+    const int swa = model_layer_is_swa(hp, layer);
+    const float *rcos = swa ? c->rcos_swa : c->rcos, *rsin = swa ? c->rsin_swa : c->rsin;
     for (int t = 0; t < n; t++) {
-        float *q = c->q + (size_t)t * q_dim, *k = c->k + (size_t)t * kv_dim, *v = c->v + (size_t)t * kv_dim;
-        if (W(ROLE_ATTN_Q_BIAS)->data) ops_add(q, W(ROLE_ATTN_Q_BIAS)->data, q_dim);
-        if (W(ROLE_ATTN_K_BIAS)->data) ops_add(k, W(ROLE_ATTN_K_BIAS)->data, kv_dim);
-        if (W(ROLE_ATTN_V_BIAS)->data) ops_add(v, W(ROLE_ATTN_V_BIAS)->data, kv_dim);
-        if (W(ROLE_ATTN_Q_NORM)->data)
-            for (int h = 0; h < hp->n_heads; h++) ops_rmsnorm(q + h * hd, q + h * hd, W(ROLE_ATTN_Q_NORM)->data, hd, hp->norm_eps);
-        if (W(ROLE_ATTN_K_NORM)->data)
-            for (int h = 0; h < hp->n_kv_heads; h++) ops_rmsnorm(k + h * hd, k + h * hd, W(ROLE_ATTN_K_NORM)->data, hd, hp->norm_eps);
         const float *cs = rcos + (size_t)t * half, *sn = rsin + (size_t)t * half;
-        ops_rope(q, hp->n_heads, hd, hp->rope_dim, cs, sn, hp->rope_neox);
-        ops_rope(k, hp->n_kv_heads, hd, hp->rope_dim, cs, sn, hp->rope_neox);
-        if (c->cap_k && b->pos[t] >= c->cap_skip) {
+        ops_rope(c->buf[qb] + (size_t)t * q_dim, hp->n_heads, hd, hp->rope_dim, cs, sn, hp->rope_neox);
+        ops_rope(c->buf[kb] + (size_t)t * kv_dim, hp->n_kv_heads, hd, hp->rope_dim, cs, sn, hp->rope_neox);
+    }
+    return 0;
+}
+
+// What a quantized cache asks of the rows before they are stored: calibration capture, K centering and
+// balance, Hadamard rotation (kv_center.h, ops.h). Each row's values go through the same steps in the same
+// order whatever the batch.
+static void cache_transforms(model_ctx *c, float *qb, float *kb, float *vb, int n, int l) {
+    const model_hparams *hp = &c->m->hp;
+    const int hd = hp->head_dim, q_dim = hp->n_heads * hd, kv_dim = hp->n_kv_heads * hd;
+    for (int t = 0; t < n; t++) {
+        float *q = qb + (size_t)t * q_dim, *k = kb + (size_t)t * kv_dim, *v = vb + (size_t)t * kv_dim;
+        if (c->cap_k && c->b->pos[t] >= c->cap_skip) {
             double *sk = c->cap_k + (size_t)l * kv_dim, *sk2 = c->cap_k2 + (size_t)l * kv_dim;
             double *sq2 = c->cap_q2 + (size_t)l * q_dim;
             for (int i = 0; i < kv_dim; i++) sk[i] += k[i], sk2[i] += (double)k[i] * k[i];
@@ -392,36 +404,68 @@ static int layer_forward(model_ctx *c, model_kv *kv, const model_batch *b, int l
             for (int i = 0; i < q_dim; i++) q[i] *= qs[i];
         }
         // Rotate what goes into a quantized cache (after QK-norm and RoPE: the cache holds the final rows), and
-        // Q with K so that scores are unchanged; rotated V rows give a rotated output, undone below.
+        // Q with K so that scores are unchanged; rotated V rows give a rotated output, undone after attention.
         if (c->rot_k) {
             ops_hadamard_heads(q, hp->n_heads, hd, c->rot_block);
             ops_hadamard_heads(k, hp->n_kv_heads, hd, c->rot_block);
         }
         if (c->rot_v) ops_hadamard_heads(v, hp->n_kv_heads, hd, c->rot_block);
     }
-    store_kv(c, kv, b, l);
-    attn_job job = {.c = c, .kv = kv, .b = b, .geo = swa ? &c->geo_swa : &c->geo, .layer = l};
+}
+
+static int cpu_attention(void *be, fwd_buf out, fwd_buf q, fwd_buf k, fwd_buf v, int n, int layer) {
+    model_ctx *c = be;
+    const model_hparams *hp = &c->m->hp;
+    const int q_dim = hp->n_heads * hp->head_dim;
+    cache_transforms(c, c->buf[q], c->buf[k], c->buf[v], n, layer);
+    attn_job job = {.c = c, .kv = c->kv, .b = c->b, .layer = layer, .out = c->buf[out], .q = c->buf[q],
+                    .k = c->buf[k], .v = c->buf[v]};
+    store_kv(c, &job);
+    job.geo = model_layer_is_swa(hp, layer) ? &c->geo_swa : &c->geo;
     cpu_pool_run(c->pool, attn_run, &job);
     if (c->rot_v) // H·H = I: back to the model's basis before the output projection
-        for (int t = 0; t < n; t++) ops_hadamard_heads(c->xb + (size_t)t * q_dim, hp->n_heads, hd, c->rot_block);
-    // attention output (in xb) → projection into q's buffer, (post-norm,) then residual
-    if ((rc = matmul(c, c->q, c->xb, n, W(ROLE_ATTN_OUT), dim))) return rc;
-    post_norm(c->q, n, W(ROLE_ATTN_POST_NORM), hp);
-    ops_add(c->x, c->q, n * dim);
-    norm_rows(c, c->xb, c->x, W(ROLE_FFN_NORM)->data, n, dim, hp->norm_eps);
-    {
-        float *outs[2] = {c->hb, c->hb2};
-        const model_weight *ws[2] = {W(ROLE_FFN_GATE), W(ROLE_FFN_UP)};
-        const int lds[2] = {ffn, ffn};
-        if ((rc = matmul_multi(c, outs, c->xb, n, ws, lds, 2))) return rc;
-    }
-    glu(c, c->hb, c->hb2, n * ffn, hp->ffn_gelu);
-    if ((rc = matmul(c, c->q, c->hb, n, W(ROLE_FFN_DOWN), dim))) return rc;
-    post_norm(c->q, n, W(ROLE_FFN_POST_NORM), hp);
-    ops_add(c->x, c->q, n * dim);
-#undef W
+        for (int t = 0; t < n; t++) ops_hadamard_heads(c->buf[out] + (size_t)t * q_dim, hp->n_heads, hp->head_dim, c->rot_block);
     return 0;
 }
+
+static int cpu_add(void *be, fwd_buf x, fwd_buf y, int count) {
+    model_ctx *c = be;
+    ops_add(c->buf[x], c->buf[y], count);
+    return 0;
+}
+
+static int cpu_glu(void *be, fwd_buf g, fwd_buf u, int count, fwd_act act) {
+    model_ctx *c = be;
+    glu(c, c->buf[g], c->buf[u], count, act == FWD_ACT_GELU_TANH);
+    return 0;
+}
+
+// The residual stream after the layers (x_out), the embedding rows, and the logits rows gathered and normed
+// into dst.
+static int cpu_out_norm(void *be, fwd_buf dst, fwd_buf src, float eps) {
+    model_ctx *c = be;
+    const model_batch *b = c->b;
+    const int dim = c->m->hp.dim;
+    const float *x = c->buf[src], *w = c->m->output_norm.data;
+    if (b->x_out) memcpy(b->x_out, x, (size_t)b->n_tokens * dim * sizeof(float));
+    for (int i = 0; i < b->n_embd; i++) // the final-normed hidden state, as pooled embeddings use it
+        ops_rmsnorm(b->embd + (size_t)i * dim, x + (size_t)b->embd_rows[i] * dim, w, dim, eps);
+    for (int i = 0; i < b->n_logits; i++) // only the rows that sample
+        ops_rmsnorm(c->buf[dst] + (size_t)i * dim, x + (size_t)b->logits_rows[i] * dim, w, dim, eps);
+    return 0;
+}
+
+static const fwd_ops cpu_fwd_ops = {
+    .embed = cpu_embed,
+    .norm = cpu_norm,
+    .matmul = cpu_matmul_op,
+    .add_bias = cpu_add_bias,
+    .rope = cpu_rope,
+    .attention = cpu_attention,
+    .add = cpu_add,
+    .glu = cpu_glu,
+    .out_norm = cpu_out_norm,
+};
 
 int model_logits_rows(model_ctx *c, const float *normed, int n, float *logits, tc_err *err) {
     const model *m = c->m;
@@ -434,17 +478,20 @@ int model_forward(model_ctx *c, model_kv *kv, const model_batch *b, float *logit
     return model_forward_layers(c, kv, b, c->m->hp.n_layers, logits, err);
 }
 
-// The token embeddings of b's rows into the residual stream's rows 0..n_tokens-1.
-static void embed_rows(model_ctx *c, const model_batch *b) {
+// The token embeddings of the step's rows into dst's rows 0..n-1.
+static int cpu_embed(void *be, fwd_buf dst, int n) {
+    model_ctx *c = be;
     const model *m = c->m;
     const model_hparams *hp = &m->hp;
     const int dim = hp->dim;
     const tt_traits *et = tt_get(m->tok_embd.type);
     size_t erow = tt_row_size(m->tok_embd.type, dim);
-    for (int t = 0; t < b->n_tokens; t++) {
-        et->to_float((const char *)m->tok_embd.data + (size_t)b->tokens[t] * erow, c->x + (size_t)t * dim, dim);
-        if (hp->embd_scale != 1.0f) ops_scale(c->x + (size_t)t * dim, hp->embd_scale, dim);
+    float *x = c->buf[dst];
+    for (int t = 0; t < n; t++) {
+        et->to_float((const char *)m->tok_embd.data + (size_t)c->b->tokens[t] * erow, x + (size_t)t * dim, dim);
+        if (hp->embd_scale != 1.0f) ops_scale(x + (size_t)t * dim, hp->embd_scale, dim);
     }
+    return 0;
 }
 
 // The RoPE angles of b's rows (a pure function of each row's position).
@@ -460,11 +507,23 @@ static void rope_rows(model_ctx *c, const model_batch *b) {
     }
 }
 
+// Batch b (or a sub-batch) as the step: embedding (from layer 0) and RoPE angles, then layers [l0, l1).
+static int run_layers(model_ctx *c, const model_batch *b, int l0, int l1, tc_err *err) {
+    c->b = b;
+    const fwd_graph g = {.ops = &cpu_fwd_ops, .be = c, .m = c->m, .n = b->n_tokens};
+    int rc, failed = l0;
+    if (l0 == 0 && (rc = fwd_embed(&g))) return tc_err_set(err, rc, "embedding failed");
+    rope_rows(c, b);
+    if ((rc = fwd_layers(&g, l0, l1, &failed))) return tc_err_set(err, rc, "matmul failed in layer %d", failed);
+    return 0;
+}
+
 // Layers 0..n_layers-1 over a batch with resumed rows: layers below the resume layer over the other rows
 // (compacted into a sub-batch that keeps the sequences and their block tables), then every row from there,
 // the resumed rows' residual taken from resume_x. Each row's arithmetic is what the one-pass forward does.
-static int forward_resumed(model_ctx *c, model_kv *kv, const model_batch *b, int n_layers, tc_err *err) {
+static int forward_resumed(model_ctx *c, const model_batch *b, int n_layers, tc_err *err) {
     const int dim = c->m->hp.dim, n = b->n_tokens;
+    float *x = c->buf[FWD_X];
     int ns = 0, rc;
     for (int t = 0, j = 0; t < n; t++) {
         if (j < b->n_resume && b->resume_rows[j] == t) {
@@ -476,23 +535,15 @@ static int forward_resumed(model_ctx *c, model_kv *kv, const model_batch *b, int
     }
     model_batch sb = {.n_tokens = ns, .tokens = c->sub_tok, .pos = c->sub_pos, .seq = c->sub_seq,
                       .n_seqs = b->n_seqs, .block_tables = b->block_tables, .block_tables_swa = b->block_tables_swa};
-    if (ns > 0) {
-        embed_rows(c, &sb);
-        rope_rows(c, &sb);
-        for (int l = 0; l < b->resume_layer; l++)
-            if ((rc = layer_forward(c, kv, &sb, l))) return tc_err_set(err, rc, "matmul failed in layer %d", l);
-    }
+    if (ns > 0 && (rc = run_layers(c, &sb, 0, b->resume_layer, err))) return rc;
     // Spread the sub-batch back to its rows, last first (sub_row[i] >= i: nothing is overwritten unread), and
     // put the resumed rows' residuals in theirs.
     for (int i = ns - 1; i >= 0; i--)
         if (c->sub_row[i] != i)
-            memcpy(c->x + (size_t)c->sub_row[i] * dim, c->x + (size_t)i * dim, (size_t)dim * sizeof(float));
+            memcpy(x + (size_t)c->sub_row[i] * dim, x + (size_t)i * dim, (size_t)dim * sizeof(float));
     for (int j = 0; j < b->n_resume; j++)
-        memcpy(c->x + (size_t)b->resume_rows[j] * dim, b->resume_x + (size_t)j * dim, (size_t)dim * sizeof(float));
-    rope_rows(c, b);
-    for (int l = b->resume_layer; l < n_layers; l++)
-        if ((rc = layer_forward(c, kv, b, l))) return tc_err_set(err, rc, "matmul failed in layer %d", l);
-    return 0;
+        memcpy(x + (size_t)b->resume_rows[j] * dim, b->resume_x + (size_t)j * dim, (size_t)dim * sizeof(float));
+    return run_layers(c, b, b->resume_layer, n_layers, err);
 }
 
 int model_forward_layers(model_ctx *c, model_kv *kv, const model_batch *b, int n_layers, float *logits, tc_err *err) {
@@ -517,26 +568,14 @@ int model_forward_layers(model_ctx *c, model_kv *kv, const model_batch *b, int n
     c->center_k = qk ? m->k_center_neg : NULL;
     c->k_scale = qk ? m->k_scale : NULL;
     c->q_scale = qk ? m->q_scale : NULL;
-    const int n = b->n_tokens, dim = hp->dim;
-    if (b->n_resume > 0) {
-        if ((rc = forward_resumed(c, kv, b, n_layers, err))) return rc;
-    } else {
-        embed_rows(c, b);
-        rope_rows(c, b);
-        for (int l = 0; l < n_layers; l++)
-            if ((rc = layer_forward(c, kv, b, l))) return tc_err_set(err, rc, "matmul failed in layer %d", l);
-    }
-    if (b->x_out) memcpy(b->x_out, c->x, (size_t)n * dim * sizeof(float));
-    // Embedding rows (optional): the final-normed hidden state, as pooled embeddings use it.
-    for (int i = 0; i < b->n_embd; i++)
-        ops_rmsnorm(b->embd + (size_t)i * dim, c->x + (size_t)b->embd_rows[i] * dim, m->output_norm.data, dim,
-                    hp->norm_eps);
+    c->kv = kv;
+    rc = b->n_resume > 0 ? forward_resumed(c, b, n_layers, err) : run_layers(c, b, 0, n_layers, err);
+    if (rc) return rc;
+    c->b = b;
+    const fwd_graph g = {.ops = &cpu_fwd_ops, .be = c, .m = m, .n = b->n_tokens};
+    if ((rc = fwd_out_norm(&g))) return tc_err_set(err, rc, "output norm failed");
     if (b->n_logits == 0) return 0;
-    // Only the rows that sample: gather, final norm, output projection straight into logits.
-    for (int i = 0; i < b->n_logits; i++)
-        ops_rmsnorm(c->xb + (size_t)i * dim, c->x + (size_t)b->logits_rows[i] * dim, m->output_norm.data, dim,
-                    hp->norm_eps);
-    if ((rc = matmul(c, logits, c->xb, b->n_logits, &m->output, hp->n_vocab)))
+    if ((rc = matmul(c, logits, c->buf[FWD_XB], b->n_logits, &m->output, hp->n_vocab)))
         return tc_err_set(err, rc, "output matmul failed (type %s)", tt_name(m->output.type));
     return 0;
 }

@@ -1,0 +1,77 @@
+// The layer sequences of the architectures (fwd.h), written once for every backend, and the driver that runs
+// them. Nothing here touches memory: each step is a call to the backend's operation.
+#include "model/fwd.h"
+
+#include "model/model_internal.h"
+
+size_t fwd_buf_floats(const struct model_hparams *hp, fwd_buf b) {
+    const size_t q_dim = (size_t)hp->n_heads * hp->head_dim, kv_dim = (size_t)hp->n_kv_heads * hp->head_dim;
+    const size_t wide = q_dim > (size_t)hp->dim ? q_dim : (size_t)hp->dim;
+    switch (b) {
+    case FWD_X: return (size_t)hp->dim;
+    case FWD_XB:
+    case FWD_Q: return wide;
+    case FWD_K:
+    case FWD_V: return kv_dim;
+    case FWD_HB:
+    case FWD_HB2: return (size_t)hp->ffn_dim;
+    case FWD_BUF_COUNT: break;
+    }
+    return 0;
+}
+
+int fwd_embed(const fwd_graph *g) { return g->ops->embed(g->be, FWD_X, g->n); }
+
+int fwd_layers(const fwd_graph *g, int l0, int l1, int *failed_layer) {
+    for (int l = l0; l < l1; l++) {
+        int rc = g->m->arch->layer(g, l);
+        if (rc) {
+            *failed_layer = l;
+            return rc;
+        }
+    }
+    return 0;
+}
+
+int fwd_out_norm(const fwd_graph *g) { return g->ops->out_norm(g->be, FWD_XB, FWD_X, g->m->hp.norm_eps); }
+
+static int has(const fwd_graph *g, int l, arch_role r) { return model_layer_w(g->m, l, r)->data != NULL; }
+
+#define TRY(call)                                                                                            \
+    do {                                                                                                     \
+        int rc_ = (call);                                                                                    \
+        if (rc_) return rc_;                                                                                 \
+    } while (0)
+
+int fwd_layer_std(const fwd_graph *g, int l) {
+    const fwd_ops *o = g->ops;
+    void *be = g->be;
+    const model_hparams *hp = &g->m->hp;
+    const int n = g->n, dim = hp->dim, hd = hp->head_dim, ffn = hp->ffn_dim;
+    const int q_dim = hp->n_heads * hd, kv_dim = hp->n_kv_heads * hd;
+    const float eps = hp->norm_eps;
+    static const fwd_buf qkv[3] = {FWD_Q, FWD_K, FWD_V}, gate_up[2] = {FWD_HB, FWD_HB2}, proj[1] = {FWD_Q};
+    static const arch_role w_qkv[3] = {ROLE_ATTN_Q, ROLE_ATTN_K, ROLE_ATTN_V}, w_gate_up[2] = {ROLE_FFN_GATE, ROLE_FFN_UP};
+    static const arch_role w_out[1] = {ROLE_ATTN_OUT}, w_down[1] = {ROLE_FFN_DOWN};
+    // attention block
+    TRY(o->norm(be, FWD_XB, FWD_X, n, dim, l, ROLE_ATTN_NORM, eps));
+    TRY(o->matmul(be, qkv, FWD_XB, n, l, w_qkv, 3));
+    if (has(g, l, ROLE_ATTN_Q_BIAS)) TRY(o->add_bias(be, FWD_Q, n, q_dim, l, ROLE_ATTN_Q_BIAS));
+    if (has(g, l, ROLE_ATTN_K_BIAS)) TRY(o->add_bias(be, FWD_K, n, kv_dim, l, ROLE_ATTN_K_BIAS));
+    if (has(g, l, ROLE_ATTN_V_BIAS)) TRY(o->add_bias(be, FWD_V, n, kv_dim, l, ROLE_ATTN_V_BIAS));
+    if (has(g, l, ROLE_ATTN_Q_NORM)) TRY(o->norm(be, FWD_Q, FWD_Q, n * hp->n_heads, hd, l, ROLE_ATTN_Q_NORM, eps));
+    if (has(g, l, ROLE_ATTN_K_NORM)) TRY(o->norm(be, FWD_K, FWD_K, n * hp->n_kv_heads, hd, l, ROLE_ATTN_K_NORM, eps));
+    TRY(o->rope(be, FWD_Q, FWD_K, n, l));
+    TRY(o->attention(be, FWD_XB, FWD_Q, FWD_K, FWD_V, n, l));
+    TRY(o->matmul(be, proj, FWD_XB, n, l, w_out, 1));
+    if (has(g, l, ROLE_ATTN_POST_NORM)) TRY(o->norm(be, FWD_Q, FWD_Q, n, dim, l, ROLE_ATTN_POST_NORM, eps));
+    TRY(o->add(be, FWD_X, FWD_Q, n * dim));
+    // feed-forward block
+    TRY(o->norm(be, FWD_XB, FWD_X, n, dim, l, ROLE_FFN_NORM, eps));
+    TRY(o->matmul(be, gate_up, FWD_XB, n, l, w_gate_up, 2));
+    TRY(o->glu(be, FWD_HB, FWD_HB2, n * ffn, hp->ffn_gelu ? FWD_ACT_GELU_TANH : FWD_ACT_SILU));
+    TRY(o->matmul(be, proj, FWD_HB, n, l, w_down, 1));
+    if (has(g, l, ROLE_FFN_POST_NORM)) TRY(o->norm(be, FWD_Q, FWD_Q, n, dim, l, ROLE_FFN_POST_NORM, eps));
+    TRY(o->add(be, FWD_X, FWD_Q, n * dim));
+    return 0;
+}

@@ -9,7 +9,13 @@
 #include <string.h>
 
 #include "common/timeutil.h"
-#include "server/srv_internal.h"
+#include "server/embed.h"
+#include "server/gen_launch.h"
+#include "server/srv_conn.h"
+#include "server/srv_log.h"
+#include "server/srv_model.h"
+#include "server/srv_reply.h"
+#include "server/srv_tenants.h"
 
 #define EMB_MAX_INPUTS 256 // per request (the engine's queue bounds what can wait at once)
 
@@ -22,7 +28,7 @@ typedef struct emb_item {
 } emb_item;
 
 typedef struct emb_req {
-    server *s;
+    srv_model *s;
     struct evhttp_request *req; // NULL once the client went away
     struct evhttp_connection *conn;
     emb_item *items; // (n_items) owned
@@ -38,14 +44,14 @@ typedef struct emb_req {
 } emb_req;
 
 static void emb_link(emb_req *q) {
-    server *s = q->s;
+    srv_model *s = q->s;
     q->next = s->emb_inflight;
     if (q->next) q->next->prev = q;
     s->emb_inflight = q;
 }
 
 static void emb_unlink(emb_req *q) {
-    server *s = q->s;
+    srv_model *s = q->s;
     if (q->prev) q->prev->next = q->next;
     else if (s->emb_inflight == q) s->emb_inflight = q->next;
     if (q->next) q->next->prev = q->prev;
@@ -54,7 +60,7 @@ static void emb_unlink(emb_req *q) {
 
 static void emb_free(emb_req *q) {
     emb_unlink(q);
-    srv_tenant_end(q->s, &q->tn, q->n_tokens, 0); // (nothing when not admitted)
+    srv_tenant_end(q->s->fe, &q->tn, q->n_tokens, 0); // (nothing when not admitted)
     q->s->n_inflight--;
     for (int i = 0; i < q->n_items; i++) free(q->items[i].vec);
     free(q->items);
@@ -78,35 +84,35 @@ static void on_close(struct evhttp_connection *conn, void *arg) {
 // The reply is written: q's last reference.
 static void on_reply_done(struct evhttp_request *req, void *arg) {
     emb_req *q = arg;
-    server *s = q->s;
-    if (q->conn) srv_conn_set_closecb(s, q->conn, NULL, NULL);
+    srv_model *s = q->s;
+    if (q->conn) srv_conn_set_closecb(s->fe, q->conn, NULL, NULL);
     emb_free(q);
-    srv_conn_reply_done(req, s);
+    srv_conn_reply_done(req, s->fe);
 }
 
-void embed_check_disconnects(server *s) {
+void embed_check_disconnects(srv_model *s) {
     emb_req *next;
     for (emb_req *q = s->emb_inflight; q; q = next) {
         next = q->next;
         struct evhttp_connection *conn = q->conn;
         if (!conn || !q->req || q->writing || !srv_conn_peer_gone(conn)) continue;
-        srv_conn_set_closecb(s, conn, NULL, NULL);
+        srv_conn_set_closecb(s->fe, conn, NULL, NULL);
         on_close(conn, q); // the engine's FINISH events free q
         evhttp_connection_free(conn);
     }
 }
 
-void embed_cancel_all(server *s, engine_finish why) {
+void embed_cancel_all(srv_model *s, engine_finish why) {
     for (emb_req *q = s->emb_inflight; q; q = q->next)
         for (int i = 0; i < q->n_items && s->eng; i++)
             if (q->items[i].live) engine_cancel(s->eng, q->items[i].id, why);
 }
 
-void embed_free_all(server *s) {
+void embed_free_all(srv_model *s) {
     while (s->emb_inflight) {
         emb_req *q = s->emb_inflight;
-        if (q->conn) srv_conn_set_closecb(s, q->conn, NULL, NULL);
-        if (q->writing && q->req) evhttp_request_set_on_complete_cb(q->req, srv_conn_reply_done, s);
+        if (q->conn) srv_conn_set_closecb(s->fe, q->conn, NULL, NULL);
+        if (q->writing && q->req) evhttp_request_set_on_complete_cb(q->req, srv_conn_reply_done, s->fe);
         emb_free(q);
     }
 }
@@ -142,7 +148,7 @@ static json_t *b64_floats(const float *v, int n) {
 
 // Queues the answer; 1 when q now waits for it to be written (on_reply_done or on_close frees it), else 0.
 static int reply(emb_req *q) {
-    server *s = q->s;
+    srv_model *s = q->s;
     struct evhttp_request *req = q->req;
     if (!req) return 0;
     q->writing = 1;
@@ -150,8 +156,8 @@ static int reply(emb_req *q) {
     if (q->error) {
         oai_err e;
         oai_err_set(&e, q->error, "server_error", q->error == 503 ? "shutting_down" : NULL, NULL, "%s", q->errmsg);
-        srv_send_error(s, req, &e);
-        srv_access_log(s, req, NULL, q->error, q->n_tokens, 0, 0, tc_now() - q->t_recv, "error");
+        srv_send_error(&s->o, req, &e);
+        srv_access_log(&s->o, req, NULL, q->error, q->n_tokens, 0, 0, tc_now() - q->t_recv, "error");
         return 1;
     }
     int dim = model_get_hparams(s->m)->dim;
@@ -167,12 +173,12 @@ static int reply(emb_req *q) {
     }
     json_t *resp = json_pack("{s:s,s:o,s:s,s:{s:i,s:i}}", "object", "list", "data", data, "model", s->name, "usage",
                              "prompt_tokens", q->n_tokens, "total_tokens", q->n_tokens);
-    srv_access_log(s, req, NULL, 200, q->n_tokens, 0, 0, tc_now() - q->t_recv, "stop");
-    srv_send_json(s, req, 200, resp);
+    srv_access_log(&s->o, req, NULL, 200, q->n_tokens, 0, 0, tc_now() - q->t_recv, "stop");
+    srv_send_json(&s->o, req, 200, resp);
     return 1;
 }
 
-static void on_event(server *s, srv_ev_sink *self, const engine_event *ev) {
+static void on_event(srv_model *s, srv_ev_sink *self, const engine_event *ev) {
     (void)s;
     emb_item *it = (emb_item *)self;
     emb_req *q = it->q;
@@ -196,7 +202,7 @@ static void on_event(server *s, srv_ev_sink *self, const engine_event *ev) {
 #define BAD(e, param, ...) oai_err_set(e, 400, "invalid_request_error", NULL, param, __VA_ARGS__)
 
 // One input as token ids (*ids malloc'd): a string (tokenized as a completions prompt) or an array of ids.
-static int input_ids(server *s, json_t *in, int32_t **ids, int *n, oai_err *e) {
+static int input_ids(srv_model *s, json_t *in, int32_t **ids, int *n, oai_err *e) {
     tc_err err = {0};
     if (json_is_string(in)) {
         size_t len = json_string_length(in);
@@ -220,7 +226,7 @@ static int input_ids(server *s, json_t *in, int32_t **ids, int *n, oai_err *e) {
     return 0;
 }
 
-static int parse(server *s, const char *body, size_t len, oai_req *r, int *base64, oai_err *e) {
+static int parse(srv_model *s, const char *body, size_t len, oai_req *r, int *base64, oai_err *e) {
     memset(r, 0, sizeof *r);
     json_error_t je;
     if (!len) return BAD(e, NULL, "The request body is empty; expected a JSON object");
@@ -251,7 +257,8 @@ static int parse(server *s, const char *body, size_t len, oai_req *r, int *base6
     return 0;
 }
 
-void embed_handle(server *s, struct evhttp_request *req) {
+int embed_handle(srv_model *s, struct evhttp_request *req, oai_kind kind, oai_err *ep_err) {
+    (void)kind, (void)ep_err; // errors are replied here (the access line too)
     double t_recv = tc_now();
     oai_err e = {0};
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
@@ -303,7 +310,7 @@ void embed_handle(server *s, struct evhttp_request *req) {
         ers[i].user = &q->items[i];
     }
     // the tenant's rate limits (1 request, its prompt tokens), then its fair share and cache namespace
-    if (srv_tenant_admit(s, req, &q->tn, q->n_tokens, &e)) goto fail_ids; // 401 / 429 with headers
+    if (srv_tenant_admit(s->fe, req, &q->tn, q->n_tokens, &e)) goto fail_ids; // 401 / 429 with headers
     for (int i = 0; i < n; i++) {
         ers[i].cache_salt = srv_tenant_salt(&q->tn, NULL, 0);
         // embeddings are a fair-share group of their own (one per tenant), apart from generation: a batch of
@@ -325,10 +332,10 @@ void embed_handle(server *s, struct evhttp_request *req) {
             if (q->n_live == 0) goto fail; // nothing in flight
             for (int k = 0; k < q->n_items; k++) // the rest finishes through the engine, then q is freed
                 if (q->items[k].live) engine_cancel(s->eng, q->items[k].id, ENGINE_FINISH_CANCELLED);
-            srv_send_error(s, req, &e);
-            srv_access_log(s, req, NULL, e.status, 0, 0, 0, tc_now() - t_recv, NULL);
+            srv_send_error(&s->o, req, &e);
+            srv_access_log(&s->o, req, NULL, e.status, 0, 0, 0, tc_now() - t_recv, NULL);
             oai_req_free(&r);
-            return;
+            return 0;
         }
         q->items[i].live = 1;
         q->n_live++;
@@ -336,8 +343,8 @@ void embed_handle(server *s, struct evhttp_request *req) {
     oai_req_free(&r);
     q->req = req;
     q->conn = evhttp_request_get_connection(req);
-    srv_conn_set_closecb(s, q->conn, on_close, q);
-    return;
+    srv_conn_set_closecb(s->fe, q->conn, on_close, q);
+    return 0;
 
 fail_ids:
     for (int k = 0; k < n; k++) free(ers[k].prompt);
@@ -348,6 +355,7 @@ fail:
         else free(q);
     }
     oai_req_free(&r);
-    srv_send_error(s, req, &e);
-    srv_access_log(s, req, NULL, e.status, 0, 0, 0, tc_now() - t_recv, NULL);
+    srv_send_error(&s->o, req, &e);
+    srv_access_log(&s->o, req, NULL, e.status, 0, 0, 0, tc_now() - t_recv, NULL);
+    return 0;
 }

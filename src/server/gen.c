@@ -11,13 +11,20 @@
 #include <string.h>
 
 #include "common/timeutil.h"
+#include "server/gen.h"
 #include "server/gen_impl.h"
+#include "server/gen_trunc.h"
+#include "server/oai_tools.h"
+#include "server/srv_conn.h"
+#include "server/srv_log.h"
+#include "server/srv_reply.h"
+#include "server/srv_tenants.h"
 
 
 // --- lifetime ----------------------------------------------------------------------------------------
 
 static void g_unlink(gen_req *g) {
-    server *s = g->s;
+    srv_model *s = g->s;
     if (g->prev) g->prev->next = g->next;
     else if (s->inflight == g) s->inflight = g->next;
     if (g->next) g->next->prev = g->prev;
@@ -35,7 +42,7 @@ void gen_free_ids(gen_req *g) {
 static void g_free(gen_req *g) {
     int n_out = 0;
     for (int i = 0; i < g->n_choices; i++) n_out += g->ch[i].n_tokens;
-    srv_tenant_end(g->s, &g->tn, g->n_prompt, n_out); // refunds the unused part of its tokens reservation
+    srv_tenant_end(g->s->fe, &g->tn, g->n_prompt, n_out); // refunds the unused part of its tokens reservation
     g_unlink(g);
     g->s->n_inflight--;
     for (int i = 0; i < g->n_choices; i++) {
@@ -57,8 +64,8 @@ static void g_free(gen_req *g) {
 
 // Called by libevent once a finished reply is fully written: the drain on shutdown waits for this.
 static void on_reply_done(struct evhttp_request *req, void *arg) {
-    ((server *)arg)->n_writing--;
-    srv_conn_reply_done(req, arg);
+    ((srv_model *)arg)->n_writing--;
+    srv_conn_reply_done(req, ((srv_model *)arg)->fe);
 }
 
 void gen_detach(gen_req *g) {
@@ -67,7 +74,7 @@ void gen_detach(gen_req *g) {
         if (g->req) evhttp_request_set_on_complete_cb(g->req, on_reply_done, g->s);
         else g->s->n_writing--;
     }
-    if (g->conn) srv_conn_set_closecb(g->s, g->conn, NULL, NULL);
+    if (g->conn) srv_conn_set_closecb(g->s->fe, g->conn, NULL, NULL);
     g->conn = NULL;
     g->req = NULL;
 }
@@ -78,7 +85,7 @@ static void g_log(gen_req *g, int status, const char *finish) {
     int n_out = 0;
     for (int i = 0; i < g->n_choices; i++) n_out += g->ch[i].n_tokens;
     double now = tc_now();
-    srv_access_log(g->s, g->req, g->id, status, g->n_prompt, n_out, g->t_first_tok ? g->t_first_tok - g->t_recv : 0,
+    srv_access_log(&g->s->o, g->req, g->id, status, g->n_prompt, n_out, g->t_first_tok ? g->t_first_tok - g->t_recv : 0,
                    now - g->t_recv, finish);
 }
 
@@ -106,7 +113,7 @@ void gen_queue_json(gen_req *g, json_t *j) {
     mark_dirty(g);
 }
 
-void gen_flush_dirty(server *s) {
+void gen_flush_dirty(srv_model *s) {
     gen_req *g = s->dirty;
     s->dirty = NULL;
     while (g) {
@@ -168,7 +175,7 @@ static void emit_stream(gen_choice *c, int final) {
 
 // Whether a request's output is split into reasoning_content and content (--reasoning-format, the chat
 // template's family); never with tools (their parser owns the text) or for completions.
-int gen_reasoning_on(const server *s, const oai_req *q) {
+int gen_reasoning_on(const srv_model *s, const oai_req *q) {
     if (q->kind != OAI_CHAT || oai_tools_active(q) || s->o.reasoning_format == SRV_REASONING_NONE) return 0;
     return s->o.reasoning_format == SRV_REASONING_PARSE || chat_family_reasons(s->chat);
 }
@@ -191,7 +198,7 @@ static json_t *tool_calls_of(gen_choice *c, char **content) {
 // Closes a choice's text: flushes the detokenizer, releases the rest, queues the finish chunk.
 static void close_text(gen_choice *c, const char *reason, int aborted) {
     gen_req *g = c->g;
-    server *s = g->s;
+    srv_model *s = g->s;
     if (c->text_done) return;
     c->text_done = 1;
     if (!c->sb.matched) {
@@ -257,7 +264,7 @@ static void on_prompt_lp(gen_choice *c, const engine_event *ev) {
 }
 
 static void lp_append_at(gen_choice *c, const samp_result *r, long offset) {
-    server *s = c->g->s;
+    srv_model *s = c->g->s;
     char bufs[SAMP_MAX_LOGPROBS + 1][64];
     oai_lp_tok chosen, top[SAMP_MAX_LOGPROBS];
     int n = tok_piece(s->vocab, r->token, 0, bufs[0], sizeof bufs[0]);
@@ -276,7 +283,7 @@ static void lp_append_at(gen_choice *c, const samp_result *r, long offset) {
 
 static void on_token(gen_choice *c, const engine_event *ev) {
     gen_req *g = c->g;
-    server *s = g->s;
+    srv_model *s = g->s;
     if (c->text_done) return; // tokens the engine made before it saw our stop cancel
     double now = tc_now();
     c->n_tokens++;
@@ -310,7 +317,7 @@ static json_t *usage_json(const gen_req *g, int n_out) {
 }
 
 static void complete(gen_req *g) {
-    server *s = g->s;
+    srv_model *s = g->s;
     double now = tc_now();
     int n_out = 0;
     for (int i = 0; i < g->n_choices; i++) n_out += g->ch[i].n_tokens;
@@ -365,7 +372,7 @@ static void complete(gen_req *g) {
     if (g->error) {
         g_log(g, g->error, "error");
         gen_detach(g);
-        srv_send_error(s, req, &e);
+        srv_send_error(&s->o, req, &e);
         return;
     }
     json_t *choices = json_array();
@@ -405,7 +412,7 @@ static void complete(gen_req *g) {
     json_t *resp = oai_response(g->q.kind, g->id, g->created, s->name, choices, usage_json(g, n_out));
     g_log(g, 200, g->ch[0].finish_reason);
     gen_detach(g);
-    srv_send_json(s, req, 200, resp);
+    srv_send_json(&s->o, req, 200, resp);
 }
 
 static void on_finish(gen_choice *c, const engine_event *ev) {
@@ -440,7 +447,7 @@ static void on_finish(gen_choice *c, const engine_event *ev) {
                  "tokens); retry the request", c->n_tokens);
     }
     if (ev->finish == ENGINE_FINISH_DEADLINE)
-        srv_log(g->s, SRV_LOG_INFO, "request %s choice %d: deadline reached after %d tokens", g->id, c->index,
+        srv_log(&g->s->o, SRV_LOG_INFO, "request %s choice %d: deadline reached after %d tokens", g->id, c->index,
                 c->n_tokens);
     engine_finish f = ev->finish;
     int cut = f == ENGINE_FINISH_SHUTDOWN || f == ENGINE_FINISH_SLO;
@@ -449,7 +456,7 @@ static void on_finish(gen_choice *c, const engine_event *ev) {
     else mark_dirty(g);
 }
 
-void gen_on_engine_events(server *s) {
+void gen_on_engine_events(srv_model *s) {
     if (!s->eng) return;
     engine_event evs[64];
     int n;
@@ -482,7 +489,7 @@ void gen_on_engine_events(server *s) {
 void gen_on_close(struct evhttp_connection *conn, void *arg) {
     (void)conn;
     gen_req *g = arg;
-    server *s = g->s;
+    srv_model *s = g->s;
     // When libevent drops a connection on a read/write error while a reply is still in progress, it
     // detaches the request (no connection) and leaves freeing it to us; otherwise it frees it itself.
     if (g->req && !evhttp_request_get_connection(g->req)) evhttp_request_free(g->req);
@@ -494,7 +501,7 @@ void gen_on_close(struct evhttp_connection *conn, void *arg) {
     }
     if (g->n_live > 0) {
         metric_inc(s->mt.cancelled, 1);
-        srv_log(s, SRV_LOG_DEBUG, "request %s: client went away, cancelling", g->id);
+        srv_log(&s->o, SRV_LOG_DEBUG, "request %s: client went away, cancelling", g->id);
         for (int i = 0; i < g->n_choices; i++)
             if (g->ch[i].live && s->eng) engine_cancel(s->eng, g->ch[i].id, ENGINE_FINISH_CANCELLED);
     }
@@ -505,7 +512,7 @@ void gen_on_close(struct evhttp_connection *conn, void *arg) {
 // prefill or a non-streamed generation would go unnoticed: peek at each waiting socket instead (called
 // from a short periodic timer). A closed peer reads as 0 bytes (or an error); pipelined bytes are left
 // in place.
-void gen_check_disconnects(server *s) {
+void gen_check_disconnects(srv_model *s) {
     gen_req *next;
     for (gen_req *g = s->inflight; g; g = next) {
         next = g->next;
@@ -517,7 +524,7 @@ void gen_check_disconnects(server *s) {
         ssize_t n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
         if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
             struct evhttp_connection *conn = g->conn;
-            srv_conn_set_closecb(s, conn, NULL, NULL);
+            srv_conn_set_closecb(s->fe, conn, NULL, NULL);
             gen_on_close(conn, g); // cancels; g may be freed here
             evhttp_connection_free(conn);
             continue;
@@ -532,13 +539,13 @@ void gen_check_disconnects(server *s) {
     if (s->dirty) gen_flush_dirty(s);
 }
 
-void gen_cancel_all(server *s, engine_finish why) {
+void gen_cancel_all(srv_model *s, engine_finish why) {
     for (gen_req *g = s->inflight; g; g = g->next)
         for (int i = 0; i < g->n_choices; i++)
             if (g->ch[i].live && s->eng) engine_cancel(s->eng, g->ch[i].id, why);
 }
 
-void gen_free_all(server *s) {
+void gen_free_all(srv_model *s) {
     while (s->inflight) {
         gen_req *g = s->inflight;
         gen_detach(g);

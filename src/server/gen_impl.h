@@ -3,8 +3,11 @@
 #ifndef TACHYON_SERVER_GEN_IMPL_H
 #define TACHYON_SERVER_GEN_IMPL_H
 
+#include "server/gen_prompt.h"
+#include "server/gen_summ.h"
 #include "server/reasoning.h"
-#include "server/srv_internal.h"
+#include "server/srv_model.h"
+#include "server/srv_tenants.h"
 
 typedef struct gen_choice {
     srv_ev_sink sink; // fn NULL: a generation choice (first member: engine events are routed on it)
@@ -28,7 +31,7 @@ typedef struct gen_choice {
 } gen_choice;
 
 typedef struct gen_req {
-    server *s;
+    srv_model *s;
     struct evhttp_request *req; // NULL once the client went away or the reply is complete
     struct evhttp_connection *conn;
     oai_req q;
@@ -74,9 +77,9 @@ void gen_free_ids(gen_req *g);
 void gen_detach(gen_req *g);      // the reply is going out: unlink from the connection and the write count
 void gen_maybe_free(gen_req *g);  // frees g once no choice is live and nothing references it
 void gen_queue_json(gen_req *g, json_t *j); // one SSE data event (flushed by gen_flush_dirty)
-void gen_flush_dirty(server *s);
+void gen_flush_dirty(srv_model *s);
 json_t *gen_lp_new(const gen_req *g);
-int gen_reasoning_on(const server *s, const oai_req *q);
+int gen_reasoning_on(const srv_model *s, const oai_req *q);
 void gen_lp_first_prompt_token(gen_choice *c, int32_t tok);
 void gen_on_close(struct evhttp_connection *conn, void *arg); // the client went away
 

@@ -9,6 +9,17 @@
 
 #include "common/timeutil.h"
 #include "server/gen_impl.h"
+#include "server/gen_launch.h"
+#include "server/gen_prompt.h"
+#include "server/gen_summ.h"
+#include "server/gen_trunc.h"
+#include "server/oai_tools.h"
+#include "server/srv_conn.h"
+#include "server/srv_grammar.h"
+#include "server/srv_log.h"
+#include "server/srv_reply.h"
+#include "server/srv_tenants.h"
+#include "server/srv_work.h"
 static uint64_t mix64(uint64_t x) {
     x += 0x9E3779B97F4A7C15ull;
     x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -17,22 +28,22 @@ static uint64_t mix64(uint64_t x) {
 }
 
 // Lenient mode: fields dropped instead of refused are logged, at most once every 10 s (the rest counted).
-void gen_log_dropped(server *s, const oai_req *q) {
+void gen_log_dropped(srv_model *s, const oai_req *q) {
     if (!q->lenient_dropped[0]) return;
     double now = tc_now();
-    if (s->lenient_t_log > 0 && now - s->lenient_t_log < 10) {
-        s->lenient_suppressed++;
+    if (s->fe->lenient_t_log > 0 && now - s->fe->lenient_t_log < 10) {
+        s->fe->lenient_suppressed++;
         return;
     }
-    srv_log(s, SRV_LOG_WARN, "--lenient: ignored unsupported request fields: %s (%d similar warnings suppressed)",
-            q->lenient_dropped, s->lenient_suppressed);
-    s->lenient_t_log = now;
-    s->lenient_suppressed = 0;
+    srv_log(&s->o, SRV_LOG_WARN, "--lenient: ignored unsupported request fields: %s (%d similar warnings suppressed)",
+            q->lenient_dropped, s->fe->lenient_suppressed);
+    s->fe->lenient_t_log = now;
+    s->fe->lenient_suppressed = 0;
 }
 
-static void reply_error(server *s, struct evhttp_request *req, const oai_err *e, double t_recv) {
-    srv_send_error(s, req, e);
-    srv_access_log(s, req, NULL, e->status, 0, 0, 0, tc_now() - t_recv, NULL);
+static void reply_error(srv_model *s, struct evhttp_request *req, const oai_err *e, double t_recv) {
+    srv_send_error(&s->o, req, e);
+    srv_access_log(&s->o, req, NULL, e->status, 0, 0, 0, tc_now() - t_recv, NULL);
 }
 
 
@@ -43,7 +54,7 @@ static void reply_error(server *s, struct evhttp_request *req, const oai_err *e,
 // Parse, model check, prompt ids: on the loop thread, or on the worker while g->preparing (then it touches
 // only g->q, g->ids, g->perr and s's read-only model data: vocab, chat template).
 static void gen_prepare(gen_req *g, const char *body, size_t len) {
-    server *s = g->s;
+    srv_model *s = g->s;
     oai_err *e = &g->perr;
     g->prep_rc = -1;
     if (oai_parse_ex(g->kind, body, len, s->o.lenient, &g->q, e)) return;
@@ -109,7 +120,7 @@ static void summ_done(void *arg) {
 
 // Answers an error for a request that owns its connection (g->req set); g lives on while choices finish.
 static void gen_fail(gen_req *g, const oai_err *e) {
-    server *s = g->s;
+    srv_model *s = g->s;
     struct evhttp_request *req = g->req;
     for (int i = 0; i < g->n_choices; i++)
         if (g->ch[i].live) engine_cancel(s->eng, g->ch[i].id, ENGINE_FINISH_CANCELLED);
@@ -119,7 +130,8 @@ static void gen_fail(gen_req *g, const oai_err *e) {
     gen_maybe_free(g);
 }
 
-void gen_handle(server *s, struct evhttp_request *req, oai_kind kind) {
+int gen_handle(srv_model *s, struct evhttp_request *req, oai_kind kind, oai_err *ep_err) {
+    (void)ep_err; // errors are replied here (the access line too)
     double t_recv = tc_now();
     oai_err e = {0};
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
@@ -128,7 +140,7 @@ void gen_handle(server *s, struct evhttp_request *req, oai_kind kind) {
     if (!g) {
         oai_err_set(&e, 500, "server_error", NULL, NULL, "out of memory");
         reply_error(s, req, &e, t_recv);
-        return;
+        return 0;
     }
     g->s = s;
     s->n_inflight++; // balanced by g_free
@@ -142,11 +154,11 @@ void gen_handle(server *s, struct evhttp_request *req, oai_kind kind) {
     g->writing = 1;
     s->n_writing++;
     g->conn = evhttp_request_get_connection(req);
-    srv_conn_set_closecb(s, g->conn, gen_on_close, g);
+    srv_conn_set_closecb(s->fe, g->conn, gen_on_close, g);
     if (len > GEN_ASYNC_BODY && (g->body = evbuffer_new())) {
         evbuffer_add_buffer(g->body, in); // moves the chains: the request keeps no copy
         g->preparing = 1;
-        if (srv_work_submit(s, prep_run, prep_done, g) == 0) return;
+        if (srv_work_submit(s->fe, prep_run, prep_done, g) == 0) return 0;
         g->preparing = 0;
         evbuffer_add_buffer(in, g->body);
         evbuffer_free(g->body);
@@ -157,18 +169,101 @@ void gen_handle(server *s, struct evhttp_request *req, oai_kind kind) {
     evbuffer_drain(in, len); // parsed into g->q: free the body now rather than with the request
     if (g->prep_rc == 0 && oai_wants_grammar(&g->q)) {
         g->preparing = 1;
-        if (srv_work_submit(s, grammar_run, prep_done, g) == 0) return;
+        if (srv_work_submit(s->fe, grammar_run, prep_done, g) == 0) return 0;
         g->preparing = 0;
         oai_err_set(&g->perr, 500, "server_error", NULL, NULL, "cannot reach the worker thread");
         g->prep_rc = -1;
     }
     gen_launch(g);
+    return 0;
 }
 
 // The prompt is ready (g->prep_rc, g->perr, g->ids): check it against the context, submit one engine request
 // per choice, start the reply.
+// Every prompt and its completion fit the context (else 400 context_length_exceeded); counts g->n_prompt and
+// the tokens to reserve for the tenant (prompt + max_tokens of every choice). 0, or -1 with *e filled.
+static int check_context(gen_req *g, double *reserve, oai_err *e) {
+    srv_model *s = g->s;
+    const oai_req *q = &g->q;
+    const char *pparam = g->kind == OAI_CHAT ? "messages" : "prompt";
+    for (int pi = 0; pi < g->n_pr; pi++) {
+        int n_ids = g->n_ids[pi];
+        if (n_ids >= s->ctx_size)
+            return oai_err_set(e, 400, "invalid_request_error", "context_length_exceeded", pparam,
+                               "This model's maximum context length is %d tokens. However, your %s resulted in %d "
+                               "tokens. Please reduce the length of the %s.", s->ctx_size, pparam, n_ids, pparam);
+        int mt = q->max_tokens > 0 ? q->max_tokens : s->ctx_size - n_ids;
+        if ((long long)n_ids + mt > s->ctx_size)
+            return oai_err_set(e, 400, "invalid_request_error", "context_length_exceeded", "max_tokens",
+                               "This model's maximum context length is %d tokens. However, you requested %lld tokens "
+                               "(%d in the %s, %d for the completion). Please reduce the length of the %s or the "
+                               "completion.", s->ctx_size, (long long)n_ids + mt, n_ids, pparam, mt, pparam);
+        g->n_prompt += n_ids;
+        *reserve += ((double)n_ids + mt) * q->n;
+    }
+    return 0;
+}
+
+// Sets up g's choices (index as OpenAI's: prompt_i * n + j): text stream, stop buffer, reasoning split,
+// logprobs, echo. 0, or -1 with *e filled (out of memory).
+static int init_choices(gen_req *g, oai_err *e) {
+    srv_model *s = g->s;
+    const oai_req *q = &g->q;
+    for (int i = 0; i < g->n_choices; i++) {
+        gen_choice *c = &g->ch[i];
+        c->g = g;
+        c->index = i;
+        c->prompt_i = i / q->n;
+        c->ts = tok_stream_new(s->vocab, TOK_DEC_SKIP_SPECIAL | TOK_DEC_CONTINUATION);
+        oai_stopbuf_init(&c->sb, q->stop, q->n_stop);
+        c->reason = gen_reasoning_on(s, q);
+        rsn_init(&c->rs, chat_family_opens_think(s->chat));
+        if (q->logprobs) c->lp = gen_lp_new(g);
+        if (c->lp && q->echo) gen_lp_first_prompt_token(c, g->ids[c->prompt_i][0]);
+        if (!c->ts || !g->out || (q->logprobs && !c->lp) ||
+            (q->echo && gen_echo_text(s, &q->prompts[c->prompt_i], &c->echo, &c->echo_len)))
+            return oai_err_set(e, 500, "server_error", NULL, NULL, "out of memory");
+    }
+    return 0;
+}
+
+// The reply for an engine_submit failure rc (err its message, retry_after the scheduler's estimate).
+static void submit_error(srv_model *s, int rc, double retry_after, const tc_err *err, oai_err *e) {
+    if (rc == TC_ERR_FULL && retry_after > 0) { // --sched slo: its target cannot be met now
+        oai_err_set(e, 503, "server_error", "slo_unattainable", NULL,
+                    "The server cannot meet this request's latency target (%s); retry later", err->msg);
+        e->retry_after = retry_after;
+    } else if (rc == TC_ERR_FULL) {
+        metric_inc(s->mt.rejected, 1);
+        oai_err_set(e, 503, "server_error", "queue_full", NULL, "The server is overloaded (%s); retry after a moment",
+                    err->msg);
+    } else if (rc == TC_ERR_INVALID) {
+        oai_err_set(e, 400, "invalid_request_error", NULL, NULL, "%s", err->msg);
+    } else {
+        oai_err_set(e, 500, "server_error", NULL, NULL, "submit failed: %s", err->msg);
+    }
+}
+
+// Starts the SSE reply: the role chunk of every chat choice, the echoed prompt of every completions choice.
+static void start_stream(gen_req *g) {
+    srv_model *s = g->s;
+    const oai_req *q = &g->q;
+    oai_kind kind = g->kind;
+    srv_sse_start(&s->o, g->req);
+    g->streaming = 1;
+    g->t_last_send = tc_now();
+    if (kind == OAI_CHAT)
+        for (int i = 0; i < q->n; i++)
+            gen_queue_json(g, oai_chunk(kind, g->id, g->created, s->name, i, "assistant", "", 0, NULL, NULL));
+    for (int i = 0; i < g->n_choices; i++) // completions echo: the prompt text comes first
+        if (g->ch[i].echo)
+            gen_queue_json(g, oai_chunk(kind, g->id, g->created, s->name, i, NULL, g->ch[i].echo, g->ch[i].echo_len,
+                                        NULL, NULL));
+    gen_flush_dirty(s);
+}
+
 static void gen_launch(gen_req *g) {
-    server *s = g->s;
+    srv_model *s = g->s;
     struct evhttp_request *req = g->req;
     oai_kind kind = g->kind;
     oai_err e = {0};
@@ -189,28 +284,9 @@ static void gen_launch(gen_req *g) {
                         q->bias[i].id, tok_n_vocab(s->vocab));
             goto fail;
         }
-    const char *pparam = kind == OAI_CHAT ? "messages" : "prompt";
     double reserve = 0; // tenant's tokens per minute: prompt + max_tokens of every choice
-    for (int pi = 0; pi < g->n_pr; pi++) {
-        int n_ids = g->n_ids[pi];
-        if (n_ids >= s->ctx_size) {
-            oai_err_set(&e, 400, "invalid_request_error", "context_length_exceeded", pparam,
-                        "This model's maximum context length is %d tokens. However, your %s resulted in %d tokens. "
-                        "Please reduce the length of the %s.", s->ctx_size, pparam, n_ids, pparam);
-            goto fail;
-        }
-        int mt = q->max_tokens > 0 ? q->max_tokens : s->ctx_size - n_ids;
-        if ((long long)n_ids + mt > s->ctx_size) {
-            oai_err_set(&e, 400, "invalid_request_error", "context_length_exceeded", "max_tokens",
-                        "This model's maximum context length is %d tokens. However, you requested %lld tokens (%d in "
-                        "the %s, %d for the completion). Please reduce the length of the %s or the completion.",
-                        s->ctx_size, (long long)n_ids + mt, n_ids, pparam, mt, pparam);
-            goto fail;
-        }
-        g->n_prompt += n_ids;
-        reserve += ((double)n_ids + mt) * q->n;
-    }
-    if (srv_tenant_admit(s, req, &g->tn, reserve, &e)) goto fail; // 401 / 429 with headers
+    if (check_context(g, &reserve, &e)) goto fail;
+    if (srv_tenant_admit(s->fe, req, &g->tn, reserve, &e)) goto fail; // 401 / 429 with headers
     if (!s->eng) {
         oai_err_set(&e, 503, "unavailable_error", "shutting_down", NULL, "The server is shutting down");
         goto fail;
@@ -225,23 +301,7 @@ static void gen_launch(gen_req *g) {
              (unsigned long long)mix64(idn ^ (uint64_t)(g->t_recv * 1e9)), (unsigned)idn);
     g->out = evbuffer_new();
     g->n_choices = g->n_pr * q->n;
-    for (int i = 0; i < g->n_choices; i++) { // choice index as OpenAI: prompt_i * n + j
-        gen_choice *c = &g->ch[i];
-        c->g = g;
-        c->index = i;
-        c->prompt_i = i / q->n;
-        c->ts = tok_stream_new(s->vocab, TOK_DEC_SKIP_SPECIAL | TOK_DEC_CONTINUATION);
-        oai_stopbuf_init(&c->sb, q->stop, q->n_stop);
-        c->reason = gen_reasoning_on(s, q);
-        rsn_init(&c->rs, chat_family_opens_think(s->chat));
-        if (q->logprobs) c->lp = gen_lp_new(g);
-        if (c->lp && q->echo) gen_lp_first_prompt_token(c, g->ids[c->prompt_i][0]);
-        if (!c->ts || !g->out || (q->logprobs && !c->lp) ||
-            (q->echo && gen_echo_text(s, &q->prompts[c->prompt_i], &c->echo, &c->echo_len))) {
-            oai_err_set(&e, 500, "server_error", NULL, NULL, "out of memory");
-            goto fail;
-        }
-    }
+    if (init_choices(g, &e)) goto fail;
     if (q->prediction && q->prediction_len > 0) {
         tc_err terr = {0};
         if (tok_encode(s->vocab, q->prediction, q->prediction_len, 0, &g->pred_ids, &g->n_pred_ids, &terr)) {
@@ -287,19 +347,7 @@ static void gen_launch(gen_req *g) {
             free(er.prompt);
             free(er.prediction);
             gram_matcher_free(er.grammar);
-            if (rc == TC_ERR_FULL && er.retry_after > 0) { // --sched slo: its target cannot be met now
-                oai_err_set(&e, 503, "server_error", "slo_unattainable", NULL,
-                            "The server cannot meet this request's latency target (%s); retry later", err.msg);
-                e.retry_after = er.retry_after;
-            } else if (rc == TC_ERR_FULL) {
-                metric_inc(s->mt.rejected, 1);
-                oai_err_set(&e, 503, "server_error", "queue_full", NULL,
-                            "The server is overloaded (%s); retry after a moment", err.msg);
-            } else if (rc == TC_ERR_INVALID) {
-                oai_err_set(&e, 400, "invalid_request_error", NULL, NULL, "%s", err.msg);
-            } else {
-                oai_err_set(&e, 500, "server_error", NULL, NULL, "submit failed: %s", err.msg);
-            }
+            submit_error(s, rc, er.retry_after, &err, &e);
             goto fail; // choices already submitted finish through the engine; g lives until then
         }
         g->ch[i].live = 1;
@@ -308,24 +356,7 @@ static void gen_launch(gen_req *g) {
     gen_free_ids(g);
     gen_trunc_headers(s, req, q, g->n_trunc_tokens, g->n_trunc_msgs);
     if (g->summ_status) evhttp_add_header(evhttp_request_get_output_headers(req), "x-tachyon-summary", g->summ_status);
-    if (q->stream) {
-        struct evkeyvalq *h = evhttp_request_get_output_headers(req);
-        evhttp_add_header(h, "Content-Type", "text/event-stream");
-        evhttp_add_header(h, "Cache-Control", "no-cache");
-        evhttp_add_header(h, "X-Accel-Buffering", "no");
-        srv_add_common_headers(s, req);
-        evhttp_send_reply_start(req, 200, "OK");
-        g->streaming = 1;
-        g->t_last_send = tc_now();
-        if (kind == OAI_CHAT)
-            for (int i = 0; i < q->n; i++)
-                gen_queue_json(g, oai_chunk(kind, g->id, g->created, s->name, i, "assistant", "", 0, NULL, NULL));
-        for (int i = 0; i < g->n_choices; i++) // completions echo: the prompt text comes first
-            if (g->ch[i].echo)
-                gen_queue_json(g, oai_chunk(kind, g->id, g->created, s->name, i, NULL, g->ch[i].echo, g->ch[i].echo_len,
-                                        NULL, NULL));
-        gen_flush_dirty(s);
-    }
+    if (q->stream) start_stream(g);
     return;
 fail:
     gen_fail(g, &e);

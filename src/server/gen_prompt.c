@@ -3,11 +3,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/srv_internal.h"
+#include "server/gen_prompt.h"
+#include "server/oai_tools.h"
+#include "server/srv_model.h"
 
 // Fill-in-the-middle: <fim_prefix>prompt<fim_suffix>suffix<fim_middle>, for models whose vocabulary has
 // those tokens; the others refuse 'suffix' (silently dropping it would answer a different question).
-static int fim_ids(server *s, const oai_prompt *p, const char *suffix, int32_t **ids, int *n, oai_err *e) {
+static int fim_ids(srv_model *s, const oai_prompt *p, const char *suffix, int32_t **ids, int *n, oai_err *e) {
     int32_t pre = tok_find(s->vocab, "<fim_prefix>"), suf = tok_find(s->vocab, "<fim_suffix>"),
             mid = tok_find(s->vocab, "<fim_middle>");
     if (pre < 0 || suf < 0 || mid < 0)
@@ -70,7 +72,7 @@ static json_t *tmpl_messages(const oai_req *q, int parts) {
 // A chat prompt through the model's Jinja template. A template that does not read `tools` gets tool
 // definitions, calls and results written into the messages in the family's format (as the built-in
 // renderers do); one that reads them gets the request's.
-static int tmpl_ids(server *s, const oai_req *q, int32_t **ids, int *n, oai_err *e) {
+static int tmpl_ids(srv_model *s, const oai_req *q, int32_t **ids, int *n, oai_err *e) {
     if (q->enable_thinking >= 0 && !chat_tmpl_reads(s->tmpl, "enable_thinking"))
         return oai_err_set(e, 400, NULL, NULL, "chat_template_kwargs", "'chat_template_kwargs.enable_thinking' is "
                            "not supported: this model's chat template has no thinking switch");
@@ -98,7 +100,7 @@ static int tmpl_ids(server *s, const oai_req *q, int32_t **ids, int *n, oai_err 
 }
 
 // Chat prompt ids: message text is plain text, only the template's own markers become control tokens.
-static int chat_ids(server *s, const oai_req *q, int32_t **ids, int *n, oai_err *e) {
+static int chat_ids(srv_model *s, const oai_req *q, int32_t **ids, int *n, oai_err *e) {
     if (s->tmpl) return tmpl_ids(s, q, ids, n, e);
     tc_err err = {0};
     const chat_msg *msgs = q->msgs;
@@ -122,7 +124,7 @@ static int chat_ids(server *s, const oai_req *q, int32_t **ids, int *n, oai_err 
     return 0;
 }
 
-int gen_prompt_ids_at(server *s, const oai_req *q, int pi, int32_t **ids, int *n, oai_err *e) {
+int gen_prompt_ids_at(srv_model *s, const oai_req *q, int pi, int32_t **ids, int *n, oai_err *e) {
     tc_err err = {0};
     const oai_prompt *p = q->kind == OAI_CHAT ? NULL : &q->prompts[pi];
     if (q->kind == OAI_CHAT) {
@@ -156,12 +158,12 @@ int gen_prompt_ids_at(server *s, const oai_req *q, int pi, int32_t **ids, int *n
     return 0;
 }
 
-int gen_prompt_ids(server *s, const oai_req *q, int32_t **ids, int *n, oai_err *e) {
+int gen_prompt_ids(srv_model *s, const oai_req *q, int32_t **ids, int *n, oai_err *e) {
     return gen_prompt_ids_at(s, q, 0, ids, n, e);
 }
 
 // The text echoed before a completions choice: the prompt as sent, or its token ids detokenized.
-int gen_echo_text(server *s, const oai_prompt *p, char **out, size_t *len) {
+int gen_echo_text(srv_model *s, const oai_prompt *p, char **out, size_t *len) {
     if (p->text) {
         *out = malloc(p->len + 1);
         if (!*out) return -1;

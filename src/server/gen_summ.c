@@ -11,7 +11,10 @@
 #include <string.h>
 #include <xxhash.h>
 
-#include "server/srv_internal.h"
+#include "server/gen_prompt.h"
+#include "server/gen_summ.h"
+#include "server/srv_log.h"
+#include "server/srv_model.h"
 #include "server/summ_cache.h"
 #include "server/trunc.h"
 
@@ -35,7 +38,7 @@ int gen_summ_reserve(int budget) {
 
 typedef struct summ_job {
     srv_ev_sink sink; // first member: the summarizer's engine events come back through it
-    server *s;        // the requesting model
+    srv_model *s;        // the requesting model
     oai_req *q;       // borrowed from the waiting request, as are ids, n_ids, status
     int32_t **ids;
     int *n_ids;
@@ -48,16 +51,16 @@ typedef struct summ_job {
     void *arg;
 } summ_job;
 
-static server *find_model(server *s, const char *name) {
-    server *hub = s->hub;
-    for (int i = 0; i < hub->n_models; i++)
-        if (hub->models[i] && !strcmp(hub->models[i]->name, name)) return hub->models[i];
-    return !strcmp(hub->name, name) ? hub : NULL;
+static srv_model *find_model(srv_model *s, const char *name) {
+    server *fe = s->fe;
+    for (int i = 0; i < fe->n_models; i++)
+        if (fe->models[i] && !strcmp(fe->models[i]->name, name)) return fe->models[i];
+    return NULL;
 }
 
 // Inserts the summary message at ins (in q->msgs and the body's "messages", which owns the text) and
 // re-renders the prompt. 0: inserted and it fits the budget; 1: does not fit (q unchanged); -1: error.
-static int try_insert(server *s, oai_req *q, int ins, const char *role, const char *text, size_t len, int budget,
+static int try_insert(srv_model *s, oai_req *q, int ins, const char *role, const char *text, size_t len, int budget,
                       int32_t **ids, int *n_ids) {
     size_t np = sizeof summ_prefix - 1;
     char *full = malloc(np + len + 1);
@@ -97,7 +100,7 @@ static int try_insert(server *s, oai_req *q, int ins, const char *role, const ch
 
 // The summary into the request: as a system message (a user message for templates that refuse one there),
 // shortened by a quarter at a time (at a UTF-8 boundary) while it does not fit. 0 or -1 (not inserted).
-static int apply(server *s, oai_req *q, int ins, const char *text, size_t len, int budget, int32_t **ids,
+static int apply(srv_model *s, oai_req *q, int ins, const char *text, size_t len, int budget, int32_t **ids,
                  int *n_ids) {
     for (int tries = 0; tries < 6 && len > 0; tries++) {
         int rc = try_insert(s, q, ins, "system", text, len, budget, ids, n_ids);
@@ -130,7 +133,7 @@ static void job_end(summ_job *j, const char *status) {
     job_free(j);
 }
 
-static void on_event(server *sm, srv_ev_sink *self, const engine_event *ev) {
+static void on_event(srv_model *sm, srv_ev_sink *self, const engine_event *ev) {
     summ_job *j = (summ_job *)self;
     if (ev->type == ENGINE_EV_TOKEN) {
         if (j->n_out == j->cap_out) {
@@ -144,7 +147,7 @@ static void on_event(server *sm, srv_ev_sink *self, const engine_event *ev) {
         return;
     }
     if (ev->type != ENGINE_EV_FINISH) return;
-    server *hub = j->s->hub;
+    server *fe = j->s->fe;
     char *text = NULL;
     size_t len = 0;
     tc_err err = {0};
@@ -155,17 +158,17 @@ static void on_event(server *sm, srv_ev_sink *self, const engine_event *ev) {
     while (ok && len > 0 && (t[len - 1] == ' ' || t[len - 1] == '\n')) len--;
     if (ok) len = utf8_whole(t, len); // a summary cut by max_tokens may end inside a character
     if (ok && len > 0 && apply(j->s, j->q, j->ins, t, len, j->budget, j->ids, j->n_ids) == 0) {
-        if (hub->summ_cache) summ_cache_put(hub->summ_cache, j->key, t, len);
-        hub->summ_generated++;
-        srv_log(j->s, SRV_LOG_DEBUG, "summary by %s (%d tokens): %.*s", sm->name, j->n_out, (int)(len < 400 ? len : 400),
+        if (fe->summ_cache) summ_cache_put(fe->summ_cache, j->key, t, len);
+        fe->summ_generated++;
+        srv_log(&j->s->o, SRV_LOG_DEBUG, "summary by %s (%d tokens): %.*s", sm->name, j->n_out, (int)(len < 400 ? len : 400),
                 t);
         free(text);
         job_end(j, "generated");
         return;
     }
-    srv_log(j->s, SRV_LOG_WARN, "summary by %s failed (%s): plain truncation", sm->name,
+    srv_log(&j->s->o, SRV_LOG_WARN, "summary by %s failed (%s): plain truncation", sm->name,
             ok ? "it does not fit" : ev->finish == ENGINE_FINISH_ERROR ? ev->msg : "no text");
-    hub->summ_failed++;
+    fe->summ_failed++;
     free(text);
     job_end(j, "failed");
 }
@@ -177,7 +180,7 @@ static int fault_summary(void) {
 }
 
 // Submits the summary request to sm's engine. 0 or -1 (logged).
-static int submit(server *sm, summ_job *j, const char *dropped, size_t len) {
+static int submit(srv_model *sm, summ_job *j, const char *dropped, size_t len) {
     const char *why = "out of memory";
     int32_t *ids = NULL;
     int n = 0;
@@ -229,30 +232,30 @@ static int submit(server *sm, summ_job *j, const char *dropped, size_t len) {
     return 0;
 fail:
     free(ids);
-    srv_log(j->s, SRV_LOG_WARN, "summary by %s not started (%s): plain truncation", sm->name, why);
+    srv_log(&j->s->o, SRV_LOG_WARN, "summary by %s not started (%s): plain truncation", sm->name, why);
     return -1;
 }
 
-int gen_summ_start(server *s, oai_req *q, int32_t **ids, int *n_ids, gen_summ_in *si, const char **status,
+int gen_summ_start(srv_model *s, oai_req *q, int32_t **ids, int *n_ids, gen_summ_in *si, const char **status,
                    void (*done)(void *arg), void *arg) {
-    server *hub = s->hub;
+    server *fe = s->fe;
     char *dropped = si->dropped;
     si->dropped = NULL;
     *status = "failed";
-    if (!hub->summ_cache) hub->summ_cache = summ_cache_new(SUMM_CACHE_CAP); // NULL: works uncached
+    if (!fe->summ_cache) fe->summ_cache = summ_cache_new(SUMM_CACHE_CAP); // NULL: works uncached
     uint64_t key = XXH3_64bits(dropped, si->len);
     size_t len = 0;
-    const char *hit = hub->summ_cache ? summ_cache_get(hub->summ_cache, key, &len) : NULL;
+    const char *hit = fe->summ_cache ? summ_cache_get(fe->summ_cache, key, &len) : NULL;
     if (hit && apply(s, q, si->ins, hit, len, si->budget, ids, n_ids) == 0) {
-        hub->summ_cached++;
+        fe->summ_cached++;
         *status = "cached";
         free(dropped);
         return 0;
     }
-    server *sm = find_model(s, hub->o.summarize_with);
+    srv_model *sm = find_model(s, fe->o.summarize_with);
     summ_job *j = calloc(1, sizeof *j);
     if (!sm || !j) {
-        srv_log(s, SRV_LOG_WARN, "summary: %s", sm ? "out of memory" : "--summarize-with names no served model");
+        srv_log(&s->o, SRV_LOG_WARN, "summary: %s", sm ? "out of memory" : "--summarize-with names no served model");
         goto fail;
     }
     *j = (summ_job){.sink = {on_event}, .s = s, .q = q, .ids = ids, .n_ids = n_ids, .status = status,
@@ -263,7 +266,7 @@ int gen_summ_start(server *s, oai_req *q, int32_t **ids, int *n_ids, gen_summ_in
 fail:
     free(j);
     free(dropped);
-    hub->summ_failed++;
+    fe->summ_failed++;
     return 0;
 }
 

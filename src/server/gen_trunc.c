@@ -10,12 +10,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/srv_internal.h"
+#include "server/gen_prompt.h"
+#include "server/gen_summ.h"
+#include "server/gen_trunc.h"
+#include "server/srv_model.h"
 #include "server/trunc.h"
 
 // The prompt of q with only the messages keep[0..m) (a shallow view: the body's other fields and the kept
 // message objects are shared, so tools and tool_call_ids render as in the full request).
-static int render_kept(server *s, const oai_req *q, const int *keep, int m, int32_t **ids, int *n, oai_err *e) {
+static int render_kept(srv_model *s, const oai_req *q, const int *keep, int m, int32_t **ids, int *n, oai_err *e) {
     oai_req v = *q;
     chat_msg *msgs = malloc((size_t)(m ? m : 1) * sizeof *msgs);
     json_t *root = json_copy(q->root), *arr = json_array(), *jm = json_object_get(q->root, "messages");
@@ -41,7 +44,7 @@ out:
 }
 
 typedef struct trunc_probe {
-    server *s;
+    srv_model *s;
     const oai_req *q;
     const int *turn;
     int *keep;
@@ -97,7 +100,7 @@ static int dropped_text(const oai_req *q, const int *keep, int m, gen_summ_in *s
     return 0;
 }
 
-static int trunc_chat(server *s, oai_req *q, int32_t **ids, int *n_ids, int budget, int *n_tok, int *n_msg,
+static int trunc_chat(srv_model *s, oai_req *q, int32_t **ids, int *n_ids, int budget, int *n_tok, int *n_msg,
                       gen_summ_in *si, oai_err *e) {
     int n = q->n_msgs;
     int *turn = malloc((size_t)n * sizeof *turn), *keep = malloc((size_t)n * sizeof *keep);
@@ -143,7 +146,7 @@ out:
     return rc;
 }
 
-int gen_truncate(server *s, oai_req *q, int32_t **ids, int *n_ids, int n_pr, int *n_tok, int *n_msg,
+int gen_truncate(srv_model *s, oai_req *q, int32_t **ids, int *n_ids, int n_pr, int *n_tok, int *n_msg,
                  gen_summ_in *si, oai_err *e) {
     *n_tok = *n_msg = 0;
     if (si) *si = (gen_summ_in){0};
@@ -155,7 +158,7 @@ int gen_truncate(server *s, oai_req *q, int32_t **ids, int *n_ids, int n_pr, int
         if (n_ids[0] <= budget) return 0;
         // --summarize-with: drop enough for the summary message too (gen_summ.c fills that room); when the
         // pinned messages leave no such room, plain truncation
-        int reserve = si && s->hub->o.summarize_with ? gen_summ_reserve(budget) : 0;
+        int reserve = si && s->fe->o.summarize_with ? gen_summ_reserve(budget) : 0;
         if (reserve > 0) {
             int rc = trunc_chat(s, q, &ids[0], &n_ids[0], budget - reserve, n_tok, n_msg, si, e);
             if (rc || *n_msg > 0) {
@@ -173,11 +176,11 @@ int gen_truncate(server *s, oai_req *q, int32_t **ids, int *n_ids, int n_pr, int
     return 0;
 }
 
-int gen_trunc_auto(const server *s, const oai_req *q) {
+int gen_trunc_auto(const srv_model *s, const oai_req *q) {
     return q->kind != OAI_EMBEDDING && (q->truncation >= 0 ? q->truncation : s->o.truncation) == 1;
 }
 
-void gen_trunc_headers(const server *s, struct evhttp_request *req, const oai_req *q, int n_tok, int n_msg) {
+void gen_trunc_headers(const srv_model *s, struct evhttp_request *req, const oai_req *q, int n_tok, int n_msg) {
     if (!gen_trunc_auto(s, q)) return;
     struct evkeyvalq *h = evhttp_request_get_output_headers(req);
     char v[16];

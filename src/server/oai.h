@@ -9,24 +9,13 @@
 #include <stdint.h>
 
 #include "sampling/sampling.h"
-#include "server/oai_tools.h"
+#include "server/oai_err.h"
+#include "server/oai_text.h"
+#include "server/oai_ext.h"
 #include "tokenizer/chat.h"
 
 typedef enum { OAI_CHAT = 1, OAI_COMPLETION = 2, OAI_EMBEDDING = 3 } oai_kind;
 
-// An error as OpenAI returns it: HTTP status + {"error": {"message", "type", "param", "code"}}.
-typedef struct oai_err {
-    int status;       // HTTP status
-    const char *type; // "invalid_request_error", "authentication_error", "server_error" … (static string)
-    const char *code; // NULL → null; e.g. "model_not_found", "context_length_exceeded" (static string)
-    char param[64];   // "" → null
-    char msg[480];
-    double retry_after; // 503 only: seconds for the Retry-After header (0 = 1 s); oai_err_set clears it
-} oai_err;
-
-int oai_err_set(oai_err *e, int status, const char *type, const char *code, const char *param, const char *fmt,
-                ...) __attribute__((format(printf, 6, 7))); // returns -1
-char *oai_err_json(const oai_err *e); // malloc'd compact JSON, owned by the caller; NULL on OOM
 
 #define OAI_MAX_STOP 16   // stop strings per request
 #define OAI_MAX_STOP_LEN 256
@@ -110,10 +99,6 @@ int oai_check_fields(oai_kind kind, int lenient, oai_req *r, oai_err *e);
 void oai_req_free(oai_req *r);
 
 // --- responses -------------------------------------------------------------------------------------
-// A JSON string from len bytes of text; invalid UTF-8 sequences become U+FFFD. New reference; NULL on OOM.
-json_t *oai_json_text(const char *s, size_t len);
-// Length of the longest prefix of s[0..len) that does not end inside an incomplete UTF-8 sequence.
-size_t oai_utf8_complete_prefix(const char *s, size_t len);
 
 // Stream chunk for one choice. role/content/finish_reason may be NULL (omitted or null as OpenAI does);
 // logprobs is stolen (may be NULL → null). New reference.

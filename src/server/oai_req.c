@@ -8,31 +8,7 @@
 #include <string.h>
 
 #include "server/oai.h"
-
-int oai_err_set(oai_err *e, int status, const char *type, const char *code, const char *param, const char *fmt,
-                ...) {
-    e->status = status;
-    e->type = type ? type : "invalid_request_error";
-    e->code = code;
-    e->retry_after = 0;
-    snprintf(e->param, sizeof e->param, "%s", param ? param : "");
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(e->msg, sizeof e->msg, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
-char *oai_err_json(const oai_err *e) {
-    json_t *o = json_pack("{s:{s:o,s:s,s:o,s:o}}", "error", "message", oai_json_text(e->msg, strlen(e->msg)),
-                          "type", e->type ? e->type : "invalid_request_error", "param",
-                          e->param[0] ? oai_json_text(e->param, strlen(e->param)) : json_null(), "code",
-                          e->code ? json_string(e->code) : json_null());
-    if (!o) return NULL;
-    char *s = json_dumps(o, JSON_COMPACT);
-    json_decref(o);
-    return s;
-}
+#include "server/oai_tools.h"
 
 // --- typed field access ----------------------------------------------------------------------------
 
@@ -343,14 +319,14 @@ int oai_parse(oai_kind kind, const char *body, size_t len, oai_req *r, oai_err *
     return oai_parse_ex(kind, body, len, 0, r, e);
 }
 
-int oai_parse_ex(oai_kind kind, const char *body, size_t len, int lenient, oai_req *r, oai_err *e) {
+// OpenAI defaults (set field by field: the request must not depend on the sampler's greedy default).
+static void set_defaults(oai_req *r, oai_kind kind) {
     memset(r, 0, sizeof *r);
     r->kind = kind;
     r->max_tokens = -1;
     r->truncation = -1;
     r->n = 1;
     r->enable_thinking = -1;
-    // OpenAI defaults (set field by field: the request must not depend on the sampler's greedy default)
     r->sp.temperature = 1.0f;
     r->sp.top_k = 0;
     r->sp.top_p = 1.0f;
@@ -361,6 +337,161 @@ int oai_parse_ex(oai_kind kind, const char *body, size_t len, int lenient, oai_r
     r->sp.penalty_last_n = -1; // OpenAI penalties count every generated token
     r->sp.seed = 0;
     r->sp.n_logprobs = 0;
+}
+
+// stream, stream_options.
+static int parse_stream(oai_req *r, oai_err *e) {
+    json_t *o = r->root, *v;
+    if (get_bool(o, "stream", &r->stream, e)) return -1;
+    if ((v = json_object_get(o, "stream_options")) && !json_is_null(v)) {
+        if (!json_is_object(v)) {
+            BAD(e, "stream_options", "'stream_options' must be an object, got %s", jtype(v));
+            return -1;
+        }
+        if (!r->stream) {
+            BAD(e, "stream_options", "'stream_options' is only allowed when 'stream' is true");
+            return -1;
+        }
+        json_t *iu = json_object_get(v, "include_usage");
+        if (iu && !json_is_null(iu) && !json_is_boolean(iu)) {
+            BAD(e, "stream_options.include_usage", "'stream_options.include_usage' must be a boolean, got %s",
+                jtype(iu));
+            return -1;
+        }
+        r->include_usage = json_is_true(iu);
+    }
+    return 0;
+}
+
+// max_tokens (or max_completion_tokens), n and the sampling parameters.
+static int parse_sampling(oai_req *r, oai_err *e) {
+    json_t *o = r->root, *v;
+    long long x = -1;
+    const char *mt_key = json_object_get(o, "max_completion_tokens") && !json_is_null(json_object_get(o, "max_completion_tokens"))
+                             ? "max_completion_tokens"
+                             : "max_tokens";
+    if (get_int(o, mt_key, 1, INT_MAX, &x, e)) return -1;
+    r->max_tokens = (int)x;
+    x = 1;
+    if (get_int(o, "n", 1, OAI_MAX_N, &x, e)) return -1;
+    r->n = (int)x;
+    double d;
+    d = r->sp.temperature;
+    if (get_num(o, "temperature", 0, 2, &d, e)) return -1;
+    r->sp.temperature = (float)d;
+    d = 1;
+    if (get_num(o, "top_p", 0, 1, &d, e)) return -1;
+    if (d <= 0) {
+        BAD(e, "top_p", "'top_p' must be greater than 0");
+        return -1;
+    }
+    r->sp.top_p = (float)d;
+    d = 0;
+    if (get_num(o, "min_p", 0, 1, &d, e)) return -1;
+    r->sp.min_p = (float)d;
+    x = 0;
+    if (get_int(o, "top_k", -1, INT_MAX, &x, e)) return -1;
+    r->sp.top_k = (int)(x < 0 ? 0 : x);
+    d = 1;
+    if (get_num(o, "repetition_penalty", 0.01, 10, &d, e)) return -1;
+    r->sp.repetition_penalty = (float)d;
+    d = 0;
+    if (get_num(o, "presence_penalty", -2, 2, &d, e)) return -1;
+    r->sp.presence_penalty = (float)d;
+    d = 0;
+    if (get_num(o, "frequency_penalty", -2, 2, &d, e)) return -1;
+    r->sp.frequency_penalty = (float)d;
+    if ((v = json_object_get(o, "seed")) && !json_is_null(v)) {
+        if (!json_is_integer(v)) {
+            BAD(e, "seed", "'seed' must be an integer, got %s", jtype(v));
+            return -1;
+        }
+        r->sp.seed = (uint64_t)json_integer_value(v);
+        r->seed_given = 1;
+    }
+    return 0;
+}
+
+// logprobs as each API writes it (chat: a boolean and top_logprobs; completions: a count), echo, best_of.
+static int parse_logprobs(oai_req *r, oai_err *e) {
+    json_t *o = r->root;
+    long long x;
+    oai_kind kind = r->kind;
+    if (kind == OAI_CHAT) {
+        if (get_bool(o, "logprobs", &r->logprobs, e)) return -1;
+        x = 0;
+        if (get_int(o, "top_logprobs", 0, SAMP_MAX_LOGPROBS, &x, e)) return -1;
+        if (x > 0 && !r->logprobs) {
+            BAD(e, "top_logprobs", "'top_logprobs' requires 'logprobs' to be true");
+            return -1;
+        }
+        r->top_logprobs = (int)x;
+    } else {
+        x = -1;
+        if (get_int(o, "logprobs", 0, SAMP_MAX_LOGPROBS, &x, e)) return -1;
+        r->logprobs = x >= 0;
+        r->top_logprobs = x > 0 ? (int)x : 0;
+        if (get_bool(o, "echo", &r->echo, e)) return -1;
+        x = r->n;
+        if (get_int(o, "best_of", 1, OAI_MAX_N, &x, e)) return -1;
+        if (x != r->n) {
+            BAD(e, "best_of", "'best_of' must equal 'n' (%d): ranking candidates server-side is not supported", r->n);
+            return -1;
+        }
+        if (r->n_prompts * r->n > OAI_MAX_CHOICES) {
+            BAD(e, "n", "%d prompts x n=%d choices exceeds %d choices per request", r->n_prompts, r->n, OAI_MAX_CHOICES);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+// timeout, ttft_slo_ms, ignore_eos, cache_salt.
+static int parse_limits(oai_req *r, oai_err *e) {
+    json_t *o = r->root;
+    double d;
+    d = 0;
+    if (get_num(o, "timeout", 0, 1e7, &d, e)) return -1;
+    r->timeout = d;
+    d = 0;
+    if (get_num(o, "ttft_slo_ms", 0, 1e10, &d, e)) return -1;
+    r->ttft_slo = d / 1000.0;
+    if (get_bool(o, "ignore_eos", &r->ignore_eos, e)) return -1;
+    json_t *salt = json_object_get(o, "cache_salt"); // vLLM: only requests with the same salt share cached prefixes
+    if (salt && !json_is_null(salt)) {
+        if (!json_is_string(salt) || json_string_length(salt) == 0) {
+            BAD(e, "cache_salt", "'cache_salt' must be a non-empty string");
+            return -1;
+        }
+        r->cache_salt = json_string_value(salt);
+        r->cache_salt_len = json_string_length(salt);
+    }
+    return 0;
+}
+
+// min_tokens (only with ignore_eos) and truncation.
+static int parse_tail(oai_req *r, oai_err *e) {
+    json_t *o = r->root, *v;
+    long long x;
+    x = 0;
+    if (get_int(o, "min_tokens", 0, INT_MAX, &x, e)) return -1;
+    if (x > 0 && !r->ignore_eos) { // the engine cannot hold back end-of-generation tokens for a while yet
+        BAD(e, "min_tokens", "'min_tokens' > 0 is only supported together with 'ignore_eos': true");
+        return -1;
+    }
+    if ((v = json_object_get(o, "truncation")) && !json_is_null(v)) { // context overflow policy (gen_trunc.c)
+        const char *t = json_string_value(v);
+        if (!t || (strcmp(t, "disabled") && strcmp(t, "auto"))) {
+            BAD(e, "truncation", "'truncation' must be \"disabled\" or \"auto\"");
+            return -1;
+        }
+        r->truncation = !strcmp(t, "auto");
+    }
+    return 0;
+}
+
+int oai_parse_ex(oai_kind kind, const char *body, size_t len, int lenient, oai_req *r, oai_err *e) {
+    set_defaults(r, kind);
     if (len == 0) return BAD(e, NULL, "The request body is empty; expected a JSON object");
     json_error_t je;
     r->root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
@@ -382,129 +513,17 @@ int oai_parse_ex(oai_kind kind, const char *body, size_t len, int lenient, oai_r
         r->model = json_string_value(v);
     }
     if (kind == OAI_CHAT ? parse_messages(r, e) : parse_prompt(r, e)) goto err;
-    if (get_bool(o, "stream", &r->stream, e)) goto err;
-    if ((v = json_object_get(o, "stream_options")) && !json_is_null(v)) {
-        if (!json_is_object(v)) {
-            BAD(e, "stream_options", "'stream_options' must be an object, got %s", jtype(v));
-            goto err;
-        }
-        if (!r->stream) {
-            BAD(e, "stream_options", "'stream_options' is only allowed when 'stream' is true");
-            goto err;
-        }
-        json_t *iu = json_object_get(v, "include_usage");
-        if (iu && !json_is_null(iu) && !json_is_boolean(iu)) {
-            BAD(e, "stream_options.include_usage", "'stream_options.include_usage' must be a boolean, got %s",
-                jtype(iu));
-            goto err;
-        }
-        r->include_usage = json_is_true(iu);
-    }
-    long long x = -1;
-    const char *mt_key = json_object_get(o, "max_completion_tokens") && !json_is_null(json_object_get(o, "max_completion_tokens"))
-                             ? "max_completion_tokens"
-                             : "max_tokens";
-    if (get_int(o, mt_key, 1, INT_MAX, &x, e)) goto err;
-    r->max_tokens = (int)x;
-    x = 1;
-    if (get_int(o, "n", 1, OAI_MAX_N, &x, e)) goto err;
-    r->n = (int)x;
-    double d;
-    d = r->sp.temperature;
-    if (get_num(o, "temperature", 0, 2, &d, e)) goto err;
-    r->sp.temperature = (float)d;
-    d = 1;
-    if (get_num(o, "top_p", 0, 1, &d, e)) goto err;
-    if (d <= 0) {
-        BAD(e, "top_p", "'top_p' must be greater than 0");
-        goto err;
-    }
-    r->sp.top_p = (float)d;
-    d = 0;
-    if (get_num(o, "min_p", 0, 1, &d, e)) goto err;
-    r->sp.min_p = (float)d;
-    x = 0;
-    if (get_int(o, "top_k", -1, INT_MAX, &x, e)) goto err;
-    r->sp.top_k = (int)(x < 0 ? 0 : x);
-    d = 1;
-    if (get_num(o, "repetition_penalty", 0.01, 10, &d, e)) goto err;
-    r->sp.repetition_penalty = (float)d;
-    d = 0;
-    if (get_num(o, "presence_penalty", -2, 2, &d, e)) goto err;
-    r->sp.presence_penalty = (float)d;
-    d = 0;
-    if (get_num(o, "frequency_penalty", -2, 2, &d, e)) goto err;
-    r->sp.frequency_penalty = (float)d;
-    if ((v = json_object_get(o, "seed")) && !json_is_null(v)) {
-        if (!json_is_integer(v)) {
-            BAD(e, "seed", "'seed' must be an integer, got %s", jtype(v));
-            goto err;
-        }
-        r->sp.seed = (uint64_t)json_integer_value(v);
-        r->seed_given = 1;
-    }
-    if (kind == OAI_CHAT) {
-        if (get_bool(o, "logprobs", &r->logprobs, e)) goto err;
-        x = 0;
-        if (get_int(o, "top_logprobs", 0, SAMP_MAX_LOGPROBS, &x, e)) goto err;
-        if (x > 0 && !r->logprobs) {
-            BAD(e, "top_logprobs", "'top_logprobs' requires 'logprobs' to be true");
-            goto err;
-        }
-        r->top_logprobs = (int)x;
-    } else {
-        x = -1;
-        if (get_int(o, "logprobs", 0, SAMP_MAX_LOGPROBS, &x, e)) goto err;
-        r->logprobs = x >= 0;
-        r->top_logprobs = x > 0 ? (int)x : 0;
-        if (get_bool(o, "echo", &r->echo, e)) goto err;
-        x = r->n;
-        if (get_int(o, "best_of", 1, OAI_MAX_N, &x, e)) goto err;
-        if (x != r->n) {
-            BAD(e, "best_of", "'best_of' must equal 'n' (%d): ranking candidates server-side is not supported", r->n);
-            goto err;
-        }
-        if (r->n_prompts * r->n > OAI_MAX_CHOICES) {
-            BAD(e, "n", "%d prompts x n=%d choices exceeds %d choices per request", r->n_prompts, r->n, OAI_MAX_CHOICES);
-            goto err;
-        }
-    }
+    if (parse_stream(r, e)) goto err;
+    if (parse_sampling(r, e)) goto err;
+    if (parse_logprobs(r, e)) goto err;
     if (parse_logit_bias(r, e) || parse_restricted(r, e)) goto err;
     r->sp.n_logprobs = r->top_logprobs;
     r->sp.no_logprob = !r->logprobs; // no per-token log-softmax nobody reads
     if (parse_stop(r, e)) goto err;
-    d = 0;
-    if (get_num(o, "timeout", 0, 1e7, &d, e)) goto err;
-    r->timeout = d;
-    d = 0;
-    if (get_num(o, "ttft_slo_ms", 0, 1e10, &d, e)) goto err;
-    r->ttft_slo = d / 1000.0;
-    if (get_bool(o, "ignore_eos", &r->ignore_eos, e)) goto err;
-    json_t *salt = json_object_get(o, "cache_salt"); // vLLM: only requests with the same salt share cached prefixes
-    if (salt && !json_is_null(salt)) {
-        if (!json_is_string(salt) || json_string_length(salt) == 0) {
-            BAD(e, "cache_salt", "'cache_salt' must be a non-empty string");
-            goto err;
-        }
-        r->cache_salt = json_string_value(salt);
-        r->cache_salt_len = json_string_length(salt);
-    }
+    if (parse_limits(r, e)) goto err;
     if (parse_prediction(r, e)) goto err;
     if (oai_ext_parse(r, e)) goto err; // structured outputs and tools: oai_tools.c
-    x = 0;
-    if (get_int(o, "min_tokens", 0, INT_MAX, &x, e)) goto err;
-    if (x > 0 && !r->ignore_eos) { // the engine cannot hold back end-of-generation tokens for a while yet
-        BAD(e, "min_tokens", "'min_tokens' > 0 is only supported together with 'ignore_eos': true");
-        goto err;
-    }
-    if ((v = json_object_get(o, "truncation")) && !json_is_null(v)) { // context overflow policy (gen_trunc.c)
-        const char *t = json_string_value(v);
-        if (!t || (strcmp(t, "disabled") && strcmp(t, "auto"))) {
-            BAD(e, "truncation", "'truncation' must be \"disabled\" or \"auto\"");
-            goto err;
-        }
-        r->truncation = !strcmp(t, "auto");
-    }
+    if (parse_tail(r, e)) goto err;
     return 0;
 err:
     oai_req_free(r);

@@ -8,29 +8,11 @@
 
 #include <jansson.h>
 
+#include "server/oai_ext.h"
 #include "tokenizer/chat.h"
 
 struct oai_req;
 struct oai_err;
-
-typedef enum { OAI_TC_AUTO = 0, OAI_TC_NONE, OAI_TC_REQUIRED, OAI_TC_NAMED } oai_tool_choice;
-
-typedef struct oai_tool {
-    const char *name;        // borrowed from the request body
-    const char *description; // borrowed, may be NULL
-    json_t *params;          // borrowed JSON schema, may be NULL (no arguments constraint)
-    int strict;
-} oai_tool;
-
-typedef struct oai_ext {
-    char *grammar;   // owned GBNF the output must match (response_format or `grammar`), or NULL
-    const char *grammar_param; // static: the field it came from, for errors when it is compiled
-    oai_tool *tools; // (n_tools) owned array
-    int n_tools;
-    oai_tool_choice choice;
-    int named;    // OAI_TC_NAMED: index into tools
-    int parallel; // parallel_tool_calls (default 1)
-} oai_ext;
 
 // How a template family writes tool calls.
 typedef enum { OAI_TS_HERMES = 0, OAI_TS_LLAMA3, OAI_TS_MISTRAL } oai_tool_style;

@@ -2,30 +2,20 @@
 //  - Host: a web page on another site can reach a server on 127.0.0.1 by pointing its own domain at
 //    127.0.0.1 (DNS rebinding); the browser then sends that domain as Host. Only loopback names, the bind
 //    address and --allowed-hosts are accepted (any Host when bound to a wildcard address and no list given).
-//  - API key: with --api-key every route needs it except /health, the dashboard shell (static HTML with no
-//    server data: it asks for the key and sends it on its own fetches) and --public-routes.
+//  - API key: with --api-key every route needs it except the public ones of the endpoint table (/health, the
+//    dashboard shell: static HTML with no server data that asks for the key and sends it on its own fetches)
+//    and --public-routes.
 //  - POST bodies must be application/json: a cross-site form or fetch can send text/plain without a CORS
-//    preflight ("simple request"); application/json always needs one, which --cors controls.
-//  - CORS: --cors '*' or a list of origins; a matching Origin is echoed (with Vary: Origin).
+//    preflight ("simple request"); application/json always needs one, which --cors controls (the CORS
+//    headers themselves are srv_reply.c's).
 #include <event2/keyvalq_struct.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
-#include "server/srv_internal.h"
-
-// 1 if the comma-separated list holds item (n bytes), compared case-insensitively (or with strcmp when cs).
-static int list_has(const char *list, const char *item, size_t n, int cs) {
-    for (const char *p = list; p && *p;) {
-        const char *q = strchr(p, ',');
-        size_t len = q ? (size_t)(q - p) : strlen(p);
-        while (len && *p == ' ') p++, len--;
-        while (len && p[len - 1] == ' ') len--;
-        if (len == n && (cs ? !strncmp(p, item, n) : !strncasecmp(p, item, n))) return 1;
-        p = q ? q + 1 : NULL;
-    }
-    return 0;
-}
+#include "server/srv_access.h"
+#include "server/srv_reply.h"
+#include "server/srv_tenants.h"
 
 static int wildcard_bind(const char *host) {
     return !host || !host[0] || !strcmp(host, "0.0.0.0") || !strcmp(host, "::") || !strcmp(host, "[::]");
@@ -49,7 +39,7 @@ static size_t host_name(const char *h, const char **out) {
 static int host_ok(const server *s, const char *h) {
     if (!h) return 1; // HTTP/1.0 without Host: not a browser, nothing to rebind
     const char *a = s->o.allowed_hosts;
-    if (a && list_has(a, "*", 1, 1)) return 1;
+    if (a && srv_list_has(a, "*", 1, 1)) return 1;
     if (!a && wildcard_bind(s->o.host)) return 1;
     const char *name;
     size_t n = host_name(h, &name);
@@ -63,7 +53,7 @@ static int host_ok(const server *s, const char *h) {
         if (v6 ? (n == bn + 2 && name[0] == '[' && !strncasecmp(name + 1, b, bn)) : (bn == n && !strncasecmp(name, b, n)))
             return 1;
     }
-    return a && list_has(a, name, n, 0);
+    return a && srv_list_has(a, name, n, 0);
 }
 
 static int auth_ok(server *s, struct evhttp_request *req) {
@@ -78,9 +68,9 @@ static int auth_ok(server *s, struct evhttp_request *req) {
     return diff == 0;
 }
 
-static int is_public(const server *s, const char *path) {
-    if (!strcmp(path, "/health") || !strcmp(path, "/") || !strcmp(path, "/index.html")) return 1;
-    return s->o.public_routes && list_has(s->o.public_routes, path, strlen(path), 1);
+static int is_public(const server *s, const char *path, int public_route) {
+    if (public_route) return 1;
+    return s->o.public_routes && srv_list_has(s->o.public_routes, path, strlen(path), 1);
 }
 
 static int json_ctype(const char *ct) {
@@ -90,7 +80,7 @@ static int json_ctype(const char *ct) {
     return n == 16 && !strncasecmp(ct, "application/json", 16);
 }
 
-int srv_access_check(server *s, struct evhttp_request *req, const char *path, oai_err *e) {
+int srv_access_check(server *s, struct evhttp_request *req, const char *path, int public_route, oai_err *e) {
     struct evkeyvalq *in = evhttp_request_get_input_headers(req);
     const char *host = evhttp_find_header(in, "Host");
     if (!host_ok(s, host))
@@ -99,7 +89,7 @@ int srv_access_check(server *s, struct evhttp_request *req, const char *path, oa
                            host);
     enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
     if (cmd == EVHTTP_REQ_OPTIONS) return 0; // CORS preflights carry no credentials; route_cb answers them
-    if (!is_public(s, path) && !auth_ok(s, req))
+    if (!is_public(s, path, public_route) && !auth_ok(s, req))
         return oai_err_set(e, 401, "invalid_request_error", "invalid_api_key", NULL,
                            "Incorrect or missing API key: send 'Authorization: Bearer <key>'");
     if (cmd == EVHTTP_REQ_POST && !json_ctype(evhttp_find_header(in, "Content-Type")))
@@ -107,27 +97,4 @@ int srv_access_check(server *s, struct evhttp_request *req, const char *path, oa
                            "Content-Type must be application/json, got '%.100s'",
                            evhttp_find_header(in, "Content-Type") ? evhttp_find_header(in, "Content-Type") : "");
     return 0;
-}
-
-// The value for Access-Control-Allow-Origin, or NULL when CORS is off or the Origin is not listed.
-const char *srv_cors_origin(const server *s, struct evhttp_request *req) {
-    const char *c = s->o.cors;
-    if (!c) return NULL;
-    if (!strcmp(c, "*")) return "*";
-    const char *o = evhttp_find_header(evhttp_request_get_input_headers(req), "Origin");
-    if (!o) return NULL;
-    size_t n = strlen(o);
-    while (n && o[n - 1] == '/') n--;
-    return list_has(c, o, n, 0) ? o : NULL;
-}
-
-void srv_add_common_headers(server *s, struct evhttp_request *req) {
-    if (!s->o.cors) return;
-    struct evkeyvalq *h = evhttp_request_get_output_headers(req);
-    if (strcmp(s->o.cors, "*")) evhttp_add_header(h, "Vary", "Origin"); // the answer depends on Origin
-    const char *o = srv_cors_origin(s, req);
-    if (!o) return;
-    evhttp_add_header(h, "Access-Control-Allow-Origin", o);
-    evhttp_add_header(h, "Access-Control-Allow-Headers", "Authorization, Content-Type");
-    evhttp_add_header(h, "Access-Control-Allow-Methods", "GET, POST, OPTIONS");
 }

@@ -258,6 +258,12 @@ const srv_model_spec *srv_config_model(const srv_config *c, const char *alias) {
     return NULL;
 }
 
+const srv_router_spec *srv_config_router(const srv_config *c, const char *alias) {
+    for (int i = 0; c && alias && i < c->n_routers; i++)
+        if (!strcmp(c->routers[i].alias, alias)) return &c->routers[i];
+    return NULL;
+}
+
 int srv_config_finish(srv_config *c, tc_err *err) {
     if (c->n_models == 0) return tc_err_set(err, TC_ERR_INVALID, "no model: give -m PATH or --config FILE");
     for (int i = 0; i < c->n_models; i++) {

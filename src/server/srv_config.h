@@ -54,5 +54,6 @@ int srv_config_load_file(srv_config *c, const char *path, tc_err *err);
 int srv_config_finish(srv_config *c, tc_err *err);
 void srv_router_defaults(srv_router_spec *r);
 const srv_model_spec *srv_config_model(const srv_config *c, const char *alias); // NULL if absent
+const srv_router_spec *srv_config_router(const srv_config *c, const char *alias); // NULL if absent (or c NULL)
 
 #endif

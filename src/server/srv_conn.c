@@ -39,9 +39,11 @@
 #include <unistd.h>
 
 #include "common/timeutil.h"
+#include "server/srv_conn.h"
 #include "server/srv_http_strict.h"
-#include "server/srv_internal.h"
 #include "server/srv_linger.h"
+#include "server/srv_log.h"
+#include "server/srv_reply.h"
 
 enum { CONN_IDLE = 0, CONN_READING, CONN_BUSY };
 enum { KILL_CLOSE = -1 }; // srv_conn.kill: close without a reply (else the HTTP status to answer)
@@ -100,7 +102,7 @@ static server *g_srv;
 
 static void rl_flush(server *s, srv_rl *r, double now) {
     if (r->suppressed > 0 && now - r->t_last >= 1.0) {
-        srv_log(s, r->level, "%s (%ld suppressed)", r->last, r->suppressed);
+        srv_log(&s->o, r->level, "%s (%ld suppressed)", r->last, r->suppressed);
         r->suppressed = 0;
         r->t_last = now;
     }
@@ -121,8 +123,8 @@ void srv_log_limited(server *s, int kind, int level, const char *fmt, ...) {
         memcpy(r->last, buf, sizeof buf);
         return;
     }
-    if (r->suppressed) srv_log(s, level, "%s (%ld suppressed)", buf, r->suppressed);
-    else srv_log(s, level, "%s", buf);
+    if (r->suppressed) srv_log(&s->o, level, "%s (%ld suppressed)", buf, r->suppressed);
+    else srv_log(&s->o, level, "%s", buf);
     r->suppressed = 0;
     r->t_last = now;
 }
@@ -633,9 +635,9 @@ int srv_conn_init(server *s, tc_err *err) {
     struct timeval tv = {0, 100000}; // 100 ms: the resolution of the read deadline
     event_add(cs->ev_sweep, &tv);
     evhttp_set_bevcb(s->http, conn_new_bev, cs);
-    srv_log(s, SRV_LOG_DEBUG, "descriptors: %ld; connections at most %d", nofile, cs->max_conns);
+    srv_log(&s->o, SRV_LOG_DEBUG, "descriptors: %ld; connections at most %d", nofile, cs->max_conns);
     if (s->o.max_body_buffer > 0 && s->o.max_body_buffer < s->o.max_body)
-        srv_log(s, SRV_LOG_WARN, "--max-body-buffer (%zu) is below --max-body (%zu): the largest bodies are refused",
+        srv_log(&s->o, SRV_LOG_WARN, "--max-body-buffer (%zu) is below --max-body (%zu): the largest bodies are refused",
                 s->o.max_body_buffer, s->o.max_body);
     return 0;
 }

@@ -7,7 +7,9 @@
 #include <string.h>
 
 #include "grammar/gram_cache.h"
-#include "server/srv_internal.h"
+#include "server/oai_tools.h"
+#include "server/srv_grammar.h"
+#include "server/srv_model.h"
 
 #define SRV_GRAMMAR_CACHE_ENTRIES 64
 #define SRV_GRAMMAR_CACHE_ELEMENTS (4L << 20) // compiled elements in all (8 bytes each)
@@ -20,7 +22,7 @@ static void cache_init(void) {
     if (gram_cache_new(SRV_GRAMMAR_CACHE_ENTRIES, SRV_GRAMMAR_CACHE_ELEMENTS, &g_cache, &err)) g_cache = NULL;
 }
 
-int srv_grammar_vocab(server *s, tc_err *err) {
+int srv_grammar_vocab(srv_model *s, tc_err *err) {
     int nv = tok_n_vocab(s->vocab);
     char **pieces = calloc((size_t)nv, sizeof *pieces);
     int *lens = calloc((size_t)nv, sizeof *lens);
@@ -47,7 +49,7 @@ static int refuse(const oai_req *q, const tc_err *err, oai_err *e) {
     return oai_err_set(e, 400, "invalid_request_error", NULL, param, "%s", err->msg);
 }
 
-int srv_grammar_compile(server *s, const oai_req *q, gram **out, oai_err *e) {
+int srv_grammar_compile(srv_model *s, const oai_req *q, gram **out, oai_err *e) {
     *out = NULL;
     char *gbnf = NULL;
     if (oai_output_grammar(q, s->chat, &gbnf, e)) return -1;
@@ -76,7 +78,7 @@ int srv_grammar_compile(server *s, const oai_req *q, gram **out, oai_err *e) {
     return 0;
 }
 
-int srv_grammar_matcher(server *s, gram *g, gram_matcher **out, oai_err *e) {
+int srv_grammar_matcher(srv_model *s, gram *g, gram_matcher **out, oai_err *e) {
     *out = NULL;
     tc_err err = {0};
     if (gram_matcher_new(gram_ref(g), s->gvocab, out, &err)) {

@@ -11,7 +11,8 @@
 #include <strings.h>
 
 #include "server/srv_http_strict.h"
-#include "server/srv_internal.h"
+#include "server/oai_err.h"
+#include "server/srv_reply.h"
 
 long srv_http_head_end(const char *p, size_t n, size_t from) {
     size_t i = from >= 2 ? from - 2 : 0; // an end that began in the last two bytes searched is not found yet

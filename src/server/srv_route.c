@@ -1,9 +1,9 @@
 // Several models in one server, and router aliases (see docs/MULTI_MODEL.md).
 //
-// Each model is a whole `server` (model, vocabulary, engine, in-flight requests, metrics); the first one, the
-// hub, also owns the event loop, the HTTP server, the connections and the worker thread, and the others borrow
-// them. A request's JSON "model" picks its server here, before the endpoint's handler runs on it, so gen.c and
-// embed.c are the same code with one model or sixteen.
+// Each model has its own record (srv_model.h: model, vocabulary, engine, in-flight requests, metrics); the
+// front end (srv_front.h) holds them all and owns the event loop, the HTTP server, the connections and the
+// worker thread. A request's JSON "model" picks its record here, before the endpoint's handler runs on it, so
+// gen.c and embed.c are the same code with one model or sixteen.
 //
 // Router policy (per alias): a chat or completion request goes to the small model when its prompt has at most
 // max_prompt_tokens tokens (the small model's tokenizer) and it asks for at most max_tokens new tokens (no
@@ -17,14 +17,19 @@
 #include <unistd.h>
 
 #include "common/timeutil.h"
-#include "server/srv_internal.h"
+#include "server/gen_prompt.h"
+#include "server/srv_log.h"
+#include "server/srv_metrics.h"
+#include "server/srv_model.h"
+#include "server/srv_reply.h"
+#include "server/srv_route.h"
 
 enum { ROUTE_SHORT = 0, ROUTE_LONG, ROUTE_DEGRADED, ROUTE_N };
 static const char *const route_reason[ROUTE_N] = {"short", "long", "degraded"};
 
 typedef struct srv_router {
     srv_router_spec spec;
-    server *small, *large;    // borrowed: two of the hub's models
+    srv_model *small, *large; // borrowed: two of the front end's models
     metric *routed[ROUTE_N];  // tachyon:routed_requests_total{alias,model,reason}: [short]/[degraded] small, [long] large
 } srv_router;
 
@@ -47,18 +52,18 @@ static void model_opts(server_opts *o, const srv_model_spec *m, int n_models) {
 // Partitions the cores this process may run on between the engines: model i gets the next n_threads of them,
 // so one engine's steps never wait for another's. When the threads add up to more than those cores nothing is
 // pinned (the kernel time-shares them and every step slows): logged once, here.
-static void plan_cores(server *hub, int threads) {
+static void plan_cores(server *fe, int threads) {
     cpu_set_t allowed;
     if (sched_getaffinity(0, sizeof allowed, &allowed)) return;
     int n_cores = CPU_COUNT(&allowed);
     if (threads > n_cores) {
-        srv_log(hub, SRV_LOG_WARN, "%d compute threads over %d models on %d cores: engines not pinned, they will "
-                "share cores (give each model fewer threads)", threads, hub->n_models, n_cores);
+        srv_log(&fe->o, SRV_LOG_WARN, "%d compute threads over %d models on %d cores: engines not pinned, they will "
+                "share cores (give each model fewer threads)", threads, fe->n_models, n_cores);
         return;
     }
     int cpu = 0;
-    for (int i = 0; i < hub->n_models; i++) {
-        server *t = hub->models[i];
+    for (int i = 0; i < fe->n_models; i++) {
+        srv_model *t = fe->models[i];
         CPU_ZERO(&t->cpus);
         char list[256] = "";
         size_t off = 0;
@@ -69,12 +74,12 @@ static void plan_cores(server *hub, int threads) {
             cpu++;
         }
         t->pinned = 1;
-        srv_log(hub, SRV_LOG_INFO, "model %s: %d compute thread(s) on core(s) %s", t->o.served_name,
+        srv_log(&fe->o, SRV_LOG_INFO, "model %s: %d compute thread(s) on core(s) %s", t->o.served_name,
                 t->o.eng.n_threads, list);
     }
 }
 
-int srv_model_engine_new(server *s, const engine_opts *eo, tc_err *err) {
+int srv_model_engine_new(srv_model *s, const engine_opts *eo, tc_err *err) {
     cpu_set_t saved;
     int pin = s->pinned && !pthread_getaffinity_np(pthread_self(), sizeof saved, &saved) &&
               !pthread_setaffinity_np(pthread_self(), sizeof s->cpus, &s->cpus);
@@ -83,46 +88,45 @@ int srv_model_engine_new(server *s, const engine_opts *eo, tc_err *err) {
     return rc;
 }
 
-static server *find_model(server *hub, const char *alias) {
-    for (int i = 0; i < hub->n_models; i++)
-        if (!strcmp(hub->models[i]->name, alias)) return hub->models[i];
+static srv_model *find_model(server *fe, const char *alias) {
+    for (int i = 0; i < fe->n_models; i++)
+        if (!strcmp(fe->models[i]->name, alias)) return fe->models[i];
     return NULL;
 }
 
-int srv_models_init(server *hub, tc_err *err) {
-    const srv_config *c = hub->o.cfg;
+int srv_models_init(server *fe, tc_err *err) {
+    const srv_config *c = fe->o.cfg;
     if (!c) return 0;
     if (c->n_models < 1) return tc_err_set(err, TC_ERR_INVALID, "no model configured");
-    server_opts base = hub->o;
-    hub->multi = c->n_models > 1 || c->n_routers > 0;
-    model_opts(&hub->o, &c->models[0], c->n_models);
-    int threads = hub->o.eng.n_threads;
+    server_opts base = fe->o;
+    fe->multi = c->n_models > 1 || c->n_routers > 0;
+    model_opts(&fe->models[0]->o, &c->models[0], c->n_models);
+    int threads = fe->models[0]->o.eng.n_threads;
     for (int i = 1; i < c->n_models; i++) {
-        server *t = calloc(1, sizeof *t);
+        srv_model *t = calloc(1, sizeof *t);
         if (!t) return tc_err_set(err, TC_ERR_NOMEM, "out of memory");
-        hub->models[hub->n_models++] = t;
+        fe->models[fe->n_models++] = t;
         t->o = base;
         t->o.draft_model_path = NULL; // --draft-model drafts for the first model only (its vocabulary)
         model_opts(&t->o, &c->models[i], c->n_models);
-        t->hub = hub;
-        t->state = SRV_LOADING;
+        t->fe = fe;
         const char *b = strrchr(t->o.model_path, '/');
         snprintf(t->basename, sizeof t->basename, "%s", b ? b + 1 : t->o.model_path);
         snprintf(t->name, sizeof t->name, "%s", t->o.served_name);
         threads += t->o.eng.n_threads;
     }
-    if (hub->multi) plan_cores(hub, threads);
+    if (fe->multi) plan_cores(fe, threads);
     if (c->n_routers) {
-        hub->routers = calloc((size_t)c->n_routers, sizeof *hub->routers);
-        if (!hub->routers) return tc_err_set(err, TC_ERR_NOMEM, "out of memory");
-        hub->n_routers = c->n_routers;
+        fe->routers = calloc((size_t)c->n_routers, sizeof *fe->routers);
+        if (!fe->routers) return tc_err_set(err, TC_ERR_NOMEM, "out of memory");
+        fe->n_routers = c->n_routers;
     }
     for (int i = 0; i < c->n_routers; i++) {
-        srv_router *r = &hub->routers[i];
+        srv_router *r = &fe->routers[i];
         r->spec = c->routers[i];
-        // the hub's name is set by the caller from served_name = models[0].alias
-        r->small = !strcmp(r->spec.small, c->models[0].alias) ? hub : find_model(hub, r->spec.small);
-        r->large = !strcmp(r->spec.large, c->models[0].alias) ? hub : find_model(hub, r->spec.large);
+        // the first model's name is set by the caller from served_name = models[0].alias
+        r->small = !strcmp(r->spec.small, c->models[0].alias) ? fe->models[0] : find_model(fe, r->spec.small);
+        r->large = !strcmp(r->spec.large, c->models[0].alias) ? fe->models[0] : find_model(fe, r->spec.large);
         if (!r->small || !r->large) // srv_config_finish checked this: only a caller that skipped it gets here
             return tc_err_set(err, TC_ERR_INVALID, "router '%s': unknown model", r->spec.alias);
     }
@@ -130,14 +134,14 @@ int srv_models_init(server *hub, tc_err *err) {
 }
 
 // After the metrics registry exists (server_run calls it once every model's metrics are registered).
-static int router_metrics(server *hub) {
-    for (int i = 0; i < hub->n_routers; i++) {
-        srv_router *r = &hub->routers[i];
+static int router_metrics(server *fe) {
+    for (int i = 0; i < fe->n_routers; i++) {
+        srv_router *r = &fe->routers[i];
         for (int k = 0; k < ROUTE_N; k++) {
             char l[128]; // at most 8 + 29 + 9 + 29 + 19 bytes: fits the registry's 96 (SRV_CFG_MAX_ALIAS)
             const char *model = k == ROUTE_LONG ? r->spec.large : r->spec.small;
             snprintf(l, sizeof l, "alias=\"%s\",model=\"%s\",reason=\"%s\"", r->spec.alias, model, route_reason[k]);
-            r->routed[k] = metrics_add(hub->mt.reg, METRIC_COUNTER, "tachyon:routed_requests_total", l,
+            r->routed[k] = metrics_add(fe->reg, METRIC_COUNTER, "tachyon:routed_requests_total", l,
                                        "Requests to a router alias, by the model chosen and why", NULL, 0);
             if (!r->routed[k]) return -1;
         }
@@ -145,41 +149,23 @@ static int router_metrics(server *hub) {
     return 0;
 }
 
-void srv_models_free(server *hub) {
-    for (int i = 1; i < hub->n_models; i++) {
-        server *t = hub->models[i];
-        if (t->ev_engine) event_free(t->ev_engine);
-        if (t->eng) engine_free(t->eng, 0.5);
-        if (t->vocab) tok_free(t->vocab);
-        gram_vocab_free(t->gvocab);
-        if (t->m) model_free(t->m);
-        free(t->eog_ids);
-        free(t->chat_src);
-        chat_tmpl_free(t->tmpl);
-        srv_metrics_free(&t->mt); // the registry is the hub's
-        free(t);
-        hub->models[i] = NULL;
+void srv_models_free(server *fe) {
+    for (int i = fe->n_models - 1; i >= 0; i--) { // the first model's metrics own the registry: freed last
+        srv_model_free(fe->models[i]);
+        fe->models[i] = NULL;
     }
-    hub->n_models = 1;
-    free(hub->routers);
-    hub->routers = NULL;
-    hub->n_routers = 0;
-}
-
-void srv_models_sync_state(server *hub) {
-    for (int i = 1; i < hub->n_models; i++) hub->models[i]->state = hub->state;
+    fe->n_models = 0;
+    free(fe->routers);
+    fe->routers = NULL;
+    fe->n_routers = 0;
 }
 
 // --- routing -----------------------------------------------------------------------------------------
 
-static srv_router *find_router(const server *hub, const char *name) {
-    for (int i = 0; i < hub->n_routers; i++)
-        if (!strcmp(hub->routers[i].spec.alias, name)) return &hub->routers[i];
+static srv_router *find_router(const server *fe, const char *name) {
+    for (int i = 0; i < fe->n_routers; i++)
+        if (!strcmp(fe->routers[i].spec.alias, name)) return &fe->routers[i];
     return NULL;
-}
-
-int srv_route_is_alias(const server *s, const char *name) {
-    return s->hub && name && find_router(s->hub, name) != NULL;
 }
 
 // Test-only (TACHYON_FAULT_ROUTE_TTFT=SECONDS): every large model's predicted TTFT, as if it were overloaded,
@@ -190,11 +176,11 @@ static double fault_ttft(void) {
 }
 
 // The router's choice for a chat or completion body; *reason one of ROUTE_*.
-static server *route(server *hub, srv_router *r, oai_kind kind, const char *body, size_t len, int *reason) {
+static srv_model *route(server *fe, srv_router *r, oai_kind kind, const char *body, size_t len, int *reason) {
     oai_req q;
     oai_err e = {0};
     *reason = ROUTE_SHORT;
-    if (oai_parse_ex(kind, body, len, hub->o.lenient, &q, &e)) return r->small; // its handler reports the error
+    if (oai_parse_ex(kind, body, len, fe->o.lenient, &q, &e)) return r->small; // its handler reports the error
     int32_t *ids = NULL;
     int n = 0;
     if (gen_prompt_ids(r->small, &q, &ids, &n, &e)) n = 0; // likewise
@@ -207,14 +193,14 @@ static server *route(server *hub, srv_router *r, oai_kind kind, const char *body
     double f = fault_ttft();
     double ttft = f >= 0 ? f : engine_predict_ttft(r->large->eng, n);
     if (ttft <= r->spec.ttft_slo) return r->large;
-    srv_log(hub, SRV_LOG_DEBUG, "router %s: %s predicted TTFT %.3f s > SLO %.3f s, degrading to %s", r->spec.alias,
+    srv_log(&fe->o, SRV_LOG_DEBUG, "router %s: %s predicted TTFT %.3f s > SLO %.3f s, degrading to %s", r->spec.alias,
             r->large->name, ttft, r->spec.ttft_slo, r->small->name);
     *reason = ROUTE_DEGRADED;
     return r->small;
 }
 
-int srv_route_pick(server *hub, struct evhttp_request *req, const char *path, server **out, oai_err *e) {
-    *out = hub;
+int srv_route_pick(server *fe, struct evhttp_request *req, const char *path, srv_model **out, oai_err *e) {
+    *out = fe->models[0];
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
     size_t len = evbuffer_get_length(in);
     const char *body = len ? (const char *)evbuffer_pullup(in, -1) : "";
@@ -223,12 +209,12 @@ int srv_route_pick(server *hub, struct evhttp_request *req, const char *path, se
     const char *name = json_is_string(m) ? json_string_value(m) : NULL;
     int rc = 0;
     if (!name || !name[0]) goto pick; // bad JSON, no or a non-string model: the first model's handler answers
-    for (int i = 0; i < hub->n_models; i++)
-        if (srv_model_ok(hub->models[i], name) && !srv_route_is_alias(hub, name)) {
-            *out = hub->models[i];
+    for (int i = 0; i < fe->n_models; i++)
+        if (srv_model_ok(fe->models[i], name) && !srv_config_router(fe->o.cfg, name)) {
+            *out = fe->models[i];
             goto pick;
         }
-    srv_router *r = find_router(hub, name);
+    srv_router *r = find_router(fe, name);
     if (!r) {
         rc = oai_err_set(e, 404, "invalid_request_error", "model_not_found", "model",
                          "The model `%.200s` does not exist or you do not have access to it.", name);
@@ -240,7 +226,7 @@ int srv_route_pick(server *hub, struct evhttp_request *req, const char *path, se
         goto pick;
     }
     int reason;
-    *out = route(hub, r, chat ? OAI_CHAT : OAI_COMPLETION, body, len, &reason);
+    *out = route(fe, r, chat ? OAI_CHAT : OAI_COMPLETION, body, len, &reason);
     metric_inc(r->routed[reason], 1);
 pick:
     evhttp_add_header(evhttp_request_get_output_headers(req), "x-tachyon-routed-model", (*out)->name);
@@ -251,26 +237,26 @@ out:
 
 // --- /v1/models --------------------------------------------------------------------------------------
 
-void srv_route_models(server *hub, struct evhttp_request *req) {
+void srv_route_models(server *fe, struct evhttp_request *req) {
     json_t *data = json_array();
     json_int_t now = (json_int_t)tc_wall();
-    for (int i = 0; i < hub->n_models; i++) {
-        server *t = hub->models[i];
+    for (int i = 0; i < fe->n_models; i++) {
+        srv_model *t = fe->models[i];
         json_array_append_new(data, json_pack("{s:s,s:s,s:I,s:s,s:i}", "id", t->name, "object", "model", "created",
                                               now, "owned_by", "tachyon", "max_model_len", t->ctx_size));
     }
-    for (int i = 0; i < hub->n_routers; i++) {
-        const srv_router *r = &hub->routers[i];
+    for (int i = 0; i < fe->n_routers; i++) {
+        const srv_router *r = &fe->routers[i];
         json_array_append_new(
             data, json_pack("{s:s,s:s,s:I,s:s,s:{s:s,s:s,s:i,s:i,s:b,s:f}}", "id", r->spec.alias, "object", "model",
                             "created", now, "owned_by", "tachyon", "router", "small", r->small->name, "large",
                             r->large->name, "max_prompt_tokens", r->spec.max_prompt_tokens, "max_tokens",
                             r->spec.max_tokens, "degrade", r->spec.degrade, "ttft_slo", r->spec.ttft_slo));
     }
-    srv_send_json(hub, req, 200, json_pack("{s:s,s:o}", "object", "list", "data", data));
+    srv_send_json(&fe->o, req, 200, json_pack("{s:s,s:o}", "object", "list", "data", data));
 }
 
-int srv_models_metrics(server *hub, tc_err *err) {
-    if (router_metrics(hub)) return tc_err_set(err, TC_ERR_NOMEM, "out of memory (metrics)");
+int srv_models_metrics(server *fe, tc_err *err) {
+    if (router_metrics(fe)) return tc_err_set(err, TC_ERR_NOMEM, "out of memory (metrics)");
     return 0;
 }

@@ -21,7 +21,8 @@
 #include <xxhash.h>
 
 #include "common/timeutil.h"
-#include "server/srv_internal.h"
+#include "server/srv_log.h"
+#include "server/srv_tenants.h"
 #include "tenant/ratelimit.h"
 #include "tenant/tenant_keys.h"
 
@@ -54,7 +55,7 @@ struct srv_tenants {
 static void add_metrics(server *s, tstate *t, int own_label) {
     char lab[96];
     snprintf(lab, sizeof lab, "tenant=\"%s\"", own_label ? t->name : "other");
-    metrics *r = s->mt.reg;
+    metrics *r = s->reg;
     static const struct { const char *name, *help; } M[4] = {
         {"tachyon:tenant_requests_total", "Generation requests admitted, by tenant"},
         {"tachyon:tenant_rate_limited_total", "Requests refused with 429 by the tenant's rate limits"},
@@ -131,11 +132,11 @@ static void hup_cb(evutil_socket_t sig, short what, void *arg) {
     if (load_table(s, &tab, &err) || install(s, tab, &err)) {
         if (tab && T->tab != tab) tn_free(tab);
         T->reload_errors++;
-        srv_log(s, SRV_LOG_ERROR, "SIGHUP: keeping the previous API keys: %s", err.msg);
+        srv_log(&s->o, SRV_LOG_ERROR, "SIGHUP: keeping the previous API keys: %s", err.msg);
         return;
     }
     T->reloads++;
-    srv_log(s, SRV_LOG_INFO, "SIGHUP: reloaded %s: %d keys, %d tenants", s->o.api_key_file ? s->o.api_key_file : "keys",
+    srv_log(&s->o, SRV_LOG_INFO, "SIGHUP: reloaded %s: %d keys, %d tenants", s->o.api_key_file ? s->o.api_key_file : "keys",
             tab->n_keys, tab->n_tenants);
 }
 
@@ -154,7 +155,7 @@ int srv_tenants_init(server *s, tc_err *err) {
     if (s->o.api_key_file) {
         T->ev_hup = evsignal_new(s->base, SIGHUP, hup_cb, s);
         if (!T->ev_hup || event_add(T->ev_hup, NULL)) return tc_err_set(err, TC_ERR, "cannot install the SIGHUP handler");
-        srv_log(s, SRV_LOG_INFO, "API keys: %d keys, %d tenants from %s (SIGHUP reloads it)", tab->n_keys,
+        srv_log(&s->o, SRV_LOG_INFO, "API keys: %d keys, %d tenants from %s (SIGHUP reloads it)", tab->n_keys,
                 tab->n_tenants, s->o.api_key_file);
     }
     return 0;

@@ -5,7 +5,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "server/srv_internal.h"
+#include "server/srv_work.h"
 
 typedef struct srv_job {
     srv_work_fn run, done;

@@ -7,6 +7,7 @@
 
 #include "grammar/gram.h"
 #include "server/oai.h"
+#include "server/oai_tools.h"
 #include "test_util.h"
 
 static const char *BODY =

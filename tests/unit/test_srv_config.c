@@ -42,6 +42,11 @@ static void test_args(void) {
     CHECK(!strcmp(c.routers[0].small, "fast") && !strcmp(c.routers[0].large, "y"));
     CHECK_EQ_INT(c.routers[0].max_prompt_tokens, 256);
     CHECK_EQ_INT(c.routers[0].degrade, 0);
+    // router aliases by name: a model's name or an unknown one is not a router; no config has none
+    CHECK(srv_config_router(&c, "auto") == &c.routers[0]);
+    CHECK(srv_config_router(&c, "fast") == NULL);
+    CHECK(srv_config_router(&c, "nope") == NULL);
+    CHECK(srv_config_router(NULL, "auto") == NULL);
     srv_config_free(&c);
 }
 

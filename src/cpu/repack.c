@@ -14,8 +14,8 @@
 // 64jj + 4l.., sub-block 2jj; high nibbles: elements 64jj + 32 + 4l.., sub-block 2jj + 1).
 //
 // Q8_0 (cpu_q8_0_r16): the 16 rows' fp16 scales of a block side by side, then for each 4-byte step c the
-// bytes qs[4c .. 4c + 3] of the 16 rows. Why: the row-at-a-time kernel had to gather the scales of blocks
-// 34 bytes apart (vpgatherdd was ~40% of a Gemma 3 decode's output-head time) and sum 8 lanes per row; here
+// bytes qs[4c .. 4c + 3] of the 16 rows. Why: the row-at-a-time kernel gathers the scales of blocks 34
+// bytes apart (vpgatherdd: ~40% of a Gemma 3 decode's output-head time there) and sum 8 lanes per row; here
 // one 512-bit load is 4 quants of 16 rows, one broadcast of 4 activation bytes serves all of them, the
 // int32 lanes are the 16 rows' block sums, and one vcvtph2ps gives their scales.
 // Q5_0 uses the same layout with its 5-bit quants expanded to bytes (q - 16): 34 instead of 22 bytes per block

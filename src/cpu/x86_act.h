@@ -1,7 +1,7 @@
 // Activation quantization (f32 row -> Q8_0 / Q8_1 / Q8_K) for the x86 levels. Bit-exact with the scalar
 // reference (tensor/quant_ref*.c): same scale arithmetic, roundf (half away from zero) for Q8_0/Q8_1,
 // round-half-even for Q8_K, fp16 stored with round-to-nearest-even. Template: included by quant_avx2.c and
-// quant_avx512.c; X86_SUFFIX names the instantiation.
+// quant_avx512.c; X86_FN names the instantiation.
 #ifndef TACHYON_CPU_X86_ACT_H
 #define TACHYON_CPU_X86_ACT_H
 

@@ -1,7 +1,10 @@
-// Shared helpers for the x86 kernel templates (x86_act.h, x86_gemm.h). Included only by quant_avx2.c and
-// quant_avx512.c, which compile it with different ISA flags: with AVX512-VNNI+VL the int8 dot products
-// become vpdpbusd / vpdpwssd on 256-bit registers, otherwise vpmaddubsw + vpmaddwd. Both give exactly the
-// same integers, so the two levels produce bit-identical results.
+// Shared helpers for the x86 kernel templates (x86_act.h, x86_gemm.h and the tiles it includes, x86_repack*.h,
+// attention_x86.h), compiled once per ISA level with that level's flags: with AVX512-VNNI+VL the int8 dot
+// products become vpdpbusd / vpdpwssd on 256-bit registers, otherwise vpmaddubsw + vpmaddwd. Both give exactly
+// the same integers. Results are bit-identical across the levels only where the float work is the same too
+// (e.g. the x86_lowbit.h tiles): the AVX-512 tiles for Q4_0/Q4_1/Q8_0 (x86_tile32w) and the K-quants
+// (x86_kquant512.h) accumulate floats in 16 lanes where AVX2 uses 8, so those round differently per level.
+// Every level is tested against the scalar reference (tensor/), not against the other level.
 #ifndef TACHYON_CPU_X86_COMMON_H
 #define TACHYON_CPU_X86_COMMON_H
 
@@ -33,6 +36,12 @@ XI float x86_hsum8(__m256 v) {
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
     return _mm_cvtss_f32(s);
 }
+
+#if defined(__AVX512F__)
+XI float x86_hsum16(__m512 v) {
+    return x86_hsum8(_mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)));
+}
+#endif
 
 XI int x86_hsum_i32x4(__m128i v) {
     v = _mm_add_epi32(v, _mm_shuffle_epi32(v, _MM_SHUFFLE(1, 0, 3, 2)));
@@ -88,5 +97,14 @@ XI void x86_prefetch_block(const uint8_t *p, const size_t n) {
 XI void x86_prefetch_block_l2(const uint8_t *p, const size_t n) {
     for (size_t o = 0; o < n; o += 64) _mm_prefetch((const char *)p + o, _MM_HINT_T1);
 }
+
+// --- GEMM tile basics (x86_gemm.h, x86_kquant256.h, x86_kquant512.h, x86_lowbit.h): a tile's accumulator
+// arrays are sized for at most X86_MAXW weight rows x X86_MAXR activation rows.
+#define X86_MAXW 4
+#define X86_MAXR 8
+#define X86_UNROLL _Pragma("GCC unroll 8")
+
+XI const uint8_t *x86_wrow(const cpu_gemm_job *j, int i) { return j->w + (size_t)i * j->w_stride; }
+XI const uint8_t *x86_arow(const cpu_gemm_job *j, int r) { return j->a + (size_t)r * j->a_stride; }
 
 #endif

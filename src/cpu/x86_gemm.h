@@ -8,13 +8,8 @@
 #define TACHYON_CPU_X86_GEMM_H
 
 #include "cpu/x86_common.h"
-
-#define X86_MAXW 4
-#define X86_MAXR 8
-#define X86_UNROLL _Pragma("GCC unroll 8")
-
-XI const uint8_t *x86_wrow(const cpu_gemm_job *j, int i) { return j->w + (size_t)i * j->w_stride; }
-XI const uint8_t *x86_arow(const cpu_gemm_job *j, int r) { return j->a + (size_t)r * j->a_stride; }
+#include "cpu/x86_kquant256.h" // K-quants (x Q8_K): x86_tile_q45k, x86_tile_q6k
+#include "cpu/x86_lowbit.h"    // Q2_K, Q3_K, IQ4_XS, IQ4_NL
 
 // --- 32-element blocks: Q4_0, Q4_1, Q5_0, Q5_1 (x Q8_0 / Q8_1) and Q8_0 (x Q8_0)
 XI size_t x86_bsize32(int T) {
@@ -105,10 +100,6 @@ XI void x86_tile32(const cpu_gemm_job *j, int i, int r, const int NW, const int 
         j->out[(size_t)(r + rr) * j->ld_out + i + w] = x86_hsum8(acc[w][rr]) + summ[w][rr];
 }
 
-// --- K-quants (x Q8_K): x86_tile_q45k, x86_tile_q6k
-#include "cpu/x86_kquant256.h"
-#include "cpu/x86_lowbit.h"
-
 // --- float weights (F32, F16, BF16) x f32 activations
 XI __m256 x86_loadw8(const uint8_t *p, int e, const int T) {
     if (T == TT_F32) return _mm256_loadu_ps((const float *)(const void *)p + e);
@@ -183,10 +174,6 @@ XI __m256i x86_gather32(const uint8_t *p, size_t stride, int n) {
 }
 XI __m256 x86_f16lo(__m256i v) { return _mm256_cvtph_ps(_mm256_cvtepi32_epi16(v)); }
 XI __m256 x86_f16hi(__m256i v) { return _mm256_cvtph_ps(_mm256_cvtepi32_epi16(_mm256_srli_epi32(v, 16))); }
-
-XI float x86_hsum16(__m512 v) {
-    return x86_hsum8(_mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)));
-}
 
 XI void x86_tile32w(const cpu_gemm_job *j, int i, int r, const int NW, const int NR, const int T) {
     const int nb = j->k / 32;

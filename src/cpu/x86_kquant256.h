@@ -6,11 +6,14 @@
 // activation rows: vpmaddubsw (unsigned quant x signed int8 activation -> int16 pairs, no saturation:
 // |pair| <= 2 * 63 * 128) then vpmaddwd with the sub-block scale into 8 int32 lanes. The float work per
 // (weight row, activation row, super-block) is one conversion and one FMA into an 8-lane float
-// accumulator (no horizontal sum per super-block: that scalar tail used to cost as much as the dot
+// accumulator (no horizontal sum per super-block: such a scalar tail would cost as much as the dot
 // itself); the lanes are reduced once per output. Every (weight row, activation row) pair sees exactly
 // the same operations whatever NW and NR are, so results are batch invariant.
 #ifndef TACHYON_CPU_X86_KQUANT256_H
 #define TACHYON_CPU_X86_KQUANT256_H
+
+#include "cpu/x86_common.h"
+#include "tensor/quant_ref.h"
 
 // The 12 packed scale bytes of a Q4_K/Q5_K block -> 8 scales then 8 mins, 6 bits each, in registers.
 // head: the block's first 16 bytes [d dmin | u0 | u1 | u2] as 32-bit lanes (both types start so).

@@ -8,9 +8,13 @@
 // one conversion and one vector FMA into a 16-lane float accumulator, reduced once at the end of the row
 // (no horizontal sum per super-block). Every (weight row, activation row) pair sees exactly the same
 // operations whatever NW and NR are, so results are batch invariant. The integer sums are those of the AVX2
-// tile; the float summation order differs, so the levels are no longer bit-identical for these types.
+// tile; the float summation order differs, so the levels are not bit-identical for these types.
 #ifndef TACHYON_CPU_X86_KQUANT512_H
 #define TACHYON_CPU_X86_KQUANT512_H
+
+#include "cpu/x86_common.h"
+#include "cpu/x86_kquant256.h"
+#include "tensor/quant_ref.h"
 
 // int16 lane index vector: lanes 16*h .. 16*h+15 pick element a + h (two sub-blocks of 32 per register).
 XI __m512i x86_k512_idx2(int a) {

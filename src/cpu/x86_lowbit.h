@@ -10,6 +10,8 @@
 #ifndef TACHYON_CPU_X86_LOWBIT_H
 #define TACHYON_CPU_X86_LOWBIT_H
 
+#include "cpu/x86_common.h"
+#include "cpu/x86_kquant256.h"
 #include "tensor/quant_ref.h"
 
 // [sc[2g] x8 | sc[2g+1] x8] as int16 from 16 int8 scales.

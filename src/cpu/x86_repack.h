@@ -1,7 +1,6 @@
 // GEMV/GEMM over repacked Q4_K and Q6_K weights (cpu_q4k_r8, cpu_q6k_r8, see repack.c) x Q8_K activations,
-// 256-bit. Template:
-// included by quant_avx2.c and quant_avx512.c after x86_gemm.h; with AVX512-VNNI the int16 dot products
-// become vpdpwssd, the integers are the same.
+// 256-bit. Template: included by quant_avx2.c and quant_avx512.c (X86_FN names the instantiation); with
+// AVX512-VNNI the int16 dot products become vpdpwssd, the integers are the same.
 //
 // A tile is one group of 8 weight rows x NR activation rows. Per super-block and step (jj, l) one load gives
 // 4 quant bytes of each of the 8 rows (8 low-nibble and 8 high-nibble quants per row); the 4 matching
@@ -18,12 +17,13 @@
 #define TACHYON_CPU_X86_REPACK_H
 
 #include "cpu/repack.h"
+#include "cpu/x86_common.h"
 
 // Activation rows per tile: 8 at both levels. With 32 registers (EVEX) the weight unpack serves 8 rows; with
 // 16 the per-row sums stay in registers and the totals spill once per sub-block (AVX2 Q4_K GEMM +2-5% over 4).
 #define X86_R8_NR 8
-#define X86_R8_PF 8 // GEMV: prefetch this many repacked blocks (1184 / 1680 bytes) ahead, into L2: into L1
-                    // (T0, 4 ahead) the DRAM stream ran at 12 (Q6_K) / 20 (Q4_K) GB/s per thread, now 22-23
+#define X86_R8_PF 8 // GEMV: prefetch this many repacked blocks (1184 / 1680 bytes) ahead, into L2: 22-23 GB/s
+                    // per thread from DRAM, against 12 (Q6_K) / 20 (Q4_K) prefetching into L1 (T0, 4 ahead)
 
 // 8 bytes (one per row) -> 8 int32 lanes holding the byte in both int16 halves, for vpmaddwd.
 XI __m256i x86_r8_dup16(const uint8_t *p) {

@@ -1,5 +1,6 @@
 // GEMV/GEMM over repacked Q4_0 / Q4_1 weights (cpu_q4_0_r16, cpu_q4_1_r16, see repack.c) x Q8_0 / Q8_1
-// activations. Template: included by quant_avx2.c and quant_avx512.c after x86_repack_q8.h.
+// activations. Template: included by quant_avx2.c and quant_avx512.c (X86_FN names the instantiation);
+// builds on x86_repack_q8.h.
 //
 // A tile is one group of 16 weight rows x NR activation rows. Per block and 4-byte step c one load gives 4
 // nibble bytes of each of the 16 rows: the low nibbles are elements 4c.., the high nibbles 16 + 4c... The
@@ -15,6 +16,8 @@
 // activation row) pair sees the same operations whatever NR is (batch invariance).
 #ifndef TACHYON_CPU_X86_REPACK_Q4_H
 #define TACHYON_CPU_X86_REPACK_Q4_H
+
+#include "cpu/x86_repack_q8.h"
 
 #if X86_Q8R_WIDE
 #define X86_Q4R_NR 8 // activation rows per tile: 8 accumulators + 8 unpacked weight registers of 32

@@ -1,5 +1,5 @@
 // GEMV/GEMM over repacked Q8_0 weights (cpu_q8_0_r16, see repack.c) x Q8_0 activations. Template: included
-// by quant_avx2.c and quant_avx512.c after x86_repack.h.
+// by quant_avx2.c and quant_avx512.c (X86_FN names the instantiation); builds on x86_repack.h.
 //
 // A tile is one group of 16 weight rows x NR activation rows. Per block and 4-byte step c one load gives 4
 // quants of each of the 16 rows, and the activation's 4 bytes are broadcast to all lanes, so every int32
@@ -12,6 +12,8 @@
 // activation row) pair sees the same operations whatever NR is (batch invariance).
 #ifndef TACHYON_CPU_X86_REPACK_Q8_H
 #define TACHYON_CPU_X86_REPACK_Q8_H
+
+#include "cpu/x86_repack.h"
 
 #define X86_Q8R_PF 6 // GEMV: prefetch this many repacked blocks (544 bytes each) ahead
 

@@ -1,4 +1,12 @@
-// The kernel table of one x86 level (template, see x86_gemm.h).
+// The kernel table of one x86 level (template, see x86_gemm.h): every kernel the level's templates define.
+#ifndef TACHYON_CPU_X86_TABLE_H
+#define TACHYON_CPU_X86_TABLE_H
+
+#include "cpu/cpu_internal.h"
+#include "cpu/x86_act.h"
+#include "cpu/x86_gemm.h"
+#include "cpu/x86_repack_q4.h"
+
 #define X86_TABLE X86_FN(table)
 
 static const cpu_kernels X86_TABLE = {
@@ -53,3 +61,5 @@ static const cpu_kernels X86_TABLE = {
                     [TT_Q5_0] = X86_FN(gemm_q8_0_r16), // Q5_0 repacks to the Q8_0 layout
                     [TT_Q4_0] = X86_FN(gemm_q4_0_r16), [TT_Q4_1] = X86_FN(gemm_q4_1_r16)},
 };
+
+#endif

@@ -19,5 +19,6 @@
 #define MINV _mm256_min_ps
 #define ROUNDV(x) _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
 #define POW2N(n) _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23))
-#include "cpu/x86_vexp.h"
 #endif
+
+#include "cpu/x86_vexp.h" // x86_vexp over the macros above

@@ -19,5 +19,6 @@
 #define MINV _mm512_min_ps
 #define ROUNDV(x) _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
 #define POW2N(n) _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23))
-#include "cpu/x86_vexp.h"
 #endif
+
+#include "cpu/x86_vexp.h" // x86_vexp over the macros above

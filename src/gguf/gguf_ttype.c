@@ -1,7 +1,7 @@
 // Block geometry of tensor types for validating tensor infos: the shared traits table (tensor/ttype.c), plus
-// the file geometry of ggml types that table does not compute with (none left: Q2_K, Q3_K have rows now; the
-// switch stays for future decode-less types) so such files still open
-// (`tachyon info` can list them; the model loader rejects what it cannot run).
+// the file geometry of ggml types that table does not compute with, so that such files still open (`tachyon
+// info` can list them; the model loader rejects what it cannot run). Every type of the table has a row, so
+// the switch holds no type today; it is where a type that tachyon reads but cannot decode would go.
 #include "gguf/gguf_internal.h"
 #include "tensor/ttype.h"
 

@@ -10,7 +10,7 @@
 // Policies (sched_opts.policy, rules in sched_order.h). Aging rule: a waiting request's effective priority
 // is priority - floor(waited / aging_s), i.e. it gains one class per aging_s seconds (default 5 s), so a
 // priority-p request waits at most (p - q) * aging_s behind a stream of priority-q arrivals.
-//   SCHED_POL_FIFO      admission in arrival order; catching-up chunks in admission order (the original rule);
+//   SCHED_POL_FIFO      admission in arrival order; catching-up chunks in admission order;
 //   SCHED_POL_PRIORITY  admission and catching-up chunks ranked by sched_key_before (effective priority with
 //                   aging, then shortest remaining prefill with aging, then arrival); catching-up chunks and
 //                   admissions compete for the budget in that order (a short prompt waiting is not held up by
@@ -31,6 +31,7 @@
 
 #include "kv/kv.h"
 #include "sched/request.h"
+#include "sched/sched_admit.h"
 #include "sched/sched_order.h"
 #include "sched/sched_stats.h"
 #include "sched/step_cost.h"
@@ -118,6 +119,9 @@ void sched_commit(sched *s);
 void sched_rollback(sched *s, sched_req *r);
 // The step-cost model's fit t(n) = a + b·n seconds; returns 0 (and leaves a, b alone) while not ready.
 int sched_step_cost_fit(const sched *s, double *a, double *b);
+// Fills l (its wait/cap_wait storage set by the caller) from the scheduler's state, for sched_predict_ttft
+// (sched_admit.h). Engine thread.
+void sched_load_fill(const sched *s, sched_load *l);
 // Feeds the step-cost model: a forward pass over n_tokens rows took `seconds`.
 void sched_observe(sched *s, int n_tokens, double seconds);
 // The step token cap the ITL guard would apply with n_decoding streams (max_batch_tokens when off/unready).

@@ -3,43 +3,6 @@
 
 #include <math.h>
 
-#include "sched/sched_impl.h"
-
-void sched_load_fill(const sched *s, sched_load *l) {
-    l->policy = s->o.policy;
-    l->aging_s = s->o.aging_s;
-    l->ready = sched_step_cost_fit(s, &l->a, &l->b);
-    l->long_tok = s->o.max_batch_tokens;
-    l->slots_full = s->running.n >= s->o.max_seqs;
-    l->n_decoding = 0;
-    l->catching = l->catching_long = 0;
-    for (const sched_req *r = s->running.head; r; r = r->next) {
-        int left = r->n_tokens - r->num_computed;
-        if (left == 1)
-            l->n_decoding++;
-        else if (left > 1)
-            l->catching += left;
-        if (left > l->long_tok) l->catching_long += left;
-    }
-    l->step_tokens = sched_guard_budget(s, l->n_decoding);
-    l->full_tokens = s->o.max_batch_tokens;
-    l->guard_fair = s->o.itl_guard_fair && l->policy != SCHED_POL_FIFO;
-    l->best_dec_prio = 0;
-    int dec = 0; // (none decoding: step_tokens is uncapped anyway)
-    for (const sched_req *r = s->running.head; r; r = r->next)
-        if (r->n_tokens - r->num_computed == 1) {
-            if (!dec++ || r->priority < l->best_dec_prio) l->best_dec_prio = r->priority;
-        }
-    l->wait_tokens = 0;
-    l->n_wait = 0;
-    l->prio_floor = sched_prio_floor(s);
-    for (const sched_req *r = s->waiting.head; r; r = r->next) {
-        sched_key k = sched_key_floored(sched_key_of(r), l->prio_floor);
-        l->wait_tokens += k.remaining;
-        if (l->n_wait < l->cap_wait) l->wait[l->n_wait++] = k;
-    }
-}
-
 // The step's token budget for a request of effective priority p: uncapped when the ITL guard does not hold
 // p's prompt back for the decoding streams (a better class than all of them, sched.c prio_behind).
 static int step_tokens_for(const sched_load *l, int p) {

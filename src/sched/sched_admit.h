@@ -16,9 +16,10 @@
 #ifndef TACHYON_SCHED_ADMIT_H
 #define TACHYON_SCHED_ADMIT_H
 
-#include "sched/sched.h"
+#include "sched/sched_order.h"
 
-// A snapshot of the load (taken on the engine thread, read anywhere).
+// A snapshot of the load (filled by sched_load_fill, sched.h, on the engine thread; read anywhere). This
+// file reads only the snapshot, never the scheduler, so the scheduler may call it and not the reverse.
 typedef struct sched_load {
     int policy;
     double aging_s;
@@ -39,8 +40,6 @@ typedef struct sched_load {
     int n_wait, cap_wait;  // beyond cap_wait, waiting requests count in wait_tokens only
 } sched_load;
 
-// Fills l (its wait/cap_wait storage set by the caller) from the scheduler's state. Engine thread.
-void sched_load_fill(const sched *s, sched_load *l);
 // Predicted seconds until the first token of request k (if k->id matches a waiting key, that entry is k
 // itself and is not counted twice). extra: prefill tokens known to be ahead but not in l (submitted, not
 // yet in the scheduler). *drain_s (may be NULL): seconds until all queued prefill, k's included, is done.

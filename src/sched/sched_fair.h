@@ -1,4 +1,4 @@
-// Fair share of running slots between tenants (issue 14). Each request carries a tenant (sched_req.tenant,
+// Fair share of running slots between tenants. Each request carries a tenant (sched_req.tenant,
 // 0 = untagged, which is one group of its own) and its tenant's weight (sched_req.share); a tenant's usage
 // is running/share. Two rules:
 //  - admission: the scheduler takes the first waiting request of the waiting tenant with the lowest usage;

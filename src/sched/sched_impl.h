@@ -1,5 +1,5 @@
-// The scheduler's state, shared by sched.c (the step) and sched_admit.c (load snapshots, SLO checks).
-// Internal to src/sched/.
+// The scheduler's state (struct sched) behind the opaque handle of sched.h. Internal to src/sched/: only
+// sched.c reads it; the other files of the folder see requests, keys or load snapshots, never the scheduler.
 #ifndef TACHYON_SCHED_IMPL_H
 #define TACHYON_SCHED_IMPL_H
 

@@ -17,7 +17,7 @@
 // priority class, prompts longer than one step's budget (max_batch_tokens) get SCHED_LONG_SHARE of each
 // step's budget while short ones wait or catch up, and the short ones the rest; a lane's unused budget goes
 // to the other. The aging of rule 2 then only orders long prompts among themselves (and short ones among
-// themselves): an aged long prompt no longer takes a whole step's budget from short ones.
+// themselves): an aged long prompt does not take a whole step's budget from short ones.
 #ifndef TACHYON_SCHED_ORDER_H
 #define TACHYON_SCHED_ORDER_H
 

@@ -14,7 +14,7 @@ void step_cost_observe(step_cost *c, int n_tokens, double seconds);
 // 1 once the observations have spanned enough different step sizes to give a positive slope. When the recent
 // steps all have about the same size (a steady load: the decayed spread of n falls under 1), the slope is
 // the last one seen, re-anchored at the recent mean step: the model keeps following the load instead of
-// switching itself off (it used to, and the ITL guard then let a full max_batch_tokens step through).
+// switching itself off (switched off, the ITL guard would let a full max_batch_tokens step through).
 int step_cost_ready(const step_cost *c);
 double step_cost_predict(const step_cost *c, int n_tokens); // seconds
 // The fitted line t(n) = a + b·n; 0 (and nothing written) until step_cost_ready.

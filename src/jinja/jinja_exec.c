@@ -83,8 +83,9 @@ static void exec_for(jinja_ctx *c, jinja_frame *f, const jnode *n) {
     if (!items->n && n->e) exec_body(c, f, n->e);
 }
 
-jv jinja_call_macro(jinja_ctx *c, jinja_macro *m, int npos, const jv *pos, int nkw, const jv *kwnames,
-                    const jv *kwvals) {
+// Runs a macro's body in a fresh scope over the one it was defined in; evaluation calls it through c->hooks.
+static jv call_macro(jinja_ctx *c, jinja_macro *m, int npos, const jv *pos, int nkw, const jv *kwnames,
+                     const jv *kwvals) {
     const jnode *def = m->def;
     jinja_frame *fr = jinja_frame_new(c, m->scope);
     jinja_list *varargs = jinja_list_new(c, 0);
@@ -171,6 +172,8 @@ void jinja_exec(jinja_ctx *c, jinja_frame *f, const jnode *n) {
 
 // --- entry points
 
+static const jinja_hooks exec_hooks = {.run_macro = call_macro};
+
 static void fill_limits(const jinja_limits *in, jinja_limits *out) {
     *out = in ? *in : (jinja_limits){0};
     if (!out->max_template) out->max_template = 1u << 20;
@@ -235,6 +238,7 @@ int jinja_render_user(const jinja_template *t, const json_t *vars, const json_t 
     jinja_ctx *c = calloc(1, sizeof *c);
     if (!c) return tc_err_set(err, TC_ERR_NOMEM, "out of memory");
     jinja_arena_init(&c->ar, L.max_memory, &c->fault);
+    c->hooks = &exec_hooks;
     c->max_output = L.max_output, c->max_steps = L.max_steps, c->max_depth = L.max_depth;
     c->now = now >= 0 ? now : (int64_t)time(NULL);
     if (setjmp(c->fault.jb)) {

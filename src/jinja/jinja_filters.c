@@ -19,73 +19,7 @@ static jv arg(const fargs *a, int i, const char *name, jv def) {
     return i >= 0 && i < a->npos ? a->pos[i] : def;
 }
 
-static jv undef(void) { return JV_MK(JV_UNDEF); }
-
 static jv need_str(jinja_ctx *c, jv v) { return jinja_to_str(c, v); }
-
-static int is_ws(unsigned char ch) { return ch == ' ' || (ch >= '\t' && ch <= '\r') || (ch >= 0x1c && ch <= 0x1f); }
-
-// Python's str.strip/lstrip/rstrip: whitespace, or any of the characters in chars (bytes of UTF-8 text
-// compared code point by code point).
-jv jinja_strip(jv s, jv chars, int left, int right) {
-    size_t a = 0, b = s.n;
-    if (chars.t == JV_STR) {
-        for (;;) {
-            int moved = 0;
-            if (left && a < b) {
-                size_t l = jinja_u8_off(s.u.s + a, b - a, 1);
-                if (memmem(chars.u.s, chars.n, s.u.s + a, l)) a += l, moved = 1;
-            }
-            if (right && b > a) {
-                size_t l = 1;
-                while (l < b - a && ((unsigned char)s.u.s[b - l] & 0xC0) == 0x80) l++;
-                if (memmem(chars.u.s, chars.n, s.u.s + b - l, l)) b -= l, moved = 1;
-            }
-            if (!moved) break;
-        }
-    } else {
-        while (left && a < b && is_ws((unsigned char)s.u.s[a])) a++;
-        while (right && b > a && is_ws((unsigned char)s.u.s[b - 1])) b--;
-    }
-    return jinja_str(s.u.s + a, b - a);
-}
-
-jv jinja_case(jinja_ctx *c, jv s, int mode) { // 'u' upper, 'l' lower, 'c' capitalize, 't' title
-    char *o = jinja_alloc(&c->ar, s.n + 1);
-    int word_start = 1;
-    for (size_t i = 0; i < s.n; i++) {
-        unsigned char ch = (unsigned char)s.u.s[i];
-        int up = mode == 'u' || (mode == 'c' && i == 0) || (mode == 't' && word_start);
-        o[i] = (char)(ch < 0x80 ? (up ? toupper(ch) : mode == 'u' ? ch : tolower(ch)) : ch);
-        word_start = !isalnum(ch) && ch < 0x80;
-    }
-    return jinja_str(o, s.n);
-}
-
-jv jinja_replace(jinja_ctx *c, jv s, jv old, jv rep, int64_t count) {
-    if (s.t != JV_STR || old.t != JV_STR || rep.t != JV_STR) jinja_err(c, "replace() arguments must be strings");
-    jinja_buf b = {0};
-    size_t i = 0;
-    int64_t done = 0;
-    if (old.n == 0) {
-        for (; i < s.n && (count < 0 || done < count); done++) {
-            jinja_buf_add(c, &b, rep.u.s, rep.n);
-            size_t l = jinja_u8_off(s.u.s + i, s.n - i, 1);
-            jinja_buf_add(c, &b, s.u.s + i, l), i += l;
-        }
-        if (count < 0 || done < count) jinja_buf_add(c, &b, rep.u.s, rep.n);
-    } else {
-        const char *p;
-        while ((count < 0 || done < count) && (p = memmem(s.u.s + i, s.n - i, old.u.s, old.n))) {
-            jinja_buf_add(c, &b, s.u.s + i, (size_t)(p - s.u.s) - i);
-            jinja_buf_add(c, &b, rep.u.s, rep.n);
-            i = (size_t)(p - s.u.s) + old.n;
-            done++;
-        }
-    }
-    jinja_buf_add(c, &b, s.u.s + i, s.n - i);
-    return jinja_buf_take(&b);
-}
 
 // --- sorting (stable merge sort; keys compared case-insensitively unless case_sensitive)
 
@@ -191,18 +125,6 @@ static jv f_indent(jinja_ctx *c, jv in, const fargs *a) {
         i = j + 1;
     }
     return jinja_buf_take(&b);
-}
-
-jv jinja_html_escape(jinja_ctx *c, jv s) {
-    jinja_buf b = {0};
-    for (size_t i = 0; i < s.n; i++) {
-        char ch = s.u.s[i];
-        const char *e = ch == '&' ? "&amp;" : ch == '<' ? "&lt;" : ch == '>' ? "&gt;" : ch == '"' ? "&#34;"
-                      : ch == '\'' ? "&#39;" : NULL;
-        if (e) jinja_buf_add(c, &b, e, strlen(e));
-        else jinja_buf_add(c, &b, &ch, 1);
-    }
-    return jinja_taint(c, jinja_buf_take(&b), jinja_has_user(s));
 }
 
 static jv f_join(jinja_ctx *c, jv in, const fargs *a) {
@@ -335,7 +257,7 @@ static jv f_minmax(jinja_ctx *c, jv in, const fargs *a, int want_max) {
     int cs = jinja_truthy(arg(a, 0, "case_sensitive", jinja_bool(0)));
     jv attr = arg(a, 1, "attribute", JV_MK(JV_NONE));
     jinja_list *l = jinja_iter_list(c, in);
-    if (!l->n) return undef();
+    if (!l->n) return JV_MK(JV_UNDEF);
     jv best = l->v[0];
     for (uint32_t i = 1; i < l->n; i++) {
         jv x = attr.t == JV_NONE ? l->v[i] : attr_path(c, l->v[i], attr);
@@ -381,7 +303,7 @@ static jv filter_impl(jinja_ctx *c, const char *name, size_t nn, jv in, int npos
     if (IS("first") || IS("last")) {
         if (in.t == JV_GEN && IS("last")) jinja_err(c, "'generator' object is not reversible");
         jinja_list *l = jinja_iter_list(c, in);
-        return l->n ? l->v[IS("first") ? 0 : l->n - 1] : undef();
+        return l->n ? l->v[IS("first") ? 0 : l->n - 1] : JV_MK(JV_UNDEF);
     }
     if (IS("join")) return f_join(c, in, a);
     if (IS("map") || IS("select") || IS("reject") || IS("selectattr") || IS("rejectattr")) {
@@ -404,7 +326,7 @@ static jv filter_impl(jinja_ctx *c, const char *name, size_t nn, jv in, int npos
     if (IS("indent")) return f_indent(c, in, a);
     if (IS("replace")) {
         jv cnt = arg(a, 2, "count", JV_MK(JV_NONE));
-        return jinja_replace(c, need_str(c, in), arg(a, 0, "old", undef()), arg(a, 1, "new", undef()),
+        return jinja_replace(c, need_str(c, in), arg(a, 0, "old", JV_MK(JV_UNDEF)), arg(a, 1, "new", JV_MK(JV_UNDEF)),
                              cnt.t == JV_INT ? cnt.u.i : -1);
     }
     if (IS("unique")) return f_unique(c, in, a);
@@ -453,7 +375,7 @@ static jv filter_impl(jinja_ctx *c, const char *name, size_t nn, jv in, int npos
         jv s = need_str(c, in);
         int64_t k = 0;
         for (size_t i = 0; i < s.n; i++)
-            k += !is_ws((unsigned char)s.u.s[i]) && (i == 0 || is_ws((unsigned char)s.u.s[i - 1]));
+            k += !jinja_is_ws((unsigned char)s.u.s[i]) && (i == 0 || jinja_is_ws((unsigned char)s.u.s[i - 1]));
         return jinja_int(k);
     }
 #undef IS

@@ -216,7 +216,18 @@ typedef struct jinja_buf {
     uint32_t rcap;  // pairs pv has room for
 } jinja_buf;
 
-typedef struct jinja_ctx {
+typedef struct jinja_ctx jinja_ctx;
+
+// Calls from the expression layer back up into the statement layer, which fills the table in before a
+// render: evaluating a call to a macro runs the macro's body. The files below jinja_exec.c reach it only
+// through this table, so the files stay a tree.
+typedef struct jinja_hooks {
+    jv (*run_macro)(jinja_ctx *c, jinja_macro *m, int npos, const jv *pos, int nkw, const jv *kwnames,
+                    const jv *kwvals);
+} jinja_hooks;
+
+struct jinja_ctx {
+    const jinja_hooks *hooks; // borrowed, static
     jinja_arena ar;
     jinja_fault fault;
     jinja_buf *out; // where text goes now (block set and filter blocks capture into their own)
@@ -227,7 +238,7 @@ typedef struct jinja_ctx {
     jinja_frame *globals;
     int brk;        // 1 break, 2 continue pending
     int json_ascii; // tojson(ensure_ascii=True) is writing
-} jinja_ctx;
+};
 
 #define JV_MK(tt) ((jv){.t = (tt)})
 jv jinja_str(const char *s, size_t n);
@@ -272,27 +283,36 @@ size_t jinja_u8_off(const char *s, size_t n, size_t cp); // byte offset of code 
 int jinja_is_iterable(jv v);
 jinja_list *jinja_iter_list(jinja_ctx *c, jv v); // the items a for loop visits
 
-// evaluation (jinja_eval.c)
-jv jinja_eval(jinja_ctx *c, jinja_frame *f, const jnode *n);
-jv jinja_lookup(jinja_ctx *c, jinja_frame *f, const char *name, size_t n);
-void jinja_frame_set(jinja_ctx *c, jinja_frame *f, const char *name, size_t n, jv v);
+// string helpers (jinja_str.c): call only the value layer
+int jinja_is_ws(unsigned char ch); // Python's str.isspace for one byte
+// Python's str.strip (left and right) / lstrip / rstrip; chars JV_STR: those characters, else whitespace.
+jv jinja_strip(jv s, jv chars, int left, int right);
+jv jinja_case(jinja_ctx *c, jv s, int mode); // 'u' upper, 'l' lower, 'c' capitalize, 't' title
+jv jinja_replace(jinja_ctx *c, jv s, jv old, jv rep, int64_t count); // count < 0: all
+jv jinja_html_escape(jinja_ctx *c, jv s);
+jv jinja_printf(jinja_ctx *c, jv fmt, int nargs, const jv *args); // fmt % args
+
+// scopes and access (jinja_scope.c): names in frames, attributes and items with jinja2's sandbox rules
 jinja_frame *jinja_frame_new(jinja_ctx *c, jinja_frame *parent);
+void jinja_frame_set(jinja_ctx *c, jinja_frame *f, const char *name, size_t n, jv v);
+jv jinja_lookup(jinja_ctx *c, jinja_frame *f, const char *name, size_t n);
 jv jinja_getattr(jinja_ctx *c, jv obj, const char *name, size_t n);
 jv jinja_getitem(jinja_ctx *c, jv obj, jv key);
+_Noreturn void jinja_undefined_err(jinja_ctx *c, jv u); // "'name' is undefined" for a JV_UNDEF
+
+// evaluation (jinja_eval.c)
+jv jinja_eval(jinja_ctx *c, jinja_frame *f, const jnode *n);
+// Calls a macro (through c->hooks), a global function or a bound method.
 jv jinja_call_value(jinja_ctx *c, jv fn, int npos, const jv *pos, int nkw, const jv *kwnames, const jv *kwvals);
 
-// statements (jinja_exec.c)
+// statements and the entry points (jinja_exec.c)
 void jinja_exec(jinja_ctx *c, jinja_frame *f, const jnode *n);
-jv jinja_call_macro(jinja_ctx *c, jinja_macro *m, int npos, const jv *pos, int nkw, const jv *kwnames,
-                    const jv *kwvals);
 
-// filters, tests, methods, globals (jinja_filters.c, jinja_tests.c, jinja_methods.c)
+// filters, tests, methods, globals (jinja_filters.c, jinja_tests.c, jinja_methods.c, jinja_globals.c)
 jv jinja_filter(jinja_ctx *c, const char *name, size_t nn, jv in, int npos, const jv *pos, int nkw,
                 const jv *kwnames, const jv *kwvals);
 int jinja_test(jinja_ctx *c, const char *name, size_t nn, jv in, int nargs, const jv *args);
 int jinja_test_known(const char *name, size_t n);
-jv jinja_html_escape(jinja_ctx *c, jv s);
-jv jinja_printf(jinja_ctx *c, jv fmt, int nargs, const jv *args); // fmt % args
 int jinja_has_method(jv self, const char *name, size_t n);
 jv jinja_method_call(jinja_ctx *c, jinja_method *m, int npos, const jv *pos, int nkw, const jv *kwnames,
                      const jv *kwvals);

@@ -7,10 +7,6 @@
 
 #include "jinja/jinja_int.h"
 
-jv jinja_strip(jv s, jv chars, int left, int right);
-jv jinja_case(jinja_ctx *c, jv s, int mode);
-jv jinja_replace(jinja_ctx *c, jv s, jv old, jv rep, int64_t count);
-
 static const char *const str_methods[] = {"strip", "lstrip", "rstrip", "split", "rsplit", "startswith", "endswith",
                                           "replace", "upper", "lower", "title", "capitalize", "find", "rfind",
                                           "count", "join", "isdigit", "isalpha", "isalnum", "isspace", "isupper",
@@ -33,8 +29,6 @@ static jv str_format(jinja_ctx *c, jv s, int npos, const jv *pos, int nkw, const
 
 static jv list_of(jinja_list *l) { return (jv){.t = JV_LIST, .u.l = l}; }
 
-static int is_ws(unsigned char ch) { return ch == ' ' || (ch >= '\t' && ch <= '\r') || (ch >= 0x1c && ch <= 0x1f); }
-
 // str.split / str.rsplit with Python's rules (no separator: runs of whitespace, no empty parts).
 static jv str_split(jinja_ctx *c, jv s, jv sep, int64_t maxsplit, int from_right) {
     jinja_list *out = jinja_list_new(c, 0);
@@ -55,12 +49,12 @@ static jv str_split(jinja_ctx *c, jv s, jv sep, int64_t maxsplit, int from_right
                 end = at, done++;
             }
         } else {
-            while (end > 0 && is_ws((unsigned char)s.u.s[end - 1])) end--;
+            while (end > 0 && jinja_is_ws((unsigned char)s.u.s[end - 1])) end--;
             while (end > 0) {
                 size_t b = end;
-                while (b > 0 && !is_ws((unsigned char)s.u.s[b - 1])) b--;
+                while (b > 0 && !jinja_is_ws((unsigned char)s.u.s[b - 1])) b--;
                 size_t a = b;
-                while (a > 0 && is_ws((unsigned char)s.u.s[a - 1])) a--;
+                while (a > 0 && jinja_is_ws((unsigned char)s.u.s[a - 1])) a--;
                 if (done == maxsplit || a == 0) { jinja_list_push(c, rev, jinja_str(s.u.s, end)); break; }
                 jinja_list_push(c, rev, jinja_str(s.u.s + b, end - b));
                 end = a, done++;
@@ -81,16 +75,16 @@ static jv str_split(jinja_ctx *c, jv s, jv sep, int64_t maxsplit, int from_right
         return list_of(out);
     }
     for (;;) {
-        while (i < s.n && is_ws((unsigned char)s.u.s[i])) i++;
+        while (i < s.n && jinja_is_ws((unsigned char)s.u.s[i])) i++;
         if (i >= s.n) break;
         if (maxsplit >= 0 && done == maxsplit) {
             size_t e = s.n;
-            while (e > i && is_ws((unsigned char)s.u.s[e - 1])) e--;
+            while (e > i && jinja_is_ws((unsigned char)s.u.s[e - 1])) e--;
             jinja_list_push(c, out, jinja_str(s.u.s + i, e - i));
             break;
         }
         size_t j = i;
-        while (j < s.n && !is_ws((unsigned char)s.u.s[j])) j++;
+        while (j < s.n && !jinja_is_ws((unsigned char)s.u.s[j])) j++;
         jinja_list_push(c, out, jinja_str(s.u.s + i, j - i));
         i = j, done++;
     }
@@ -231,40 +225,7 @@ static jv method_impl(jinja_ctx *c, jinja_method *m, int npos, const jv *pos, in
     jinja_err(c, "'%s' object has no method '%.*s'", jinja_type_name(m->self), (int)m->n, m->name);
 }
 
-// --- string formatting: printf-style (`fmt % args`, the format filter) and str.format
-
-static jv printf_impl(jinja_ctx *c, jv fmt, int nargs, const jv *args);
-
-jv jinja_printf(jinja_ctx *c, jv fmt, int nargs, const jv *args) {
-    return jinja_taint(c, printf_impl(c, fmt, nargs, args), jinja_args_user(fmt, nargs, args, 0, NULL));
-}
-
-static jv printf_impl(jinja_ctx *c, jv fmt, int nargs, const jv *args) {
-    jinja_buf b = {0};
-    int k = 0;
-    for (size_t i = 0; i < fmt.n; i++) {
-        char ch = fmt.u.s[i];
-        if (ch != '%') {
-            jinja_buf_add(c, &b, &ch, 1);
-            continue;
-        }
-        if (++i >= fmt.n) jinja_err(c, "incomplete format");
-        char conv = fmt.u.s[i];
-        if (conv == '%') {
-            jinja_buf_add(c, &b, "%", 1);
-            continue;
-        }
-        if (k >= nargs) jinja_err(c, "not enough arguments for format string");
-        jv a = args[k++];
-        if (conv == 's') jinja_buf_str(c, &b, a);
-        else if (conv == 'r') jinja_buf_repr(c, &b, a);
-        else if ((conv == 'd' || conv == 'i') && (a.t == JV_INT || a.t == JV_BOOL || a.t == JV_FLOAT))
-            jinja_buf_str(c, &b, jinja_int(a.t == JV_FLOAT ? (int64_t)a.u.f : a.u.i));
-        else jinja_err(c, "unsupported format character '%c'", conv);
-    }
-    if (k < nargs) jinja_err(c, "not all arguments converted during string formatting");
-    return jinja_buf_take(&b);
-}
+// --- str.format
 
 static jv str_format(jinja_ctx *c, jv s, int npos, const jv *pos, int nkw, const jv *kwn, const jv *kwv) {
     jinja_buf b = {0};

@@ -280,40 +280,34 @@ static char *flatten(json_t *msgs) {
     return b;
 }
 
-int bench_workload_body(bench_workload *w, int64_t idx, char **body, int64_t *est_input, tc_err *err) {
+// The messages of request idx by dataset kind (lr: its length stream, in_len its drawn prompt length), appended
+// to msgs; *text (owned; NULL: out of memory) the prompt's text, *pred (owned, or NULL) a predicted output;
+// *out_len (a jsonl max_tokens) and *est_input (the estimated prompt tokens) as the dataset sets them.
+static void wl_messages(bench_workload *w, int64_t idx, bench_rng *lr, int64_t in_len, json_t *msgs, char **text,
+                        char **pred, int64_t *out_len, int64_t *est_input) {
     const bench_wl_cfg *c = &w->cfg;
-    bench_rng lr;
-    bench_rng_seed(&lr, c->seed, stream_id(S_LEN, idx));
-    int64_t in_len = spread(&lr, c->input_len, c->range_ratio);
-    int64_t out_len = spread(&lr, c->output_len, c->range_ratio);
-    json_t *msgs = json_array(), *req = json_object();
-    char *text = NULL, *pred = NULL;
-    int rc = 0, ignore_eos = c->ignore_eos;
-    *body = NULL;
-    *est_input = in_len;
     bench_rng r;
     bench_rng_seed(&r, c->seed, stream_id(S_TEXT, idx));
     switch (c->kind) {
     case BENCH_DS_RANDOM:
-        text = words(NULL, &r, in_len);
-        if (text) json_array_append_new(msgs, msg("user", text));
+        *text = words(NULL, &r, in_len);
+        if (*text) json_array_append_new(msgs, msg("user", *text));
         break;
     case BENCH_DS_SHARED_PREFIX: {
         bench_rng pr;
         bench_rng_seed(&pr, c->seed, stream_id(S_PREFIX, idx % c->num_groups));
         char *prefix = words(NULL, &pr, c->prefix_len);
-        text = words(NULL, &r, in_len);
-        if (prefix && text) {
+        *text = words(NULL, &r, in_len);
+        if (prefix && *text) {
             json_array_append_new(msgs, msg("system", prefix));
-            json_array_append_new(msgs, msg("user", text));
+            json_array_append_new(msgs, msg("user", *text));
         }
         *est_input = c->prefix_len + in_len;
         free(prefix);
         break;
     }
     case BENCH_DS_MULTI_TURN: {
-        free(text);
-        text = turn_text(w, idx);
+        *text = turn_text(w, idx);
         json_t *h = w->hist[idx % c->num_groups];
         if (bench_workload_depends_on(w, idx) >= 0 && h) {
             size_t i;
@@ -324,20 +318,20 @@ int bench_workload_body(bench_workload *w, int64_t idx, char **body, int64_t *es
                 *est_input += s ? (int64_t)strlen(s) / 5 : 0;
             }
         }
-        if (text) json_array_append_new(msgs, msg("user", text));
+        if (*text) json_array_append_new(msgs, msg("user", *text));
         break;
     }
     case BENCH_DS_MIXED_LENGTH: {
         int hp, pr, lc;
         bench_workload_class(w, idx, &hp, &pr, &lc);
-        if (lc == BENCH_LEN_LONG) *est_input = in_len = spread(&lr, c->long_len, c->range_ratio);
-        text = words(NULL, &r, in_len);
-        if (text) json_array_append_new(msgs, msg("user", text));
+        if (lc == BENCH_LEN_LONG) *est_input = in_len = spread(lr, c->long_len, c->range_ratio);
+        *text = words(NULL, &r, in_len);
+        if (*text) json_array_append_new(msgs, msg("user", *text));
         break;
     }
     case BENCH_DS_REPETITIVE:
-        text = code_edit_prompt(&r, in_len);
-        if (text) json_array_append_new(msgs, msg("user", text));
+        *text = code_edit_prompt(&r, in_len);
+        if (*text) json_array_append_new(msgs, msg("user", *text));
         break;
     case BENCH_DS_CODE_EDIT:
     case BENCH_DS_CODE_EDIT_PRED:
@@ -345,9 +339,9 @@ int bench_workload_body(bench_workload *w, int64_t idx, char **body, int64_t *es
     case BENCH_DS_CREATIVE: {
         static const bench_spec_wl map[] = {BENCH_SPEC_CODE_EDIT, BENCH_SPEC_CODE_EDIT_PRED, BENCH_SPEC_QUOTE,
                                             BENCH_SPEC_CREATIVE};
-        if (bench_spec_wl_build(map[c->kind - BENCH_DS_CODE_EDIT], &r, in_len, &text, &pred) == 0) {
-            json_array_append_new(msgs, msg("user", text));
-            *est_input = (int64_t)strlen(text) / 4;
+        if (bench_spec_wl_build(map[c->kind - BENCH_DS_CODE_EDIT], &r, in_len, text, pred) == 0) {
+            json_array_append_new(msgs, msg("user", *text));
+            *est_input = (int64_t)strlen(*text) / 4;
         }
         break;
     }
@@ -355,13 +349,13 @@ int bench_workload_body(bench_workload *w, int64_t idx, char **body, int64_t *es
         json_t *o = json_loads(w->lines[(size_t)idx % w->n_lines], 0, NULL);
         json_t *p = json_object_get(o, "prompt"), *m = json_object_get(o, "messages");
         json_t *mt = json_object_get(o, "max_tokens");
-        if (json_is_integer(mt) && json_integer_value(mt) > 0) out_len = (int64_t)json_integer_value(mt);
+        if (json_is_integer(mt) && json_integer_value(mt) > 0) *out_len = (int64_t)json_integer_value(mt);
         if (json_is_string(p)) {
-            text = strdup(json_string_value(p));
-            if (text) json_array_append_new(msgs, msg("user", text));
+            *text = strdup(json_string_value(p));
+            if (*text) json_array_append_new(msgs, msg("user", *text));
         } else if (json_is_array(m)) {
             json_array_extend(msgs, m);
-            text = strdup("");
+            *text = strdup("");
         }
         char *flat = flatten(msgs);
         *est_input = flat ? (int64_t)strlen(flat) / 4 : 0;
@@ -370,20 +364,21 @@ int bench_workload_body(bench_workload *w, int64_t idx, char **body, int64_t *es
         break;
     }
     }
-    if (!text || !msgs || !req) {
-        rc = tc_err_set(err, TC_ERR_NOMEM, "out of memory building request %lld", (long long)idx);
-        goto done;
-    }
+}
+
+// The request's fields around its messages: model, messages (chat) or one prompt string (completions),
+// max_tokens, prediction (pred, or NULL), sampling and streaming, ignore_eos, the class's priority and the TTFT
+// target. 0, or TC_ERR_NOMEM with err set.
+static int wl_request(bench_workload *w, int64_t idx, json_t *msgs, int64_t out_len, const char *pred, json_t *req,
+                      tc_err *err) {
+    const bench_wl_cfg *c = &w->cfg;
     json_object_set_new(req, "model", json_string(c->model ? c->model : ""));
     if (c->chat) {
         json_object_set(req, "messages", msgs);
     } else {
         json_t *only = json_array_size(msgs) == 1 ? json_object_get(json_array_get(msgs, 0), "content") : NULL;
         char *flat = json_is_string(only) ? strdup(json_string_value(only)) : flatten(msgs);
-        if (!flat) {
-            rc = tc_err_set(err, TC_ERR_NOMEM, "out of memory");
-            goto done;
-        }
+        if (!flat) return tc_err_set(err, TC_ERR_NOMEM, "out of memory");
         json_object_set_new(req, "prompt", json_string(flat));
         free(flat);
     }
@@ -392,7 +387,7 @@ int bench_workload_body(bench_workload *w, int64_t idx, char **body, int64_t *es
     json_object_set_new(req, "temperature", json_real(0.0));
     json_object_set_new(req, "stream", json_true());
     json_object_set_new(req, "stream_options", json_pack("{s:b}", "include_usage", 1));
-    if (ignore_eos) {
+    if (c->ignore_eos) {
         json_object_set_new(req, "ignore_eos", json_true());
         json_object_set_new(req, "min_tokens", json_integer(out_len));
     }
@@ -401,6 +396,27 @@ int bench_workload_body(bench_workload *w, int64_t idx, char **body, int64_t *es
     if (hp) json_object_set_new(req, c->prio_field ? c->prio_field : "priority", json_integer(pr));
     if (c->ttft_slo_ms > 0)
         json_object_set_new(req, c->ttft_field ? c->ttft_field : "ttft_slo_ms", json_real(c->ttft_slo_ms));
+    return 0;
+}
+
+int bench_workload_body(bench_workload *w, int64_t idx, char **body, int64_t *est_input, tc_err *err) {
+    const bench_wl_cfg *c = &w->cfg;
+    bench_rng lr;
+    bench_rng_seed(&lr, c->seed, stream_id(S_LEN, idx));
+    int64_t in_len = spread(&lr, c->input_len, c->range_ratio);
+    int64_t out_len = spread(&lr, c->output_len, c->range_ratio);
+    json_t *msgs = json_array(), *req = json_object();
+    char *text = NULL, *pred = NULL;
+    int rc = 0;
+    *body = NULL;
+    *est_input = in_len;
+    wl_messages(w, idx, &lr, in_len, msgs, &text, &pred, &out_len, est_input);
+    if (!text || !msgs || !req) {
+        rc = tc_err_set(err, TC_ERR_NOMEM, "out of memory building request %lld", (long long)idx);
+        goto done;
+    }
+    rc = wl_request(w, idx, msgs, out_len, pred, req, err);
+    if (rc) goto done;
     *body = json_dumps(req, JSON_COMPACT);
     if (!*body) rc = tc_err_set(err, TC_ERR_NOMEM, "out of memory");
 done:

@@ -116,143 +116,189 @@ typedef struct ppl_acc {
     double base_nll;   // the base run's sum of -log p(target) over the same rows
 } ppl_acc;
 
-int cli_perplexity(int argc, char **argv) {
-    ppl_opts o;
-    if (ppl_parse(argc, argv, &o)) return 2;
-    tc_err err = {0};
-    model *m = NULL;
-    tok_vocab *v = NULL;
-    model_ctx *mc = NULL;
-    model_kv *kv = NULL;
-    char *text = NULL;
-    int32_t *ids = NULL, *pos = NULL, *seq = NULL, *rows = NULL, *table = NULL;
-    float *logits = NULL;
-    FILE *fsave = NULL, *fbase = NULL;
-    ppl_row *row = NULL, *brow = NULL;
-    ppl_header bh = {0};
-    ppl_acc a = {0};
-    size_t text_len = 0;
-    int n_ids = 0, status = 1;
 
-    if (read_text(o.text, &text, &text_len, &err)) goto fail;
-    if (o.base && !(fbase = fopen(o.base, "rb"))) {
-        tc_err_set(&err, TC_ERR_IO, "cannot read the --kl-base file %s", o.base);
-        goto fail;
-    }
-    if (fbase && ppl_read_header(fbase, o.base, &bh, &err)) goto fail;
-    if (model_load(o.model, &m, &err) || tok_load(model_gguf(m), &v, &err)) goto fail;
-    const model_hparams *hp = model_get_hparams(m);
-    int n_vocab = hp->n_vocab, add_bos = tok_add_bos(v) && tok_bos(v) >= 0;
-    if (o.ctx > hp->ctx_train) {
-        tc_err_set(&err, TC_ERR_INVALID, "-c %d exceeds the model's training context of %d", o.ctx, hp->ctx_train);
-        goto fail;
-    }
-    if (tok_encode(v, text, text_len, add_bos ? TOK_ENC_ADD_BOS : 0, &ids, &n_ids, &err)) goto fail;
-    int n_chunk_max = n_ids / o.ctx, n_chunks = o.chunks > 0 && o.chunks < n_chunk_max ? o.chunks : n_chunk_max;
-    if (n_chunks < 1) {
-        tc_err_set(&err, TC_ERR_INVALID, "%s has %d tokens, fewer than one chunk of -c %d; use a longer text or a "
-                   "smaller -c", o.text, n_ids, o.ctx);
-        goto fail;
-    }
-    int first = o.ctx / 2, per_chunk = o.ctx - 1 - first;
-    if (fbase && (bh.n_vocab != (uint32_t)n_vocab || bh.n_ctx != (uint32_t)o.ctx ||
-                  bh.n_rows != (uint32_t)n_chunks * per_chunk)) {
-        tc_err_set(&err, TC_ERR_INVALID, "--kl-base %s was made with n_vocab %u, -c %u, %u scored rows; this run "
-                   "has n_vocab %d, -c %d, %d rows (use the same model vocabulary, text, -c and --chunks)", o.base,
-                   bh.n_vocab, bh.n_ctx, bh.n_rows, n_vocab, o.ctx, n_chunks * per_chunk);
-        goto fail;
-    }
-    int batch = o.batch < o.ctx ? o.batch : o.ctx, bs = 16, n_blocks = (o.ctx + bs - 1) / bs;
-    if (model_kv_center_init(m, o.kv_k, o.threads, &err) || model_ctx_new(m, batch, o.threads, &mc, &err) ||
-        model_kv_new(m, n_blocks, bs, o.kv_k, o.kv_v, &kv, &err))
-        goto fail;
-    pos = malloc(sizeof *pos * (size_t)batch), seq = calloc((size_t)batch, sizeof *seq);
-    rows = malloc(sizeof *rows * (size_t)batch), table = malloc(sizeof *table * (size_t)n_blocks);
-    logits = malloc(sizeof *logits * (size_t)batch * n_vocab);
-    row = malloc(sizeof *row), brow = malloc(sizeof *brow);
-    if (!pos || !seq || !rows || !table || !logits || !row || !brow) {
-        tc_err_set(&err, TC_ERR_NOMEM, "out of memory");
-        goto fail;
-    }
-    for (int i = 0; i < n_blocks; i++) table[i] = i;
-    if (o.save) {
-        ppl_header h = {(uint32_t)n_vocab, (uint32_t)o.ctx, PPL_TOPK, (uint32_t)(n_chunks * per_chunk),
-                        (uint32_t)n_chunks};
-        if (!(fsave = fopen(o.save, "wb"))) {
-            tc_err_set(&err, TC_ERR_IO, "cannot write %s", o.save);
-            goto fail;
-        }
-        if (ppl_write_header(fsave, &h, &err)) goto fail;
-    }
-    if (!o.json)
-        fprintf(stderr, "perplexity: %d tokens, %d chunks of %d, scoring %d tokens per chunk, kv %s/%s\n", n_ids,
-                n_chunks, o.ctx, per_chunk, tt_name(o.kv_k), tt_name(o.kv_v));
+// One run: the model and its context, the tokenized text cut into chunks, one batch's scratch, the files.
+// Everything is owned (ppl_close frees it).
+typedef struct ppl_run {
+    model *m;
+    tok_vocab *v;
+    model_ctx *mc;
+    model_kv *kv;
+    char *text;              // the whole file, NUL-terminated, (text_len + 1,)
+    size_t text_len;
+    int32_t *ids;            // the text's tokens, (n_ids,)
+    int32_t *pos, *seq, *rows; // one batch's positions, sequence ids and rows to score, (batch,)
+    int32_t *table;          // the one sequence's block table, (n_blocks,)
+    float *logits;           // (batch, n_vocab)
+    FILE *fsave, *fbase;     // --save-logits (written), --kl-base (read); NULL when not given
+    ppl_row *row, *brow;     // this run's scored row, the base's
+    ppl_header bh;           // the base file's header
+    ppl_acc a;
+    int n_ids, n_vocab, add_bos;
+    int n_chunks, first, per_chunk; // chunks of o.ctx tokens; rows first .. ctx-2 scored, per_chunk of them
+    int batch, n_blocks;
+} ppl_run;
 
-    const int32_t *tables[1] = {table};
-    for (int c = 0; c < n_chunks; c++) {
-        int32_t *chunk = ids + (size_t)c * o.ctx, saved = chunk[0];
-        if (add_bos) chunk[0] = tok_bos(v);
-        for (int done = 0; done < o.ctx; done += batch) {
-            int nb = o.ctx - done < batch ? o.ctx - done : batch, nl = 0;
-            for (int i = 0; i < nb; i++) {
-                pos[i] = done + i;
-                if (done + i >= first && done + i < o.ctx - 1) rows[nl++] = i;
-            }
-            model_batch b = {.n_tokens = nb, .tokens = chunk + done, .pos = pos, .seq = seq, .n_seqs = 1,
-                             .block_tables = tables, .n_logits = nl, .logits_rows = rows};
-            if (model_forward(mc, kv, &b, logits, &err)) {
-                chunk[0] = saved;
-                goto fail;
-            }
-            for (int r = 0; r < nl; r++) {
-                float *lr = logits + (size_t)r * n_vocab;
-                int p = done + rows[r];
-                ppl_score_row(lr, n_vocab, chunk[p + 1], row);
-                a.nll -= row->logp_target, a.nll2 += (double)row->logp_target * row->logp_target, a.n++;
-                if (fsave && ppl_write_row(fsave, row, &err)) goto fail;
-                if (fbase) {
-                    if (ppl_read_row(fbase, &bh, brow, &err)) goto fail;
-                    if (brow->target != row->target) {
-                        tc_err_set(&err, TC_ERR_INVALID, "--kl-base %s scored other tokens (row %ld: token %d, "
-                                   "here %d): it was made from another text or tokenizer", o.base, a.n - 1,
-                                   brow->target, row->target);
-                        goto fail;
-                    }
-                    int same = 0;
-                    double kl = ppl_row_kl(brow, lr, n_vocab, row->top_id[0], &same);
-                    a.kl += kl, a.kl2 += kl * kl, a.top1 += same, a.base_nll -= brow->logp_target;
-                }
-            }
-        }
-        chunk[0] = saved;
-        if (!o.json) fprintf(stderr, "[%d]%.4f%s", c + 1, exp(a.nll / a.n), c + 1 == n_chunks ? "\n" : ",");
+// Reads the text and the base file's header, loads the model and tokenizes; checks that the text holds a chunk
+// and that the base file matches this run. 0, or a TC_ERR_* with err set.
+static int ppl_load(const ppl_opts *o, ppl_run *r, tc_err *err) {
+    if (read_text(o->text, &r->text, &r->text_len, err)) return -1;
+    if (o->base && !(r->fbase = fopen(o->base, "rb")))
+        return tc_err_set(err, TC_ERR_IO, "cannot read the --kl-base file %s", o->base);
+    if (r->fbase && ppl_read_header(r->fbase, o->base, &r->bh, err)) return -1;
+    if (model_load(o->model, &r->m, err) || tok_load(model_gguf(r->m), &r->v, err)) return -1;
+    const model_hparams *hp = model_get_hparams(r->m);
+    r->n_vocab = hp->n_vocab, r->add_bos = tok_add_bos(r->v) && tok_bos(r->v) >= 0;
+    if (o->ctx > hp->ctx_train)
+        return tc_err_set(err, TC_ERR_INVALID, "-c %d exceeds the model's training context of %d", o->ctx,
+                          hp->ctx_train);
+    if (tok_encode(r->v, r->text, r->text_len, r->add_bos ? TOK_ENC_ADD_BOS : 0, &r->ids, &r->n_ids, err))
+        return -1;
+    int n_chunk_max = r->n_ids / o->ctx;
+    r->n_chunks = o->chunks > 0 && o->chunks < n_chunk_max ? o->chunks : n_chunk_max;
+    if (r->n_chunks < 1)
+        return tc_err_set(err, TC_ERR_INVALID, "%s has %d tokens, fewer than one chunk of -c %d; use a longer text "
+                          "or a smaller -c", o->text, r->n_ids, o->ctx);
+    r->first = o->ctx / 2, r->per_chunk = o->ctx - 1 - r->first;
+    const ppl_header *bh = &r->bh;
+    if (r->fbase && (bh->n_vocab != (uint32_t)r->n_vocab || bh->n_ctx != (uint32_t)o->ctx ||
+                     bh->n_rows != (uint32_t)r->n_chunks * r->per_chunk))
+        return tc_err_set(err, TC_ERR_INVALID, "--kl-base %s was made with n_vocab %u, -c %u, %u scored rows; this "
+                          "run has n_vocab %d, -c %d, %d rows (use the same model vocabulary, text, -c and --chunks)",
+                          o->base, bh->n_vocab, bh->n_ctx, bh->n_rows, r->n_vocab, o->ctx,
+                          r->n_chunks * r->per_chunk);
+    return 0;
+}
+
+// The model context and KV of one chunk, the batch scratch, and the --save-logits file with its header.
+static int ppl_alloc(const ppl_opts *o, ppl_run *r, tc_err *err) {
+    int bs = 16;
+    r->batch = o->batch < o->ctx ? o->batch : o->ctx, r->n_blocks = (o->ctx + bs - 1) / bs;
+    if (model_kv_center_init(r->m, o->kv_k, o->threads, err) ||
+        model_ctx_new(r->m, r->batch, o->threads, &r->mc, err) ||
+        model_kv_new(r->m, r->n_blocks, bs, o->kv_k, o->kv_v, &r->kv, err))
+        return -1;
+    size_t batch = (size_t)r->batch;
+    r->pos = malloc(sizeof *r->pos * batch), r->seq = calloc(batch, sizeof *r->seq);
+    r->rows = malloc(sizeof *r->rows * batch), r->table = malloc(sizeof *r->table * (size_t)r->n_blocks);
+    r->logits = malloc(sizeof *r->logits * batch * r->n_vocab);
+    r->row = malloc(sizeof *r->row), r->brow = malloc(sizeof *r->brow);
+    if (!r->pos || !r->seq || !r->rows || !r->table || !r->logits || !r->row || !r->brow)
+        return tc_err_set(err, TC_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < r->n_blocks; i++) r->table[i] = i;
+    if (o->save) {
+        ppl_header h = {(uint32_t)r->n_vocab, (uint32_t)o->ctx, PPL_TOPK, (uint32_t)(r->n_chunks * r->per_chunk),
+                        (uint32_t)r->n_chunks};
+        if (!(r->fsave = fopen(o->save, "wb"))) return tc_err_set(err, TC_ERR_IO, "cannot write %s", o->save);
+        if (ppl_write_header(r->fsave, &h, err)) return -1;
     }
-    double mean = a.nll / a.n, var = a.nll2 / a.n - mean * mean, ppl = exp(mean);
-    double ppl_se = a.n > 1 && var > 0 ? ppl * sqrt(var / (a.n - 1)) : 0;
-    if (o.json) {
+    return 0;
+}
+
+// Scores the nl rows of one batch's logits (rows[r]: the row's index in the batch that starts at position done
+// of chunk): accumulates the NLL, writes the rows to --save-logits, compares them with --kl-base.
+static int ppl_score_batch(const ppl_opts *o, ppl_run *r, const int32_t *chunk, int done, int nl, tc_err *err) {
+    ppl_acc *a = &r->a;
+    ppl_row *row = r->row, *brow = r->brow;
+    for (int i = 0; i < nl; i++) {
+        float *lr = r->logits + (size_t)i * r->n_vocab;
+        int p = done + r->rows[i];
+        ppl_score_row(lr, r->n_vocab, chunk[p + 1], row);
+        a->nll -= row->logp_target, a->nll2 += (double)row->logp_target * row->logp_target, a->n++;
+        if (r->fsave && ppl_write_row(r->fsave, row, err)) return -1;
+        if (!r->fbase) continue;
+        if (ppl_read_row(r->fbase, &r->bh, brow, err)) return -1;
+        if (brow->target != row->target)
+            return tc_err_set(err, TC_ERR_INVALID, "--kl-base %s scored other tokens (row %ld: token %d, here %d): "
+                              "it was made from another text or tokenizer", o->base, a->n - 1, brow->target,
+                              row->target);
+        int same = 0;
+        double kl = ppl_row_kl(brow, lr, r->n_vocab, row->top_id[0], &same);
+        a->kl += kl, a->kl2 += kl * kl, a->top1 += same, a->base_nll -= brow->logp_target;
+    }
+    return 0;
+}
+
+// Evaluates chunk c from position 0 in batches (its first token BOS when the model adds one) and scores it.
+static int ppl_chunk(const ppl_opts *o, ppl_run *r, int c, tc_err *err) {
+    int32_t *chunk = r->ids + (size_t)c * o->ctx, saved = chunk[0];
+    if (r->add_bos) chunk[0] = tok_bos(r->v);
+    const int32_t *tables[1] = {r->table};
+    int rc = 0;
+    for (int done = 0; !rc && done < o->ctx; done += r->batch) {
+        int nb = o->ctx - done < r->batch ? o->ctx - done : r->batch, nl = 0;
+        for (int i = 0; i < nb; i++) {
+            r->pos[i] = done + i;
+            if (done + i >= r->first && done + i < o->ctx - 1) r->rows[nl++] = i;
+        }
+        model_batch b = {.n_tokens = nb, .tokens = chunk + done, .pos = r->pos, .seq = r->seq, .n_seqs = 1,
+                         .block_tables = tables, .n_logits = nl, .logits_rows = r->rows};
+        rc = model_forward(r->mc, r->kv, &b, r->logits, err);
+        if (!rc) rc = ppl_score_batch(o, r, chunk, done, nl, err);
+    }
+    chunk[0] = saved;
+    return rc;
+}
+
+// The result on stdout: perplexity ± its standard error, and with --kl-base the comparison (text or --json).
+static void ppl_print(const ppl_opts *o, const ppl_run *r) {
+    const ppl_acc *a = &r->a;
+    double mean = a->nll / a->n, var = a->nll2 / a->n - mean * mean, ppl = exp(mean);
+    double ppl_se = a->n > 1 && var > 0 ? ppl * sqrt(var / (a->n - 1)) : 0;
+    if (o->json) {
         printf("{\"tokens\":%d,\"chunks\":%d,\"ctx\":%d,\"scored\":%ld,\"kv_k\":\"%s\",\"kv_v\":\"%s\","
                "\"ppl\":%.6f,\"ppl_stderr\":%.6f,\"mean_nll\":%.8f",
-               n_ids, n_chunks, o.ctx, a.n, tt_name(o.kv_k), tt_name(o.kv_v), ppl, ppl_se, mean);
+               r->n_ids, r->n_chunks, o->ctx, a->n, tt_name(o->kv_k), tt_name(o->kv_v), ppl, ppl_se, mean);
     } else {
-        printf("perplexity: %.4f +/- %.4f over %ld tokens (%d chunks of %d)\n", ppl, ppl_se, a.n, n_chunks, o.ctx);
+        printf("perplexity: %.4f +/- %.4f over %ld tokens (%d chunks of %d)\n", ppl, ppl_se, a->n, r->n_chunks,
+               o->ctx);
     }
-    if (fbase) {
-        double klm = a.kl / a.n, klv = a.kl2 / a.n - klm * klm;
-        double kl_se = a.n > 1 && klv > 0 ? sqrt(klv / (a.n - 1)) : 0, base_ppl = exp(a.base_nll / a.n);
-        double top1 = (double)a.top1 / a.n;
-        if (o.json)
+    if (r->fbase) {
+        double klm = a->kl / a->n, klv = a->kl2 / a->n - klm * klm;
+        double kl_se = a->n > 1 && klv > 0 ? sqrt(klv / (a->n - 1)) : 0, base_ppl = exp(a->base_nll / a->n);
+        double top1 = (double)a->top1 / a->n;
+        if (o->json)
             printf(",\"kl\":%.8f,\"kl_stderr\":%.8f,\"kl_lo\":%.8f,\"kl_hi\":%.8f,\"top1\":%.6f,\"base_ppl\":%.6f,"
                    "\"ppl_ratio\":%.6f", klm, kl_se, klm - 1.96 * kl_se, klm + 1.96 * kl_se, top1, base_ppl,
                    ppl / base_ppl);
         else
             printf("vs %s: mean KL %.6f +/- %.6f (95%%: %.6f .. %.6f), top-1 agreement %.2f%%, "
-                   "ppl ratio %.5f (base %.4f)\n", o.base, klm, kl_se, klm - 1.96 * kl_se, klm + 1.96 * kl_se,
+                   "ppl ratio %.5f (base %.4f)\n", o->base, klm, kl_se, klm - 1.96 * kl_se, klm + 1.96 * kl_se,
                    100 * top1, ppl / base_ppl, base_ppl);
     }
-    if (o.json) printf("}\n");
-    if (fsave) {
-        int bad = fclose(fsave) != 0;
-        fsave = NULL;
+    if (o->json) printf("}\n");
+}
+
+static void ppl_close(ppl_run *r) {
+    if (r->fsave) fclose(r->fsave);
+    if (r->fbase) fclose(r->fbase);
+    free(r->text), free(r->ids), free(r->pos), free(r->seq), free(r->rows), free(r->table), free(r->logits);
+    free(r->row), free(r->brow);
+    model_kv_free(r->kv);
+    model_ctx_free(r->mc);
+    tok_free(r->v);
+    model_free(r->m);
+}
+
+int cli_perplexity(int argc, char **argv) {
+    ppl_opts o;
+    if (ppl_parse(argc, argv, &o)) return 2;
+    tc_err err = {0};
+    ppl_run r;
+    memset(&r, 0, sizeof r);
+    int status = 1;
+    if (ppl_load(&o, &r, &err) || ppl_alloc(&o, &r, &err)) goto fail;
+    if (!o.json)
+        fprintf(stderr, "perplexity: %d tokens, %d chunks of %d, scoring %d tokens per chunk, kv %s/%s\n", r.n_ids,
+                r.n_chunks, o.ctx, r.per_chunk, tt_name(o.kv_k), tt_name(o.kv_v));
+    for (int c = 0; c < r.n_chunks; c++) {
+        if (ppl_chunk(&o, &r, c, &err)) goto fail;
+        if (!o.json) fprintf(stderr, "[%d]%.4f%s", c + 1, exp(r.a.nll / r.a.n), c + 1 == r.n_chunks ? "\n" : ",");
+    }
+    ppl_print(&o, &r);
+    if (r.fsave) {
+        int bad = fclose(r.fsave) != 0;
+        r.fsave = NULL;
         if (bad) {
             tc_err_set(&err, TC_ERR_IO, "cannot write %s", o.save);
             goto fail;
@@ -262,14 +308,8 @@ int cli_perplexity(int argc, char **argv) {
     goto done;
 fail:
     fprintf(stderr, "tachyon perplexity: %s\n", err.msg[0] ? err.msg : "out of memory");
-    if (fsave) fclose(fsave), fsave = NULL, remove(o.save); // no half-written base file left behind
+    if (r.fsave) fclose(r.fsave), r.fsave = NULL, remove(o.save); // no half-written base file left behind
 done:
-    if (fsave) fclose(fsave);
-    if (fbase) fclose(fbase);
-    free(text), free(ids), free(pos), free(seq), free(rows), free(table), free(logits), free(row), free(brow);
-    model_kv_free(kv);
-    model_ctx_free(mc);
-    tok_free(v);
-    model_free(m);
+    ppl_close(&r);
     return status;
 }

@@ -1,5 +1,6 @@
 // `tachyon serve`: the OpenAI-compatible HTTP server (see src/server/server.h).
 #include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,10 +122,236 @@ static void serve_usage(void) {
             "                              logged warning (default: 400 naming the field)\n");
 }
 
-static int num(const char *flag, const char *s, double lo, double hi, double *out) {
-    char f[64];
-    snprintf(f, sizeof f, "--%s", flag);
-    return cli_num("serve", f, s, lo, hi, out);
+// The parsed command line: the server's options and what builds its model list (srv_config).
+typedef struct serve_args {
+    server_opts o;
+    srv_router_spec rdef; // thresholds for every --router: --route-*, --ttft-slo
+    const char *margs[SRV_CFG_MAX_MODELS]; // -m arguments, as given (borrowed from argv)
+    const char *rargs[SRV_CFG_MAX_ROUTERS]; // --router arguments (borrowed from argv)
+    const char *config;                    // --config FILE or NULL
+    int n_m, n_r;
+} serve_args;
+
+enum {
+    O_HOST = 256, O_PORT, O_KEY, O_CORS, O_CTX, O_MBT, O_SEQS, O_KV, O_QUEUE, O_QTOK, O_RTO, O_GRACE, O_THREADS,
+    O_TMPL, O_LOG, O_BODY, O_HTO, O_NAME, O_NOPC, O_ITL, O_ITLF, O_ITLM, O_PUBLIC, O_HOSTS, O_SPEC, O_SPECK, O_SPECMS,
+    O_LENIENT, O_POOL, O_TRUNC, O_SUMM, O_DRAFT, O_DRAFTKV, O_SELFL,
+    O_READTO, O_MAXCONN, O_MAXCONNPC, O_BODYBUF, O_PING, // connection limits
+    O_KVT, O_KVTK, O_KVTV, O_KVROT, O_KVCEN, // KV cache types, its rotation and key centering
+    O_REASON,
+    O_KEYFILE,
+    O_CONFIG, O_ROUTER, O_RMP, O_RMT, O_RDEG, // several models, routers (their --ttft-slo is O_TTFTSLO)
+    O_SCHED, O_AGING, O_TTFTSLO, O_E2ESLO, // scheduling policy
+    O_DEVICE, O_TMPLF
+};
+
+static const struct option SERVE_LONG[] = {
+    {"model", required_argument, 0, 'm'},         {"host", required_argument, 0, O_HOST},
+    {"port", required_argument, 0, O_PORT},       {"api-key", required_argument, 0, O_KEY},
+    {"cors", required_argument, 0, O_CORS},             {"ctx-size", required_argument, 0, O_CTX},
+    {"max-batch-tokens", required_argument, 0, O_MBT}, {"max-seqs", required_argument, 0, O_SEQS},
+    {"kv-cache-mem", required_argument, 0, O_KV}, {"max-queue", required_argument, 0, O_QUEUE},
+    {"max-queued-tokens", required_argument, 0, O_QTOK}, {"request-timeout", required_argument, 0, O_RTO},
+    {"shutdown-grace", required_argument, 0, O_GRACE}, {"threads", required_argument, 0, O_THREADS},
+    {"device", required_argument, 0, O_DEVICE},
+    {"chat-template", required_argument, 0, O_TMPL}, {"chat-template-file", required_argument, 0, O_TMPLF},
+    {"log-level", required_argument, 0, O_LOG},
+    {"itl-guard", required_argument, 0, O_ITL}, {"itl-guard-fair", required_argument, 0, O_ITLF},
+    {"itl-guard-floor-ms", required_argument, 0, O_ITLM},
+    {"spec", required_argument, 0, O_SPEC},       {"spec-k", required_argument, 0, O_SPECK},
+    {"spec-max-streams", required_argument, 0, O_SPECMS},
+    {"max-body", required_argument, 0, O_BODY},   {"http-timeout", required_argument, 0, O_HTO},
+    {"served-model-name", required_argument, 0, O_NAME}, {"no-prefix-cache", no_argument, 0, O_NOPC},
+    {"public-routes", required_argument, 0, O_PUBLIC}, {"allowed-hosts", required_argument, 0, O_HOSTS},
+    {"truncation", required_argument, 0, O_TRUNC},
+    {"summarize-with", required_argument, 0, O_SUMM},
+    {"lenient", no_argument, 0, O_LENIENT},     {"pooling", required_argument, 0, O_POOL},
+    {"request-read-timeout", required_argument, 0, O_READTO}, {"max-connections", required_argument, 0, O_MAXCONN},
+    {"max-connections-per-client", required_argument, 0, O_MAXCONNPC},
+    {"max-body-buffer", required_argument, 0, O_BODYBUF}, {"sse-ping", required_argument, 0, O_PING},
+    {"kv-type", required_argument, 0, O_KVT}, {"kv-type-k", required_argument, 0, O_KVTK},
+    {"kv-type-v", required_argument, 0, O_KVTV}, {"kv-rotate", required_argument, 0, O_KVROT},
+    {"kv-center", required_argument, 0, O_KVCEN},
+    {"api-key-file", required_argument, 0, O_KEYFILE},
+    {"reasoning-format", required_argument, 0, O_REASON},
+    {"config", required_argument, 0, O_CONFIG}, {"router", required_argument, 0, O_ROUTER},
+    {"route-max-prompt-tokens", required_argument, 0, O_RMP}, {"route-max-tokens", required_argument, 0, O_RMT},
+    {"route-degrade", no_argument, 0, O_RDEG},
+    {"sched", required_argument, 0, O_SCHED}, {"sched-aging", required_argument, 0, O_AGING},
+    {"ttft-slo", required_argument, 0, O_TTFTSLO}, {"e2e-slo", required_argument, 0, O_E2ESLO},
+    {"draft-model", required_argument, 0, O_DRAFT}, {"draft-kv-mem", required_argument, 0, O_DRAFTKV},
+    {"self-spec-layers", required_argument, 0, O_SELFL},
+    {"help", no_argument, 0, 'h'},                {0, 0, 0, 0}};
+
+// --- numeric flags: one row each, the value range and the serve_args field it sets
+
+enum { SV_INT, SV_FLOAT, SV_DOUBLE, SV_SIZE, SV_MIB }; // the field's type (SV_MIB: size_t bytes from MiB)
+typedef struct serve_num_flag {
+    int val;       // the option's getopt val
+    double lo, hi; // accepted range, inclusive
+    size_t off;    // offsetof(serve_args, field)
+    int kind;      // SV_*
+} serve_num_flag;
+
+#define SA(field) offsetof(serve_args, field)
+static const serve_num_flag SERVE_NUMS[] = {
+    {O_RMP, 0, 1 << 24, SA(rdef.max_prompt_tokens), SV_INT},
+    {O_RMT, 0, 1 << 24, SA(rdef.max_tokens), SV_INT},
+    {O_PORT, 0, 65535, SA(o.port), SV_INT},
+    {O_CTX, 0, 1 << 24, SA(o.eng.ctx_size), SV_INT},
+    {O_MBT, 1, 1 << 20, SA(o.eng.max_batch_tokens), SV_INT},
+    {O_SEQS, 1, 4096, SA(o.eng.max_seqs), SV_INT},
+    {O_KV, 0, 1 << 22, SA(o.eng.kv_mem_bytes), SV_MIB},
+    {O_QUEUE, 0, 1 << 20, SA(o.eng.max_queue), SV_INT},
+    {O_QTOK, 0, 1e9, SA(o.eng.max_queued_tokens), SV_INT},
+    {O_RTO, 0, 1e7, SA(o.request_timeout), SV_DOUBLE},
+    {O_GRACE, 0, 1e5, SA(o.shutdown_grace), SV_DOUBLE},
+    {O_THREADS, 1, 1024, SA(o.eng.n_threads), SV_INT},
+    {O_ITL, 0, 1000, SA(o.eng.itl_guard), SV_FLOAT},
+    {O_ITLF, 0, 1, SA(o.eng.itl_guard_fair), SV_INT},
+    {O_ITLM, 0, 10000, SA(o.eng.itl_guard_floor_ms), SV_FLOAT},
+    {O_BODY, 64, 1e10, SA(o.max_body), SV_SIZE},
+    {O_HTO, 1, 86400, SA(o.http_timeout), SV_INT},
+    {O_SPECK, 1, SPEC_MAX_K, SA(o.eng.spec_k), SV_INT},
+    {O_SPECMS, 1, 1 << 20, SA(o.eng.spec_max_streams), SV_INT},
+    {O_DRAFTKV, 1, 1 << 22, SA(o.eng.draft_kv_mem_bytes), SV_MIB},
+    {O_SELFL, 1, 4096, SA(o.eng.self_spec_layers), SV_INT},
+    {O_READTO, 0, 86400, SA(o.read_timeout), SV_DOUBLE},
+    {O_MAXCONN, 1, 1 << 20, SA(o.max_connections), SV_INT},
+    {O_MAXCONNPC, 0, 1 << 20, SA(o.max_conn_per_client), SV_INT},
+    {O_BODYBUF, 0, 1e12, SA(o.max_body_buffer), SV_SIZE},
+    {O_PING, 0, 86400, SA(o.sse_ping), SV_DOUBLE},
+    {O_AGING, 0.001, 1e6, SA(o.eng.sched_aging), SV_DOUBLE},
+    {O_E2ESLO, 0, 1e7, SA(o.e2e_slo), SV_DOUBLE},
+};
+
+// --- string flags: the argument itself, borrowed from argv
+
+typedef struct serve_str_flag {
+    int val;
+    size_t off;   // offsetof(serve_args, a const char * field)
+    int nonempty; // 1: an empty argument is refused ("expects a non-empty list")
+} serve_str_flag;
+
+static const serve_str_flag SERVE_STRS[] = {
+    {O_CONFIG, SA(config), 0},           {O_HOST, SA(o.host), 0},
+    {O_KEY, SA(o.api_key), 0},           {O_KEYFILE, SA(o.api_key_file), 0},
+    {O_CORS, SA(o.cors), 1},             {O_PUBLIC, SA(o.public_routes), 0},
+    {O_HOSTS, SA(o.allowed_hosts), 1},   {O_TMPL, SA(o.chat_template), 0},
+    {O_TMPLF, SA(o.chat_template_file), 0}, {O_NAME, SA(o.served_name), 0},
+    {O_DRAFT, SA(o.draft_model_path), 0}, {O_SUMM, SA(o.summarize_with), 0},
+};
+#undef SA
+
+// A numeric or string flag from the tables: 0 set, 1 bad value (message printed), -1 not in the tables.
+static int serve_parse_table(serve_args *a, int c, const char *arg) {
+    char flag[64];
+    snprintf(flag, sizeof flag, "--%s", cli_opt_name(SERVE_LONG, c));
+    for (size_t i = 0; i < sizeof SERVE_NUMS / sizeof SERVE_NUMS[0]; i++) {
+        const serve_num_flag *f = &SERVE_NUMS[i];
+        if (f->val != c) continue;
+        double v;
+        if (cli_num("serve", flag, arg, f->lo, f->hi, &v)) return 1;
+        char *p = (char *)a + f->off;
+        switch (f->kind) {
+        case SV_INT: *(int *)p = (int)v; break;
+        case SV_FLOAT: *(float *)p = (float)v; break;
+        case SV_DOUBLE: *(double *)p = v; break;
+        case SV_SIZE: *(size_t *)p = (size_t)v; break;
+        case SV_MIB: *(size_t *)p = (size_t)(v * 1048576.0); break;
+        }
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof SERVE_STRS / sizeof SERVE_STRS[0]; i++) {
+        const serve_str_flag *f = &SERVE_STRS[i];
+        if (f->val != c) continue;
+        if (f->nonempty && !*arg) {
+            fprintf(stderr, "tachyon serve: %s expects a non-empty list\n", flag);
+            return 1;
+        }
+        *(const char **)((char *)a + f->off) = arg;
+        return 0;
+    }
+    return -1;
+}
+
+// A flag that takes one of a few words: 0 set, 1 bad value (message printed), -1 not one of these.
+static int serve_parse_word(server_opts *o, int c, const char *arg) {
+    switch (c) {
+    case O_LOG:
+        if (!strcmp(arg, "debug")) o->log_level = SRV_LOG_DEBUG;
+        else if (!strcmp(arg, "info")) o->log_level = SRV_LOG_INFO;
+        else if (!strcmp(arg, "warn")) o->log_level = SRV_LOG_WARN;
+        else if (!strcmp(arg, "error")) o->log_level = SRV_LOG_ERROR;
+        else return fprintf(stderr, "tachyon serve: --log-level expects debug|info|warn|error\n"), 1;
+        return 0;
+    case O_SPEC:
+        if (spec_mode_parse(arg) < 0)
+            return fprintf(stderr, "tachyon serve: --spec expects off|ngram|auto|draft|self\n"), 1;
+        o->eng.spec = spec_mode_parse(arg);
+        return 0;
+    case O_TRUNC:
+        if (strcmp(arg, "disabled") && strcmp(arg, "auto"))
+            return fprintf(stderr, "tachyon serve: --truncation expects disabled|auto\n"), 1;
+        o->truncation = !strcmp(arg, "auto");
+        return 0;
+    case O_POOL:
+        if (!strcmp(arg, "mean")) o->pooling = ENGINE_EMBED_MEAN;
+        else if (!strcmp(arg, "last")) o->pooling = ENGINE_EMBED_LAST;
+        else return fprintf(stderr, "tachyon serve: --pooling expects mean|last\n"), 1;
+        return 0;
+    case O_SCHED:
+        if ((o->eng.sched_policy = sched_policy_parse(arg)) < 0)
+            return fprintf(stderr, "tachyon serve: --sched expects fifo|priority|slo\n"), 1;
+        return 0;
+    case O_REASON:
+        if (!strcmp(arg, "auto")) o->reasoning_format = SRV_REASONING_AUTO;
+        else if (!strcmp(arg, "none")) o->reasoning_format = SRV_REASONING_NONE;
+        else if (!strcmp(arg, "deepseek")) o->reasoning_format = SRV_REASONING_PARSE;
+        else {
+            fprintf(stderr, "tachyon serve: --reasoning-format expects auto|none|deepseek, got '%s'\n", arg);
+            return 1;
+        }
+        return 0;
+    case O_DEVICE: return cli_device("serve", arg, &o->eng.device) ? 1 : 0;
+    case O_KVT: return cli_kv_type("serve", "--kv-type", arg, &o->eng.kv_type_k, &o->eng.kv_type_v) ? 1 : 0;
+    case O_KVTK: return cli_kv_type("serve", "--kv-type-k", arg, &o->eng.kv_type_k, NULL) ? 1 : 0;
+    case O_KVTV: return cli_kv_type("serve", "--kv-type-v", arg, NULL, &o->eng.kv_type_v) ? 1 : 0;
+    case O_KVROT: return cli_kv_rotate("serve", arg) ? 1 : 0;
+    case O_KVCEN: return cli_kv_center("serve", arg) ? 1 : 0;
+    default: return -1;
+    }
+}
+
+// One option (c as getopt_long returns it, arg its argument or NULL): 0 taken, 1 refused (message printed;
+// exit status 2), -1 unknown (the usage follows).
+static int serve_parse_opt(serve_args *a, int c, const char *arg) {
+    switch (c) {
+    case 'm':
+        if (a->n_m == SRV_CFG_MAX_MODELS)
+            return fprintf(stderr, "tachyon serve: at most %d models\n", SRV_CFG_MAX_MODELS), 1;
+        a->o.model_path = a->margs[a->n_m++] = arg;
+        return 0;
+    case O_ROUTER:
+        if (a->n_r == SRV_CFG_MAX_ROUTERS)
+            return fprintf(stderr, "tachyon serve: at most %d routers\n", SRV_CFG_MAX_ROUTERS), 1;
+        a->rargs[a->n_r++] = arg;
+        return 0;
+    case O_RDEG: a->rdef.degrade = 1; return 0;
+    case O_NOPC: a->o.eng.prefix_cache = 0; return 0;
+    case O_LENIENT: a->o.lenient = 1; return 0;
+    case O_TTFTSLO: { // the requests' default TTFT target, and the routers' objective for degradation
+        double v;
+        if (cli_num("serve", "--ttft-slo", arg, 0, 1e6, &v)) return 1;
+        a->o.eng.ttft_slo = v;
+        if (v > 0) a->rdef.ttft_slo = v;
+        return 0;
+    }
+    default: break;
+    }
+    if (c < 256 || !arg) return -1; // '?' and ':' from getopt_long
+    int rc = serve_parse_table(a, c, arg);
+    return rc >= 0 ? rc : serve_parse_word(&a->o, c, arg);
 }
 
 // `-m ALIAS=PATH`: a '=' before any '/' (srv_config_add_model_arg's rule)
@@ -133,217 +360,54 @@ static int has_alias(const char *arg) {
     return eq && (!sl || eq < sl);
 }
 
+// Several models, an alias or a router: fills cfg (initialized) from --config, the -m and --router arguments,
+// and points a->o at it; one plain -m PATH leaves the one-model server alone. 0, or TC_ERR_* with err set.
+static int serve_model_list(serve_args *a, srv_config *cfg, tc_err *err) {
+    if (!(a->config || a->n_r || a->n_m > 1 || (a->n_m == 1 && has_alias(a->margs[0])))) return 0;
+    int crc = a->config ? srv_config_load_file(cfg, a->config, err) : 0;
+    for (int i = 0; !crc && i < a->n_m; i++) crc = srv_config_add_model_arg(cfg, a->margs[i], err);
+    for (int i = 0; !crc && i < a->n_r; i++) crc = srv_config_add_router_arg(cfg, a->rargs[i], &a->rdef, err);
+    if (!crc) crc = srv_config_finish(cfg, err);
+    if (crc) return crc;
+    a->o.cfg = cfg;
+    a->o.model_path = cfg->models[0].path;
+    return 0;
+}
+
 int cli_serve(int argc, char **argv) {
-    server_opts o;
-    server_opts_default(&o);
-    enum {
-        O_HOST = 256, O_PORT, O_KEY, O_CORS, O_CTX, O_MBT, O_SEQS, O_KV, O_QUEUE, O_QTOK, O_RTO, O_GRACE, O_THREADS,
-        O_TMPL, O_LOG, O_BODY, O_HTO, O_NAME, O_NOPC, O_ITL, O_ITLF, O_ITLM, O_PUBLIC, O_HOSTS, O_SPEC, O_SPECK, O_SPECMS,
-        O_LENIENT, O_POOL, O_TRUNC, O_SUMM, O_DRAFT, O_DRAFTKV, O_SELFL,
-        O_READTO, O_MAXCONN, O_MAXCONNPC, O_BODYBUF, O_PING, // connection limits
-        O_KVT, O_KVTK, O_KVTV, O_KVROT, O_KVCEN, // KV cache types, its rotation and key centering
-        O_REASON,
-        O_KEYFILE,
-        O_CONFIG, O_ROUTER, O_RMP, O_RMT, O_RDEG, // several models, routers (their --ttft-slo is O_TTFTSLO)
-        O_SCHED, O_AGING, O_TTFTSLO, O_E2ESLO, // scheduling policy
-        O_DEVICE, O_TMPLF
-    };
-    static const struct option lo[] = {
-        {"model", required_argument, 0, 'm'},         {"host", required_argument, 0, O_HOST},
-        {"port", required_argument, 0, O_PORT},       {"api-key", required_argument, 0, O_KEY},
-        {"cors", required_argument, 0, O_CORS},             {"ctx-size", required_argument, 0, O_CTX},
-        {"max-batch-tokens", required_argument, 0, O_MBT}, {"max-seqs", required_argument, 0, O_SEQS},
-        {"kv-cache-mem", required_argument, 0, O_KV}, {"max-queue", required_argument, 0, O_QUEUE},
-        {"max-queued-tokens", required_argument, 0, O_QTOK}, {"request-timeout", required_argument, 0, O_RTO},
-        {"shutdown-grace", required_argument, 0, O_GRACE}, {"threads", required_argument, 0, O_THREADS},
-        {"device", required_argument, 0, O_DEVICE},
-        {"chat-template", required_argument, 0, O_TMPL}, {"chat-template-file", required_argument, 0, O_TMPLF},
-        {"log-level", required_argument, 0, O_LOG},
-        {"itl-guard", required_argument, 0, O_ITL}, {"itl-guard-fair", required_argument, 0, O_ITLF},
-        {"itl-guard-floor-ms", required_argument, 0, O_ITLM},
-        {"spec", required_argument, 0, O_SPEC},       {"spec-k", required_argument, 0, O_SPECK},
-        {"spec-max-streams", required_argument, 0, O_SPECMS},
-        {"max-body", required_argument, 0, O_BODY},   {"http-timeout", required_argument, 0, O_HTO},
-        {"served-model-name", required_argument, 0, O_NAME}, {"no-prefix-cache", no_argument, 0, O_NOPC},
-        {"public-routes", required_argument, 0, O_PUBLIC}, {"allowed-hosts", required_argument, 0, O_HOSTS},
-        {"truncation", required_argument, 0, O_TRUNC},
-        {"summarize-with", required_argument, 0, O_SUMM},
-        {"lenient", no_argument, 0, O_LENIENT},     {"pooling", required_argument, 0, O_POOL},
-        {"request-read-timeout", required_argument, 0, O_READTO}, {"max-connections", required_argument, 0, O_MAXCONN},
-        {"max-connections-per-client", required_argument, 0, O_MAXCONNPC},
-        {"max-body-buffer", required_argument, 0, O_BODYBUF}, {"sse-ping", required_argument, 0, O_PING},
-        {"kv-type", required_argument, 0, O_KVT}, {"kv-type-k", required_argument, 0, O_KVTK},
-        {"kv-type-v", required_argument, 0, O_KVTV}, {"kv-rotate", required_argument, 0, O_KVROT},
-        {"kv-center", required_argument, 0, O_KVCEN},
-        {"api-key-file", required_argument, 0, O_KEYFILE},
-        {"reasoning-format", required_argument, 0, O_REASON},
-        {"config", required_argument, 0, O_CONFIG}, {"router", required_argument, 0, O_ROUTER},
-        {"route-max-prompt-tokens", required_argument, 0, O_RMP}, {"route-max-tokens", required_argument, 0, O_RMT},
-        {"route-degrade", no_argument, 0, O_RDEG},
-        {"sched", required_argument, 0, O_SCHED}, {"sched-aging", required_argument, 0, O_AGING},
-        {"ttft-slo", required_argument, 0, O_TTFTSLO}, {"e2e-slo", required_argument, 0, O_E2ESLO},
-        {"draft-model", required_argument, 0, O_DRAFT}, {"draft-kv-mem", required_argument, 0, O_DRAFTKV},
-        {"self-spec-layers", required_argument, 0, O_SELFL},
-        {"help", no_argument, 0, 'h'},                {0, 0, 0, 0}};
+    serve_args a;
+    memset(&a, 0, sizeof a);
+    server_opts_default(&a.o);
+    srv_router_defaults(&a.rdef);
     optind = 1;
     int c;
-    double v;
-    const char *margs[SRV_CFG_MAX_MODELS], *rargs[SRV_CFG_MAX_ROUTERS], *config = NULL;
-    int n_m = 0, n_r = 0;
-    srv_router_spec rdef;
-    srv_router_defaults(&rdef);
-    while ((c = getopt_long(argc, argv, "m:h", lo, NULL)) != -1) {
-        const char *flag = cli_opt_name(lo, c);
-        int bad = 0;
-        switch (c) {
-        case 'm':
-            if (n_m == SRV_CFG_MAX_MODELS) {
-                fprintf(stderr, "tachyon serve: at most %d models\n", SRV_CFG_MAX_MODELS);
-                return 2;
-            }
-            o.model_path = margs[n_m++] = optarg;
-            break;
-        case O_CONFIG: config = optarg; break;
-        case O_ROUTER:
-            if (n_r == SRV_CFG_MAX_ROUTERS) {
-                fprintf(stderr, "tachyon serve: at most %d routers\n", SRV_CFG_MAX_ROUTERS);
-                return 2;
-            }
-            rargs[n_r++] = optarg;
-            break;
-        case O_RMP: bad = num(flag, optarg, 0, 1 << 24, &v); rdef.max_prompt_tokens = (int)v; break;
-        case O_RMT: bad = num(flag, optarg, 0, 1 << 24, &v); rdef.max_tokens = (int)v; break;
-        case O_RDEG: rdef.degrade = 1; break;
-        case 'h': serve_usage(); return 0;
-        case O_HOST: o.host = optarg; break;
-        case O_PORT: bad = num(flag, optarg, 0, 65535, &v); o.port = (int)v; break;
-        case O_KEY: o.api_key = optarg; break;
-        case O_KEYFILE: o.api_key_file = optarg; break;
-        case O_CORS: o.cors = optarg; bad = !*optarg; break;
-        case O_PUBLIC: o.public_routes = optarg; break;
-        case O_HOSTS: o.allowed_hosts = optarg; bad = !*optarg; break;
-        case O_CTX: bad = num(flag, optarg, 0, 1 << 24, &v); o.eng.ctx_size = (int)v; break;
-        case O_MBT: bad = num(flag, optarg, 1, 1 << 20, &v); o.eng.max_batch_tokens = (int)v; break;
-        case O_SEQS: bad = num(flag, optarg, 1, 4096, &v); o.eng.max_seqs = (int)v; break;
-        case O_KV: bad = num(flag, optarg, 0, 1 << 22, &v); o.eng.kv_mem_bytes = (size_t)(v * 1048576.0); break;
-        case O_QUEUE: bad = num(flag, optarg, 0, 1 << 20, &v); o.eng.max_queue = (int)v; break;
-        case O_QTOK: bad = num(flag, optarg, 0, 1e9, &v); o.eng.max_queued_tokens = (int)v; break;
-        case O_RTO: bad = num(flag, optarg, 0, 1e7, &v); o.request_timeout = v; break;
-        case O_GRACE: bad = num(flag, optarg, 0, 1e5, &v); o.shutdown_grace = v; break;
-        case O_THREADS: bad = num(flag, optarg, 1, 1024, &v); o.eng.n_threads = (int)v; break;
-        case O_DEVICE: bad = cli_device("serve", optarg, &o.eng.device) ? 1 : 0; break;
-        case O_TMPL: o.chat_template = optarg; break;
-        case O_TMPLF: o.chat_template_file = optarg; break;
-        case O_ITL: bad = num(flag, optarg, 0, 1000, &v); o.eng.itl_guard = (float)v; break;
-        case O_ITLF: bad = num(flag, optarg, 0, 1, &v); o.eng.itl_guard_fair = (int)v; break;
-        case O_ITLM: bad = num(flag, optarg, 0, 10000, &v); o.eng.itl_guard_floor_ms = (float)v; break;
-        case O_LOG:
-            if (!strcmp(optarg, "debug")) o.log_level = SRV_LOG_DEBUG;
-            else if (!strcmp(optarg, "info")) o.log_level = SRV_LOG_INFO;
-            else if (!strcmp(optarg, "warn")) o.log_level = SRV_LOG_WARN;
-            else if (!strcmp(optarg, "error")) o.log_level = SRV_LOG_ERROR;
-            else {
-                fprintf(stderr, "tachyon serve: --log-level expects debug|info|warn|error\n");
-                bad = 1;
-            }
-            break;
-        case O_BODY: bad = num(flag, optarg, 64, 1e10, &v); o.max_body = (size_t)v; break;
-        case O_HTO: bad = num(flag, optarg, 1, 86400, &v); o.http_timeout = (int)v; break;
-        case O_NAME: o.served_name = optarg; break;
-        case O_NOPC: o.eng.prefix_cache = 0; break;
-        case O_SPEC:
-            if (spec_mode_parse(optarg) < 0) {
-                fprintf(stderr, "tachyon serve: --spec expects off|ngram|auto|draft|self\n");
-                bad = 1;
-            } else o.eng.spec = spec_mode_parse(optarg);
-            break;
-        case O_SPECK: bad = num(flag, optarg, 1, SPEC_MAX_K, &v); o.eng.spec_k = (int)v; break;
-        case O_SPECMS: bad = num(flag, optarg, 1, 1 << 20, &v); o.eng.spec_max_streams = (int)v; break;
-        case O_DRAFT: o.draft_model_path = optarg; break;
-        case O_DRAFTKV: bad = num(flag, optarg, 1, 1 << 22, &v); o.eng.draft_kv_mem_bytes = (size_t)(v * 1048576.0); break;
-        case O_SELFL: bad = num(flag, optarg, 1, 4096, &v); o.eng.self_spec_layers = (int)v; break;
-        case O_LENIENT: o.lenient = 1; break;
-        case O_SUMM: o.summarize_with = optarg; break;
-        case O_TRUNC:
-            if (strcmp(optarg, "disabled") && strcmp(optarg, "auto")) {
-                fprintf(stderr, "tachyon serve: --truncation expects disabled|auto\n");
-                bad = 1;
-            } else o.truncation = !strcmp(optarg, "auto");
-            break;
-        case O_POOL:
-            if (!strcmp(optarg, "mean")) o.pooling = ENGINE_EMBED_MEAN;
-            else if (!strcmp(optarg, "last")) o.pooling = ENGINE_EMBED_LAST;
-            else {
-                fprintf(stderr, "tachyon serve: --pooling expects mean|last\n");
-                bad = 1;
-            }
-            break;
-        case O_READTO: bad = num("--request-read-timeout", optarg, 0, 86400, &v); o.read_timeout = v; break;
-        case O_MAXCONN: bad = num("--max-connections", optarg, 1, 1 << 20, &v); o.max_connections = (int)v; break;
-        case O_MAXCONNPC:
-            bad = num("--max-connections-per-client", optarg, 0, 1 << 20, &v);
-            o.max_conn_per_client = (int)v;
-            break;
-        case O_BODYBUF: bad = num("--max-body-buffer", optarg, 0, 1e12, &v); o.max_body_buffer = (size_t)v; break;
-        case O_PING: bad = num("--sse-ping", optarg, 0, 86400, &v); o.sse_ping = v; break;
-        case O_KVT: bad = cli_kv_type("serve", "--kv-type", optarg, &o.eng.kv_type_k, &o.eng.kv_type_v); break;
-        case O_KVTK: bad = cli_kv_type("serve", "--kv-type-k", optarg, &o.eng.kv_type_k, NULL); break;
-        case O_KVTV: bad = cli_kv_type("serve", "--kv-type-v", optarg, NULL, &o.eng.kv_type_v); break;
-        case O_KVROT: bad = cli_kv_rotate("serve", optarg); break;
-        case O_KVCEN: bad = cli_kv_center("serve", optarg); break;
-        case O_SCHED:
-            if ((o.eng.sched_policy = sched_policy_parse(optarg)) < 0) {
-                fprintf(stderr, "tachyon serve: --sched expects fifo|priority|slo\n");
-                bad = 1;
-            }
-            break;
-        case O_AGING: bad = num(flag, optarg, 0.001, 1e6, &v); o.eng.sched_aging = v; break;
-        case O_TTFTSLO: // the requests' default TTFT target, and the routers' objective for degradation
-            bad = num(flag, optarg, 0, 1e6, &v);
-            o.eng.ttft_slo = v;
-            if (v > 0) rdef.ttft_slo = v;
-            break;
-        case O_E2ESLO: bad = num(flag, optarg, 0, 1e7, &v); o.e2e_slo = v; break;
-        case O_REASON:
-            if (!strcmp(optarg, "auto")) o.reasoning_format = SRV_REASONING_AUTO;
-            else if (!strcmp(optarg, "none")) o.reasoning_format = SRV_REASONING_NONE;
-            else if (!strcmp(optarg, "deepseek")) o.reasoning_format = SRV_REASONING_PARSE;
-            else {
-                fprintf(stderr, "tachyon serve: --reasoning-format expects auto|none|deepseek, got '%s'\n", optarg);
-                bad = 1;
-            }
-            break;
-        default: serve_usage(); return 2;
+    while ((c = getopt_long(argc, argv, "m:h", SERVE_LONG, NULL)) != -1) {
+        if (c == 'h') {
+            serve_usage();
+            return 0;
         }
-        if (bad) {
-            if (c == O_CORS || c == O_HOSTS) fprintf(stderr, "tachyon serve: --%s expects a non-empty list\n", flag);
+        int rc = serve_parse_opt(&a, c, optarg);
+        if (rc < 0) {
+            serve_usage();
             return 2;
         }
+        if (rc) return 2;
     }
-    if ((!o.model_path && !config) || optind < argc) {
-        if (!o.model_path && !config) fprintf(stderr, "tachyon serve: -m MODEL (or --config FILE) is required\n");
+    if ((!a.o.model_path && !a.config) || optind < argc) {
+        if (!a.o.model_path && !a.config) fprintf(stderr, "tachyon serve: -m MODEL (or --config FILE) is required\n");
         else fprintf(stderr, "tachyon serve: unexpected argument '%s'\n", argv[optind]);
         serve_usage();
         return 2;
     }
     tc_err err = {0};
-    // several models, an alias or a router: the model list (one plain -m PATH keeps the one-model server)
     static srv_config cfg; // large: not on the stack
     srv_config_init(&cfg);
-    if (config || n_r || n_m > 1 || (n_m == 1 && has_alias(margs[0]))) {
-        int crc = config ? srv_config_load_file(&cfg, config, &err) : 0;
-        for (int i = 0; !crc && i < n_m; i++) crc = srv_config_add_model_arg(&cfg, margs[i], &err);
-        for (int i = 0; !crc && i < n_r; i++) crc = srv_config_add_router_arg(&cfg, rargs[i], &rdef, &err);
-        if (!crc) crc = srv_config_finish(&cfg, &err);
-        if (crc) {
-            fprintf(stderr, "tachyon serve: %s\n", err.msg);
-            srv_config_free(&cfg);
-            return 2;
-        }
-        o.cfg = &cfg;
-        o.model_path = cfg.models[0].path;
+    if (serve_model_list(&a, &cfg, &err)) {
+        fprintf(stderr, "tachyon serve: %s\n", err.msg);
+        srv_config_free(&cfg);
+        return 2;
     }
-    int rc = server_run(&o, &err);
+    int rc = server_run(&a.o, &err);
     srv_config_free(&cfg);
     if (rc > 0) return rc; // 128 + signal: a second signal cut the drain (logged)
     if (rc) {

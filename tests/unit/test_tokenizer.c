@@ -426,7 +426,7 @@ static void test_pretok(void) {
 // --- hostile input: 1 MB of one repeated unit must tokenize well under a second (CPU time) and round-trip
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_UNDEFINED__)
-#define HOSTILE_LIMIT_S 8.0 // sanitizers slow everything 3-4x (more on a busy machine); the 1 s bound is for release builds
+#define HOSTILE_LIMIT_S 4.0 // sanitizers slow everything ~3x; the 1 s bound is for release builds
 #else
 #define HOSTILE_LIMIT_S 1.0
 #endif

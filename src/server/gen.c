@@ -59,6 +59,8 @@ static void g_free(gen_req *g) {
     if (g->body) evbuffer_free(g->body);
     gen_free_ids(g);
     oai_req_free(&g->q);
+    if (g->ws) g->wo->stream_free(g->ws);
+    if (g->wire_in) json_decref(g->wire_in);
     free(g);
 }
 
@@ -105,6 +107,13 @@ static void mark_dirty(gen_req *g) {
 
 void gen_queue_json(gen_req *g, json_t *j) {
     if (!j) return;
+    if (g->wo) { // another API on the wire: its events, from the chat chunk
+        if (!g->ws) g->ws = g->wo->stream_new(g->wire_in);
+        if (g->req) g->wo->stream_chunk(g->ws, j, g->out);
+        json_decref(j);
+        mark_dirty(g);
+        return;
+    }
     size_t n;
     char *f = oai_sse_frame(j, &n);
     json_decref(j);
@@ -349,7 +358,10 @@ static void complete(gen_req *g) {
     if (g->error == 503) e.retry_after = g->retry_after;
     else if (g->error) oai_err_set(&e, 500, "server_error", NULL, NULL, "%s", g->errmsg);
     if (g->q.stream) {
-        if (g->error) {
+        if (g->error && g->wo) {
+            if (!g->ws) g->ws = g->wo->stream_new(g->wire_in);
+            g->wo->stream_error(g->ws, &e, g->out);
+        } else if (g->error) {
             char *t = oai_err_json(&e);
             if (t) {
                 evbuffer_add_printf(g->out, "data: %s\n\n", t);
@@ -363,7 +375,12 @@ static void complete(gen_req *g) {
         }
         if (g->q.include_usage)
             gen_queue_json(g, oai_usage_chunk(g->q.kind, g->id, g->created, s->name, usage_json(g, n_out)));
-        evbuffer_add(g->out, OAI_SSE_DONE, strlen(OAI_SSE_DONE));
+        if (g->wo) {
+            if (!g->ws) g->ws = g->wo->stream_new(g->wire_in);
+            g->wo->stream_end(g->ws, g->out);
+        } else {
+            evbuffer_add(g->out, OAI_SSE_DONE, strlen(OAI_SSE_DONE));
+        }
         g->ended = 1;
         mark_dirty(g);
         return;
@@ -410,6 +427,11 @@ static void complete(gen_req *g) {
         json_array_append_new(choices, ch);
     }
     json_t *resp = oai_response(g->q.kind, g->id, g->created, s->name, choices, usage_json(g, n_out));
+    if (g->wo && resp) { // another API on the wire: its reply, from the chat completion
+        json_t *w = g->wo->from_chat(resp, g->wire_in);
+        json_decref(resp);
+        resp = w;
+    }
     g_log(g, 200, g->ch[0].finish_reason);
     gen_detach(g);
     srv_send_json(&s->o, req, 200, resp);

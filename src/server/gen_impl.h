@@ -8,6 +8,7 @@
 #include "server/reasoning.h"
 #include "server/srv_model.h"
 #include "server/srv_tenants.h"
+#include "server/wire.h"
 
 typedef struct gen_choice {
     srv_ev_sink sink; // fn NULL: a generation choice (first member: engine events are routed on it)
@@ -70,6 +71,11 @@ typedef struct gen_req {
     srv_tenant_ref tn;                                          // its tenant (srv_tenants.c), settled in g_free
     gen_summ_in si;           // --summarize-with: what truncation dropped, until gen_summ_start takes it
     const char *summ_status;  // x-tachyon-summary: "generated", "cached", "failed"; NULL = no summary tried
+    // the API on the wire (wire.h): NULL ops for OpenAI's own; else the request as the client sent it and the
+    // streaming state of the translation
+    const wire_ops *wo;
+    json_t *wire_in;   // owned: the API's body (the chat path parses its translation)
+    wire_stream *ws;   // owned: created with the first streamed chunk
 } gen_req;
 
 // gen.c, for gen_launch.c

@@ -47,6 +47,24 @@ static void reply_error(srv_model *s, struct evhttp_request *req, const oai_err 
 }
 
 
+// The request of another API (g->wo): parsed into g->wire_in, translated by the wire into a chat completions
+// body (*chat, malloc'd compact JSON). 0, or -1 with *e filled.
+static int wire_translate(gen_req *g, const char *body, size_t len, char **chat, oai_err *e) {
+    json_error_t je;
+    g->wire_in = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
+    if (!g->wire_in)
+        return oai_err_set(e, 400, "invalid_request_error", NULL, NULL,
+                           "We could not parse the JSON body of your request: %s", je.text);
+    if (!json_is_object(g->wire_in))
+        return oai_err_set(e, 400, "invalid_request_error", NULL, NULL, "The request body must be a JSON object");
+    json_t *c = NULL;
+    if (g->wo->to_chat(g->wire_in, &c, e)) return -1;
+    *chat = json_dumps(c, JSON_COMPACT);
+    json_decref(c);
+    if (!*chat) return oai_err_set(e, 500, "server_error", NULL, NULL, "out of memory");
+    return 0;
+}
+
 // Bodies above this size are parsed, rendered and tokenized on the worker thread (bytes). Below it the work
 // takes well under a millisecond, and the inline path answers without a thread hop.
 #define GEN_ASYNC_BODY (64 * 1024)
@@ -57,7 +75,14 @@ static void gen_prepare(gen_req *g, const char *body, size_t len) {
     srv_model *s = g->s;
     oai_err *e = &g->perr;
     g->prep_rc = -1;
-    if (oai_parse_ex(g->kind, body, len, s->o.lenient, &g->q, e)) return;
+    char *chat_body = NULL; // another API on the wire: its body translated into a chat completions body
+    if (g->wo) {
+        if (wire_translate(g, body, len, &chat_body, e)) return;
+        body = chat_body, len = strlen(chat_body);
+    }
+    int prc = oai_parse_ex(g->kind, body, len, s->o.lenient, &g->q, e);
+    free(chat_body);
+    if (prc) return;
     if (!srv_model_ok(s, g->q.model)) {
         oai_err_set(e, 404, "invalid_request_error", "model_not_found", "model",
                     "The model `%.200s` does not exist or you do not have access to it.", g->q.model);
@@ -130,8 +155,24 @@ static void gen_fail(gen_req *g, const oai_err *e) {
     gen_maybe_free(g);
 }
 
+static int handle(srv_model *s, struct evhttp_request *req, oai_kind kind, const wire_ops *wo);
+
 int gen_handle(srv_model *s, struct evhttp_request *req, oai_kind kind, oai_err *ep_err) {
     (void)ep_err; // errors are replied here (the access line too)
+    return handle(s, req, kind, NULL);
+}
+
+int gen_handle_responses(srv_model *s, struct evhttp_request *req, oai_kind kind, oai_err *ep_err) {
+    (void)kind, (void)ep_err;
+    return handle(s, req, OAI_CHAT, wire_get(WIRE_RESPONSES));
+}
+
+int gen_handle_messages(srv_model *s, struct evhttp_request *req, oai_kind kind, oai_err *ep_err) {
+    (void)kind, (void)ep_err;
+    return handle(s, req, OAI_CHAT, wire_get(WIRE_ANTHROPIC));
+}
+
+static int handle(srv_model *s, struct evhttp_request *req, oai_kind kind, const wire_ops *wo) {
     double t_recv = tc_now();
     oai_err e = {0};
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
@@ -146,6 +187,7 @@ int gen_handle(srv_model *s, struct evhttp_request *req, oai_kind kind, oai_err 
     s->n_inflight++; // balanced by g_free
     g->t_recv = t_recv;
     g->kind = kind;
+    g->wo = wo;
     // link before anything can finish: events can only arrive on this thread, after we return
     g->next = s->inflight;
     if (s->inflight) s->inflight->prev = g;

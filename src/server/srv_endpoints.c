@@ -54,6 +54,8 @@ static const ep_row endpoints[] = {
     {EP_GET, "/index.html", 0, srv_ep_dashboard, EP_PUBLIC},
     {EP_POST, "/v1/chat/completions", OAI_CHAT, gen_handle, EP_READY | EP_MODEL | EP_SELF_LOG},
     {EP_POST, "/v1/completions", OAI_COMPLETION, gen_handle, EP_READY | EP_MODEL | EP_SELF_LOG},
+    {EP_POST, "/v1/responses", OAI_CHAT, gen_handle_responses, EP_READY | EP_MODEL | EP_SELF_LOG},
+    {EP_POST, "/v1/messages", OAI_CHAT, gen_handle_messages, EP_READY | EP_MODEL | EP_SELF_LOG},
     {EP_POST, "/v1/embeddings", OAI_EMBEDDING, embed_handle, EP_READY | EP_MODEL | EP_SELF_LOG},
     {EP_GET, "/v1/models", 0, srv_ep_models, EP_READY},
     {EP_POST, "/tokenize", 0, srv_ep_tokenize, EP_READY | EP_MODEL},

@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "server/srv_reply.h"
+#include "server/wire.h"
 
 // --- replies -----------------------------------------------------------------------------------------
 
@@ -62,7 +63,9 @@ void srv_send_json(const server_opts *o, struct evhttp_request *req, int status,
 }
 
 void srv_send_error(const server_opts *o, struct evhttp_request *req, const oai_err *e) {
-    char *t = oai_err_json(e);
+    const struct evhttp_uri *u = evhttp_request_get_evhttp_uri(req);
+    const wire_ops *wo = wire_get(wire_of_path(u ? evhttp_uri_get_path(u) : NULL)); // the API's error shape
+    char *t = wo ? wo->error_json(e) : oai_err_json(e);
     if (e->status == 503) {
         char ra[24];
         snprintf(ra, sizeof ra, "%.0f", e->retry_after > 1 ? ceil(e->retry_after) : 1.0);

@@ -49,5 +49,11 @@ typedef struct wire_ops {
 
 // The ops of a wire; NULL for WIRE_OPENAI (the chat path's JSON goes out as it is).
 const wire_ops *wire_get(wire_kind k);
+// The wire whose errors a request path gets: /v1/responses… → WIRE_RESPONSES, /v1/messages… → WIRE_ANTHROPIC,
+// anything else WIRE_OPENAI. NULL path: WIRE_OPENAI.
+wire_kind wire_of_path(const char *path);
+
+extern const wire_ops wire_responses_ops; // wire_responses.c
+extern const wire_ops wire_anthropic_ops; // wire_anthropic.c
 
 #endif

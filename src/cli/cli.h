@@ -13,6 +13,7 @@
 
 // (subcommand declarations go here, one line each)
 int cli_run(int argc, char **argv);
+int cli_chat(int argc, char **argv);
 int cli_info(int argc, char **argv);
 int cli_bench(int argc, char **argv);
 int cli_chat_template(int argc, char **argv);
@@ -51,6 +52,10 @@ int cli_encode_chat(const model *m, const tok_vocab *v, const char *template_nam
 // cli_encode_chat with template_file (may be NULL): a Jinja chat template file used instead of the model's.
 int cli_encode_chat_ex(const model *m, const tok_vocab *v, const char *template_name, const char *template_file,
                        const char *prompt, int32_t **ids, int *n_ids, tc_err *err);
+struct chat_msg;
+// cli_encode_chat_ex over a whole conversation (n_msgs messages, in order), with the generation prompt.
+int cli_encode_chat_msgs(const model *m, const tok_vocab *v, const char *template_name, const char *template_file,
+                         const struct chat_msg *msgs, int n_msgs, int32_t **ids, int *n_ids, tc_err *err);
 struct option;
 // The long name ("http-timeout") of the getopt_long option whose val is val, "?" if none.
 const char *cli_opt_name(const struct option *lo, int val);

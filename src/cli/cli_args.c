@@ -53,14 +53,13 @@ const char *cli_opt_name(const struct option *lo, int val) {
 }
 
 // (tachyon run --chat, tachyon bench --chat; contract in cli.h)
-// The prompt as one user turn through a Jinja template (the model's own, or the file's).
-static int encode_jinja(const tok_vocab *v, const char *src, const char *file, const char *prompt, int32_t **ids,
-                        int *n_ids, tc_err *err) {
+// The messages through a Jinja template (the model's own, or the file's), with the generation prompt.
+static int encode_jinja(const tok_vocab *v, const char *src, const char *file, const chat_msg *msg, int n_msgs,
+                        int32_t **ids, int *n_ids, tc_err *err) {
     chat_tmpl *t = NULL;
     int rc = file ? chat_tmpl_load_file(file, v, &t, err) : chat_tmpl_new(src, strlen(src), v, &t, err);
     if (rc) return file ? rc : tc_err_wrap(err, "the model's chat template (tokenizer.chat_template)");
-    chat_msg msg = {"user", prompt};
-    json_t *msgs = chat_msgs_json(&msg, 1);
+    json_t *msgs = chat_msgs_json(msg, n_msgs);
     rc = msgs ? chat_tmpl_encode(t, v, msgs, NULL, NULL, 1, ids, n_ids, err)
               : tc_err_set(err, TC_ERR_NOMEM, "out of memory");
     if (rc && rc != TC_ERR_NOMEM) tc_err_wrap(err, "chat template");
@@ -76,16 +75,22 @@ int cli_encode_chat(const model *m, const tok_vocab *v, const char *template_nam
 
 int cli_encode_chat_ex(const model *m, const tok_vocab *v, const char *template_name, const char *template_file,
                        const char *prompt, int32_t **ids, int *n_ids, tc_err *err) {
+    chat_msg msg = {"user", prompt};
+    return cli_encode_chat_msgs(m, v, template_name, template_file, &msg, 1, ids, n_ids, err);
+}
+
+int cli_encode_chat_msgs(const model *m, const tok_vocab *v, const char *template_name, const char *template_file,
+                         const chat_msg *msgs, int n_msgs, int32_t **ids, int *n_ids, tc_err *err) {
     if (template_name && template_file)
         return tc_err_set(err, TC_ERR_INVALID, "--chat-template and --chat-template-file exclude each other");
-    if (template_file) return encode_jinja(v, NULL, template_file, prompt, ids, n_ids, err);
+    if (template_file) return encode_jinja(v, NULL, template_file, msgs, n_msgs, ids, n_ids, err);
     gguf_str ts = {0};
     char *tmpl = NULL;
     if (gguf_get_str(model_gguf(m), "tokenizer.chat_template", &ts) == 0) {
         tmpl = strndup(ts.ptr, ts.len);
         if (!tmpl) return tc_err_set(err, TC_ERR_NOMEM, "out of memory");
         if (!template_name) {
-            int rc = encode_jinja(v, tmpl, NULL, prompt, ids, n_ids, err);
+            int rc = encode_jinja(v, tmpl, NULL, msgs, n_msgs, ids, n_ids, err);
             free(tmpl);
             return rc;
         }
@@ -104,8 +109,7 @@ int cli_encode_chat_ex(const model *m, const tok_vocab *v, const char *template_
         int n = tok_piece(v, b, 0, bos, sizeof bos - 1);
         bos[n > 0 && n < (int)sizeof bos ? n : 0] = '\0';
     }
-    chat_msg msg = {"user", prompt};
-    int rc = chat_encode(v, f, tmpl, &msg, 1, 1, bos, ids, n_ids, err);
+    int rc = chat_encode(v, f, tmpl, msgs, n_msgs, 1, bos, ids, n_ids, err);
     free(tmpl);
     return rc;
 }

@@ -34,23 +34,34 @@ int cli_engine_new(model *m, const tok_vocab *v, const engine_opts *eo, engine *
 }
 
 // Blocks until the engine signals events (its eventfd), then clears the signal.
-static void wait_events(engine *e) {
+static void wait_events(engine *e, const volatile sig_atomic_t *stop) {
     struct pollfd p = {.fd = engine_event_fd(e), .events = POLLIN};
-    while (poll(&p, 1, -1) < 0 && errno == EINTR) {}
+    while (poll(&p, 1, -1) < 0 && errno == EINTR)
+        if (stop && *stop) return; // a signal set the stop flag: the caller cancels
     uint64_t v;
     if (read(p.fd, &v, sizeof v) < 0) {} // cleared, or already cleared by an earlier read
 }
 
 int cli_engine_generate(engine *e, engine_req *q, cli_token_fn on_token, void *ctx, engine_event *fin, tc_err *err) {
+    return cli_engine_generate_until(e, q, on_token, ctx, NULL, fin, err);
+}
+
+int cli_engine_generate_until(engine *e, engine_req *q, cli_token_fn on_token, void *ctx,
+                              const volatile sig_atomic_t *stop, engine_event *fin, tc_err *err) {
     uint64_t id = 0;
+    int cancelled = 0;
     memset(fin, 0, sizeof *fin);
     int rc = engine_submit(e, q, &id, err);
     if (rc) return rc;
     engine_event evs[64];
     for (;;) {
+        if (stop && *stop && !cancelled) {
+            engine_cancel(e, id, ENGINE_FINISH_CANCELLED);
+            cancelled = 1;
+        }
         int n = engine_poll(e, evs, 64);
         if (n == 0) {
-            wait_events(e);
+            wait_events(e, cancelled ? NULL : stop);
             continue;
         }
         for (int i = 0; i < n; i++) {

@@ -4,6 +4,7 @@
 #ifndef TACHYON_CLI_ENGINE_H
 #define TACHYON_CLI_ENGINE_H
 
+#include <signal.h>
 #include <stdint.h>
 
 #include "common/err.h"
@@ -27,5 +28,9 @@ typedef void (*cli_token_fn)(void *ctx, const samp_result *tok);
 // by the caller). on_token (may be NULL) sees every TOKEN event. Returns 0, or a TC_ERR_* with err set when
 // the submit is refused or the request ends with ENGINE_FINISH_ERROR (then *fin is filled too).
 int cli_engine_generate(engine *e, engine_req *q, cli_token_fn on_token, void *ctx, engine_event *fin, tc_err *err);
+// cli_engine_generate that cancels the request once *stop becomes non-zero (set by a signal handler: Ctrl-C in
+// `tachyon chat`); it still waits for the FINISH (finish reason ENGINE_FINISH_CANCELLED).
+int cli_engine_generate_until(engine *e, engine_req *q, cli_token_fn on_token, void *ctx,
+                              const volatile sig_atomic_t *stop, engine_event *fin, tc_err *err);
 
 #endif

@@ -19,6 +19,7 @@ static int cli_version(int argc, char **argv) {
 static const cli_cmd cmds[] = {
     {"version", cli_version, "print the version"},
     {"run", cli_run, "-m MODEL -p PROMPT [-n N] [--chat] [--temp T] ...: generate text"},
+    {"chat", cli_chat, "-m MODEL [--system TEXT] [-n N] [--temp T] ...: interactive chat in the terminal"},
     {"info", cli_info, "-m MODEL: architecture, shapes, tensor types, vocabulary, size"},
     {"bench", cli_bench, "-m MODEL [-p 512] [-n 128] [-t T] [-r R] [--json]: prefill/decode tokens/s"},
     {"logits", cli_logits, "-m MODEL --ids 1,2,3 -o OUT.f32: raw logits of every position (for reference tests)"},

@@ -135,7 +135,7 @@ static int item_message(const json_t *it, const char *param, json_t *msgs, oai_e
     if (!is(role, "user") && !is(role, "assistant") && !is(role, "system") && !is(role, "developer"))
         return BAD(e, param, "%s.role must be 'user', 'assistant', 'system' or 'developer'", param);
     char p[64];
-    snprintf(p, sizeof p, "%s.content", param);
+    snprintf(p, sizeof p, "%.48s.content", param);
     if (!content) return BAD(e, p, "Missing required parameter: '%s'", p);
     json_t *text;
     if (text_of(content, p, &text, e)) return -1;
@@ -173,7 +173,7 @@ static int item_function_output(const json_t *it, const char *param, json_t *msg
     json_t *id = json_object_get(it, "call_id"), *output = json_object_get(it, "output");
     if (!json_is_string(id)) return BAD(e, param, "%s: a function_call_output needs a string 'call_id'", param);
     char p[64];
-    snprintf(p, sizeof p, "%s.output", param);
+    snprintf(p, sizeof p, "%.48s.output", param);
     if (!output) return BAD(e, p, "Missing required parameter: '%s'", p);
     json_t *text;
     if (text_of(output, p, &text, e)) return -1;

@@ -113,6 +113,10 @@ def test_function_call_output_round_trip(client):
     assert r2.status in ("completed", "incomplete") and r2.error is None
     assert not [o for o in r2.output if o.type == "function_call"]
     assert r2.output_text.strip(), r2.output
+    # the output reaches the prompt: a longer one costs more input tokens
+    follow[2]["output"] = json.dumps({"temp_c": 21, "sky": "clear, with a light breeze from the west"})
+    r3 = create(client, input=follow, tools=[WEATHER], tool_choice="none", max_output_tokens=1)
+    assert r3.usage.input_tokens > r2.usage.input_tokens + 5, (r2.usage, r3.usage)
 
 
 def test_json_schema(client):

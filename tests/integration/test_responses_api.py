@@ -170,3 +170,24 @@ def test_ignored_fields_accepted(client):
                reasoning={"effort": "low"}, parallel_tool_calls=False, max_output_tokens=8)
     assert r.status in ("completed", "incomplete") and r.store is False
     assert r.metadata == {"k": "v"} and r.parallel_tool_calls is False
+
+
+def test_raw_sse_framing_and_errors(smol):
+    """Each SSE frame is `event: NAME` + `data: JSON` with data.type == NAME, no `[DONE]`; a 400 before the stream
+    keeps OpenAI's error shape; an unknown field is named."""
+    st, h, data = smol.request("POST", "/v1/responses", {"input": "Hi", "stream": True, "max_output_tokens": 4,
+                                                         "temperature": 0})
+    assert st == 200 and h.get("Content-Type", "").startswith("text/event-stream"), (st, h)
+    raw = data.decode()
+    assert "[DONE]" not in raw
+    frames = [b for b in raw.split("\n\n") if b.strip() and not b.startswith(":")]
+    for k, b in enumerate(frames):
+        ev, payload = b.split("\n", 1)
+        assert ev.startswith("event: ") and payload.startswith("data: "), b
+        d = json.loads(payload[6:])
+        assert d["type"] == ev[7:] and d["sequence_number"] == k, b
+    st, _, j = smol.post("/v1/responses", {"input": "Hi", "frobnicate": 1})
+    assert st == 400 and j["error"]["param"] == "frobnicate" and j["error"]["type"] == "invalid_request_error", j
+    st, _, j = smol.post("/v1/responses", {"input": [{"role": "user", "content": [{"type": "input_image",
+                                                                                     "image_url": "http://x/y.png"}]}]})
+    assert st == 400 and "input_image" in j["error"]["message"] and j["error"]["param"] == "input[0].content", j

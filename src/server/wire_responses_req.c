@@ -28,6 +28,7 @@ static const struct {
     {"min_p", WR_PASS, 0, NULL},
     {"priority", WR_PASS, 0, NULL},
     {"timeout", WR_PASS, 0, NULL},
+    {"grammar", WR_PASS, 0, NULL}, // llama.cpp's GBNF text (the model's answer, not text.format)
     // --- translated here ----------------------------------------------------------------------------------
     {"input", WR_OWN, 0, NULL},
     {"instructions", WR_OWN, 0, NULL},

@@ -191,3 +191,29 @@ def test_raw_sse_framing_and_errors(smol):
     st, _, j = smol.post("/v1/responses", {"input": [{"role": "user", "content": [{"type": "input_image",
                                                                                      "image_url": "http://x/y.png"}]}]})
     assert st == 400 and "input_image" in j["error"]["message"] and j["error"]["param"] == "input[0].content", j
+
+
+def test_reasoning_item(make_server):
+    """Reasoning text becomes a `reasoning` output item (and response.reasoning_text.* events). No reasoning model
+    is available: SmolLM2 runs with the Qwen3 template forced and a GBNF grammar makes it write a fixed
+    "<think>…</think>answer" (as test_reasoning.py does)."""
+    from conftest import SMOL
+    import os
+    if not os.path.exists(SMOL):
+        pytest.skip("SmolLM2 model not present")
+    srv = make_server(SMOL, "--ctx-size", 512, "--threads", 2, "--chat-template", "qwen3")
+    c = openai.OpenAI(base_url=srv.base + "/v1", api_key="unused", max_retries=0)
+    grammar = 'root ::= "<think>\\nI add two and two.\\n</think>\\n\\nFour."'
+    kw = dict(model=c.models.list().data[0].id, input="What is 2+2?", temperature=0, max_output_tokens=60,
+              extra_body={"grammar": grammar})
+    r = c.responses.create(**kw)
+    assert [o.type for o in r.output] == ["reasoning", "message"], r.output
+    assert r.output[0].content[0].type == "reasoning_text"
+    assert r.output[0].content[0].text == "I add two and two.\n" and r.output_text == "Four."
+    events = list(c.responses.create(stream=True, **kw))
+    rdeltas = [e.delta for e in events if e.type == "response.reasoning_text.delta"]
+    assert len(rdeltas) > 1 and "".join(rdeltas) == "I add two and two.\n"
+    assert "".join(e.delta for e in events if e.type == "response.output_text.delta") == "Four."
+    added = [e.item.type for e in events if e.type == "response.output_item.added"]
+    assert added == ["reasoning", "message"]
+    assert [o.type for o in events[-1].response.output] == ["reasoning", "message"]

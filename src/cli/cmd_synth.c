@@ -229,8 +229,8 @@ static void usage(void) {
 
 typedef struct {
     gguf_writer *w;
-    synth_tinfo *ti;
-    int64_t n;
+    synth_tinfo *ti; // (cap)
+    int64_t n, cap;
     int ftype, n_layers, rc;
     float sd; // of the next tensor added
 } tensor_list;
@@ -238,6 +238,11 @@ typedef struct {
 // A tensor of ne0 x ne1 (x ne2 experts when ne2 > 1).
 static void add3(tensor_list *l, const char *name, synth_role role, int layer, int64_t ne0, int64_t ne1, int64_t ne2) {
     if (l->rc) return;
+    if (l->n == l->cap) {
+        l->rc = TC_ERR_INVALID;
+        fprintf(stderr, "synth: more than %lld tensors\n", (long long)l->cap);
+        return;
+    }
     uint32_t type = pick_type(l->ftype, role, layer, l->n_layers, ne0);
     int64_t ne[3] = {ne0, ne1, ne2};
     uint32_t n_dims = ne2 > 1 ? 3 : ne1 > 1 || role != ROLE_NORM ? 2 : 1;
@@ -309,8 +314,9 @@ int cli_synth(int argc, char **argv) {
     float *scores = malloc((size_t)sh->vocab * sizeof *scores);
     int32_t *types = malloc((size_t)sh->vocab * sizeof *types);
     char **vocab = scores && types ? make_vocab(sh->vocab, scores, types) : NULL;
-    int64_t max_tensors = 3 + 10 * (int64_t)sh->n_layers;
-    tensor_list l = {w, calloc((size_t)max_tensors, sizeof(synth_tinfo)), 0, qt->ftype, sh->n_layers, 0, 0.0f};
+    int64_t max_tensors = 3 + 12 * (int64_t)sh->n_layers; // a MoE layer: 6 attention, 2 q/k norms, 4 FFN
+    tensor_list l = {w, calloc((size_t)max_tensors, sizeof(synth_tinfo)), 0, max_tensors, qt->ftype, sh->n_layers,
+                     0, 0.0f};
     const char *arch = sh->arch ? sh->arch : "llama";
     if (!w || !vocab || !l.ti) {
         fprintf(stderr, "synth: out of memory\n");

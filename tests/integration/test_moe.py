@@ -52,9 +52,14 @@ def test_greedy_batched_equals_alone(make_server, moe_model):
         return j["choices"][0]["text"]
 
     alone = [gen(p) for p in PROMPTS]
-    with cf.ThreadPoolExecutor(len(PROMPTS)) as ex:
-        together = list(ex.map(gen, PROMPTS))
+    # one request of four prompts: submitted at once, so their prefills and decode steps share batches
+    st, _, j = srv.post("/v1/completions", {"prompt": PROMPTS, "max_tokens": N, "temperature": 0,
+                                            "ignore_eos": True})
+    assert st == 200, j
+    together = [c["text"] for c in sorted(j["choices"], key=lambda c: c["index"])]
     assert together == alone
+    with cf.ThreadPoolExecutor(len(PROMPTS)) as ex:  # and as concurrent requests
+        assert list(ex.map(gen, PROMPTS)) == alone
     assert len(set(alone)) > 1, alone  # the prompts lead somewhere different: the model is not degenerate
     assert alone[0] == run_alone(moe_model, PROMPTS[0])
 

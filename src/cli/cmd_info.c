@@ -57,6 +57,12 @@ int cli_info(int argc, char **argv) {
     if (hp->swa_window > 0)
         printf("sliding window  %d positions on local layers (every %d%s layer global), local rope base %g\n",
                hp->swa_window, hp->swa_pattern, hp->swa_pattern == 1 ? "st" : "th", hp->rope_base_swa);
+    if (hp->n_expert > 0) {
+        printf("experts         %d used of %d per layer, expert ffn %d", hp->n_expert_used, hp->n_expert,
+               hp->expert_ffn_dim);
+        if (hp->shexp_ffn_dim) printf(", shared expert ffn %d", hp->shexp_ffn_dim);
+        printf("; top-k weights %s\n", hp->moe_norm_w ? "renormalised" : "as the softmax gives them");
+    }
     int count[TT_COUNT] = {0};
     uint64_t bytes[TT_COUNT] = {0};
     for (int64_t i = 0; i < gguf_n_tensors(g); i++) {

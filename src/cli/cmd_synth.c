@@ -1,5 +1,6 @@
-// tachyon synth: writes a synthetic Llama-architecture GGUF (random weights ~ N(0, 0.02), norms 1.0, a valid
-// SPM-style vocabulary) so benchmarks can use a real model shape without downloading it. Tensors are generated
+// tachyon synth: writes a synthetic GGUF of a real model shape (Llama, or the Qwen3-MoE tiny correctness shape;
+// random weights ~ N(0, 0.02), norms 1.0, a valid SPM-style vocabulary) so benchmarks and tests can use it
+// without downloading a model. Tensors are generated
 // and quantized while the file is written (gguf writer fill callback), split over threads by rows; the random
 // stream of every row is seeded from (seed, tensor, row), so the output does not depend on the thread count.
 #include <math.h>
@@ -19,13 +20,22 @@ typedef struct {
     int dim, n_layers, n_heads, n_kv_heads, ffn, vocab, ctx;
     float rope_base, eps;
     int tied; // no output.weight: the output projection reuses token_embd
+    const char *arch; // general.architecture; NULL: "llama"
+    // qwen3moe: per-head q/k norms, and an FFN of n_used of n_expert experts of expert_ffn
+    int n_expert, n_used, expert_ffn;
+    // standard deviation of the output projection's weights (0: that of every weight): larger makes the
+    // next-token distributions peaked, so that a comparison with another engine can fail
+    float out_sd;
 } synth_shape;
 
 static const synth_shape shapes[] = {
-    {"tinyllama", 2048, 22, 32, 4, 5632, 32000, 2048, 10000.0f, 1e-5f, 0},
-    {"smollm2-135m", 576, 30, 9, 3, 1536, 49152, 8192, 100000.0f, 1e-5f, 1},
-    {"tiny", 256, 2, 4, 2, 512, 512, 512, 10000.0f, 1e-5f, 0},
+    {"tinyllama", 2048, 22, 32, 4, 5632, 32000, 2048, 10000.0f, 1e-5f, 0, NULL, 0, 0, 0, 0.0f},
+    {"smollm2-135m", 576, 30, 9, 3, 1536, 49152, 8192, 100000.0f, 1e-5f, 1, NULL, 0, 0, 0, 0.0f},
+    {"tiny", 256, 2, 4, 2, 512, 512, 512, 10000.0f, 1e-5f, 0, NULL, 0, 0, 0, 0.0f},
+    {"qwen3moe-tiny", 256, 2, 4, 2, 512, 512, 512, 1000000.0f, 1e-6f, 0, "qwen3moe", 8, 2, 256, 0.3f},
 };
+
+#define SYNTH_SD 0.02f
 
 // llama.cpp file types (general.file_type)
 enum { FTYPE_F16 = 1, FTYPE_Q4_0 = 2, FTYPE_Q8_0 = 7, FTYPE_Q4_K_M = 15 };
@@ -51,10 +61,11 @@ static uint32_t k_fallback(uint32_t t, int64_t ne0) {
     return t;
 }
 
-typedef enum { ROLE_EMBD, ROLE_OUTPUT, ROLE_NORM, ROLE_ATTN_V, ROLE_FFN_DOWN, ROLE_OTHER } synth_role;
+// ROLE_ROUTER: an MoE router, which llama.cpp keeps in F32
+typedef enum { ROLE_EMBD, ROLE_OUTPUT, ROLE_NORM, ROLE_ATTN_V, ROLE_FFN_DOWN, ROLE_OTHER, ROLE_ROUTER } synth_role;
 
 static uint32_t pick_type(int ftype, synth_role role, int layer, int n_layers, int64_t ne0) {
-    if (role == ROLE_NORM) return TT_F32;
+    if (role == ROLE_NORM || role == ROLE_ROUTER) return TT_F32;
     switch (ftype) {
     case FTYPE_F16: return TT_F16;
     case FTYPE_Q8_0: return TT_Q8_0;
@@ -91,8 +102,9 @@ static void gauss(float *dst, int64_t n, uint64_t s, float sd) {
 
 typedef struct {
     uint32_t type;
-    int64_t ne0, rows; // row length (elements) and row count
+    int64_t ne0, rows; // row length (elements) and row count (over all experts of a 3-D tensor)
     int is_norm;
+    float sd;          // of the random values
 } synth_tinfo;
 
 typedef struct {
@@ -107,6 +119,7 @@ typedef struct {
     uint32_t type;
     int64_t ne0, row0, row1, index;
     int is_norm;
+    float sd;
     uint64_t seed;
     size_t row_bytes;
     uint8_t *dst; // rows [row0, row1) of the tensor
@@ -130,7 +143,7 @@ static void *synth_rows(void *arg) {
             if (j->is_norm)
                 for (int64_t c = 0; c < j->ne0; c++) row[c] = 1.0f;
             else gauss(row, j->ne0, j->seed ^ ((uint64_t)j->index << 40) ^ (uint64_t)(r + k) * 0x2545f4914f6cdd1dull,
-                       0.02f);
+                       j->sd);
         }
         tr->from_float(buf, j->dst + (size_t)(r - j->row0) * j->row_bytes, nr * j->ne0);
     }
@@ -157,7 +170,7 @@ static int synth_fill(void *user, int64_t index, const char *name, void *dst, ui
     int started[16] = {0};
     for (int t = 0; t < nt; t++) {
         int64_t r0 = ti->rows * t / nt, r1 = ti->rows * (t + 1) / nt;
-        jobs[t] = (synth_job){ti->type, ti->ne0, r0, r1, index, ti->is_norm, sc->seed, row_bytes,
+        jobs[t] = (synth_job){ti->type, ti->ne0, r0, r1, index, ti->is_norm, ti->sd, sc->seed, row_bytes,
                               (uint8_t *)dst + (size_t)r0 * row_bytes, TC_ERR};
         if (t > 0) started[t] = pthread_create(&th[t], NULL, synth_rows, &jobs[t]) == 0;
     }
@@ -210,27 +223,61 @@ static char **make_vocab(int n, float *scores, int32_t *types) {
 // --- command
 
 static void usage(void) {
-    fprintf(stderr, "usage: tachyon synth -o OUT.gguf [--shape tinyllama|smollm2-135m|tiny] "
+    fprintf(stderr, "usage: tachyon synth -o OUT.gguf [--shape tinyllama|smollm2-135m|tiny|qwen3moe-tiny] "
                     "[--type q8_0|q4_k_m|q4_0|f16] [--seed S] [--threads N]\n");
 }
 
 typedef struct {
     gguf_writer *w;
-    synth_tinfo *ti;
-    int64_t n;
+    synth_tinfo *ti; // (cap)
+    int64_t n, cap;
     int ftype, n_layers, rc;
+    float sd; // of the next tensor added
 } tensor_list;
 
-static void add(tensor_list *l, const char *name, synth_role role, int layer, int64_t ne0, int64_t ne1) {
+// A tensor of ne0 x ne1 (x ne2 experts when ne2 > 1).
+static void add3(tensor_list *l, const char *name, synth_role role, int layer, int64_t ne0, int64_t ne1, int64_t ne2) {
     if (l->rc) return;
+    if (l->n == l->cap) {
+        l->rc = TC_ERR_INVALID;
+        fprintf(stderr, "synth: more than %lld tensors\n", (long long)l->cap);
+        return;
+    }
     uint32_t type = pick_type(l->ftype, role, layer, l->n_layers, ne0);
-    int64_t ne[2] = {ne0, ne1};
-    uint32_t n_dims = ne1 > 1 || role != ROLE_NORM ? 2 : 1;
-    l->ti[l->n] = (synth_tinfo){type, ne0, ne1, role == ROLE_NORM};
-    l->rc = gguf_writer_add_tensor(l->w, name, type, n_dims, ne, NULL, tt_row_size(type, ne0) * (uint64_t)ne1);
+    int64_t ne[3] = {ne0, ne1, ne2};
+    uint32_t n_dims = ne2 > 1 ? 3 : ne1 > 1 || role != ROLE_NORM ? 2 : 1;
+    l->ti[l->n] = (synth_tinfo){type, ne0, ne1 * ne2, role == ROLE_NORM, l->sd > 0 ? l->sd : SYNTH_SD};
+    l->rc = gguf_writer_add_tensor(l->w, name, type, n_dims, ne, NULL, tt_row_size(type, ne0) * (uint64_t)(ne1 * ne2));
     if (l->rc) fprintf(stderr, "synth: cannot add tensor %s (type %s, ne %lld x %lld)\n", name, tt_name(type),
                        (long long)ne0, (long long)ne1);
     l->n++;
+}
+
+static void add(tensor_list *l, const char *name, synth_role role, int layer, int64_t ne0, int64_t ne1) {
+    add3(l, name, role, layer, ne0, ne1, 1);
+}
+
+// "<arch>.<suffix>" = v
+static int set_arch_u32(gguf_writer *w, const char *arch, const char *suffix, uint32_t v) {
+    char key[96];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    return gguf_writer_set_u32(w, key, v);
+}
+
+// The layer tensors of a mixture-of-experts shape beyond the attention ones: q/k norms, the router, the
+// experts' 3-D tensors.
+static void add_moe_layer(tensor_list *l, const synth_shape *sh, int i, int head_dim) {
+    char name[96];
+    static const char *const norms[] = {"blk.%d.attn_q_norm.weight", "blk.%d.attn_k_norm.weight"};
+    for (int k = 0; k < 2; k++) snprintf(name, sizeof name, norms[k], i), add(l, name, ROLE_NORM, i, head_dim, 1);
+    snprintf(name, sizeof name, "blk.%d.ffn_gate_inp.weight", i);
+    add(l, name, ROLE_ROUTER, i, sh->dim, sh->n_expert);
+    snprintf(name, sizeof name, "blk.%d.ffn_gate_exps.weight", i);
+    add3(l, name, ROLE_OTHER, i, sh->dim, sh->expert_ffn, sh->n_expert);
+    snprintf(name, sizeof name, "blk.%d.ffn_down_exps.weight", i);
+    add3(l, name, ROLE_FFN_DOWN, i, sh->expert_ffn, sh->dim, sh->n_expert);
+    snprintf(name, sizeof name, "blk.%d.ffn_up_exps.weight", i);
+    add3(l, name, ROLE_OTHER, i, sh->dim, sh->expert_ffn, sh->n_expert);
 }
 
 int cli_synth(int argc, char **argv) {
@@ -267,30 +314,39 @@ int cli_synth(int argc, char **argv) {
     float *scores = malloc((size_t)sh->vocab * sizeof *scores);
     int32_t *types = malloc((size_t)sh->vocab * sizeof *types);
     char **vocab = scores && types ? make_vocab(sh->vocab, scores, types) : NULL;
-    int64_t max_tensors = 3 + 9 * (int64_t)sh->n_layers;
-    tensor_list l = {w, calloc((size_t)max_tensors, sizeof(synth_tinfo)), 0, qt->ftype, sh->n_layers, 0};
+    int64_t max_tensors = 3 + 12 * (int64_t)sh->n_layers; // a MoE layer: 6 attention, 2 q/k norms, 4 FFN
+    tensor_list l = {w, calloc((size_t)max_tensors, sizeof(synth_tinfo)), 0, max_tensors, qt->ftype, sh->n_layers,
+                     0, 0.0f};
+    const char *arch = sh->arch ? sh->arch : "llama";
     if (!w || !vocab || !l.ti) {
         fprintf(stderr, "synth: out of memory\n");
         goto done;
     }
-    char name[96];
+    char name[96], key[96];
     int head_dim = sh->dim / sh->n_heads, kv_dim = head_dim * sh->n_kv_heads;
     snprintf(name, sizeof name, "synthetic-%s-%s", sh->name, qt->name);
     int e = 0;
-    e |= gguf_writer_set_str(w, "general.architecture", "llama");
+    e |= gguf_writer_set_str(w, "general.architecture", arch);
     e |= gguf_writer_set_str(w, "general.name", name);
     e |= gguf_writer_set_u32(w, "general.file_type", (uint32_t)qt->ftype);
     e |= gguf_writer_set_u32(w, "general.quantization_version", 2);
-    e |= gguf_writer_set_u32(w, "llama.context_length", (uint32_t)sh->ctx);
-    e |= gguf_writer_set_u32(w, "llama.embedding_length", (uint32_t)sh->dim);
-    e |= gguf_writer_set_u32(w, "llama.block_count", (uint32_t)sh->n_layers);
-    e |= gguf_writer_set_u32(w, "llama.feed_forward_length", (uint32_t)sh->ffn);
-    e |= gguf_writer_set_u32(w, "llama.rope.dimension_count", (uint32_t)head_dim);
-    e |= gguf_writer_set_u32(w, "llama.attention.head_count", (uint32_t)sh->n_heads);
-    e |= gguf_writer_set_u32(w, "llama.attention.head_count_kv", (uint32_t)sh->n_kv_heads);
-    e |= gguf_writer_set_f32(w, "llama.attention.layer_norm_rms_epsilon", sh->eps);
-    e |= gguf_writer_set_f32(w, "llama.rope.freq_base", sh->rope_base);
-    e |= gguf_writer_set_u32(w, "llama.vocab_size", (uint32_t)sh->vocab);
+    e |= set_arch_u32(w, arch, "context_length", (uint32_t)sh->ctx);
+    e |= set_arch_u32(w, arch, "embedding_length", (uint32_t)sh->dim);
+    e |= set_arch_u32(w, arch, "block_count", (uint32_t)sh->n_layers);
+    e |= set_arch_u32(w, arch, "feed_forward_length", (uint32_t)sh->ffn);
+    e |= set_arch_u32(w, arch, "rope.dimension_count", (uint32_t)head_dim);
+    e |= set_arch_u32(w, arch, "attention.head_count", (uint32_t)sh->n_heads);
+    e |= set_arch_u32(w, arch, "attention.head_count_kv", (uint32_t)sh->n_kv_heads);
+    e |= set_arch_u32(w, arch, "vocab_size", (uint32_t)sh->vocab);
+    if (sh->n_expert) {
+        e |= set_arch_u32(w, arch, "expert_count", (uint32_t)sh->n_expert);
+        e |= set_arch_u32(w, arch, "expert_used_count", (uint32_t)sh->n_used);
+        e |= set_arch_u32(w, arch, "expert_feed_forward_length", (uint32_t)sh->expert_ffn);
+    }
+    snprintf(key, sizeof key, "%s.attention.layer_norm_rms_epsilon", arch);
+    e |= gguf_writer_set_f32(w, key, sh->eps);
+    snprintf(key, sizeof key, "%s.rope.freq_base", arch);
+    e |= gguf_writer_set_f32(w, key, sh->rope_base);
     e |= gguf_writer_set_str(w, "tokenizer.ggml.model", "llama");
     e |= gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)vocab, (uint64_t)sh->vocab);
     e |= gguf_writer_set_arr(w, "tokenizer.ggml.scores", GGUF_TYPE_FLOAT32, scores, (uint64_t)sh->vocab);
@@ -318,7 +374,9 @@ int cli_synth(int argc, char **argv) {
             {"blk.%d.ffn_gate.weight", ROLE_OTHER, 2},      {"blk.%d.ffn_down.weight", ROLE_FFN_DOWN, 4},
             {"blk.%d.ffn_up.weight", ROLE_OTHER, 2},
         };
-        for (size_t k = 0; k < sizeof lt / sizeof lt[0]; k++) {
+        const size_t n_lt = sh->n_expert ? 6 : sizeof lt / sizeof lt[0]; // MoE: the dense FFN's three are experts
+        if (sh->n_expert) add_moe_layer(&l, sh, i, head_dim);
+        for (size_t k = 0; k < n_lt; k++) {
             snprintf(name, sizeof name, lt[k].fmt, i);
             int64_t ne0 = lt[k].rows == 4 ? sh->ffn : sh->dim;
             int64_t ne1 = (int64_t[]){sh->dim, kv_dim, sh->ffn, 1, sh->dim}[lt[k].rows];
@@ -326,6 +384,7 @@ int cli_synth(int argc, char **argv) {
         }
     }
     add(&l, "output_norm.weight", ROLE_NORM, 0, sh->dim, 1);
+    l.sd = sh->out_sd;
     if (!sh->tied) add(&l, "output.weight", ROLE_OUTPUT, 0, sh->dim, sh->vocab);
     if (l.rc) goto done;
 

@@ -13,13 +13,20 @@ static const char *const role_suffix[ROLE_COUNT] = {
     [ROLE_FFN_NORM] = "ffn_norm.weight",     [ROLE_FFN_GATE] = "ffn_gate.weight",
     [ROLE_FFN_UP] = "ffn_up.weight",         [ROLE_FFN_DOWN] = "ffn_down.weight",
     [ROLE_ATTN_POST_NORM] = "post_attention_norm.weight", [ROLE_FFN_POST_NORM] = "post_ffw_norm.weight",
+    [ROLE_FFN_GATE_INP] = "ffn_gate_inp.weight", [ROLE_FFN_GATE_EXPS] = "ffn_gate_exps.weight",
+    [ROLE_FFN_UP_EXPS] = "ffn_up_exps.weight",   [ROLE_FFN_DOWN_EXPS] = "ffn_down_exps.weight",
+    [ROLE_FFN_GATE_INP_SHEXP] = "ffn_gate_inp_shexp.weight", [ROLE_FFN_GATE_SHEXP] = "ffn_gate_shexp.weight",
+    [ROLE_FFN_UP_SHEXP] = "ffn_up_shexp.weight", [ROLE_FFN_DOWN_SHEXP] = "ffn_down_shexp.weight",
 };
 
 #define R ARCH_REQUIRED
 #define O ARCH_OPTIONAL
-#define BASE_ROLES                                                                                           \
+#define ATTN_ROLES                                                                                           \
     [ROLE_ATTN_NORM] = R, [ROLE_ATTN_Q] = R, [ROLE_ATTN_K] = R, [ROLE_ATTN_V] = R, [ROLE_ATTN_OUT] = R,      \
-    [ROLE_FFN_NORM] = R, [ROLE_FFN_GATE] = R, [ROLE_FFN_UP] = R, [ROLE_FFN_DOWN] = R
+    [ROLE_FFN_NORM] = R
+#define BASE_ROLES ATTN_ROLES, [ROLE_FFN_GATE] = R, [ROLE_FFN_UP] = R, [ROLE_FFN_DOWN] = R
+#define MOE_ROLES                                                                                            \
+    [ROLE_FFN_GATE_INP] = R, [ROLE_FFN_GATE_EXPS] = R, [ROLE_FFN_UP_EXPS] = R, [ROLE_FFN_DOWN_EXPS] = R
 
 static const arch_desc archs[] = {
     // Llama 2/3, SmolLM2, TinyLlama, Mistral. Some converters add q/k/v biases: accept them.
@@ -40,6 +47,16 @@ static const arch_desc archs[] = {
       [ROLE_FFN_POST_NORM] = R},
      .rope_neox = 1, .ffn_gelu = 1, .embd_scale = 1, .swa_pattern = 6, .rope_base_swa = 10000.0f,
      .layer = fwd_layer_std},
+    // Qwen3-MoE (Qwen3-30B-A3B, 235B-A22B): Qwen3's attention; the FFN is n_expert_used of n_expert experts,
+    // routed by softmax over all experts, top-k, weights renormalised (llama.cpp's build_moe_ffn, norm_w).
+    {.name = "qwen3moe", .role = {ATTN_ROLES, MOE_ROLES, [ROLE_ATTN_Q_NORM] = R, [ROLE_ATTN_K_NORM] = R},
+     .rope_neox = 1, .moe = 1, .moe_norm_w = 1, .layer = fwd_layer_moe},
+    // Qwen2-MoE (Qwen1.5-MoE-A2.7B, Qwen2-57B-A14B): Qwen2's attention (q/k/v biases); routed experts with the
+    // softmax weights as they are (not renormalised), plus a shared expert gated by sigmoid(gate_inp_shexp · x).
+    {.name = "qwen2moe",
+     .role = {ATTN_ROLES, MOE_ROLES, [ROLE_ATTN_Q_BIAS] = R, [ROLE_ATTN_K_BIAS] = R, [ROLE_ATTN_V_BIAS] = R,
+      [ROLE_FFN_GATE_INP_SHEXP] = R, [ROLE_FFN_GATE_SHEXP] = R, [ROLE_FFN_UP_SHEXP] = R, [ROLE_FFN_DOWN_SHEXP] = R},
+     .rope_neox = 1, .moe = 1, .layer = fwd_layer_moe},
 };
 #undef R
 #undef O
@@ -52,4 +69,4 @@ const arch_desc *arch_find(const char *name, int len) {
     return NULL;
 }
 
-const char *arch_supported_list(void) { return "llama, qwen2, qwen3, gemma3"; }
+const char *arch_supported_list(void) { return "llama, qwen2, qwen3, gemma3, qwen3moe, qwen2moe"; }

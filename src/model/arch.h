@@ -22,6 +22,17 @@ typedef enum {
     ROLE_FFN_DOWN,
     ROLE_ATTN_POST_NORM, // RMSNorm of the attention output before the residual add (gemma3)
     ROLE_FFN_POST_NORM,  // RMSNorm of the FFN output before the residual add (gemma3)
+    // Mixture of experts (qwen3moe, qwen2moe): the router and the experts' weights, 3-D tensors of n_expert
+    // matrices (model_weight.n_expert)
+    ROLE_FFN_GATE_INP,  // (n_expert, dim) router
+    ROLE_FFN_GATE_EXPS, // (n_expert, expert_ffn, dim)
+    ROLE_FFN_UP_EXPS,   // (n_expert, expert_ffn, dim)
+    ROLE_FFN_DOWN_EXPS, // (n_expert, dim, expert_ffn)
+    // ...and the shared expert every row also goes through (qwen2moe), scaled by sigmoid(gate_inp_shexp · x)
+    ROLE_FFN_GATE_INP_SHEXP, // (dim) F32
+    ROLE_FFN_GATE_SHEXP,     // (shexp_ffn, dim)
+    ROLE_FFN_UP_SHEXP,       // (shexp_ffn, dim)
+    ROLE_FFN_DOWN_SHEXP,     // (dim, shexp_ffn)
     ROLE_COUNT
 } arch_role;
 
@@ -40,6 +51,10 @@ typedef struct arch_desc {
     int swa_pattern;              // every swa_pattern-th layer is global (full attention), the others local;
                                   // "<arch>.attention.sliding_window_pattern" overrides; 0: all layers global
     float rope_base_swa;          // RoPE base of local layers (0: same as global)
+    // Mixture of experts: the FFN is routed (ROLE_FFN_*_EXPS); the top-k routing weights are renormalised to
+    // sum to 1 when moe_norm_w (qwen3moe), used as the softmax gave them otherwise (qwen2moe).
+    int moe;
+    int moe_norm_w;
     // The transformer block as a sequence of operations (fwd.h: fwd_layer_fn, e.g. fwd_layer_std): the one
     // place the architecture's forward pass is written, for every backend.
     int (*layer)(const struct fwd_graph *g, int layer);

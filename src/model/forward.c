@@ -13,6 +13,7 @@
 #include "cpu/ops.h"
 #include "model/fwd.h"
 #include "model/model_internal.h"
+#include "model/moe.h"
 #include "tensor/quant_kv.h"
 #include "tensor/ttype.h"
 
@@ -34,6 +35,7 @@ struct model_ctx {
     // Local (sliding-window) layers have their own RoPE base; with no window these alias the global ones.
     float *rcos_swa, *rsin_swa, *inv_freq_swa; // as rcos, rsin, inv_freq
     void *mm_scratch;
+    moe_scratch *moe; // mixture-of-experts models only (moe.h), else NULL
     // Batches with resumed rows: the rows that run the layers below the resume layer, as a sub-batch
     int32_t *sub_row;                   // (max_tokens) its rows' rows in the batch, ascending
     int32_t *sub_tok, *sub_pos, *sub_seq; // (max_tokens) as model_batch's
@@ -109,6 +111,11 @@ int model_ctx_new(model *m, int max_batch_tokens, int n_threads, model_ctx **out
             }
         }
     c->mm_scratch = aligned_alloc(64, (scratch + 63) / 64 * 64 + 64);
+    int rc = hp->n_expert > 0 ? moe_scratch_new(m, max_batch_tokens, &c->moe, err) : 0;
+    if (rc) {
+        model_ctx_free(c);
+        return rc;
+    }
     if (!c->pool || !bufs_ok || !c->rcos || !c->rsin ||
         !c->inv_freq || !c->mm_scratch || !c->sub_row || !c->sub_tok || !c->sub_pos || !c->sub_seq ||
         (hp->swa_window > 0 && (!c->rcos_swa || !c->rsin_swa || !c->inv_freq_swa))) {
@@ -132,6 +139,7 @@ void model_ctx_free(model_ctx *c) {
     free(c->rcos), free(c->rsin), free(c->inv_freq), free(c->mm_scratch);
     free(c->rcos_swa), free(c->rsin_swa), free(c->inv_freq_swa);
     free(c->sub_row), free(c->sub_tok), free(c->sub_pos), free(c->sub_seq);
+    moe_scratch_free(c->moe);
     free(c);
 }
 
@@ -455,6 +463,11 @@ static int cpu_out_norm(void *be, fwd_buf dst, fwd_buf src, float eps) {
     return 0;
 }
 
+static int cpu_moe(void *be, fwd_buf dst, fwd_buf x, int n, int layer) {
+    model_ctx *c = be;
+    return moe_ffn(c->pool, c->mm_scratch, c->moe, c->m, layer, c->buf[dst], c->buf[x], n);
+}
+
 static const fwd_ops cpu_fwd_ops = {
     .embed = cpu_embed,
     .norm = cpu_norm,
@@ -465,6 +478,7 @@ static const fwd_ops cpu_fwd_ops = {
     .add = cpu_add,
     .glu = cpu_glu,
     .out_norm = cpu_out_norm,
+    .moe = cpu_moe,
 };
 
 int model_logits_rows(model_ctx *c, const float *normed, int n, float *logits, tc_err *err) {

@@ -43,17 +43,17 @@ static int has(const fwd_graph *g, int l, arch_role r) { return model_layer_w(g-
         if (rc_) return rc_;                                                                                 \
     } while (0)
 
-int fwd_layer_std(const fwd_graph *g, int l) {
+// The attention half of the pre-norm block: RMSNorm, q/k/v (optional biases and q/k norms), RoPE, attention,
+// output projection (optional post-norm), residual add into FWD_X.
+static int attn_block(const fwd_graph *g, int l) {
     const fwd_ops *o = g->ops;
     void *be = g->be;
     const model_hparams *hp = &g->m->hp;
-    const int n = g->n, dim = hp->dim, hd = hp->head_dim, ffn = hp->ffn_dim;
+    const int n = g->n, dim = hp->dim, hd = hp->head_dim;
     const int q_dim = hp->n_heads * hd, kv_dim = hp->n_kv_heads * hd;
     const float eps = hp->norm_eps;
-    static const fwd_buf qkv[3] = {FWD_Q, FWD_K, FWD_V}, gate_up[2] = {FWD_HB, FWD_HB2}, proj[1] = {FWD_Q};
-    static const arch_role w_qkv[3] = {ROLE_ATTN_Q, ROLE_ATTN_K, ROLE_ATTN_V}, w_gate_up[2] = {ROLE_FFN_GATE, ROLE_FFN_UP};
-    static const arch_role w_out[1] = {ROLE_ATTN_OUT}, w_down[1] = {ROLE_FFN_DOWN};
-    // attention block
+    static const fwd_buf qkv[3] = {FWD_Q, FWD_K, FWD_V}, proj[1] = {FWD_Q};
+    static const arch_role w_qkv[3] = {ROLE_ATTN_Q, ROLE_ATTN_K, ROLE_ATTN_V}, w_out[1] = {ROLE_ATTN_OUT};
     TRY(o->norm(be, FWD_XB, FWD_X, n, dim, l, ROLE_ATTN_NORM, eps));
     TRY(o->matmul(be, qkv, FWD_XB, n, l, w_qkv, 3));
     if (has(g, l, ROLE_ATTN_Q_BIAS)) TRY(o->add_bias(be, FWD_Q, n, q_dim, l, ROLE_ATTN_Q_BIAS));
@@ -66,6 +66,18 @@ int fwd_layer_std(const fwd_graph *g, int l) {
     TRY(o->matmul(be, proj, FWD_XB, n, l, w_out, 1));
     if (has(g, l, ROLE_ATTN_POST_NORM)) TRY(o->norm(be, FWD_Q, FWD_Q, n, dim, l, ROLE_ATTN_POST_NORM, eps));
     TRY(o->add(be, FWD_X, FWD_Q, n * dim));
+    return 0;
+}
+
+int fwd_layer_std(const fwd_graph *g, int l) {
+    const fwd_ops *o = g->ops;
+    void *be = g->be;
+    const model_hparams *hp = &g->m->hp;
+    const int n = g->n, dim = hp->dim, ffn = hp->ffn_dim;
+    const float eps = hp->norm_eps;
+    static const fwd_buf gate_up[2] = {FWD_HB, FWD_HB2}, proj[1] = {FWD_Q};
+    static const arch_role w_gate_up[2] = {ROLE_FFN_GATE, ROLE_FFN_UP}, w_down[1] = {ROLE_FFN_DOWN};
+    TRY(attn_block(g, l));
     // feed-forward block
     TRY(o->norm(be, FWD_XB, FWD_X, n, dim, l, ROLE_FFN_NORM, eps));
     TRY(o->matmul(be, gate_up, FWD_XB, n, l, w_gate_up, 2));
@@ -73,5 +85,16 @@ int fwd_layer_std(const fwd_graph *g, int l) {
     TRY(o->matmul(be, proj, FWD_HB, n, l, w_down, 1));
     if (has(g, l, ROLE_FFN_POST_NORM)) TRY(o->norm(be, FWD_Q, FWD_Q, n, dim, l, ROLE_FFN_POST_NORM, eps));
     TRY(o->add(be, FWD_X, FWD_Q, n * dim));
+    return 0;
+}
+
+int fwd_layer_moe(const fwd_graph *g, int l) {
+    const fwd_ops *o = g->ops;
+    const model_hparams *hp = &g->m->hp;
+    if (!o->moe) return TC_ERR_UNSUPPORTED;
+    TRY(attn_block(g, l));
+    TRY(o->norm(g->be, FWD_XB, FWD_X, g->n, hp->dim, l, ROLE_FFN_NORM, hp->norm_eps));
+    TRY(o->moe(g->be, FWD_Q, FWD_XB, g->n, l));
+    TRY(o->add(g->be, FWD_X, FWD_Q, g->n * hp->dim));
     return 0;
 }

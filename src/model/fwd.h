@@ -57,6 +57,13 @@ typedef struct fwd_ops {
     // The end of the layers: dst (n_logits, dim) = the final RMSNorm (output_norm) of the rows whose logits the
     // batch wants, gathered; the backend also hands out what else its batch asks of the residual stream src.
     int (*out_norm)(void *be, fwd_buf dst, fwd_buf src, float eps);
+    // (optional: MoE architectures) The mixture-of-experts FFN of the layer: dst (n, dim) = Σ over each row's
+    // top n_expert_used experts of weight_e · down_e(SiLU(gate_e·x) · up_e·x), x (n, dim) = the normed input.
+    // Routing: softmax over all n_expert of the router's logits (ffn_gate_inp · x), the top n_expert_used,
+    // their weights renormalised to sum 1 when hparams.moe_norm_w; plus, when the layer has a shared expert,
+    // sigmoid(gate_inp_shexp · x) · down_s(SiLU(gate_s·x) · up_s·x). A row's result does not depend on the other
+    // rows. A backend without it leaves it NULL: the sequence then fails with TC_ERR_UNSUPPORTED.
+    int (*moe)(void *be, fwd_buf dst, fwd_buf x, int n, int layer);
 } fwd_ops;
 
 struct model;
@@ -86,5 +93,8 @@ int fwd_out_norm(const fwd_graph *g);
 // optional per-head q/k RMSNorm), RoPE, attention, output projection (optional post-norm), residual;
 // RMSNorm, gate/up projections, SwiGLU or tanh-GeGLU, down projection (optional post-norm), residual.
 int fwd_layer_std(const fwd_graph *g, int layer);
+// The block of qwen3moe and qwen2moe: fwd_layer_std's attention half, then RMSNorm, the MoE FFN
+// (fwd_ops.moe), residual.
+int fwd_layer_moe(const fwd_graph *g, int layer);
 
 #endif

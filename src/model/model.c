@@ -25,6 +25,37 @@ static int get_arch_f32(const gguf_ctx *g, const char *arch, const char *suffix,
     return gguf_get_f32(g, key, out);
 }
 
+// Mixture-of-experts counts as llama.cpp's converter writes them: "<arch>.expert_count", "expert_used_count",
+// "expert_feed_forward_length" and, with a shared expert, "expert_shared_feed_forward_length".
+static int read_moe_hparams(model *m, tc_err *err) {
+    model_hparams *hp = &m->hp;
+    const char *a = hp->arch;
+    uint32_t u;
+    if (get_arch_u32(m->g, a, "expert_count", &u) != 0 || u == 0 || u > MODEL_MAX_EXPERTS)
+        return tc_err_set(err, TC_ERR_FORMAT, "missing or invalid %s.expert_count (1..%d)", a, MODEL_MAX_EXPERTS);
+    hp->n_expert = (int)u;
+    if (get_arch_u32(m->g, a, "expert_used_count", &u) != 0 || u == 0 || u > (uint32_t)hp->n_expert ||
+        u > MODEL_MAX_EXPERTS_USED)
+        return tc_err_set(err, TC_ERR_FORMAT, "missing or invalid %s.expert_used_count (1..min(expert_count, %d))", a,
+                          MODEL_MAX_EXPERTS_USED);
+    hp->n_expert_used = (int)u;
+    hp->expert_ffn_dim = hp->ffn_dim;
+    if (get_arch_u32(m->g, a, "expert_feed_forward_length", &u) == 0) {
+        if (u == 0 || u > (1u << 20)) return tc_err_set(err, TC_ERR_FORMAT, "invalid %s.expert_feed_forward_length", a);
+        hp->expert_ffn_dim = (int)u;
+    }
+    if (m->arch->role[ROLE_FFN_GATE_SHEXP] != ARCH_ABSENT) {
+        hp->shexp_ffn_dim = hp->ffn_dim;
+        if (get_arch_u32(m->g, a, "expert_shared_feed_forward_length", &u) == 0) {
+            if (u == 0 || u > (1u << 20))
+                return tc_err_set(err, TC_ERR_FORMAT, "invalid %s.expert_shared_feed_forward_length", a);
+            hp->shexp_ffn_dim = (int)u;
+        }
+    }
+    hp->moe_norm_w = m->arch->moe_norm_w;
+    return 0;
+}
+
 static int read_hparams(model *m, tc_err *err) {
     model_hparams *hp = &m->hp;
     const gguf_ctx *g = m->g;
@@ -98,12 +129,13 @@ static int read_hparams(model *m, tc_err *err) {
         }
         hp->rope_base_swa = m->arch->rope_base_swa > 0 ? m->arch->rope_base_swa : hp->rope_base;
     }
-    return 0;
+    return m->arch->moe ? read_moe_hparams(m, err) : 0;
 }
 
 // Resolves a tensor by name into w, checking type and shape (rows x cols; rows 1 for vectors).
-static int bind(model *m, model_weight *w, const char *name, int64_t rows, int64_t cols, int vector, int required,
-                tc_err *err) {
+// depth: the matrices a 3-D expert tensor holds (ne[2]); 1 for plain matrices and vectors.
+static int bind(model *m, model_weight *w, const char *name, int64_t rows, int64_t cols, int64_t depth, int vector,
+                int required, tc_err *err) {
     memset(w, 0, sizeof *w);
     const gguf_tensor *t = gguf_find_tensor(m->g, name);
     if (!t) return required ? tc_err_set(err, TC_ERR_FORMAT, "missing tensor '%s'", name) : 0;
@@ -113,13 +145,15 @@ static int bind(model *m, model_weight *w, const char *name, int64_t rows, int64
     if (vector && t->type != TT_F32)
         return tc_err_set(err, TC_ERR_UNSUPPORTED, "tensor '%s' must be F32, is %s", name, tt_name(t->type));
     int64_t trows = t->n_dims >= 2 ? t->ne[1] : 1;
-    if (t->ne[0] != cols || trows != rows || t->ne[2] != 1 || t->ne[3] != 1)
-        return tc_err_set(err, TC_ERR_FORMAT, "tensor '%s' has shape [%lld, %lld], expected [%lld, %lld]", name,
-                          (long long)t->ne[0], (long long)trows, (long long)cols, (long long)rows);
+    if (t->ne[0] != cols || trows != rows || t->ne[2] != depth || t->ne[3] != 1)
+        return tc_err_set(err, TC_ERR_FORMAT, "tensor '%s' has shape [%lld, %lld, %lld], expected [%lld, %lld, %lld]",
+                          name, (long long)t->ne[0], (long long)trows, (long long)t->ne[2], (long long)cols,
+                          (long long)rows, (long long)depth);
     w->type = t->type;
     w->data = t->data;
     w->rows = rows;
     w->cols = cols;
+    w->n_expert = depth;
     return 0;
 }
 
@@ -129,9 +163,9 @@ static int bind_weights(model *m, tc_err *err) {
     if (!te || te->n_dims != 2) return tc_err_set(err, TC_ERR_FORMAT, "missing or malformed token_embd.weight");
     hp->n_vocab = (int)te->ne[1];
     int rc;
-    if ((rc = bind(m, &m->tok_embd, "token_embd.weight", hp->n_vocab, hp->dim, 0, 1, err))) return rc;
-    if ((rc = bind(m, &m->output_norm, "output_norm.weight", 1, hp->dim, 1, 1, err))) return rc;
-    if ((rc = bind(m, &m->output, "output.weight", hp->n_vocab, hp->dim, 0, 0, err))) return rc;
+    if ((rc = bind(m, &m->tok_embd, "token_embd.weight", hp->n_vocab, hp->dim, 1, 0, 1, err))) return rc;
+    if ((rc = bind(m, &m->output_norm, "output_norm.weight", 1, hp->dim, 1, 1, 1, err))) return rc;
+    if ((rc = bind(m, &m->output, "output.weight", hp->n_vocab, hp->dim, 1, 0, 0, err))) return rc;
     hp->tied_embeddings = m->output.data == NULL;
     if (hp->tied_embeddings) m->output = m->tok_embd;
 
@@ -143,7 +177,8 @@ static int bind_weights(model *m, tc_err *err) {
     }
 
     int q_dim = hp->n_heads * hp->head_dim, kv_dim = hp->n_kv_heads * hp->head_dim;
-    struct { int64_t rows, cols; int vector; } shape[ROLE_COUNT] = {
+    const int ne = hp->n_expert, eff = hp->expert_ffn_dim, sff = hp->shexp_ffn_dim;
+    struct { int64_t rows, cols; int vector; int64_t depth; } shape[ROLE_COUNT] = {
         [ROLE_ATTN_NORM] = {1, hp->dim, 1},       [ROLE_ATTN_Q] = {q_dim, hp->dim, 0},
         [ROLE_ATTN_K] = {kv_dim, hp->dim, 0},     [ROLE_ATTN_V] = {kv_dim, hp->dim, 0},
         [ROLE_ATTN_OUT] = {hp->dim, q_dim, 0},    [ROLE_ATTN_Q_BIAS] = {1, q_dim, 1},
@@ -152,7 +187,13 @@ static int bind_weights(model *m, tc_err *err) {
         [ROLE_FFN_NORM] = {1, hp->dim, 1},        [ROLE_FFN_GATE] = {hp->ffn_dim, hp->dim, 0},
         [ROLE_FFN_UP] = {hp->ffn_dim, hp->dim, 0}, [ROLE_FFN_DOWN] = {hp->dim, hp->ffn_dim, 0},
         [ROLE_ATTN_POST_NORM] = {1, hp->dim, 1},  [ROLE_FFN_POST_NORM] = {1, hp->dim, 1},
+        [ROLE_FFN_GATE_INP] = {ne, hp->dim, 0},   [ROLE_FFN_GATE_EXPS] = {eff, hp->dim, 0, ne},
+        [ROLE_FFN_UP_EXPS] = {eff, hp->dim, 0, ne}, [ROLE_FFN_DOWN_EXPS] = {hp->dim, eff, 0, ne},
+        [ROLE_FFN_GATE_INP_SHEXP] = {1, hp->dim, 1}, [ROLE_FFN_GATE_SHEXP] = {sff, hp->dim, 0},
+        [ROLE_FFN_UP_SHEXP] = {sff, hp->dim, 0},  [ROLE_FFN_DOWN_SHEXP] = {hp->dim, sff, 0},
     };
+    for (int r = 0; r < ROLE_COUNT; r++)
+        if (!shape[r].depth) shape[r].depth = 1;
     m->layers = calloc((size_t)hp->n_layers * ROLE_COUNT, sizeof *m->layers);
     if (!m->layers) return tc_err_set(err, TC_ERR_NOMEM, "out of memory");
     for (int l = 0; l < hp->n_layers; l++) {
@@ -161,7 +202,7 @@ static int bind_weights(model *m, tc_err *err) {
             char name[96];
             snprintf(name, sizeof name, "blk.%d.%s", l, arch_role_suffix((arch_role)r));
             rc = bind(m, &m->layers[(size_t)l * ROLE_COUNT + r], name, shape[r].rows, shape[r].cols,
-                      shape[r].vector, m->arch->role[r] == ARCH_REQUIRED, err);
+                      shape[r].depth, shape[r].vector, m->arch->role[r] == ARCH_REQUIRED, err);
             if (rc) return rc;
         }
     }
@@ -200,8 +241,10 @@ static int repack_one(model_weight *w, int from_file, tc_err *err) {
 static int repack_weights(model *m, int from_file, tc_err *err) {
     const char *e = getenv("TACHYON_REPACK");
     if (e && strcmp(e, "0") == 0) return 0;
-    static const arch_role mm[] = {ROLE_ATTN_Q, ROLE_ATTN_K, ROLE_ATTN_V, ROLE_ATTN_OUT,
-                                   ROLE_FFN_GATE, ROLE_FFN_UP, ROLE_FFN_DOWN};
+    // (expert tensors are read as slices, never repacked)
+    static const arch_role mm[] = {ROLE_ATTN_Q, ROLE_ATTN_K, ROLE_ATTN_V, ROLE_ATTN_OUT, ROLE_FFN_GATE,
+                                   ROLE_FFN_UP, ROLE_FFN_DOWN, ROLE_FFN_GATE_SHEXP, ROLE_FFN_UP_SHEXP,
+                                   ROLE_FFN_DOWN_SHEXP};
     int rc;
     for (int l = 0; l < m->hp.n_layers; l++)
         for (size_t r = 0; r < sizeof mm / sizeof mm[0]; r++)

@@ -12,6 +12,10 @@
 #include "gguf/gguf.h"
 #include "tensor/ttype.h"
 
+// Bounds of the mixture-of-experts counts a model may declare (the largest released: 512 experts, 10 used).
+#define MODEL_MAX_EXPERTS 1024
+#define MODEL_MAX_EXPERTS_USED 64
+
 typedef struct model_hparams {
     char arch[32];     // "llama", "qwen2", "qwen3", …
     char name[128];    // general.name, may be empty
@@ -36,6 +40,10 @@ typedef struct model_hparams {
     int swa_window;
     int swa_pattern;   // layer l is global when (l + 1) % swa_pattern == 0; 0 with a window: all local
     float rope_base_swa; // RoPE base of local layers (their positions are never scaled)
+    // Mixture of experts (0 for dense models): each row goes through n_expert_used of n_expert experts of
+    // expert_ffn_dim, routed per layer; moe_norm_w: the top-k weights are renormalised to sum 1; a shared expert
+    // of shexp_ffn_dim (0: none) runs on every row.
+    int n_expert, n_expert_used, expert_ffn_dim, moe_norm_w, shexp_ffn_dim;
     uint64_t n_params;
     uint64_t weight_bytes; // bytes of all tensors
 } model_hparams;

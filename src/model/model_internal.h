@@ -6,10 +6,13 @@
 #include "model/model.h"
 
 // A weight matrix (rows, cols) row-major in its GGUF type; rows = ne[1], cols = ne[0]. Vectors have rows 1.
+// The experts of a mixture-of-experts layer are n_expert such matrices one after the other (ne[2]): expert e's
+// is a matrix of its own at model_weight_expert(w, e).
 typedef struct model_weight {
     uint32_t type;    // tt_type
     const void *data; // borrowed, into the GGUF mapping; NULL when the tensor is absent (optional role)
     int64_t rows, cols;
+    int64_t n_expert; // matrices in data: ne[2] (1 for a plain matrix or vector)
     void *packed; // owned, freed by model_free: cpu_repack form of data for the CPU matmul, or NULL
 } model_weight;
 
@@ -34,6 +37,11 @@ struct model {
 // positions >= skip_pos into sums (n_layers, kv_dim), their squares into k_sq, the squares of the post-RoPE
 // queries into q_sq (n_layers, q_dim), and counts the positions in *n. NULL sums: off.
 void model_ctx_capture_k(model_ctx *c, double *sums, double *k_sq, double *q_sq, long *n, int skip_pos);
+
+// Expert e's matrix (rows, cols) of a 3-D expert tensor.
+static inline const void *model_weight_expert(const model_weight *w, int e) {
+    return (const char *)w->data + (size_t)e * (size_t)w->rows * tt_row_size(w->type, w->cols);
+}
 
 static inline const model_weight *model_layer_w(const model *m, int l, arch_role r) {
     return &m->layers[(size_t)l * ROLE_COUNT + r];

@@ -1,8 +1,11 @@
 """Independent numpy reference of the Llama-family forward pass, for checking tachyon's logits.
 
-Covers llama, qwen2, qwen3 and gemma3 (QK-norm, sandwich norms after attention and FFN, GeGLU with tanh GELU,
+Covers llama, qwen2, qwen3, qwen3moe, qwen2moe and gemma3 (QK-norm, sandwich norms after attention and FFN, GeGLU with tanh GELU,
 embeddings times sqrt(dim), sliding-window attention on 5 of every 6 layers with RoPE base 10000 there, as the
 Gemma 3 paper and HF's Gemma3 modeling code define it; the GGUF converter already stores norm weights as 1+w).
+The MoE FFN follows HF's Qwen3MoeSparseMoeBlock / Qwen2MoeSparseMoeBlock: softmax of the router logits over all
+experts, the top-k, their weights renormalised (qwen3moe: norm_topk_prob) or not (qwen2moe), each chosen
+expert a SwiGLU FFN; qwen2moe adds a shared expert scaled by sigmoid(shared_expert_gate · x).
 
 Weights come from the `gguf` PyPI package (its reader and its own dequantization), the math is plain numpy
 in float64, written from the architecture's definition rather than from tachyon's C code.
@@ -67,7 +70,9 @@ class LlamaRef:
         self.eps = float(val(f"{arch}.attention.layer_norm_rms_epsilon", 1e-5))
         self.base = float(val(f"{arch}.rope.freq_base", 10000.0))
         self.rope_dim = int(val(f"{arch}.rope.dimension_count", self.head_dim))
-        self.neox = arch in ("qwen2", "qwen3", "gemma3")
+        self.neox = arch in ("qwen2", "qwen3", "gemma3", "qwen3moe", "qwen2moe")
+        self.n_expert_used = int(val(f"{arch}.expert_used_count", 0))
+        self.moe_norm = arch == "qwen3moe"
         self.gemma = arch == "gemma3"
         self.window = int(val(f"{arch}.attention.sliding_window", 0)) if self.gemma else 0
         self.swa_pattern = int(val(f"{arch}.attention.sliding_window_pattern", 6))
@@ -91,6 +96,41 @@ class LlamaRef:
             rows = int(t.shape[1]) if len(t.shape) > 1 else 1
             self._cache[name] = (a.reshape(rows, int(t.shape[0])) if rows > 1 else a.reshape(-1), t.tensor_type)
         return self._cache[name]
+
+    def w3(self, name):
+        """(3-D expert tensor as float64 (n_expert, rows, cols), its ggml type)"""
+        if name not in self._cache:
+            t = self.t[name]
+            a = gguf.quants.dequantize(t.data, t.tensor_type).astype(np.float64)
+            self._cache[name] = (a.reshape(int(t.shape[2]), int(t.shape[1]), int(t.shape[0])), t.tensor_type)
+        return self._cache[name]
+
+    def mm(self, x, w, qt):
+        if self.act_quant:
+            x = quant_dequant_act(x, qt)
+        return x @ w.T
+
+    def swiglu_ffn(self, h, wg, wu, wd):
+        """down(SiLU(gate·h) · up·h); each w: (matrix, type)"""
+        g, u = self.mm(h, *wg), self.mm(h, *wu)
+        return self.mm(g / (1 + np.exp(-g)) * u, *wd)
+
+    def moe(self, h, p):
+        logits = self.matmul(h, p + "ffn_gate_inp.weight")
+        probs = np.exp(logits - logits.max(axis=1, keepdims=True))
+        probs /= probs.sum(axis=1, keepdims=True)
+        (g, gt), (u, ut), (d, dt) = (self.w3(p + f"ffn_{s}_exps.weight") for s in ("gate", "up", "down"))
+        out = np.zeros_like(h)
+        for t in range(h.shape[0]):
+            sel = np.argsort(-probs[t], kind="stable")[:self.n_expert_used]
+            wts = probs[t, sel] / (probs[t, sel].sum() if self.moe_norm else 1.0)
+            for e, we in zip(sel, wts):
+                out[t] += we * self.swiglu_ffn(h[t:t + 1], (g[e], gt), (u[e], ut), (d[e], dt))[0]
+        if self.has(p + "ffn_gate_inp_shexp.weight"):
+            gate = 1 / (1 + np.exp(-(h @ self.w(p + "ffn_gate_inp_shexp.weight")[0])))
+            sh = self.swiglu_ffn(h, *(self.w(p + f"ffn_{s}_shexp.weight") for s in ("gate", "up", "down")))
+            out += gate[:, None] * sh
+        return out
 
     def has(self, name):
         return name in self.t
@@ -176,6 +216,9 @@ class LlamaRef:
                 a = self.rmsnorm(a, p + "post_attention_norm.weight")
             x = x + a
             h = self.rmsnorm(x, p + "ffn_norm.weight")
+            if self.has(p + "ffn_gate_inp.weight"):
+                x = x + self.moe(h, p)
+                continue
             g = self.matmul(h, p + "ffn_gate.weight")
             u = self.matmul(h, p + "ffn_up.weight")
             if self.gemma:  # GELU, tanh approximation

@@ -1,9 +1,12 @@
 """Every architecture in the table runs and agrees with the independent numpy reference. Real Qwen2/Qwen3
 weights are not reachable from PyPI, so the test writes tiny models with random F32 weights through the `gguf`
 package's own writer (an independent producer of the format): llama (adjacent-pair RoPE, tied embeddings),
-qwen2 (q/k/v biases, NeoX RoPE), qwen3 (per-head q/k RMSNorm, NeoX RoPE, head_dim != dim/heads) and gemma3
+qwen2 (q/k/v biases, NeoX RoPE), qwen3 (per-head q/k RMSNorm, NeoX RoPE, head_dim != dim/heads), gemma3
 (QK-norm, post-attention/post-FFN norms, GeGLU, sqrt(dim) embedding scale, sliding-window attention on local
-layers with their own RoPE base; a window of 8 over 40 tokens so the mask matters)."""
+layers with their own RoPE base; a window of 8 over 40 tokens so the mask matters), and the mixtures of experts
+qwen3moe (qwen3's attention, 2 of 8 experts, renormalised weights) and qwen2moe (qwen2's attention, weights not
+renormalised, a sigmoid-gated shared expert), in F32 and with Q8_0 matrices (the experts read as slices of the
+quantized 3-D tensors)."""
 import os
 import subprocess
 import sys
@@ -20,9 +23,12 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BIN = os.environ.get("TACHYON_BIN", os.path.join(ROOT, "build", "tachyon"))
 
 DIM, LAYERS, HEADS, KV_HEADS, FFN, VOCAB = 64, 2, 4, 2, 96, 300
+N_EXPERT, N_USED, EXPERT_FFN, SHEXP_FFN = 8, 2, 32, 64
+MOE = ("qwen3moe", "qwen2moe")
 
 
-def write_model(path, arch, head_dim, seed, extra=None):
+def write_model(path, arch, head_dim, seed, extra=None, qtype=None):
+    """qtype: a ggml type for the matrices (2-D and 3-D weights but the embeddings), or None for F32."""
     rng = np.random.default_rng(seed)
     w = gguf.GGUFWriter(path, arch)
     w.add_block_count(LAYERS)
@@ -38,7 +44,18 @@ def write_model(path, arch, head_dim, seed, extra=None):
         w.add_value_length(head_dim)
 
     def t(name, *shape, scale=0.08, base=0.0):
-        w.add_tensor(name, (base + scale * rng.standard_normal(shape)).astype(np.float32))
+        a = (base + scale * rng.standard_normal(shape)).astype(np.float32)
+        if qtype is not None and len(shape) > 1 and name != "token_embd.weight":
+            w.add_tensor(name, gguf.quants.quantize(a, qtype), raw_dtype=qtype)
+        else:
+            w.add_tensor(name, a)
+
+    if arch in MOE:
+        w.add_expert_count(N_EXPERT)
+        w.add_expert_used_count(N_USED)
+        w.add_expert_feed_forward_length(EXPERT_FFN)
+        if arch == "qwen2moe":
+            w.add_expert_shared_feed_forward_length(SHEXP_FFN)
 
     q, kv = HEADS * head_dim, KV_HEADS * head_dim
     t("token_embd.weight", VOCAB, DIM, scale=0.5)
@@ -53,14 +70,25 @@ def write_model(path, arch, head_dim, seed, extra=None):
         t(p + "attn_k.weight", kv, DIM)
         t(p + "attn_v.weight", kv, DIM)
         t(p + "attn_output.weight", DIM, q)
-        t(p + "ffn_gate.weight", FFN, DIM)
-        t(p + "ffn_up.weight", FFN, DIM)
-        t(p + "ffn_down.weight", DIM, FFN)
-        if arch == "qwen2":
+        if arch in MOE:  # experts scaled up so that their output matters next to the residual
+            t(p + "ffn_gate_inp.weight", N_EXPERT, DIM, scale=0.5)
+            t(p + "ffn_gate_exps.weight", N_EXPERT, EXPERT_FFN, DIM, scale=0.2)
+            t(p + "ffn_up_exps.weight", N_EXPERT, EXPERT_FFN, DIM, scale=0.2)
+            t(p + "ffn_down_exps.weight", N_EXPERT, DIM, EXPERT_FFN, scale=0.2)
+        else:
+            t(p + "ffn_gate.weight", FFN, DIM)
+            t(p + "ffn_up.weight", FFN, DIM)
+            t(p + "ffn_down.weight", DIM, FFN)
+        if arch == "qwen2moe":
+            t(p + "ffn_gate_inp_shexp.weight", DIM, scale=0.3)
+            t(p + "ffn_gate_shexp.weight", SHEXP_FFN, DIM)
+            t(p + "ffn_up_shexp.weight", SHEXP_FFN, DIM)
+            t(p + "ffn_down_shexp.weight", DIM, SHEXP_FFN)
+        if arch in ("qwen2", "qwen2moe"):
             t(p + "attn_q.bias", q, scale=0.2)
             t(p + "attn_k.bias", kv, scale=0.2)
             t(p + "attn_v.bias", kv, scale=0.2)
-        if arch in ("qwen3", "gemma3"):
+        if arch in ("qwen3", "gemma3", "qwen3moe"):
             t(p + "attn_q_norm.weight", head_dim, scale=0.1, base=1.0)
             t(p + "attn_k_norm.weight", head_dim, scale=0.1, base=1.0)
         if arch == "gemma3":
@@ -77,10 +105,15 @@ def write_model(path, arch, head_dim, seed, extra=None):
     w.close()
 
 
-@pytest.mark.parametrize("arch,head_dim", [("llama", 16), ("qwen2", 16), ("qwen3", 32), ("gemma3", 32)])
-def test_architecture_matches_reference(tmp_path, arch, head_dim, isa):
+ARCHS = [("llama", 16, None), ("qwen2", 16, None), ("qwen3", 32, None), ("gemma3", 32, None),
+         ("qwen3moe", 32, None), ("qwen3moe", 32, gguf.GGMLQuantizationType.Q8_0), ("qwen2moe", 16, None)]
+
+
+@pytest.mark.parametrize("arch,head_dim,qtype", ARCHS,
+                         ids=[a + ("-" + q.name.lower() if q else "") for a, _, q in ARCHS])
+def test_architecture_matches_reference(tmp_path, arch, head_dim, qtype, isa):
     path = str(tmp_path / f"{arch}.gguf")
-    write_model(path, arch, head_dim, seed=len(arch))
+    write_model(path, arch, head_dim, seed=len(arch), qtype=qtype)
     ids = [int(x) for x in np.random.default_rng(1).integers(0, VOCAB, 40)]
     out = tmp_path / "logits.f32"
     for batch in (40, 3):  # one batch, and chunked prefill over the paged cache
@@ -92,6 +125,13 @@ def test_architecture_matches_reference(tmp_path, arch, head_dim, isa):
             ref = LlamaRef(path, act_quant=True).forward(ids)  # F32 weights: only the f16 KV cache is emulated
         assert np.abs(ours - ref).max() < 2e-3, f"{arch} batch {batch}: max diff {np.abs(ours - ref).max()}"
         assert (ours.argmax(1) == ref.argmax(1)).all()
+    if arch in MOE:  # teeth: routing every row to the same experts is far from what we computed
+        first = LlamaRef(path, act_quant=True)
+        first.moe = lambda h, p: sum(first.swiglu_ffn(h, *((first.w3(p + f"ffn_{s}_exps.weight")[0][e],
+                                                            first.w3(p + f"ffn_{s}_exps.weight")[1])
+                                                           for s in ("gate", "up", "down")))
+                                     for e in range(N_USED)) / N_USED
+        assert np.abs(ours - first.forward(ids)).max() > 0.1
     if arch == "gemma3":  # teeth: the same model attending over everything is far from what we computed
         full = LlamaRef(path, act_quant=True)
         full.window = 0

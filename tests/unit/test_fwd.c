@@ -60,9 +60,13 @@ static int r_out_norm(void *be, fwd_buf dst, fwd_buf src, float eps) {
     return rec(be, "out_norm %s=%s %g\n", BUF[dst], BUF[src], eps);
 }
 
+static int r_moe(void *be, fwd_buf dst, fwd_buf x, int n, int layer) {
+    return rec(be, "moe %s=%s %d L%d\n", BUF[dst], BUF[x], n, layer);
+}
+
 static const fwd_ops REC_OPS = {.embed = r_embed, .norm = r_norm, .matmul = r_matmul, .add_bias = r_add_bias,
                                 .rope = r_rope, .attention = r_attention, .add = r_add, .glu = r_glu,
-                                .out_norm = r_out_norm};
+                                .out_norm = r_out_norm, .moe = r_moe};
 
 // A stand-in model of architecture `name`: every required role present, optional ones when with_optional.
 static void fake_model(model *m, model_weight *layers, const char *name, int with_optional) {
@@ -122,6 +126,18 @@ static const char GEMMA3_L0[] = "norm XB=X 3x8 L0 attn_norm.weight 0.5\n"
                                 "norm Q=Q 3x8 L0 post_ffw_norm.weight 0.5\n"
                                 "add X+=Q 24\n";
 
+static const char QWEN3MOE_L1[] = "norm XB=X 3x8 L1 attn_norm.weight 0.5\n"
+                                  "matmul Q=XB@attn_q.weight K=XB@attn_k.weight V=XB@attn_v.weight n3 L1\n"
+                                  "norm Q=Q 12x4 L1 attn_q_norm.weight 0.5\n"
+                                  "norm K=K 6x4 L1 attn_k_norm.weight 0.5\n"
+                                  "rope Q K 3 L1\n"
+                                  "attention XB=Q,K,V 3 L1\n"
+                                  "matmul Q=XB@attn_output.weight n3 L1\n"
+                                  "add X+=Q 24\n"
+                                  "norm XB=X 3x8 L1 ffn_norm.weight 0.5\n"
+                                  "moe Q=XB 3 L1\n"
+                                  "add X+=Q 24\n";
+
 static void test_sequences(void) {
     static model_weight layers[N_LAYERS * ROLE_COUNT];
     model m;
@@ -150,6 +166,25 @@ static void test_sequences(void) {
     fake_model(&m, layers, "gemma3", 0);
     CHECK_EQ_INT(run(&r, &m, &failed), 0);
     CHECK_MSG(!strncmp(r.log, GEMMA3_L0, strlen(GEMMA3_L0)), "gemma3 layer 0:\n%s", r.log);
+    // qwen3moe: qwen3's attention, then the MoE FFN in place of gate/up/GLU/down
+    fake_model(&m, layers, "qwen3moe", 0);
+    CHECK_EQ_INT(run(&r, &m, &failed), 0);
+    const char *m1 = strstr(r.log, "norm XB=X 3x8 L1 attn_norm");
+    CHECK_MSG(m1 && !strcmp(m1, QWEN3MOE_L1), "qwen3moe layer 1:\n%s", m1 ? m1 : r.log);
+    CHECK_EQ_INT(r.calls, 2 * 11);
+    // qwen2moe: qwen2's biases, the same MoE step
+    fake_model(&m, layers, "qwen2moe", 0);
+    CHECK_EQ_INT(run(&r, &m, &failed), 0);
+    CHECK_MSG(!strncmp(r.log, QWEN2_L0_HEAD, strlen(QWEN2_L0_HEAD)) && strstr(r.log, "moe Q=XB 3 L0\nadd X+=Q 24\n"),
+              "qwen2moe:\n%s", r.log);
+    // a backend without the MoE operation: the layer fails as unsupported, before any operation runs
+    fwd_ops no_moe = REC_OPS;
+    no_moe.moe = NULL;
+    r.calls = 0;
+    const fwd_graph g = {.ops = &no_moe, .be = &r, .m = &m, .n = 3};
+    CHECK_EQ_INT(fwd_layers(&g, 0, N_LAYERS, &failed), TC_ERR_UNSUPPORTED);
+    CHECK_EQ_INT(failed, 0);
+    CHECK_EQ_INT(r.calls, 0);
 }
 
 static void test_errors(void) {
@@ -184,7 +219,7 @@ static void test_driver(void) {
 
 int main(void) {
     // every architecture in the table has a layer sequence
-    static const char *const names[] = {"llama", "qwen2", "qwen3", "gemma3"};
+    static const char *const names[] = {"llama", "qwen2", "qwen3", "gemma3", "qwen3moe", "qwen2moe"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         const arch_desc *a = arch_find(names[i], (int)strlen(names[i]));
         CHECK_MSG(a && a->layer, "%s has no layer builder", names[i]);

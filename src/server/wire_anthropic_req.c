@@ -31,8 +31,15 @@ static const struct {
     {"tools", AF_MAPPED, NULL},
     {"tool_choice", AF_MAPPED, NULL},
     {"thinking", AF_MAPPED, NULL}, // the template's enable_thinking switch; budget_tokens is not enforced
+    {"output_config", AF_MAPPED, NULL}, // format → response_format json_schema; effort refused
     {"metadata", AF_IGNORED, "metadata.user_id identifies the end user for abuse monitoring"},
     {"service_tier", AF_IGNORED, "one processing tier"},
+    {"speed", AF_IGNORED, "one inference speed"},
+    {"inference_geo", AF_IGNORED, "one location: this server"},
+    {"cache_control", AF_IGNORED, "prefix caching is automatic"},
+    {"diagnostics", AF_IGNORED, "prompt-cache diagnostics are not reported (prefix caching is automatic)"},
+    {"user_profile_id", AF_IGNORED, "attribution to a user profile of Anthropic's platform"},
+    {"workspace_id", AF_IGNORED, "workspaces of Anthropic's platform"},
     {"container", AF_REFUSED, "code-execution containers are not available"},
     {"mcp_servers", AF_REFUSED, "remote MCP servers are not available: pass the tools in 'tools'"},
     {"context_management", AF_REFUSED, "server-side context editing is not available"},
@@ -284,6 +291,28 @@ static int map_thinking(const json_t *in, json_t *chat, oai_err *e) {
     return 0;
 }
 
+// output_config {format: {type: json_schema, schema}} → response_format json_schema (the grammar engine).
+static int map_output(const json_t *in, json_t *chat, oai_err *e) {
+    json_t *oc = json_object_get(in, "output_config");
+    if (!oc || json_is_null(oc)) return 0;
+    if (!json_is_object(oc)) return BAD(e, "output_config", "output_config: must be an object");
+    const char *key;
+    json_t *v;
+    json_object_foreach(oc, key, v) {
+        if (json_is_null(v)) continue;
+        if (!strcmp(key, "effort"))
+            return BAD(e, "output_config", "output_config.effort: not supported: this model has no effort control");
+        if (strcmp(key, "format")) return BAD(e, "output_config", "output_config.%.40s: Extra inputs are not permitted", key);
+        const char *ty = json_string_value(json_object_get(v, "type"));
+        json_t *schema = json_object_get(v, "schema");
+        if (!ty || strcmp(ty, "json_schema") || !json_is_object(schema))
+            return BAD(e, "output_config", "output_config.format: must be {\"type\": \"json_schema\", \"schema\": {...}}");
+        json_object_set_new(chat, "response_format", json_pack("{s:s,s:{s:s,s:O}}", "type", "json_schema", "json_schema",
+                                                               "name", "output", "schema", schema));
+    }
+    return 0;
+}
+
 // Copies in[from] to chat[to] when present and not null (the chat path checks its type and range).
 static void copy_field(const json_t *in, json_t *chat, const char *from, const char *to) {
     json_t *v = json_object_get(in, from);
@@ -305,7 +334,7 @@ int wire_anth_to_chat(const json_t *in, int counting, json_t **out, oai_err *e) 
     if (ss && !json_is_null(ss) && !json_is_array(ss))
         return BAD(e, "stop_sequences", "stop_sequences: must be an array of strings");
     json_t *chat = json_pack("{s:O}", "model", model);
-    if (map_messages(in, chat, e) || map_tools(in, chat, e) || map_thinking(in, chat, e)) {
+    if (map_messages(in, chat, e) || map_tools(in, chat, e) || map_thinking(in, chat, e) || map_output(in, chat, e)) {
         json_decref(chat);
         return -1;
     }

@@ -181,3 +181,13 @@ def test_count_tokens(smol):
     assert st == 200 and len(tok["tokens"]) == n
     with pytest.raises(anthropic.NotFoundError):
         c.messages.count_tokens(model="no-such-model", messages=ASK)
+
+
+def test_output_config_json_schema(smol):
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"],
+              "additionalProperties": False}
+    m = client(smol).messages.create(model=MODEL, max_tokens=48, extra_body=T0, messages=[
+        {"role": "user", "content": "Name a city in France as JSON."}],
+        output_config={"format": {"type": "json_schema", "schema": schema}}, cache_control={"type": "ephemeral"})
+    assert m.stop_reason == "end_turn", m
+    assert set(json.loads(text_of(m))) == {"city"}

@@ -79,7 +79,12 @@ static void test_request(void) {
                 "{\"model\":\"m\",\"max_tokens\":9,\"messages\":[],\"chat_template_kwargs\":{\"enable_thinking\":true}}");
     expect_chat("{\"model\":\"m\",\"max_tokens\":9,\"messages\":[],\"thinking\":{\"type\":\"disabled\"}}",
                 "{\"model\":\"m\",\"max_tokens\":9,\"messages\":[],\"chat_template_kwargs\":{\"enable_thinking\":false}}");
+    expect_chat("{\"model\":\"m\",\"max_tokens\":9,\"messages\":[],\"cache_control\":{\"type\":\"ephemeral\"},"
+                "\"output_config\":{\"format\":{\"type\":\"json_schema\",\"schema\":{\"type\":\"object\"}}}}",
+                "{\"model\":\"m\",\"max_tokens\":9,\"messages\":[],\"response_format\":{\"type\":\"json_schema\","
+                "\"json_schema\":{\"name\":\"output\",\"schema\":{\"type\":\"object\"}}}}");
     // refused
+    expect_bad("{\"model\":\"m\",\"max_tokens\":1,\"messages\":[],\"output_config\":{\"effort\":\"high\"}}", "effort");
     expect_bad("{\"model\":\"m\",\"messages\":[]}", "max_tokens");
     expect_bad("{\"model\":\"m\",\"max_tokens\":1,\"messages\":[],\"frobnicate\":1}", "frobnicate");
     expect_bad("{\"model\":\"m\",\"max_tokens\":1,\"messages\":[],\"mcp_servers\":[]}", "mcp_servers");

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from conftest import SMOL
+from conftest import SMOL, STORIES
 
 anthropic = pytest.importorskip("anthropic")
 
@@ -170,6 +170,19 @@ def test_api_keys(make_server):
     assert st == 200, j  # the same keys on every endpoint
     st, _, j = srv.post("/v1/messages/count_tokens", body, headers={"x-api-key": "nope"})
     assert st == 401 and j["error"]["type"] == "authentication_error", j
+
+
+def test_tenant_keys(make_server, tmp_path):
+    """x-api-key finds the tenant as Bearer does: its requests are counted under its name."""
+    kf = tmp_path / "keys.txt"
+    kf.write_text("sk-a acme\n")
+    srv = make_server(STORIES, "--served-model-name", "x", "--ctx-size", 256, "--api-key-file", str(kf))
+    m = client(srv, "sk-a").messages.create(model="x", max_tokens=2, messages=ASK)
+    assert m.usage.output_tokens >= 1
+    with pytest.raises(anthropic.AuthenticationError):
+        client(srv, "sk-b").messages.create(model="x", max_tokens=2, messages=ASK)
+    st, _, data = srv.request("GET", "/stats", headers={"x-api-key": "sk-a"})
+    assert st == 200 and json.loads(data)["tenants"]["acme"]["requests"] == 1, data[:500]
 
 
 def test_count_tokens(smol):

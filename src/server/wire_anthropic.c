@@ -93,8 +93,22 @@ static const char *error_type(int status) {
     }
 }
 
+// Chat fields that the translation produced (an error from the chat path names them) and the Messages field
+// each came from, which the message then starts with.
+static const char *const field_origin[][2] = {
+    {"stop", "stop_sequences"},
+    {"chat_template_kwargs", "thinking"},
+    {"parallel_tool_calls", "tool_choice.disable_parallel_tool_use"},
+    {"response_format", "output_config.format"},
+};
+
 json_t *wire_anth_error_obj(const oai_err *e) {
-    return json_pack("{s:s,s:{s:s,s:s}}", "type", "error", "error", "type", error_type(e->status), "message", e->msg);
+    const char *from = NULL;
+    for (size_t i = 0; i < sizeof field_origin / sizeof field_origin[0]; i++)
+        if (!strcmp(e->param, field_origin[i][0])) from = field_origin[i][1];
+    char msg[sizeof e->msg + 64];
+    snprintf(msg, sizeof msg, "%s%s%s", from ? from : "", from ? ": " : "", e->msg);
+    return json_pack("{s:s,s:{s:s,s:s}}", "type", "error", "error", "type", error_type(e->status), "message", msg);
 }
 
 static char *error_json(const oai_err *e) {

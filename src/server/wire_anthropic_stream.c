@@ -129,8 +129,8 @@ void wire_anth_stream_end(wire_stream *st, struct evbuffer *out) {
     if (!st->started) start(st, NULL, out);
     close_block(st, out);
     json_t *u = st->usage ? json_incref(st->usage) : wire_anth_usage(NULL);
-    json_t *dl = json_pack("{s:s,s:s*}", "stop_reason", st->stop_reason ? st->stop_reason : "end_turn", "stop_sequence",
-                           st->stop_sequence);
+    json_t *dl = json_pack("{s:s,s:o}", "stop_reason", st->stop_reason ? st->stop_reason : "end_turn", "stop_sequence",
+                           st->stop_sequence ? json_string(st->stop_sequence) : json_null());
     emit(out, "message_delta", json_pack("{s:s,s:o,s:o}", "type", "message_delta", "delta", dl, "usage", u));
     emit(out, "message_stop", json_pack("{s:s}", "type", "message_stop"));
     st->ended = 1;

@@ -79,7 +79,7 @@ def test_stream_event_order(smol):
     start = ev[0][1]["message"]
     assert start["content"] == [] and start["stop_reason"] is None and start["id"].startswith("msg_")
     md = ev[-2][1]
-    assert md["delta"]["stop_reason"] == "max_tokens" and md["usage"]["output_tokens"] == 12
+    assert md["delta"] == {"stop_reason": "max_tokens", "stop_sequence": None} and md["usage"]["output_tokens"] == 12
 
 
 def test_forced_tool(smol):
@@ -154,6 +154,9 @@ def test_errors(smol):
     st, _, j = smol.post("/v1/messages", {"model": MODEL, "max_tokens": 4, "messages": [
         {"role": "user", "content": [{"type": "image", "source": {}}]}]})
     assert st == 400 and "image" in j["error"]["message"], j
+    with pytest.raises(anthropic.BadRequestError) as ei:  # SmolLM2's template has no thinking switch
+        c.messages.create(model=MODEL, max_tokens=4, messages=ASK, thinking={"type": "enabled", "budget_tokens": 2})
+    assert ei.value.body["error"]["message"].startswith("thinking: "), ei.value.body
 
 
 def test_api_keys(make_server):

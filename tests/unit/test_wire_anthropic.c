@@ -240,6 +240,12 @@ static void test_errors(void) {
         json_decref(g), json_decref(w);
         free(t);
     }
+    oai_err e; // an error of the chat path about a field the translation made names the Messages field
+    oai_err_set(&e, 400, "invalid_request_error", NULL, "chat_template_kwargs", "no switch");
+    json_t *o = wire_anth_error_obj(&e);
+    const char *m = json_string_value(json_object_get(json_object_get(o, "error"), "message"));
+    CHECK_MSG(m && !strcmp(m, "thinking: no switch"), "message %s", m ? m : "-");
+    json_decref(o);
 }
 
 int main(void) {

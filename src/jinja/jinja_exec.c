@@ -216,8 +216,7 @@ static void set_globals(jinja_ctx *c, const json_t *vars, int user) {
     json_t *v;
     json_object_foreach((json_t *)vars, k, v) {
         size_t kn = strlen(k);
-        char *name = jinja_alloc(&c->ar, kn + 1);
-        memcpy(name, k, kn);
+        char *name = jinja_strndup(&c->ar, k, kn);
         jinja_frame_set(c, c->globals, name, kn, jinja_from_json(c, v, user));
     }
 }

@@ -38,8 +38,7 @@ static jv fn_strftime(jinja_ctx *c, int npos, const jv *pos) {
     struct tm tm;
     if (!localtime_r(&t, &tm)) jinja_err(c, "strftime_now: bad time");
     size_t n = strftime(out, sizeof out, fmt, &tm);
-    char *s = jinja_alloc(&c->ar, n + 1);
-    memcpy(s, out, n);
+    char *s = jinja_strndup(&c->ar, out, n);
     return jinja_str(s, n);
 }
 

@@ -31,6 +31,7 @@ typedef struct jinja_arena {
 
 void jinja_arena_init(jinja_arena *a, size_t max_bytes, jinja_fault *f);
 void *jinja_alloc(jinja_arena *a, size_t n); // zeroed, 16-byte aligned
+char *jinja_strndup(jinja_arena *a, const char *s, size_t n); // n bytes of s and a NUL, in the arena
 void jinja_arena_free(jinja_arena *a);
 
 // --- provenance: which bytes of a string came from the caller's untrusted variables (message text) rather

@@ -16,8 +16,7 @@ jv jinja_from_json(jinja_ctx *c, const json_t *j, int user) {
     case JSON_REAL: return jinja_float(json_real_value(j));
     case JSON_STRING: {
         size_t n = json_string_length(j);
-        char *s = jinja_alloc(&c->ar, n + 1);
-        memcpy(s, json_string_value(j), n);
+        char *s = jinja_strndup(&c->ar, json_string_value(j), n);
         jv r = jinja_str(s, n);
         if (user) r.pv = &jinja_prov_all;
         return r;
@@ -34,8 +33,7 @@ jv jinja_from_json(jinja_ctx *c, const json_t *j, int user) {
         json_t *v;
         json_object_foreach((json_t *)j, k, v) {
             size_t n = strlen(k);
-            char *s = jinja_alloc(&c->ar, n + 1);
-            memcpy(s, k, n);
+            char *s = jinja_strndup(&c->ar, k, n);
             jv key = jinja_str(s, n);
             if (user) key.pv = &jinja_prov_all;
             jinja_dict_set(c, d, key, jinja_from_json(c, v, user));

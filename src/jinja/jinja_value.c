@@ -51,6 +51,12 @@ void *jinja_alloc(jinja_arena *a, size_t n) {
     return p;
 }
 
+char *jinja_strndup(jinja_arena *a, const char *s, size_t n) {
+    char *d = jinja_alloc(a, n + 1); // zeroed: the NUL is there
+    if (n) memcpy(d, s, n);
+    return d;
+}
+
 void jinja_arena_free(jinja_arena *a) {
     for (jinja_chunk *c = a->head, *nx; c; c = nx) nx = c->next, free(c);
     a->head = NULL;

@@ -1,39 +1,16 @@
-// The OpenAI Responses API (/v1/responses) as a wire format over the chat path (see wire.h). Not implemented yet: every request is refused
-// with 501 and the OpenAI error shape.
-#include <stdlib.h>
-
-#include "server/wire.h"
-
-static int to_chat(const json_t *in, json_t **out, oai_err *e) {
-    (void)in;
-    *out = NULL;
-    return oai_err_set(e, 501, "invalid_request_error", "not_implemented", NULL,
-                       "The OpenAI Responses API (/v1/responses) is not implemented by this server");
-}
-
-static json_t *from_chat(const json_t *chat, const json_t *in) {
-    (void)in;
-    return json_deep_copy(chat);
-}
-
-static wire_stream *stream_new(const json_t *in) {
-    (void)in;
-    return NULL;
-}
-
-static void stream_chunk(wire_stream *st, const json_t *chunk, struct evbuffer *out) { (void)st, (void)chunk, (void)out; }
-static void stream_end(wire_stream *st, struct evbuffer *out) { (void)st, (void)out; }
-static void stream_error(wire_stream *st, const oai_err *e, struct evbuffer *out) { (void)st, (void)e, (void)out; }
-static void stream_free(wire_stream *st) { (void)st; }
+// The OpenAI Responses API (/v1/responses) as a wire format over the chat path (see wire.h): the request in
+// wire_responses_req.c, the Response object in wire_responses_out.c, the event stream in
+// wire_responses_stream.c. Errors keep OpenAI's error shape, as the Responses API does.
+#include "server/wire_responses_impl.h"
 
 const wire_ops wire_responses_ops = {
     .name = "responses",
-    .to_chat = to_chat,
-    .from_chat = from_chat,
-    .stream_new = stream_new,
-    .stream_chunk = stream_chunk,
-    .stream_end = stream_end,
-    .stream_error = stream_error,
-    .stream_free = stream_free,
+    .to_chat = wresp_to_chat,
+    .from_chat = wresp_from_chat,
+    .stream_new = wresp_stream_new,
+    .stream_chunk = wresp_stream_chunk,
+    .stream_end = wresp_stream_end,
+    .stream_error = wresp_stream_error,
+    .stream_free = wresp_stream_free,
     .error_json = oai_err_json,
 };

@@ -273,6 +273,10 @@ static int map_tools(const json_t *in, json_t *chat, oai_err *e) {
     if (dp && !json_is_null(dp)) {
         if (!json_is_boolean(dp)) return BAD(e, "tool_choice", "tool_choice.disable_parallel_tool_use: must be a boolean");
         if (strcmp(ty, "none")) json_object_set_new(chat, "parallel_tool_calls", json_boolean(!json_is_true(dp)));
+    } else if (!strcmp(ty, "tool")) {
+        // one named tool: one call, as Claude answers it (a small model otherwise repeats the same call until
+        // max_tokens); an explicit disable_parallel_tool_use: false still allows several
+        json_object_set_new(chat, "parallel_tool_calls", json_false());
     }
     return 0;
 }

@@ -85,7 +85,7 @@ def test_stream_event_order(smol):
 def test_forced_tool(smol):
     c = client(smol)
     kw = dict(model=MODEL, max_tokens=64, extra_body=T0, tools=[WEATHER],
-              tool_choice={"type": "tool", "name": "get_weather", "disable_parallel_tool_use": True},
+              tool_choice={"type": "tool", "name": "get_weather"},
               messages=[{"role": "user", "content": "What is the weather like in Paris?"}])
     m = c.messages.create(**kw)
     uses = [b for b in m.content if b.type == "tool_use"]

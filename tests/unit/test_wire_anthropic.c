@@ -67,7 +67,10 @@ static void test_request(void) {
         {"{\"type\":\"auto\"}", "\"tool_choice\":\"auto\""},
         {"{\"type\":\"none\"}", "\"tool_choice\":\"none\""},
         {"{\"type\":\"any\",\"disable_parallel_tool_use\":true}", "\"tool_choice\":\"required\",\"parallel_tool_calls\":false"},
-        {"{\"type\":\"tool\",\"name\":\"f\"}", "\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"f\"}}"},
+        {"{\"type\":\"tool\",\"name\":\"f\"}",
+         "\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"f\"}},\"parallel_tool_calls\":false"},
+        {"{\"type\":\"tool\",\"name\":\"f\",\"disable_parallel_tool_use\":false}",
+         "\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"f\"}},\"parallel_tool_calls\":true"},
     };
     for (size_t k = 0; k < sizeof choices / sizeof choices[0]; k++) {
         char in[512], want[512];

@@ -31,6 +31,7 @@ static const struct {
     {"tools", AF_MAPPED, NULL},
     {"tool_choice", AF_MAPPED, NULL},
     {"thinking", AF_MAPPED, NULL}, // the template's enable_thinking switch; budget_tokens is not enforced
+    {"grammar", AF_MAPPED, NULL},       // tachyon's (llama.cpp's) GBNF extension, as on the chat path
     {"output_config", AF_MAPPED, NULL}, // format → response_format json_schema; effort refused
     {"metadata", AF_IGNORED, "metadata.user_id identifies the end user for abuse monitoring"},
     {"service_tier", AF_IGNORED, "one processing tier"},
@@ -346,6 +347,7 @@ int wire_anth_to_chat(const json_t *in, int counting, json_t **out, oai_err *e) 
     copy_field(in, chat, "temperature", "temperature");
     copy_field(in, chat, "top_p", "top_p");
     copy_field(in, chat, "top_k", "top_k");
+    copy_field(in, chat, "grammar", "grammar");
     if (json_array_size(ss)) copy_field(in, chat, "stop_sequences", "stop");
     if (json_is_true(st)) {
         json_object_set_new(chat, "stream", json_true());

@@ -207,3 +207,24 @@ def test_output_config_json_schema(smol):
         output_config={"format": {"type": "json_schema", "schema": schema}}, cache_control={"type": "ephemeral"})
     assert m.stop_reason == "end_turn", m
     assert set(json.loads(text_of(m))) == {"city"}
+
+
+def test_thinking_blocks(make_server):
+    """Reasoning text becomes a thinking block (and thinking_delta events). No reasoning model is available:
+    SmolLM2 runs with the Qwen3 template forced and a GBNF grammar makes it write a fixed
+    "<think>…</think>answer" (as test_reasoning.py does)."""
+    srv = make_server(SMOL, "--ctx-size", 512, "--threads", 2, "--chat-template", "qwen3")
+    c = client(srv)
+    grammar = 'root ::= "<think>\\nI add two and two.\\n</think>\\n\\nFour."'
+    kw = dict(model=MODEL, max_tokens=60, messages=[{"role": "user", "content": "What is 2+2?"}],
+              thinking={"type": "enabled", "budget_tokens": 1024}, extra_body={"temperature": 0, "grammar": grammar})
+    m = c.messages.create(**kw)
+    assert [b.type for b in m.content] == ["thinking", "text"], m.content
+    assert m.content[0].thinking == "I add two and two.\n" and m.content[0].signature == ""
+    assert text_of(m) == "Four." and m.stop_reason == "end_turn"
+    with c.messages.stream(**kw) as s:
+        events = list(s)
+        final = s.get_final_message()
+    deltas = [e.delta.thinking for e in events if e.type == "content_block_delta" and e.delta.type == "thinking_delta"]
+    assert len(deltas) > 1 and "".join(deltas) == "I add two and two.\n"
+    assert [b.type for b in final.content] == ["thinking", "text"] and text_of(final) == "Four."

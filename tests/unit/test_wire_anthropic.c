@@ -39,9 +39,10 @@ static void expect_bad(const char *in, const char *needle) {
 
 static void test_request(void) {
     expect_chat("{\"model\":\"m\",\"max_tokens\":5,\"system\":\"S\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
-                "\"temperature\":0,\"top_k\":3,\"top_p\":0.5,\"stop_sequences\":[\"X\"],\"metadata\":{\"user_id\":\"u\"}}",
+                "\"temperature\":0,\"top_k\":3,\"top_p\":0.5,\"stop_sequences\":[\"X\"],\"metadata\":{\"user_id\":\"u\"},"
+                "\"grammar\":\"root ::= [a]\"}",
                 "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"system\",\"content\":\"S\"},{\"role\":\"user\","
-                "\"content\":\"hi\"}],\"temperature\":0,\"top_k\":3,\"top_p\":0.5,\"stop\":[\"X\"]}");
+                "\"content\":\"hi\"}],\"temperature\":0,\"top_k\":3,\"top_p\":0.5,\"stop\":[\"X\"],\"grammar\":\"root ::= [a]\"}");
     // blocks: system text blocks, user text, assistant text + tool_use, tool_result (string, blocks, error)
     expect_chat("{\"model\":\"m\",\"max_tokens\":5,\"stream\":true,\"system\":[{\"type\":\"text\",\"text\":\"S\"}],"
                 "\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"a\"}]},"

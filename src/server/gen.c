@@ -240,8 +240,13 @@ static void close_text(gen_choice *c, const char *reason, int aborted) {
     }
     if (g->q.stream && g->req) {
         emit_stream(c, 1);
-        if (strcmp(reason, "error"))
-            gen_queue_json(g, oai_chunk(g->q.kind, g->id, g->created, s->name, c->index, NULL, NULL, 0, reason, NULL));
+        if (strcmp(reason, "error")) {
+            json_t *fin = oai_chunk(g->q.kind, g->id, g->created, s->name, c->index, NULL, NULL, 0, reason, NULL);
+            if (g->wo && c->sb.which) // the matched stop string (vLLM's stop_reason), for wires that report it
+                json_object_set_new(json_array_get(json_object_get(fin, "choices"), 0), "stop_reason",
+                                    json_string(c->sb.which));
+            gen_queue_json(g, fin);
+        }
     }
 }
 
@@ -412,6 +417,7 @@ static void complete(gen_req *g) {
             text = ctext.p ? ctext.p : "", len = ctext.n;
         }
         json_t *ch = oai_choice(g->q.kind, c->index, text, len, c->finish_reason, c->lp);
+        if (g->wo && c->sb.which) json_object_set_new(ch, "stop_reason", json_string(c->sb.which)); // as above
         if (c->reason)
             json_object_set_new(json_object_get(ch, "message"), "reasoning_content",
                                 rtext.n ? oai_json_text(rtext.p, rtext.n) : json_null());

@@ -144,6 +144,7 @@ typedef struct oai_stopbuf {
     const char *const *stops; // borrowed
     int n_stops;
     int matched; // 1 once a stop string matched
+    const char *which; // the stop string that matched (one of stops, borrowed); NULL before a match
 } oai_stopbuf;
 
 void oai_stopbuf_init(oai_stopbuf *b, const char *const *stops, int n_stops);

@@ -163,14 +163,16 @@ int oai_stopbuf_push(oai_stopbuf *b, const char *s, size_t n) {
     // A match can only start at or after b->emitted: everything before was released because no stop string
     // could start there. Take the earliest match over all stop strings.
     size_t best = (size_t)-1;
+    const char *which = NULL;
     for (int i = 0; i < b->n_stops; i++) {
         const char *m = memmem(b->text + b->emitted, b->len - b->emitted, b->stops[i], strlen(b->stops[i]));
-        if (m && (size_t)(m - b->text) < best) best = (size_t)(m - b->text);
+        if (m && (size_t)(m - b->text) < best) best = (size_t)(m - b->text), which = b->stops[i];
     }
     if (best != (size_t)-1) {
         b->len = best;
         b->text[b->len] = 0;
         b->matched = 1;
+        b->which = which;
         return 1;
     }
     return 0;

@@ -59,9 +59,8 @@ static int host_ok(const server *s, const char *h) {
 static int auth_ok(server *s, struct evhttp_request *req) {
     if (s->tenants) return srv_tenants_auth_ok(s, req); // --api-key-file (and --api-key with it): srv_tenants.c
     if (!s->o.api_key) return 1;
-    const char *h = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
-    if (!h || strncasecmp(h, "Bearer ", 7)) return 0;
-    const char *k = h + 7, *want = s->o.api_key;
+    const char *k = srv_request_key(req), *want = s->o.api_key;
+    if (!k) return 0;
     size_t a = strlen(k), b = strlen(want);
     unsigned diff = (unsigned)(a != b);
     for (size_t i = 0; i < a && i < b; i++) diff |= (unsigned)(k[i] ^ want[i]);
@@ -91,7 +90,7 @@ int srv_access_check(server *s, struct evhttp_request *req, const char *path, in
     if (cmd == EVHTTP_REQ_OPTIONS) return 0; // CORS preflights carry no credentials; route_cb answers them
     if (!is_public(s, path, public_route) && !auth_ok(s, req))
         return oai_err_set(e, 401, "invalid_request_error", "invalid_api_key", NULL,
-                           "Incorrect or missing API key: send 'Authorization: Bearer <key>'");
+                           "Incorrect or missing API key: send 'Authorization: Bearer <key>' or 'x-api-key: <key>'");
     if (cmd == EVHTTP_REQ_POST && !json_ctype(evhttp_find_header(in, "Content-Type")))
         return oai_err_set(e, 415, "invalid_request_error", "unsupported_media_type", NULL,
                            "Content-Type must be application/json, got '%.100s'",

@@ -23,6 +23,7 @@
 #include "server/srv_route.h"
 #include "server/srv_simple.h"
 #include "server/srv_stats.h"
+#include "server/wire_anthropic.h"
 
 enum {
     EP_PUBLIC = 1 << 0, // served without the API key (--public-routes adds paths at run time)
@@ -56,6 +57,7 @@ static const ep_row endpoints[] = {
     {EP_POST, "/v1/completions", OAI_COMPLETION, gen_handle, EP_READY | EP_MODEL | EP_SELF_LOG},
     {EP_POST, "/v1/responses", OAI_CHAT, gen_handle_responses, EP_READY | EP_MODEL | EP_SELF_LOG},
     {EP_POST, "/v1/messages", OAI_CHAT, gen_handle_messages, EP_READY | EP_MODEL | EP_SELF_LOG},
+    {EP_POST, "/v1/messages/count_tokens", 0, wire_anth_count_tokens, EP_READY | EP_MODEL},
     {EP_POST, "/v1/embeddings", OAI_EMBEDDING, embed_handle, EP_READY | EP_MODEL | EP_SELF_LOG},
     {EP_GET, "/v1/models", 0, srv_ep_models, EP_READY},
     {EP_POST, "/tokenize", 0, srv_ep_tokenize, EP_READY | EP_MODEL},

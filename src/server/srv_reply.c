@@ -119,6 +119,6 @@ void srv_add_common_headers(const server_opts *o, struct evhttp_request *req) {
     const char *origin = srv_cors_origin(o, req);
     if (!origin) return;
     evhttp_add_header(h, "Access-Control-Allow-Origin", origin);
-    evhttp_add_header(h, "Access-Control-Allow-Headers", "Authorization, Content-Type");
+    evhttp_add_header(h, "Access-Control-Allow-Headers", "Authorization, Content-Type, x-api-key, anthropic-version");
     evhttp_add_header(h, "Access-Control-Allow-Methods", "GET, POST, OPTIONS");
 }

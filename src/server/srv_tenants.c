@@ -174,12 +174,19 @@ void srv_tenants_free(server *s) {
 
 // --- per request -------------------------------------------------------------------------------------
 
+const char *srv_request_key(struct evhttp_request *req) {
+    const struct evkeyvalq *in = evhttp_request_get_input_headers(req);
+    const char *h = evhttp_find_header(in, "Authorization");
+    if (h && !strncasecmp(h, "Bearer ", 7)) return h + 7;
+    return evhttp_find_header(in, "x-api-key");
+}
+
 // Index into T->st of the request's key, or -1 (no or unknown key).
 static int lookup(server *s, struct evhttp_request *req) {
     struct srv_tenants *T = s->tenants;
-    const char *h = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
-    if (!h || strncasecmp(h, "Bearer ", 7)) return -1;
-    int i = tn_lookup(T->tab, h + 7, strlen(h + 7));
+    const char *k = srv_request_key(req);
+    if (!k) return -1;
+    int i = tn_lookup(T->tab, k, strlen(k));
     return i < 0 ? -1 : T->st_of[i];
 }
 
@@ -219,7 +226,7 @@ int srv_tenant_admit(server *s, struct evhttp_request *req, srv_tenant_ref *ref,
     int i = lookup(s, req);
     if (i < 0) // the key was removed by a reload since the access check
         return oai_err_set(e, 401, "invalid_request_error", "invalid_api_key", NULL,
-                           "Incorrect or missing API key: send 'Authorization: Bearer <key>'");
+                           "Incorrect or missing API key: send 'Authorization: Bearer <key>' or 'x-api-key: <key>'");
     tstate *t = &T->st[i];
     double now = tc_now();
     double wr = rl_wait(&t->req, 1, now), wt = rl_wait(&t->tok, tokens, now);

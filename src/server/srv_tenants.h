@@ -24,7 +24,10 @@ typedef struct srv_tenant_ref {
 // negative TC_ERR_* (message in err). Without either option s->tenants stays NULL and nothing changes.
 int srv_tenants_init(server *s, tc_err *err);
 void srv_tenants_free(server *s);
-// 1 if the request's "Authorization: Bearer KEY" names a known key (or no keys are configured), else 0.
+// The request's API key: "Authorization: Bearer KEY", else "x-api-key: KEY" (Anthropic's header); NULL if
+// neither. Borrowed from the request's headers.
+const char *srv_request_key(struct evhttp_request *req);
+// 1 if the request's key (srv_request_key) names a known key (or no keys are configured), else 0.
 int srv_tenants_auth_ok(server *s, struct evhttp_request *req);
 // Identifies req's tenant and charges 1 request and `tokens` tokens to its buckets. 0: admitted (t filled,
 // x-ratelimit-* headers set on req); -1: *e is the 429 (Retry-After and x-ratelimit-* set) or the 401.

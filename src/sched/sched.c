@@ -8,6 +8,7 @@
 #include "sched/sched_admit.h"
 #include "sched/sched_fair.h"
 #include "sched/sched_impl.h"
+#include "sched/sched_yield.h"
 
 // --- intrusive lists
 static void list_unlink(sched_list *l, sched_req *r) {
@@ -106,6 +107,7 @@ void sched_add(sched *s, sched_req *r) {
     r->num_computed = 0;
     r->plan_idx = -1;
     list_push_tail(&s->waiting, r);
+    sched_yield_seen(s, r);
     // scratch for the expiry check, grown here (not in the step) to cover every live request (preempted ones
     // return to the waiting queue without passing here); on OOM it covers fewer
     if (s->o.policy == SCHED_POL_SLO && s->waiting.n + s->running.n > s->cap_keys) {
@@ -116,24 +118,6 @@ void sched_add(sched *s, sched_req *r) {
 }
 
 // --- plan items
-static sched_key key_of(const sched *s, const sched_req *r);
-
-// Records a prefill item of r in the lead table (sched_impl.h): its tenant's best effective priority with
-// prefill in this step.
-static void lead_note(sched *s, const sched_req *r) {
-    if (s->o.policy == SCHED_POL_FIFO) return;
-    sched_key k = key_of(s, r);
-    int p = sched_eff_priority(&k, s->o.aging_s, s->now), i = 0;
-    while (i < s->n_lead && s->lead_ten[i] != r->tenant) i++;
-    if (i == s->n_lead) {
-        if (i == SCHED_FAIR_MAX_TENANTS) return; // (more tenants with prefill: theirs lead nothing)
-        s->lead_ten[s->n_lead++] = r->tenant;
-        s->lead_prio[i] = p;
-    } else if (p < s->lead_prio[i]) {
-        s->lead_prio[i] = p;
-    }
-}
-
 static void plan_add(sched *s, sched_req *r, int n, int n_draft) {
     sched_plan *p = &s->plan;
     sched_item *it = &p->items[p->n_items];
@@ -146,7 +130,7 @@ static void plan_add(sched *s, sched_req *r, int n, int n_draft) {
     p->n_tokens += n;
     p->n_sample += it->sample;
     s->budget -= n;
-    if (it->start < r->n_tokens - 1) lead_note(s, r);
+    if (it->start < r->n_tokens - 1) sched_yield_note(s, r);
 }
 
 static void plan_remove(sched *s, sched_req *r) {
@@ -159,9 +143,7 @@ static void plan_remove(sched *s, sched_req *r) {
     p->n_items--;
     for (int i = k; i < p->n_items; i++) p->items[i].r->plan_idx = i;
     r->plan_idx = -1;
-    s->n_lead = 0; // rebuilt from the items left
-    for (int i = 0; i < p->n_items; i++)
-        if (p->items[i].start < p->items[i].r->n_tokens - 1) lead_note(s, p->items[i].r);
+    sched_yield_rebuild(s);
 }
 
 // The running request preempted first when blocks run out: under fifo the most recently admitted; otherwise
@@ -229,40 +211,8 @@ static int favored(const sched *s, const sched_req *r, const sched_key *k, doubl
     return 0;
 }
 
-// Lower classes yield: the rule that splits a step's prefill budget between priority classes (priority and
-// slo policies). Once a request has a prefill chunk in the step being built, every request of its tenant
-// with a strictly worse effective priority (aging included, so a request that has aged into the better
-// class no longer yields) shares s->low_left = SCHED_YIELD_SHARE of max_batch_tokens of prefill in that
-// step; when that is spent, they get none. So a better request's step carries its own prefill, the decode
-// rows of the running streams and only a small chunk of the lower classes' prompts instead of a full
-// budget of them (which would make its first token wait for that much prefill); the lower classes still
-// move every step (no starvation beyond what aging already rules out). The rank plans the better classes
-// first, so by the time a lower one is considered its betters of the step are in the lead table. Across
-// tenants, fair share decides (as for displacement by priority): a tenant's priorities never slow another.
-// Returns 1 if r yields in this step.
-static int yields(const sched *s, const sched_req *r, const sched_key *k) {
-    if (s->o.policy == SCHED_POL_FIFO) return 0;
-    for (int i = 0; i < s->n_lead; i++)
-        if (s->lead_ten[i] == r->tenant) return s->lead_prio[i] < sched_eff_priority(k, s->o.aging_s, s->now);
-    return 0;
-}
-
-// The most prefill tokens r may take in this step: the budget, or for a yielding request what is left of
-// the lower classes' share.
-static int prefill_room(const sched *s, const sched_req *r) {
-    sched_key k = key_of(s, r);
-    if (yields(s, r, &k) && s->low_left < s->budget) return s->low_left;
-    return s->budget;
-}
-
-// Charges n prefill tokens of r to the lower classes' share when r yields.
-static void prefill_charge(sched *s, const sched_req *r, int n) {
-    sched_key k = key_of(s, r);
-    if (yields(s, r, &k)) s->low_left -= n < s->low_left ? n : s->low_left;
-}
-
 static int in_lane(const sched *s, const sched_req *r, const sched_key *k, lane_sel ls, double now) {
-    if (s->low_left <= 0 && yields(s, r, k)) return 0; // its share is spent: not a candidate this step
+    if (s->low_left <= 0 && sched_yields(s, r, k)) return 0; // its share is spent: not a candidate this step
     if (ls.lane == LANE_ANY) return 1;
     if (ls.lane == LANE_FAV) return favored(s, r, k, now);
     if (sched_eff_priority(k, s->o.aging_s, now) != ls.top) return 0;
@@ -304,7 +254,7 @@ static int admit(sched *s, sched_req *r, double now) {
     int cached = 0;
     if (s->o.prefix_cache && !r->no_prefix) cached = seq_match(s, r);
     r->num_computed = cached;
-    int n = r->n_tokens - cached, room = prefill_room(s, r);
+    int n = r->n_tokens - cached, room = sched_yield_room(s, r);
     if (n > room) n = room;
     if (seq_alloc(s, r, cached + n) != 0) {
         seq_free(s, r); // give back the matched blocks: they stay cached
@@ -324,7 +274,7 @@ static int admit(sched *s, sched_req *r, double now) {
     r->state = SCHED_RUNNING;
     list_push_tail(&s->running, r);
     plan_add(s, r, n, 0);
-    prefill_charge(s, r, n);
+    sched_yield_charge(s, r, n);
     return 0;
 }
 
@@ -412,10 +362,10 @@ static void ranked_pass(sched *s, double now, lane_sel ls, const sched_req *hold
             continue;
         }
         if (!c) break;
-        int left = c->n_tokens - c->num_computed, room = prefill_room(s, c);
+        int left = c->n_tokens - c->num_computed, room = sched_yield_room(s, c);
         c->n_draft = 0;
         if (schedule_running(s, c, left < room ? left : room) < 0) break;
-        prefill_charge(s, c, left < room ? left : room);
+        sched_yield_charge(s, c, left < room ? left : room);
         if (s->plan.n_preempted) *admitting = 0;
     }
 }
@@ -511,10 +461,7 @@ const sched_plan *sched_step(sched *s, double now) {
     sched_plan *p = &s->plan;
     p->n_items = p->n_tokens = p->n_sample = p->n_preempted = 0;
     p->ended = NULL;
-    s->now = now;
-    s->n_lead = 0;
-    s->low_left = (int)(s->o.max_batch_tokens * SCHED_YIELD_SHARE);
-    if (s->low_left < 1) s->low_left = 1;
+    sched_yield_begin(s, now);
     if (s->o.policy == SCHED_POL_SLO) {
         s->load.wait = s->keys;
         s->load.cap_wait = s->cap_keys;
@@ -525,7 +472,7 @@ const sched_plan *sched_step(sched *s, double now) {
     reap(s, &s->waiting, now);
     int n_decoding = 0;
     for (sched_req *r = s->running.head; r; r = r->next) n_decoding += r->n_tokens - r->num_computed == 1;
-    int guard = sched_guard_budget(s, n_decoding);
+    int guard = sched_yield_guard(s, now, sched_guard_budget(s, n_decoding));
     s->budget = guard;
     s->fav_prio = INT_MIN, s->n_fav_ten = 0;
     int fav = guard < s->o.max_batch_tokens && s->o.itl_guard_fair && set_favored(s, now);

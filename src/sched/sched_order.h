@@ -18,7 +18,7 @@
 // step's budget while short ones wait or catch up, and the short ones the rest; a lane's unused budget goes
 // to the other. The aging of rule 2 then only orders long prompts among themselves (and short ones among
 // themselves): an aged long prompt does not take a whole step's budget from short ones.
-// Lower classes yield (sched.c, yields): in a step that carries prefill of a tenant's request, that tenant's
+// Lower classes yield (sched_yield.h): in a step that carries prefill of a tenant's request, that tenant's
 // requests of a strictly worse effective priority get at most SCHED_YIELD_SHARE of max_batch_tokens of
 // prefill in all, so the better request's step is not lengthened by theirs.
 #ifndef TACHYON_SCHED_ORDER_H

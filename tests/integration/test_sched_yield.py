@@ -3,7 +3,8 @@ prefill gives a long low-priority prompt that is prefilling beside it only a sma
 --max-batch-tokens), not the rest of the budget. Seen through /stats' `batch_tokens` (the tokens of the last
 step), read just after the high-priority request's reply: with the test-only TACHYON_FAULT=step_sleep_ms:A:B
 hook every step takes A ms + B ms per token longer, so the next step (a full one of the low prompt) is still
-running when /stats answers. Counts tokens; no timing threshold."""
+running when /stats answers (the ITL guard is off: with it, the room kept for a better class would make that
+next step short too, sched_yield.h). Counts tokens; no timing threshold."""
 import json
 import threading
 import time
@@ -36,7 +37,8 @@ def high_step_tokens(make_server, monkeypatch, policy):
     """A ~300-token priority-5 prompt is prefilling (128 tokens a step, ~1.3 s a step); a short priority-0
     prompt arrives. Returns (tokens of the step that answered it, its prompt tokens, greedy texts)."""
     monkeypatch.setenv("TACHYON_FAULT", "step_sleep_ms:5:10")
-    srv = make_server(STORIES, "--ctx-size", 512, "--sched", policy, "--max-batch-tokens", 128, "--max-seqs", 4)
+    srv = make_server(STORIES, "--ctx-size", 512, "--sched", policy, "--max-batch-tokens", 128,
+                      "--max-seqs", 4, "--itl-guard", 0)
     low = {}
 
     def run_low():

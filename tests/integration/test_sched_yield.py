@@ -1,11 +1,12 @@
-"""Lower classes yield and room for a better class (--sched priority, docs/SCHEDULING.md). Yield: the
-step that carries a high-priority prompt's prefill gives a long low-priority prompt that is prefilling beside it only a small chunk (1/16 of
---max-batch-tokens), not the rest of the budget. Seen through /stats' `batch_tokens` (the tokens of the last
-step), read just after the high-priority request's reply: with the test-only TACHYON_FAULT=step_sleep_ms:A:B
-hook every step takes A ms + B ms per token longer, so the next step (a full one of the low prompt) is still
-running when /stats answers (the ITL guard is off: with it, the room kept for a better class would make that
-next step short too, sched_yield.h). Room: for --sched-aging seconds after a priority-0 request, a
-low-priority prompt prefilling alone runs in guard-sized steps. Counts tokens; no timing threshold."""
+"""Lower classes yield and room for a better class (--sched priority, docs/SCHEDULING.md). Yield: the step
+that carries a high-priority prompt's prefill gives a long low-priority prompt that is prefilling beside
+it only a small chunk (1/16 of --max-batch-tokens), not the rest of the budget. Seen through /stats'
+`batch_tokens` (the tokens of the last step), read just after the high-priority request's reply: with the
+test-only TACHYON_FAULT=step_sleep_ms:A:B hook every step takes A ms + B ms per token longer, so the next
+step (a full one of the low prompt) is still running when /stats answers (the ITL guard is off: with it,
+the room kept for a better class would make that next step short too, sched_yield.h). Room: for
+--sched-aging seconds after a priority-0 request, a low-priority prompt prefilling alone runs in
+guard-sized steps. Counts tokens; no timing threshold."""
 import json
 import threading
 import time

@@ -8,6 +8,7 @@
 #include "sched/sched_admit.h"
 #include "sched/sched_fair.h"
 #include "sched/sched_impl.h"
+#include "sched/sched_yield.h"
 
 // --- intrusive lists
 static void list_unlink(sched_list *l, sched_req *r) {
@@ -106,6 +107,7 @@ void sched_add(sched *s, sched_req *r) {
     r->num_computed = 0;
     r->plan_idx = -1;
     list_push_tail(&s->waiting, r);
+    sched_yield_seen(s, r);
     // scratch for the expiry check, grown here (not in the step) to cover every live request (preempted ones
     // return to the waiting queue without passing here); on OOM it covers fewer
     if (s->o.policy == SCHED_POL_SLO && s->waiting.n + s->running.n > s->cap_keys) {
@@ -128,6 +130,7 @@ static void plan_add(sched *s, sched_req *r, int n, int n_draft) {
     p->n_tokens += n;
     p->n_sample += it->sample;
     s->budget -= n;
+    if (it->start < r->n_tokens - 1) sched_yield_note(s, r);
 }
 
 static void plan_remove(sched *s, sched_req *r) {
@@ -140,6 +143,7 @@ static void plan_remove(sched *s, sched_req *r) {
     p->n_items--;
     for (int i = k; i < p->n_items; i++) p->items[i].r->plan_idx = i;
     r->plan_idx = -1;
+    sched_yield_rebuild(s);
 }
 
 // The running request preempted first when blocks run out: under fifo the most recently admitted; otherwise
@@ -208,6 +212,7 @@ static int favored(const sched *s, const sched_req *r, const sched_key *k, doubl
 }
 
 static int in_lane(const sched *s, const sched_req *r, const sched_key *k, lane_sel ls, double now) {
+    if (s->low_left <= 0 && sched_yields(s, r, k)) return 0; // its share is spent: not a candidate this step
     if (ls.lane == LANE_ANY) return 1;
     if (ls.lane == LANE_FAV) return favored(s, r, k, now);
     if (sched_eff_priority(k, s->o.aging_s, now) != ls.top) return 0;
@@ -249,8 +254,8 @@ static int admit(sched *s, sched_req *r, double now) {
     int cached = 0;
     if (s->o.prefix_cache && !r->no_prefix) cached = seq_match(s, r);
     r->num_computed = cached;
-    int n = r->n_tokens - cached;
-    if (n > s->budget) n = s->budget;
+    int n = r->n_tokens - cached, room = sched_yield_room(s, r);
+    if (n > room) n = room;
     if (seq_alloc(s, r, cached + n) != 0) {
         seq_free(s, r); // give back the matched blocks: they stay cached
         r->num_computed = 0;
@@ -269,6 +274,7 @@ static int admit(sched *s, sched_req *r, double now) {
     r->state = SCHED_RUNNING;
     list_push_tail(&s->running, r);
     plan_add(s, r, n, 0);
+    sched_yield_charge(s, r, n);
     return 0;
 }
 
@@ -356,9 +362,10 @@ static void ranked_pass(sched *s, double now, lane_sel ls, const sched_req *hold
             continue;
         }
         if (!c) break;
-        int left = c->n_tokens - c->num_computed;
+        int left = c->n_tokens - c->num_computed, room = sched_yield_room(s, c);
         c->n_draft = 0;
-        if (schedule_running(s, c, left < s->budget ? left : s->budget) < 0) break;
+        if (schedule_running(s, c, left < room ? left : room) < 0) break;
+        sched_yield_charge(s, c, left < room ? left : room);
         if (s->plan.n_preempted) *admitting = 0;
     }
 }
@@ -454,6 +461,7 @@ const sched_plan *sched_step(sched *s, double now) {
     sched_plan *p = &s->plan;
     p->n_items = p->n_tokens = p->n_sample = p->n_preempted = 0;
     p->ended = NULL;
+    sched_yield_begin(s, now);
     if (s->o.policy == SCHED_POL_SLO) {
         s->load.wait = s->keys;
         s->load.cap_wait = s->cap_keys;
@@ -464,7 +472,7 @@ const sched_plan *sched_step(sched *s, double now) {
     reap(s, &s->waiting, now);
     int n_decoding = 0;
     for (sched_req *r = s->running.head; r; r = r->next) n_decoding += r->n_tokens - r->num_computed == 1;
-    int guard = sched_guard_budget(s, n_decoding);
+    int guard = sched_yield_guard(s, now, sched_guard_budget(s, n_decoding));
     s->budget = guard;
     s->fav_prio = INT_MIN, s->n_fav_ten = 0;
     int fav = guard < s->o.max_batch_tokens && s->o.itl_guard_fair && set_favored(s, now);

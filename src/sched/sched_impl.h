@@ -1,5 +1,6 @@
 // The scheduler's state (struct sched) behind the opaque handle of sched.h. Internal to src/sched/: only
-// sched.c reads it; the other files of the folder see requests, keys or load snapshots, never the scheduler.
+// sched.c and sched_yield.c read it; the other files of the folder see requests, keys or load snapshots,
+// never the scheduler.
 #ifndef TACHYON_SCHED_IMPL_H
 #define TACHYON_SCHED_IMPL_H
 
@@ -25,6 +26,14 @@ struct sched {
     // requests the ITL guard does not hold back this step (itl_guard_fair): effective priority below
     // fav_prio (INT_MIN: none), or a tenant in fav_ten (sched_fair_behind)
     int fav_prio, n_fav_ten, fav_ten[SCHED_FAIR_MAX_TENANTS];
+    // lower classes yield (sched_yield.h): per tenant with a prefill item in the plan being built, the best
+    // effective priority among those items (lead_ten[i] → lead_prio[i], n_lead entries); low_left: prefill
+    // tokens the yielding requests may still take in this step; best_seen: the best priority that arrived
+    // in the last aging_s seconds (seen: any), the latest of them at t_seen (monotonic seconds)
+    int n_lead, lead_ten[SCHED_FAIR_MAX_TENANTS], lead_prio[SCHED_FAIR_MAX_TENANTS], low_left;
+    int seen, best_seen;
+    double t_seen;
+    double now; // monotonic seconds: the time of the step being built
     step_cost cost;          // learned step time vs tokens (ITL guard, speculation policy, TTFT prediction)
     sched_draft_fn draft_fn; // (optional) speculation
     void *draft_ctx;

@@ -18,6 +18,9 @@
 // step's budget while short ones wait or catch up, and the short ones the rest; a lane's unused budget goes
 // to the other. The aging of rule 2 then only orders long prompts among themselves (and short ones among
 // themselves): an aged long prompt does not take a whole step's budget from short ones.
+// Lower classes yield (sched_yield.h): in a step that carries prefill of a tenant's request, that tenant's
+// requests of a strictly worse effective priority get at most SCHED_YIELD_SHARE of max_batch_tokens of
+// prefill in all, so the better request's step is not lengthened by theirs.
 #ifndef TACHYON_SCHED_ORDER_H
 #define TACHYON_SCHED_ORDER_H
 
@@ -30,6 +33,7 @@ typedef enum { SCHED_POL_FIFO = 0, SCHED_POL_PRIORITY, SCHED_POL_SLO } sched_pol
 #define SCHED_AGING_S 5.0         // default seconds waited per priority class gained
 #define SCHED_SRPF_AGING_TOK 1000 // prefill tokens of rank gained per second waited
 #define SCHED_LONG_SHARE 0.25     // a step's budget kept for long prompts while short ones compete
+#define SCHED_YIELD_SHARE 0.0625  // of max_batch_tokens: lower classes' prefill while a better class prefills
 #define SCHED_PRIO_PREEMPT_MAX 1  // a request loses its slot to a higher priority at most this often
 
 // What ranking needs to know of a request (a copy, so that the engine can publish keys to other threads).

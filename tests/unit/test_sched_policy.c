@@ -312,6 +312,104 @@ static void fake_costs(sched *s) {
         sched_observe(s, i % 2 ? 1 : 11, i % 2 ? 0.011 : 0.021);
 }
 
+// --- room for a better class: for aging_s after a priority-0 request arrived, a step of lower-class prefill
+// alone (nobody decoding) is capped as the ITL guard caps a one-stream step (t(n) = 0.01 + 0.001 n, 2x a
+// one-row step = 0.022 s: 12 tokens), so a priority-0 arrival waits for a short step; afterwards, and under
+// fifo, the whole budget.
+static void test_room_for_a_better_class(void) {
+    for (int policy = SCHED_POL_FIFO; policy <= SCHED_POL_PRIORITY; policy++) {
+        ph h;
+        tc_err err;
+        memset(&h, 0, sizeof h);
+        sched_opts o = {
+            .max_batch_tokens = 128, .max_seqs = 8, .itl_guard = 2, .policy = policy, .aging_s = 1.0};
+        CHECK_EQ_INT(kv_pool_new(256, 4, &h.pool, &err), 0);
+        CHECK_EQ_INT(sched_new(&o, h.pool, &h.s, &err), 0);
+        fake_costs(h.s);
+        ph_add(&h, 0, 4, 1, 0, 0.0);
+        ph_step(&h, 0.0);
+        CHECK(h.done[0]);
+        ph_add(&h, 1, 250, 1, 5, 0.1);
+        const sched_plan *p = ph_step(&h, 0.1);
+        int want = policy == SCHED_POL_FIFO ? 128 : 12;
+        CHECK_MSG(p->n_items == 1 && p->items[0].n == want, "policy %d: low prefill alone %d tokens, want %d",
+                  policy, p->n_items ? p->items[0].n : -1, want);
+        p = ph_step(&h, 1.1); // a class's aging period after the priority-0 arrival: the whole budget again
+        CHECK(p->n_items == 1 && p->items[0].n == (policy == SCHED_POL_FIFO ? 122 : 128));
+        ph_free(&h);
+    }
+}
+
+// --- lower classes yield: a step carrying a better request's prefill gives the lower classes of its tenant
+// at most SCHED_YIELD_SHARE of max_batch_tokens of prefill (128 / 16 = 8 tokens here), every step (no
+// starvation); not across tenants, not to a request aged into the better class, not under fifo.
+static void test_lower_classes_yield(void) {
+    ph h;
+    ph_init(&h, SCHED_POL_PRIORITY, 128, 8, 100);
+    ph_add(&h, 0, 250, 1, 5, 0.0);
+    const sched_plan *p = ph_step(&h, 0.0); // the low one alone: the whole budget
+    CHECK(in_plan(p, 0) == 0 && p->items[0].n == 128);
+    ph_add(&h, 1, 20, 4, 0, 0.1);
+    p = ph_step(&h, 0.1);
+    int ih = in_plan(p, 1), il = in_plan(p, 0);
+    CHECK_MSG(ih >= 0 && p->items[ih].n == 20, "the high prompt whole (item %d)", ih);
+    CHECK_MSG(il >= 0 && p->items[il].n == 8, "the low prompt yields: %d tokens, want 8 (not 108)",
+              il >= 0 ? p->items[il].n : -1);
+    CHECK_EQ_INT(p->n_tokens, 28);
+    p = ph_step(&h, 0.2); // the high one decodes (a stream, not a prefill): the low one gets the rest
+    il = in_plan(p, 0);
+    CHECK(in_plan(p, 1) >= 0 && il >= 0 && p->items[il].n == 114);
+    ph_free(&h);
+
+    // a high prompt every step: the low one still moves 8 tokens a step, and a second low one that arrives
+    // meanwhile shares those 8 (none left for it while the first takes them)
+    ph_init(&h, SCHED_POL_PRIORITY, 128, 8, 100);
+    ph_add(&h, 0, 250, 1, 5, 0.0);
+    ph_step(&h, 0.0);
+    ph_add(&h, 2, 30, 1, 5, 0.01);
+    for (int step = 0; step < 5; step++) {
+        ph_add(&h, 10 + step, 20, 1, 0, 0.1 * (step + 1));
+        p = ph_step(&h, 0.1 * (step + 1));
+        il = in_plan(p, 0);
+        int i2 = in_plan(p, 2), low = (il >= 0 ? p->items[il].n : 0) + (i2 >= 0 ? p->items[i2].n : 0);
+        CHECK_MSG(in_plan(p, 10 + step) >= 0 && low == 8, "step %d: lower classes got %d tokens, want 8",
+                  step, low);
+    }
+    ph_free(&h);
+
+    // another tenant's low prompt does not yield to this tenant's high one (fair share decides across them)
+    ph_init(&h, SCHED_POL_PRIORITY, 128, 8, 100);
+    ph_add(&h, 0, 250, 1, 5, 0.0)->tenant = 2;
+    ph_step(&h, 0.0);
+    ph_add(&h, 1, 20, 4, 0, 0.1)->tenant = 1;
+    p = ph_step(&h, 0.1);
+    il = in_plan(p, 0);
+    CHECK(in_plan(p, 1) >= 0 && il >= 0 && p->items[il].n == 108);
+    ph_free(&h);
+
+    // aged into the better class (1 s per class, 3 s waited: priority 2 ranks as 0): it does not yield
+    ph_init(&h, SCHED_POL_PRIORITY, 128, 8, 1.0);
+    ph_add(&h, 0, 250, 1, 2, 0.0);
+    ph_step(&h, 0.0);
+    ph_add(&h, 1, 20, 4, 0, 3.0);
+    p = ph_step(&h, 3.0);
+    il = in_plan(p, 0);
+    CHECK_MSG(il >= 0 && p->items[il].n > 8 && in_plan(p, 1) >= 0, "aged: %d tokens",
+              il >= 0 ? p->items[il].n : -1);
+    ph_free(&h);
+
+    // fifo: priorities are not used; the running chunk first, whole
+    ph_init(&h, SCHED_POL_FIFO, 128, 8, 100);
+    ph_add(&h, 0, 250, 1, 5, 0.0);
+    ph_step(&h, 0.0);
+    ph_add(&h, 1, 20, 4, 0, 0.1);
+    p = ph_step(&h, 0.1);
+    il = in_plan(p, 0);
+    CHECK(il >= 0 && p->items[il].n == 122);
+    ph_free(&h);
+}
+
+
 // --- TTFT prediction and drain time
 static void test_predict(void) {
     ph h;
@@ -450,6 +548,8 @@ int main(void) {
     test_aging_no_starvation();
     test_lanes();
     test_itl_guard_priority();
+    test_lower_classes_yield();
+    test_room_for_a_better_class();
     test_short_before_long();
     test_predict();
     test_slo_expiry_and_outcomes();

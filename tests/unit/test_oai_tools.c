@@ -82,6 +82,15 @@ int main(void) {
                  "<|start_header_id|>ipython<|end_header_id|>");
     check_family(&q, CHAT_MISTRAL, TOOL_FMT_MISTRAL, "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\"}}]",
                  "[AVAILABLE_TOOLS] [{\"type\": \"function\"");
+    // a forced choice is one call unless parallel_tool_calls is true
+    const char *two = "<tool_call>\n{\"name\": \"noop\", \"arguments\": {}}\n</tool_call>\n<tool_call>\n{\"name\": "
+                      "\"noop\", \"arguments\": {}}\n</tool_call>";
+    char *gbnf = NULL;
+    CHECK(oai_output_grammar(&q, TOOL_FMT_HERMES, &gbnf, &e) == 0 && gbnf && grammar_accepts(gbnf, two) == 0);
+    free(gbnf);
+    q.ext.parallel = 1; // as "parallel_tool_calls": true sets it
+    CHECK(oai_output_grammar(&q, TOOL_FMT_HERMES, &gbnf, &e) == 0 && gbnf && grammar_accepts(gbnf, two) == 1);
+    free(gbnf);
     oai_req_free(&q);
     // refusals
     static const char *bad[] = {

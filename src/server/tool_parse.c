@@ -265,7 +265,8 @@ int tool_fmt_parse(tool_fmt f, const char *text, size_t len, const tool_parse_op
     tc_strbuf body = {0};
     if (o->reasoning && c.row->shape != TOOL_SHAPE_HARMONY) {
         rsn_split rs;
-        rsn_init(&rs, o->in_think);
+        // an open <think> that never closes is not reasoning here: a forced call follows the prompt directly
+        rsn_init(&rs, o->in_think && tp_find(text, text + len, "</think>"));
         rsn_feed(&rs, text, len, 1, &c.reasoning, &body);
         text = body.p ? body.p : "", len = body.n;
     }

@@ -244,6 +244,14 @@ static void check_format(const fmt_case *c, const json_t *tools) {
         CHECK_MSG(tp.reasoning && !strcmp(tp.reasoning, "Let me think."), "%s: %s", what, tp.reasoning);
         CHECK_MSG(!tp.content, "%s: content %s", what, tp.content);
         tool_parsed_free(&tp);
+        // the prompt opened <think> (DeepSeek R1): reasoning up to </think>, or none when it never closes
+        tool_parse_opts o = {.id_base = "call_t", .reasoning = 1, .in_think = 1, .tools = tools};
+        CHECK(tool_fmt_parse(c->f, buf + 8, strlen(buf + 8), &o, &tp) == 0);
+        CHECK_MSG(json_array_size(tp.calls) == 1 && tp.reasoning && !strcmp(tp.reasoning, "Let me think."), "%s: in think", what);
+        tool_parsed_free(&tp);
+        CHECK(tool_fmt_parse(c->f, c->one, strlen(c->one), &o, &tp) == 0);
+        CHECK_MSG(json_array_size(tp.calls) == 1 && !tp.reasoning, "%s: forced call after an open <think>", what);
+        tool_parsed_free(&tp);
     }
     // cut inside the second call: the first stays a call, the markup of the second is not content
     snprintf(what, sizeof what, "%s cut", nm);

@@ -39,9 +39,13 @@ static int xml_params(gram_schema *g, const tool_gram_fn *fn, tc_strbuf *b, tc_e
     const char *key;
     const json_t *prop;
     json_object_foreach((json_t *)json_object_get(fn->params, "properties"), key, prop) {
-        char value[32] = "xml-text", line[320];
+        char value[48] = "xml-text", line[320];
         const char *type = json_string_value(json_object_get(prop, "type"));
-        if (!type || strcmp(type, "string")) {
+        const json_t *mn = json_object_get(prop, "minLength"), *mx = json_object_get(prop, "maxLength");
+        if (type && !strcmp(type, "string") && json_is_integer(mx)) // the length bounds, in bytes
+            snprintf(value, sizeof value, "[^<]{%lld,%lld}", json_is_integer(mn) ? (long long)json_integer_value(mn) : 0LL,
+                     (long long)json_integer_value(mx));
+        else if (!type || strcmp(type, "string")) {
             int rc = gram_schema_add(g, prop, fn->params, value, sizeof value, err);
             if (rc) return rc;
         }

@@ -20,8 +20,13 @@ FAMILIES = {  # format name -> template file
     "mistral": "mistralai-Mistral-Nemo-Instruct-2407.jinja",
     "qwen3-coder": "Qwen3-Coder.jinja",
     "gpt-oss": "openai-gpt-oss-120b.jinja",
+    "granite": "ibm-granite-granite-3.3-2B-Instruct.jinja",
+    "functionary-v3.2": "meetkai-functionary-medium-v3.2.jinja",
+    "command-r7b": "CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja",
 }
-MARKERS = ("<tool_call>", "<function=", "[TOOL_CALLS]", "<|channel|>", "<|python_tag|>", "\"name\"")
+MARKERS = ("<tool_call>", "<function=", "[TOOL_CALLS]", "<|channel|>", "<|python_tag|>", "<|tool_call|>", ">>>",
+           "<|START_ACTION|>", "\"name\"", "\"tool_name\"")
+LIST_FORMATS = ("mistral", "granite", "command-r7b")  # the calls of a turn are one JSON array
 EOG_BAN = {"0": -100, "2": -100}  # SmolLM2's <|endoftext|> and <|im_end|>: calls go on until max_tokens
 
 WEATHER = {"type": "function", "function": {
@@ -132,12 +137,14 @@ def test_length_cut_keeps_complete_calls(fam):
     assert c.finish_reason == "length" and c.message.content is None
     c = check_cut(client, dict(kw, logit_bias=EOG_BAN, max_tokens=n1 + n1 // 2))
     assert len(c.message.tool_calls) >= 1
-    # a list format (Mistral's [TOOL_CALLS][…]) may close its list, after which the grammar allows only the end
-    assert c.finish_reason == "length" or name == "mistral", c
+    # a list format ([TOOL_CALLS][…], <|tool_call|>[…]) may close its list; the grammar then allows only the end
+    assert c.finish_reason == "length" or name in LIST_FORMATS, c
 
 
 def test_no_parameters_is_empty_object(fam):
-    _, _, client = fam
+    name, _, client = fam
+    if name == "command-r7b":
+        pytest.skip("the template renders parameters|tojson, which raises without parameters (jinja2 too)")
     r = chat(client, tools=[WEATHER, PING], tool_choice={"type": "function", "function": {"name": "ping"}},
              temperature=1, seed=3)
     c = r.choices[0]

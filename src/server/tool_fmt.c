@@ -12,9 +12,11 @@
 
 // Ordered for detection: a row whose markers are a superset of a later row's comes first (Qwen3-Coder's
 // templates also contain "<tool_call>"; DeepSeek R1's "```json" tells it from V3.1).
+// clang-format off
 static const tool_fmt_row ROWS[] = {
-    {TOOL_FMT_HARMONY, "gpt-oss", {"<|channel|>", NULL}, TOOL_SHAPE_HARMONY, "", "", "<|channel|>commentary to=functions.",
-     " <|constrain|>json<|message|>", "<|call|>", NULL, NULL, "<|start|>assistant", 0},
+    {TOOL_FMT_HARMONY, "gpt-oss", {"<|channel|>", NULL}, TOOL_SHAPE_HARMONY, "", "",
+     "<|channel|>commentary to=functions.", " <|constrain|>json<|message|>", "<|call|>", NULL, NULL,
+     "<|start|>assistant", 0},
     {TOOL_FMT_QWEN3_CODER, "qwen3-coder", {"<function=", "<parameter=", NULL}, TOOL_SHAPE_XML, "", "",
      "<tool_call>\n<function=", ">\n", "</function>\n</tool_call>", NULL, NULL, "\n", 0},
     {TOOL_FMT_FUNCTIONARY_V31, "functionary-v3.1", {"<function=", NULL}, TOOL_SHAPE_NAMED, "", "", "<function=", ">",
@@ -40,6 +42,7 @@ static const tool_fmt_row ROWS[] = {
     {TOOL_FMT_LLAMA3, "llama3", {"<|python_tag|>", NULL}, TOOL_SHAPE_JSON_BARE, "<|python_tag|>", "", "", "", "",
      "name", "parameters", "\n", 0},
 };
+// clang-format on
 
 #define N_ROWS (sizeof ROWS / sizeof *ROWS)
 

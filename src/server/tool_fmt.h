@@ -1,8 +1,9 @@
 // Tool-call output formats: how a model writes its tool calls, chosen from its chat template (as llama.cpp's
-// common/chat.cpp and vLLM's tool parsers do, by markers the template text contains). One table row per format
-// (tool_fmt.c) says how calls are framed; a parser turns generated text into content, reasoning and calls
-// (tool_parse.c, tool_parse_xml.c), and a grammar builder gives the GBNF a forced call (tool_choice required or
-// named) must follow (tool_gram.c). Pure functions, no I/O: unit-tested in tests/unit/test_tool_fmt.c.
+// common/chat.cpp and vLLM's tool parsers do, by markers the template text contains). One table row per
+// format (tool_fmt.c) says how calls are framed; a parser turns generated text into content, reasoning and
+// calls (tool_parse.c, tool_parse_xml.c), and a grammar builder gives the GBNF a forced call (tool_choice
+// required or named) must follow (tool_gram.c). Pure functions, no I/O: unit-tested in
+// tests/unit/test_tool_fmt.c.
 #ifndef TACHYON_SERVER_TOOL_FMT_H
 #define TACHYON_SERVER_TOOL_FMT_H
 
@@ -11,20 +12,21 @@
 
 #include "common/err.h"
 
+// How each writes a call: docs/API.md (Tool calling) and the rows of tool_fmt.c.
 typedef enum {
-    TOOL_FMT_HERMES = 0,     // <tool_call>\n{"name": …, "arguments": {…}}\n</tool_call> (Hermes, Qwen2.5/3, ChatML)
-    TOOL_FMT_LLAMA3,         // [<|python_tag|>]{"name": …, "parameters": {…}} (Llama 3.1-3.3)
-    TOOL_FMT_MISTRAL,        // [TOOL_CALLS][{"name": …, "arguments": {…}}, …] (Mistral v3, Nemo)
-    TOOL_FMT_MISTRAL_ARGS,   // [TOOL_CALLS]name[ARGS]{…} (Mistral Small 3.2, Devstral, Ministral 3)
-    TOOL_FMT_QWEN3_CODER,    // <tool_call>\n<function=name>\n<parameter=key>\nvalue\n</parameter>\n</function>\n</tool_call>
-    TOOL_FMT_DEEPSEEK_R1,    // <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>name\n```json\n{…}\n```<｜tool▁call▁end｜>…
-    TOOL_FMT_DEEPSEEK_V31,   // <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>name<｜tool▁sep｜>{…}<｜tool▁call▁end｜>…
-    TOOL_FMT_FUNCTIONARY_V31,// <function=name>{…}</function>
-    TOOL_FMT_FUNCTIONARY_V32,// >>>name\n{…} (the prompt ends with ">>>"; ">>>all\n" is text)
-    TOOL_FMT_COMMAND_R,      // Action:\n```json\n[{"tool_name": …, "parameters": {…}}]\n```
-    TOOL_FMT_COMMAND_R7B,    // <|START_ACTION|>[{"tool_call_id": …, "tool_name": …, "parameters": {…}}]<|END_ACTION|>
-    TOOL_FMT_GRANITE,        // <|tool_call|>[{"name": …, "arguments": {…}}]
-    TOOL_FMT_HARMONY,        // gpt-oss: <|channel|>commentary to=functions.name <|constrain|>json<|message|>{…}<|call|>
+    TOOL_FMT_HERMES = 0,   // <tool_call> JSON </tool_call> (Hermes, Qwen2.5/3, ChatML models)
+    TOOL_FMT_LLAMA3,       // [<|python_tag|>]{"name": …, "parameters": {…}} (Llama 3.1-3.3)
+    TOOL_FMT_MISTRAL,      // [TOOL_CALLS][{"name": …, "arguments": {…}}, …] (Mistral v3, Nemo)
+    TOOL_FMT_MISTRAL_ARGS, // [TOOL_CALLS]name[ARGS]{…} (Mistral Small 3.2, Devstral, Ministral 3)
+    TOOL_FMT_QWEN3_CODER,  // <tool_call><function=name><parameter=key>value</parameter>… (Qwen3-Coder, 3.5)
+    TOOL_FMT_DEEPSEEK_R1, // <｜tool▁call▁begin｜>function<｜tool▁sep｜>name\n```json\n{…}\n```…
+    TOOL_FMT_DEEPSEEK_V31, // <｜tool▁call▁begin｜>name<｜tool▁sep｜>{…}<｜tool▁call▁end｜>
+    TOOL_FMT_FUNCTIONARY_V31, // <function=name>{…}</function>
+    TOOL_FMT_FUNCTIONARY_V32, // >>>name\n{…} (the prompt ends with ">>>"; ">>>all\n" is text)
+    TOOL_FMT_COMMAND_R,       // Action:\n```json\n[{"tool_name": …, "parameters": {…}}]\n```
+    TOOL_FMT_COMMAND_R7B,     // <|START_ACTION|>[{"tool_name": …, "parameters": {…}}]<|END_ACTION|>
+    TOOL_FMT_GRANITE,         // <|tool_call|>[{"name": …, "arguments": {…}}]
+    TOOL_FMT_HARMONY,         // gpt-oss: <|channel|>commentary to=functions.name … <|message|>{…}<|call|>
     TOOL_FMT_COUNT
 } tool_fmt;
 
@@ -43,10 +45,11 @@ typedef struct tool_fmt_row {
     const char *markers[3]; // detection: the template contains all of them (NULL-ended); the first row that
                             // matches wins, so rows with more specific markers come first
     tool_shape shape;
-    const char *open, *close;                      // around all the calls ("" when none)
-    const char *call_open, *call_mid, *call_close; // around each call (NAMED: call_open name call_mid args call_close)
-    const char *name_key, *args_key;               // JSON shapes: the keys of a call object
-    const char *sep;                               // between two calls in the forced grammar
+    const char *open, *close; // around all the calls ("" when none)
+    const char *call_open, *call_mid,
+        *call_close;                 // around each call (NAMED: call_open name call_mid args call_close)
+    const char *name_key, *args_key; // JSON shapes: the keys of a call object
+    const char *sep;                 // between two calls in the forced grammar
     int prompt_opens; // 1: the generation prompt ends with call_open (Functionary v3.2's ">>>")
 } tool_fmt_row;
 
@@ -59,9 +62,9 @@ tool_fmt tool_fmt_detect(const char *template_src, tool_fmt fallback);
 // --- parsing ---------------------------------------------------------------------------------------------
 
 typedef struct tool_parsed {
-    json_t *calls;   // new array of {"id","type":"function","function":{"name","arguments"}} (arguments a JSON
-                     // string), NULL when the text holds no complete call
-    char *content;   // malloc'd text outside calls and reasoning (trimmed), NULL when none
+    json_t *calls; // new array of {"id","type":"function","function":{"name","arguments"}} (arguments a JSON
+                   // string), NULL when the text holds no complete call
+    char *content; // malloc'd text outside calls and reasoning (trimmed), NULL when none
     char *reasoning; // malloc'd <think>…</think> text or gpt-oss's analysis channel, NULL when none
 } tool_parsed;
 

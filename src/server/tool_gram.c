@@ -29,7 +29,8 @@ static void lit(tc_strbuf *b, const char *s) {
 static int is_required(const json_t *params, const char *key) {
     size_t i;
     const json_t *r;
-    json_array_foreach(json_object_get(params, "required"), i, r) if (json_is_string(r) && !strcmp(json_string_value(r), key)) return 1;
+    json_array_foreach(json_object_get(params, "required"), i,
+                       r) if (json_is_string(r) && !strcmp(json_string_value(r), key)) return 1;
     return 0;
 }
 
@@ -43,7 +44,8 @@ static int xml_params(gram_schema *g, const tool_gram_fn *fn, tc_strbuf *b, tc_e
         const char *type = json_string_value(json_object_get(prop, "type"));
         const json_t *mn = json_object_get(prop, "minLength"), *mx = json_object_get(prop, "maxLength");
         if (type && !strcmp(type, "string") && json_is_integer(mx)) // the length bounds, in bytes
-            snprintf(value, sizeof value, "[^<]{%lld,%lld}", json_is_integer(mn) ? (long long)json_integer_value(mn) : 0LL,
+            snprintf(value, sizeof value, "[^<]{%lld,%lld}",
+                     json_is_integer(mn) ? (long long)json_integer_value(mn) : 0LL,
                      (long long)json_integer_value(mx));
         else if (!type || strcmp(type, "string")) {
             int rc = gram_schema_add(g, prop, fn->params, value, sizeof value, err);
@@ -62,7 +64,8 @@ static int xml_params(gram_schema *g, const tool_gram_fn *fn, tc_strbuf *b, tc_e
 }
 
 // One call of fn (the rule body), without call_open when the prompt writes it (first call, prompt_opens).
-static int call_body(gram_schema *g, const tool_fmt_row *row, const tool_gram_fn *fn, tc_strbuf *b, tc_err *err) {
+static int call_body(gram_schema *g, const tool_fmt_row *row, const tool_gram_fn *fn, tc_strbuf *b,
+                     tc_err *err) {
     char args[32] = "empty-args", head[256];
     if (row->shape != TOOL_SHAPE_XML && fn->params) {
         int rc = gram_schema_add(g, fn->params, NULL, args, sizeof args, err);
@@ -91,7 +94,8 @@ static int call_body(gram_schema *g, const tool_fmt_row *row, const tool_gram_fn
         return 0;
     case TOOL_SHAPE_NAMED:
     case TOOL_SHAPE_HARMONY:
-        snprintf(head, sizeof head, "%s%s%s", row->prompt_opens ? "" : row->call_open, fn->name, row->call_mid);
+        snprintf(head, sizeof head, "%s%s%s", row->prompt_opens ? "" : row->call_open, fn->name,
+                 row->call_mid);
         lit(b, head);
         tc_strbuf_str(b, " ");
         tc_strbuf_str(b, args);

@@ -19,17 +19,22 @@ const char *tp_find(const char *p, const char *end, const char *s) {
     return memmem(p, (size_t)(end - p), s, n);
 }
 
-static int is_ws(char ch) { return ch == ' ' || ch == '\n' || ch == '\t' || ch == '\r'; }
+static int is_ws(char ch) {
+    return ch == ' ' || ch == '\n' || ch == '\t' || ch == '\r';
+}
 
 const char *tp_skip_ws(const char *p, const char *end) {
-    while (p < end && is_ws(*p)) p++;
+    while (p < end && is_ws(*p))
+        p++;
     return p;
 }
 
 const char *tp_trim_marker(const char *s, char *buf, size_t cap) {
-    while (*s && is_ws(*s)) s++;
+    while (*s && is_ws(*s))
+        s++;
     size_t n = strlen(s);
-    while (n && is_ws(s[n - 1])) n--;
+    while (n && is_ws(s[n - 1]))
+        n--;
     if (n >= cap) n = cap - 1;
     memcpy(buf, s, n);
     buf[n] = 0;
@@ -56,8 +61,8 @@ int tp_add_call(tp_ctx *c, const char *name, size_t name_len, json_t *args) {
     json_decref(args);
     char id[96];
     snprintf(id, sizeof id, "%s_%zu", c->o->id_base ? c->o->id_base : "call", json_array_size(c->calls));
-    json_t *call = a ? json_pack("{s:s,s:s,s:{s:s%,s:s}}", "id", id, "type", "function", "function", "name", name,
-                                 name_len, "arguments", a)
+    json_t *call = a ? json_pack("{s:s,s:s,s:{s:s%,s:s}}", "id", id, "type", "function", "function", "name",
+                                 name, name_len, "arguments", a)
                      : NULL;
     free(a);
     if (!call || json_array_append_new(c->calls, call)) c->oom = 1;
@@ -78,13 +83,15 @@ const json_t *tp_param_schema(const tp_ctx *c, const char *name, const char *key
 
 // A call object {name_key|"name": …, args_key|"arguments"|"parameters": {…}}; -1 when it is not one.
 static int add_call_object(tp_ctx *c, const json_t *o) {
-    const char *nk = c->row->name_key ? c->row->name_key : "name", *ak = c->row->args_key ? c->row->args_key : "arguments";
+    const char *nk = c->row->name_key ? c->row->name_key : "name",
+               *ak = c->row->args_key ? c->row->args_key : "arguments";
     const json_t *name = json_object_get(o, nk), *args = json_object_get(o, ak);
     if (!name) name = json_object_get(o, "name");
     if (!args) args = json_object_get(o, "arguments");
     if (!args) args = json_object_get(o, "parameters");
     if (!json_is_string(name) || !args) return -1;
-    json_t *a = json_is_string(args) ? json_loads(json_string_value(args), 0, NULL) : json_incref((json_t *)args);
+    json_t *a =
+        json_is_string(args) ? json_loads(json_string_value(args), 0, NULL) : json_incref((json_t *)args);
     if (!a) return -1;
     return tp_add_call(c, json_string_value(name), json_string_length(name), a);
 }
@@ -102,7 +109,8 @@ static json_t *json_at(const char *p, const char *end, const char **next) {
 // Hermes: call_open {…} call_close, any number of times, text around them.
 static void parse_tagged(tp_ctx *c, const char *p, const char *end) {
     char ob[MARK_CAP], cb[MARK_CAP];
-    const char *open = tp_trim_marker(c->row->call_open, ob, sizeof ob), *close = tp_trim_marker(c->row->call_close, cb, sizeof cb);
+    const char *open = tp_trim_marker(c->row->call_open, ob, sizeof ob),
+               *close = tp_trim_marker(c->row->call_close, cb, sizeof cb);
     while (p < end) {
         const char *o = tp_find(p, end, open);
         if (!o) break;
@@ -111,7 +119,7 @@ static void parse_tagged(tp_ctx *c, const char *p, const char *end) {
         json_t *j = json_loadb(in, (size_t)(in_end - in), JSON_DECODE_ANY, NULL);
         int ok = j && add_call_object(c, j) == 0;
         json_decref(j);
-        if (!ok && !cl) return; // cut inside the call: dropped
+        if (!ok && !cl) return;                                       // cut inside the call: dropped
         if (!ok) tc_strbuf_add(&c->content, o, (size_t)(in_end - o)); // not a call after all: text
         p = cl ? cl + strlen(close) : end;
     }
@@ -122,7 +130,8 @@ static void parse_tagged(tp_ctx *c, const char *p, const char *end) {
 // before a cut are kept.
 static void parse_list(tp_ctx *c, const char *p, const char *end) {
     char ob[MARK_CAP], cb[MARK_CAP];
-    const char *open = tp_trim_marker(c->row->open, ob, sizeof ob), *close = tp_trim_marker(c->row->close, cb, sizeof cb);
+    const char *open = tp_trim_marker(c->row->open, ob, sizeof ob),
+               *close = tp_trim_marker(c->row->close, cb, sizeof cb);
     // a list at the very start counts without its marker: a vocabulary whose marker is a control token may
     // leave it out of the detokenized text
     const char *s0 = tp_skip_ws(p, end);
@@ -154,7 +163,8 @@ static void parse_list(tp_ctx *c, const char *p, const char *end) {
             break;
         }
         p = tp_skip_ws(p, end);
-        if (*close && (size_t)(end - p) >= strlen(close) && !memcmp(p, close, strlen(close))) p += strlen(close);
+        if (*close && (size_t)(end - p) >= strlen(close) && !memcmp(p, close, strlen(close)))
+            p += strlen(close);
     }
     if (p < end) tc_strbuf_add(&c->content, p, (size_t)(end - p));
 }
@@ -164,7 +174,8 @@ static int looks_like_call(const char *q, const char *end) {
     q = tp_skip_ws(q, end);
     if (q >= end || *q != '{') return 0;
     q = tp_skip_ws(q + 1, end);
-    return (size_t)(end - q) >= 6 && !memcmp(q, "\"name\"", 6);
+    size_t n = (size_t)(end - q);
+    return !memcmp(q, "\"name\"", n < 6 ? n : 6); // also a cut inside {"name"
 }
 
 // Llama 3: [text <|python_tag|>] {…} [; {…}] …; output that does not start a call object is all content.
@@ -210,7 +221,8 @@ static void add_text(tp_ctx *c, const char *p, const char *end) {
 // ends with its call_open (so the text starts with a name), and its name "all" introduces text.
 static void parse_named(tp_ctx *c, const char *p, const char *end) {
     char ob[MARK_CAP], mb[MARK_CAP], cb[MARK_CAP];
-    const char *open = tp_trim_marker(c->row->call_open, ob, sizeof ob), *mid = tp_trim_marker(c->row->call_mid, mb, sizeof mb);
+    const char *open = tp_trim_marker(c->row->call_open, ob, sizeof ob),
+               *mid = tp_trim_marker(c->row->call_mid, mb, sizeof mb);
     const char *close = tp_trim_marker(c->row->call_close, cb, sizeof cb);
     int at_call = c->row->prompt_opens;
     while (p < end) {
@@ -222,7 +234,8 @@ static void parse_named(tp_ctx *c, const char *p, const char *end) {
         at_call = 0;
         const char *m = *mid ? tp_find(name, end, mid) : tp_find(name, end, "\n");
         const char *ne = m ? m : end;
-        while (ne > name && is_ws(ne[-1])) ne--;
+        while (ne > name && is_ws(ne[-1]))
+            ne--;
         name = tp_skip_ws(name, ne);
         if (first && !valid_name(name, (size_t)(ne - name))) { // the prompt's marker, then plain text
             add_text(c, p, end);
@@ -245,17 +258,40 @@ static void parse_named(tp_ctx *c, const char *p, const char *end) {
             continue;
         }
         p = tp_skip_ws(next, end);
-        if (*close && (size_t)(end - p) >= strlen(close) && !memcmp(p, close, strlen(close))) p += strlen(close);
+        if (*close && (size_t)(end - p) >= strlen(close) && !memcmp(p, close, strlen(close)))
+            p += strlen(close);
     }
     if (p < end) add_text(c, p, end);
 }
 
 // --- the entry point -----------------------------------------------------------------------------------
 
+// Drops the start of a call marker that ends the text (the output was cut inside "<tool_ca"): two bytes at
+// least, so text that merely ends with "<" or "[" stays, or the whole text.
+static void drop_partial_marker(tp_ctx *c) {
+    const char *mk[] = {c->row->open, c->row->call_open, c->row->call_close, c->row->close, c->row->sep};
+    tc_strbuf *b = &c->content;
+    for (size_t i = 0; i < sizeof mk / sizeof *mk && b->p; i++) {
+        char buf[MARK_CAP];
+        const char *m = tp_trim_marker(mk[i], buf, sizeof buf);
+        size_t ml = strlen(m);
+        size_t k = ml ? ml - 1 : 0;
+        if (k > b->n) k = b->n;
+        for (; k >= 1; k--)
+            if ((k >= 2 || tp_skip_ws(b->p, b->p + b->n - k) == b->p + b->n - k) &&
+                !memcmp(b->p + b->n - k, m, k)) {
+                b->n -= k;
+                b->p[b->n] = 0;
+                break;
+            }
+    }
+}
+
 static char *trimmed(const tc_strbuf *b) {
     if (!b->p) return NULL;
     const char *p = tp_skip_ws(b->p, b->p + b->n), *e = b->p + b->n;
-    while (e > p && is_ws(e[-1])) e--;
+    while (e > p && is_ws(e[-1]))
+        e--;
     return e > p ? strndup(p, (size_t)(e - p)) : NULL;
 }
 
@@ -272,13 +308,26 @@ int tool_fmt_parse(tool_fmt f, const char *text, size_t len, const tool_parse_op
     }
     const char *p = text, *end = text + len;
     switch (c.row->shape) {
-    case TOOL_SHAPE_JSON_TAGGED: parse_tagged(&c, p, end); break;
-    case TOOL_SHAPE_JSON_LIST: parse_list(&c, p, end); break;
-    case TOOL_SHAPE_JSON_BARE: parse_bare(&c, p, end); break;
-    case TOOL_SHAPE_NAMED: parse_named(&c, p, end); break;
-    case TOOL_SHAPE_XML: tp_parse_xml(&c, p, end); break;
-    case TOOL_SHAPE_HARMONY: tp_parse_harmony(&c, p, end); break;
+    case TOOL_SHAPE_JSON_TAGGED:
+        parse_tagged(&c, p, end);
+        break;
+    case TOOL_SHAPE_JSON_LIST:
+        parse_list(&c, p, end);
+        break;
+    case TOOL_SHAPE_JSON_BARE:
+        parse_bare(&c, p, end);
+        break;
+    case TOOL_SHAPE_NAMED:
+        parse_named(&c, p, end);
+        break;
+    case TOOL_SHAPE_XML:
+        tp_parse_xml(&c, p, end);
+        break;
+    case TOOL_SHAPE_HARMONY:
+        tp_parse_harmony(&c, p, end);
+        break;
     }
+    drop_partial_marker(&c);
     int oom = c.oom || !c.calls || c.content.oom || c.reasoning.oom || body.oom;
     if (!oom) {
         out->content = trimmed(&c.content);

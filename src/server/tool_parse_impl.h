@@ -12,7 +12,7 @@
 typedef struct tp_ctx {
     const tool_fmt_row *row;
     const tool_parse_opts *o;
-    json_t *calls;               // owned array being filled
+    json_t *calls;                // owned array being filled
     tc_strbuf content, reasoning; // owned
     int oom;
 } tp_ctx;

@@ -24,8 +24,10 @@ static json_t *xml_value(const tp_ctx *c, const char *fn, const char *key, const
 
 // <function=name>\n(<parameter=key>\nvalue\n</parameter>\n)*</function>: the arguments object, *next past
 // </function>; NULL when the text is cut before </function> or malformed.
-static json_t *xml_function(const tp_ctx *c, const char *p, const char *end, char *name, size_t cap, const char **next) {
-    static const char FN[] = "<function=", PAR[] = "<parameter=", PEND[] = "</parameter>", FEND[] = "</function>";
+static json_t *xml_function(const tp_ctx *c, const char *p, const char *end, char *name, size_t cap,
+                            const char **next) {
+    static const char FN[] = "<function=", PAR[] = "<parameter=", PEND[] = "</parameter>",
+                      FEND[] = "</function>";
     p = tp_skip_ws(p, end);
     if ((size_t)(end - p) < sizeof FN - 1 || memcmp(p, FN, sizeof FN - 1)) return NULL;
     p += sizeof FN - 1;
@@ -68,7 +70,11 @@ void tp_parse_xml(tp_ctx *c, const char *p, const char *end) {
         if (!args) return; // cut inside the call (or not a call): dropped
         if (tp_add_call(c, name, strlen(name), args)) return;
         p = tp_skip_ws(next, end);
-        if ((size_t)(end - p) >= sizeof CLOSE - 1 && !memcmp(p, CLOSE, sizeof CLOSE - 1)) p += sizeof CLOSE - 1;
+        size_t r = (size_t)(end - p);
+        if (r >= sizeof CLOSE - 1 && !memcmp(p, CLOSE, sizeof CLOSE - 1))
+            p += sizeof CLOSE - 1;
+        else if (!memcmp(p, CLOSE, r))
+            p = end; // cut inside </tool_call>
     }
     if (p < end) tc_strbuf_add(&c->content, p, (size_t)(end - p));
 }
@@ -88,14 +94,17 @@ static const char *body_end(const char *p, const char *end, const char **after) 
     return best;
 }
 
-// Messages: [<|start|>assistant][ to=functions.NAME]<|channel|>CHANNEL[ to=functions.NAME][ <|constrain|>json]
+// Messages: [<|start|>assistant][ to=functions.NAME]<|channel|>CHANNEL[ to=functions.NAME][
+// <|constrain|>json]
 // <|message|>BODY(<|end|>|<|call|>|<|return|>). analysis → reasoning, final and plain commentary → content,
 // a recipient functions.NAME → a call with BODY as its arguments.
 void tp_parse_harmony(tp_ctx *c, const char *p, const char *end) {
-    static const char START[] = "<|start|>assistant", CH[] = "<|channel|>", MSG[] = "<|message|>", TO[] = "to=functions.";
+    static const char START[] = "<|start|>assistant", CH[] = "<|channel|>", MSG[] = "<|message|>",
+                      TO[] = "to=functions.";
     while (p < end) {
         p = tp_skip_ws(p, end);
-        if ((size_t)(end - p) >= sizeof START - 1 && !memcmp(p, START, sizeof START - 1)) p += sizeof START - 1;
+        if ((size_t)(end - p) >= sizeof START - 1 && !memcmp(p, START, sizeof START - 1))
+            p += sizeof START - 1;
         const char *ch = tp_find(p, end, CH);
         if (!ch) {
             if (p < end && *p != '<') tc_strbuf_add(&c->content, p, (size_t)(end - p)); // not harmony: text
@@ -107,7 +116,8 @@ void tp_parse_harmony(tp_ctx *c, const char *p, const char *end) {
         const char *body = msg + sizeof MSG - 1, *be = body_end(body, end, &after);
         if (to) {
             const char *n = to + sizeof TO - 1, *ne = n;
-            while (ne < msg && *ne != ' ' && *ne != '<') ne++;
+            while (ne < msg && *ne != ' ' && *ne != '<')
+                ne++;
             json_t *args = json_loadb(body, (size_t)(be - body), 0, NULL);
             if (!args || tp_add_call(c, n, (size_t)(ne - n), args)) return; // cut or malformed: dropped
         } else {

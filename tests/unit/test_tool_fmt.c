@@ -19,7 +19,9 @@
 // The format each template selects ("-": none of the table's markers, the family's format applies).
 // GLM-4.6/4.7, Spark, Ling and Laguna write <tool_call>name<arg_key>…: detected as hermes, whose parser
 // does not read that (a format not in the table yet).
-static const struct { const char *file, *fmt; } TEMPLATES[] = {
+static const struct {
+    const char *file, *fmt;
+} TEMPLATES[] = {
     {"Apertus-8B-Instruct.jinja", "-"},
     {"Apriel-1.6-15b-Thinker-fixed.jinja", "-"},
     {"Bielik-11B-v3.0-Instruct.jinja", "hermes"},
@@ -111,11 +113,12 @@ static const fmt_case CASES[] = {
      "\"get_weather\", \"arguments\": " A2 "}\n</tool_call>",
      "I will check.\n"},
     {TOOL_FMT_LLAMA3, "{\"name\": \"get_weather\", \"parameters\": " A1 "}",
-     "{\"name\": \"get_weather\", \"parameters\": " A1 "}\n{\"name\": \"get_weather\", \"parameters\": " A2 "}",
+     "{\"name\": \"get_weather\", \"parameters\": " A1 "}\n{\"name\": \"get_weather\", \"parameters\": " A2
+     "}",
      "I will check.<|python_tag|>"},
     {TOOL_FMT_MISTRAL, "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": " A1 "}]",
-     "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": " A1 "}, {\"name\": \"get_weather\", \"arguments\": " A2
-     "}]",
+     "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": " A1
+     "}, {\"name\": \"get_weather\", \"arguments\": " A2 "}]",
      "I will check.\n"},
     {TOOL_FMT_MISTRAL_ARGS, "[TOOL_CALLS]get_weather[ARGS]" A1,
      "[TOOL_CALLS]get_weather[ARGS]" A1 "[TOOL_CALLS]get_weather[ARGS]" A2, "I will check.\n"},
@@ -126,34 +129,41 @@ static const fmt_case CASES[] = {
      "{\"units\": [\"c\"]}\n</parameter>\n</function>\n</tool_call>",
      "I will check.\n"},
     {TOOL_FMT_DEEPSEEK_R1, DSB DCB "function" DSP "get_weather\n```json\n" A1 "\n```" DCE DSE,
-     DSB DCB "function" DSP "get_weather\n```json\n" A1 "\n```" DCE "\n" DCB "function" DSP "get_weather\n```json\n" A2
-     "\n```" DCE DSE,
+     DSB DCB "function" DSP "get_weather\n```json\n" A1 "\n```" DCE "\n" DCB "function" DSP
+             "get_weather\n```json\n" A2 "\n```" DCE DSE,
      "I will check.\n"},
     {TOOL_FMT_DEEPSEEK_V31, DSB DCB "get_weather" DSP A1 DCE DSE,
      DSB DCB "get_weather" DSP A1 DCE DCB "get_weather" DSP A2 DCE DSE, "I will check.\n"},
     {TOOL_FMT_FUNCTIONARY_V31, "<function=get_weather>" A1 "</function>",
      "<function=get_weather>" A1 "</function>\n<function=get_weather>" A2 "</function>", "I will check.\n"},
-    {TOOL_FMT_FUNCTIONARY_V32, "get_weather\n" A1, "get_weather\n" A1 "\n>>>get_weather\n" A2, "all\nI will check.\n>>>"},
+    {TOOL_FMT_FUNCTIONARY_V32, "get_weather\n" A1, "get_weather\n" A1 "\n>>>get_weather\n" A2,
+     "all\nI will check.\n>>>"},
     {TOOL_FMT_COMMAND_R, "Action:\n```json\n[{\"tool_name\": \"get_weather\", \"parameters\": " A1 "}]\n```",
-     "Action:\n```json\n[{\"tool_name\": \"get_weather\", \"parameters\": " A1 "}, {\"tool_name\": \"get_weather\", "
+     "Action:\n```json\n[{\"tool_name\": \"get_weather\", \"parameters\": " A1
+     "}, {\"tool_name\": \"get_weather\", "
      "\"parameters\": " A2 "}]\n```",
      "I will check.\n"},
-    {TOOL_FMT_COMMAND_R7B, "<|START_ACTION|>[{\"tool_name\": \"get_weather\", \"parameters\": " A1 "}]<|END_ACTION|>",
-     "<|START_ACTION|>[{\"tool_name\": \"get_weather\", \"parameters\": " A1 "}, {\"tool_name\": \"get_weather\", "
+    {TOOL_FMT_COMMAND_R7B,
+     "<|START_ACTION|>[{\"tool_name\": \"get_weather\", \"parameters\": " A1 "}]<|END_ACTION|>",
+     "<|START_ACTION|>[{\"tool_name\": \"get_weather\", \"parameters\": " A1
+     "}, {\"tool_name\": \"get_weather\", "
      "\"parameters\": " A2 "}]<|END_ACTION|>",
      "I will check.\n"},
     {TOOL_FMT_GRANITE, "<|tool_call|>[{\"name\": \"get_weather\", \"arguments\": " A1 "}]",
-     "<|tool_call|>[{\"name\": \"get_weather\", \"arguments\": " A1 "}, {\"name\": \"get_weather\", \"arguments\": " A2
-     "}]",
+     "<|tool_call|>[{\"name\": \"get_weather\", \"arguments\": " A1
+     "}, {\"name\": \"get_weather\", \"arguments\": " A2 "}]",
      "I will check.\n"},
-    {TOOL_FMT_HARMONY, "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>" A1 "<|call|>",
-     "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>" A1 "<|call|><|start|>assistant"
+    {TOOL_FMT_HARMONY,
+     "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>" A1 "<|call|>",
+     "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>" A1
+     "<|call|><|start|>assistant"
      "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>" A2 "<|call|>",
      "<|channel|>analysis<|message|>I will check.<|end|><|start|>assistant"},
 };
 
 static const char *TOOLS =
-    "[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"parameters\":{\"type\":\"object\",\"properties\":"
+    "[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"parameters\":{\"type\":\"object\","
+    "\"properties\":"
     "{\"city\":{\"type\":\"string\"},\"opts\":{\"type\":\"object\"}},\"required\":[\"city\"]}}},"
     "{\"type\":\"function\",\"function\":{\"name\":\"noop\"}}]";
 
@@ -177,7 +187,8 @@ static char *grammar_of(tool_fmt f, const json_t *tools, int only, int parallel)
     for (size_t i = 0; i < json_array_size(tools); i++) {
         if (only >= 0 && (int)i != only) continue;
         json_t *fn = json_object_get(json_array_get(tools, i), "function");
-        fns[n++] = (tool_gram_fn){json_string_value(json_object_get(fn, "name")), json_object_get(fn, "parameters"), 0};
+        fns[n++] = (tool_gram_fn){json_string_value(json_object_get(fn, "name")),
+                                  json_object_get(fn, "parameters"), 0};
     }
     char *g = NULL;
     tc_err err = {0};
@@ -187,12 +198,14 @@ static char *grammar_of(tool_fmt f, const json_t *tools, int only, int parallel)
 
 static void check_call(const char *what, const json_t *calls, size_t i, const char *args) {
     json_t *fn = json_object_get(json_array_get(calls, i), "function");
-    const char *name = json_string_value(json_object_get(fn, "name")), *a = json_string_value(json_object_get(fn, "arguments"));
+    const char *name = json_string_value(json_object_get(fn, "name")),
+               *a = json_string_value(json_object_get(fn, "arguments"));
     CHECK_MSG(name && !strcmp(name, "get_weather"), "%s: call %zu name %s", what, i, name ? name : "(none)");
     CHECK_MSG(a && !strcmp(a, args), "%s: call %zu arguments %s, want %s", what, i, a ? a : "(none)", args);
 }
 
-static void parse(tool_fmt f, const char *text, size_t len, int reasoning, const json_t *tools, tool_parsed *tp) {
+static void parse(tool_fmt f, const char *text, size_t len, int reasoning, const json_t *tools,
+                  tool_parsed *tp) {
     tool_parse_opts o = {.id_base = "call_t", .reasoning = reasoning, .tools = tools};
     CHECK(tool_fmt_parse(f, text, len, &o, tp) == 0);
 }
@@ -247,10 +260,12 @@ static void check_format(const fmt_case *c, const json_t *tools) {
         // the prompt opened <think> (DeepSeek R1): reasoning up to </think>, or none when it never closes
         tool_parse_opts o = {.id_base = "call_t", .reasoning = 1, .in_think = 1, .tools = tools};
         CHECK(tool_fmt_parse(c->f, buf + 8, strlen(buf + 8), &o, &tp) == 0);
-        CHECK_MSG(json_array_size(tp.calls) == 1 && tp.reasoning && !strcmp(tp.reasoning, "Let me think."), "%s: in think", what);
+        CHECK_MSG(json_array_size(tp.calls) == 1 && tp.reasoning && !strcmp(tp.reasoning, "Let me think."),
+                  "%s: in think", what);
         tool_parsed_free(&tp);
         CHECK(tool_fmt_parse(c->f, c->one, strlen(c->one), &o, &tp) == 0);
-        CHECK_MSG(json_array_size(tp.calls) == 1 && !tp.reasoning, "%s: forced call after an open <think>", what);
+        CHECK_MSG(json_array_size(tp.calls) == 1 && !tp.reasoning, "%s: forced call after an open <think>",
+                  what);
         tool_parsed_free(&tp);
     }
     // cut inside the second call: the first stays a call, the markup of the second is not content
@@ -261,6 +276,13 @@ static void check_format(const fmt_case *c, const json_t *tools) {
     check_call(what, tp.calls, 0, J1);
     CHECK_MSG(!tp.content, "%s: content %s", what, tp.content);
     tool_parsed_free(&tp);
+    // every cut of the two calls: complete calls only, never markup in content
+    for (size_t i = 0, n = strlen(c->two); i <= n; i++) {
+        parse(c->f, c->two, i, 0, tools, &tp);
+        CHECK_MSG(!tp.content, "%s cut at %zu: content '%s'", nm, i, tp.content);
+        CHECK_MSG(json_array_size(tp.calls) <= 2, "%s cut at %zu", nm, i);
+        tool_parsed_free(&tp);
+    }
     // plain text is content
     parse(c->f, "It is sunny.", 12, 0, tools, &tp);
     CHECK_MSG(!tp.calls && tp.content && !strcmp(tp.content, "It is sunny."), "%s: plain text", nm);
@@ -299,17 +321,20 @@ static void check_detection(void) {
         if (!src) continue;
         tool_fmt f = tool_fmt_detect(src, TOOL_FMT_COUNT);
         const char *got = f == TOOL_FMT_COUNT ? "-" : tool_fmt_name(f);
-        CHECK_MSG(!strcmp(got, TEMPLATES[i].fmt), "%s: %s, want %s", TEMPLATES[i].file, got, TEMPLATES[i].fmt);
+        CHECK_MSG(!strcmp(got, TEMPLATES[i].fmt), "%s: %s, want %s", TEMPLATES[i].file, got,
+                  TEMPLATES[i].fmt);
         free(src);
     }
-    for (int f = 0; f < TOOL_FMT_COUNT; f++) CHECK_EQ_INT(tool_fmt_from_name(tool_fmt_name((tool_fmt)f)), f);
+    for (int f = 0; f < TOOL_FMT_COUNT; f++)
+        CHECK_EQ_INT(tool_fmt_from_name(tool_fmt_name((tool_fmt)f)), f);
 }
 
 int main(void) {
     json_t *tools = json_loads(TOOLS, 0, NULL);
     CHECK(tools != NULL);
     CHECK_EQ_INT(sizeof CASES / sizeof *CASES, TOOL_FMT_COUNT);
-    for (size_t i = 0; i < sizeof CASES / sizeof *CASES; i++) check_format(&CASES[i], tools);
+    for (size_t i = 0; i < sizeof CASES / sizeof *CASES; i++)
+        check_format(&CASES[i], tools);
     check_no_params(tools);
     check_detection();
     json_decref(tools);

@@ -197,11 +197,60 @@ static const char *finish_api(engine_finish f) {
     }
 }
 
-// The tool calls in a choice's text (NULL if none); *content: text around them (malloc'd, may be NULL).
-static json_t *tool_calls_of(gen_choice *c, char **content) {
+// A choice's text with tools in play, split by the model's tool-call format (tool_fmt.h): calls, content
+// and reasoning. Out of memory leaves *tp empty (the text is then dropped rather than sent as raw markup).
+static void tools_of(gen_choice *c, tool_parsed *tp) {
+    gen_req *g = c->g;
     char base[64];
-    snprintf(base, sizeof base, "call_%.24s_%d", c->g->id + (c->g->q.kind == OAI_CHAT ? 9 : 5), c->index);
-    return oai_tools_parse(oai_tool_style_of(c->g->s->chat), c->sb.text ? c->sb.text : "", c->sb.len, base, content);
+    snprintf(base, sizeof base, "call_%.24s_%d", g->id + (g->q.kind == OAI_CHAT ? 9 : 5), c->index);
+    tool_parse_opts o = {.id_base = base,
+                         .reasoning = g->s->o.reasoning_format != SRV_REASONING_NONE,
+                         .in_think = chat_family_opens_think(g->s->chat),
+                         .tools = json_object_get(g->q.root, "tools")};
+    if (tool_fmt_parse(g->s->tools, c->sb.text ? c->sb.text : "", c->sb.len, &o, tp)) memset(tp, 0, sizeof *tp);
+}
+
+// Streams a tools choice at its end: reasoning, content and the calls (complete calls count also when the
+// output was cut: finish_reason stays "length"); markup of a cut call is not sent.
+static void stream_tools(gen_choice *c, const char **reason) {
+    gen_req *g = c->g;
+    srv_model *s = g->s;
+    tool_parsed tp;
+    tools_of(c, &tp);
+    if (tp.calls && !strcmp(*reason, "stop")) *reason = c->finish_reason = "tool_calls";
+    if (tp.reasoning || tp.content) {
+        json_t *ch = oai_chunk(g->q.kind, g->id, g->created, s->name, c->index, NULL, tp.content,
+                               tp.content ? strlen(tp.content) : 0, NULL, NULL);
+        if (tp.reasoning)
+            json_object_set_new(json_object_get(json_array_get(json_object_get(ch, "choices"), 0), "delta"),
+                                "reasoning_content", json_string(tp.reasoning));
+        gen_queue_json(g, ch);
+    }
+    if (tp.calls) {
+        json_t *chunks = oai_tool_call_chunks(g->id, g->created, s->name, c->index, tp.calls), *ch;
+        size_t k;
+        json_array_foreach(chunks, k, ch) gen_queue_json(g, json_incref(ch));
+        json_decref(chunks);
+    }
+    tool_parsed_free(&tp);
+    c->sb.emitted = c->sb.len; // the text went out as parsed above
+}
+
+// The non-streamed form of stream_tools: the choice's message gets the calls, content and reasoning.
+static void choice_tools(gen_choice *c, json_t *ch) {
+    tool_parsed tp;
+    tools_of(c, &tp);
+    json_t *msg = json_object_get(ch, "message");
+    if (tp.calls) {
+        oai_choice_set_tool_calls(ch, tp.calls, tp.content);
+        tp.calls = NULL;
+        if (!strcmp(c->finish_reason, "stop")) c->finish_reason = "tool_calls";
+        else json_object_set_new(ch, "finish_reason", json_string(c->finish_reason));
+    } else {
+        json_object_set_new(msg, "content", json_string(tp.content ? tp.content : ""));
+    }
+    if (tp.reasoning) json_object_set_new(msg, "reasoning_content", json_string(tp.reasoning));
+    tool_parsed_free(&tp);
 }
 
 // Closes a choice's text: flushes the detokenizer, releases the rest, queues the finish chunk.
@@ -221,23 +270,7 @@ static void close_text(gen_choice *c, const char *reason, int aborted) {
                 : !strcmp(reason, "length") ? s->mt.success_length
                                             : s->mt.success_abort;
     metric_inc(m, 1);
-    json_t *calls = NULL;
-    if (oai_tools_active(&g->q) && !strcmp(reason, "stop") && g->q.stream && g->req) {
-        char *content = NULL;
-        calls = tool_calls_of(c, &content);
-        if (calls) {
-            reason = c->finish_reason = "tool_calls";
-            if (content) gen_queue_json(g, oai_chunk(g->q.kind, g->id, g->created, s->name, c->index, NULL, content,
-                                                 strlen(content), NULL, NULL));
-            json_t *chunks = oai_tool_call_chunks(g->id, g->created, s->name, c->index, calls), *ch;
-            size_t k;
-            json_array_foreach(chunks, k, ch) gen_queue_json(g, json_incref(ch));
-            json_decref(chunks);
-            json_decref(calls);
-            free(content);
-            c->sb.emitted = c->sb.len; // the text went out as tool calls
-        }
-    }
+    if (oai_tools_active(&g->q) && g->q.stream && g->req && strcmp(reason, "error")) stream_tools(c, &reason);
     if (g->q.stream && g->req) {
         emit_stream(c, 1);
         if (strcmp(reason, "error")) {
@@ -424,12 +457,7 @@ static void complete(gen_req *g) {
         free(rtext.p), free(ctext.p);
         free(joined);
         c->lp = NULL;
-        if (oai_tools_active(&g->q) && !strcmp(c->finish_reason, "stop")) {
-            char *content = NULL;
-            json_t *calls = tool_calls_of(c, &content);
-            if (calls) oai_choice_set_tool_calls(ch, calls, content), c->finish_reason = "tool_calls";
-            free(content);
-        }
+        if (oai_tools_active(&g->q)) choice_tools(c, ch);
         json_array_append_new(choices, ch);
     }
     json_t *resp = oai_response(g->q.kind, g->id, g->created, s->name, choices, usage_json(g, n_out));

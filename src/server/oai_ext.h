@@ -21,7 +21,7 @@ typedef struct oai_ext {
     int n_tools;
     oai_tool_choice choice;
     int named;    // OAI_TC_NAMED: index into tools
-    int parallel; // parallel_tool_calls (default 1)
+    int parallel; // parallel_tool_calls: 1 true, 0 false, -1 not given (a forced choice then gives one call)
 } oai_ext;
 
 #endif

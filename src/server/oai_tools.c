@@ -72,7 +72,7 @@ static int valid_name(const char *s) {
 static int parse_tools(oai_req *r, oai_err *e) {
     json_t *tools = json_object_get(r->root, "tools");
     oai_ext *x = &r->ext;
-    x->parallel = 1;
+    x->parallel = -1;
     if (tools && !json_is_null(tools)) {
         if (r->kind != OAI_CHAT) return BAD(e, "tools", "'tools' is only supported for chat completions");
         if (!json_is_array(tools)) return BAD(e, "tools", "'tools' must be an array");

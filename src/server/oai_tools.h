@@ -1,14 +1,15 @@
 // Structured outputs and tool calling for the OpenAI API, kept apart from the field table in oai_req.c
 // (which calls oai_ext_parse once): response_format (json_object / json_schema), the llama.cpp `grammar`
 // field (GBNF), tools / tool_choice / parallel_tool_calls; rendering tool definitions, assistant tool calls
-// and tool results into messages for a chat-template family; the grammar that forces a tool call; parsing
-// tool calls out of generated text. Free of I/O so it can be unit tested.
+// and tool results into messages for a chat-template family; the grammar that forces a tool call (in the
+// formats of tool_fmt.h, which also parses calls out of generated text). Free of I/O so it can be unit tested.
 #ifndef TACHYON_SERVER_OAI_TOOLS_H
 #define TACHYON_SERVER_OAI_TOOLS_H
 
 #include <jansson.h>
 
 #include "server/oai_ext.h"
+#include "server/tool_fmt.h"
 #include "tokenizer/chat.h"
 
 struct oai_req;
@@ -37,14 +38,10 @@ void oai_tools_msgs_free(chat_msg *msgs, char **owned, int n_owned);
 
 int oai_wants_grammar(const struct oai_req *r); // 1 if oai_output_grammar gives a grammar
 // GBNF the output must follow, or *gbnf = NULL: the request's grammar / response_format, or, with
-// tool_choice "required" or a named function, a call (calls if parallel) with arguments per the schema.
-// *gbnf malloc'd.
-int oai_output_grammar(const struct oai_req *r, chat_family f, char **gbnf, struct oai_err *e);
-
-// Tool calls in generated text. Returns a new array of {"id","type":"function","function":{"name",
-// "arguments"}} (arguments as a JSON string), or NULL if the text holds none; *content (malloc'd, may be
-// NULL) gets the text around the calls. ids are id_base + "_" + index.
-json_t *oai_tools_parse(oai_tool_style st, const char *text, size_t len, const char *id_base, char **content);
+// tool_choice "required" or a named function, one call in the model's tool-call format f (several when
+// parallel_tool_calls is true) with arguments per the schema. *gbnf malloc'd. Calls in the output are
+// parsed by tool_fmt_parse (tool_fmt.h).
+int oai_output_grammar(const struct oai_req *r, tool_fmt f, char **gbnf, struct oai_err *e);
 
 // Rewrites a chat choice (from oai_choice) to carry tool calls: content null, tool_calls, finish_reason
 // "tool_calls". calls stolen.

@@ -167,165 +167,29 @@ int oai_wants_grammar(const oai_req *r) {
     return r->ext.grammar || (oai_tools_active(r) && r->ext.choice != OAI_TC_AUTO);
 }
 
-int oai_output_grammar(const oai_req *r, chat_family f, char **gbnf, oai_err *e) {
+int oai_output_grammar(const oai_req *r, tool_fmt f, char **gbnf, oai_err *e) {
     *gbnf = NULL;
     if (r->ext.grammar) {
         if (!(*gbnf = strdup(r->ext.grammar))) return oai_err_set(e, 500, "server_error", NULL, NULL, "out of memory");
         return 0;
     }
     if (!oai_wants_grammar(r)) return 0;
-    oai_tool_style st = oai_tool_style_of(f);
-    gram_schema *b = gram_schema_new(0);
-    tc_strbuf alts = {0};
-    int rc = b ? 0 : TC_ERR_NOMEM;
-    tc_err err = {0};
-    for (int i = 0; i < r->ext.n_tools && !rc; i++) {
+    tool_gram_fn *fns = calloc((size_t)r->ext.n_tools, sizeof *fns);
+    if (!fns) return oai_err_set(e, 500, "server_error", NULL, NULL, "out of memory");
+    int n = 0;
+    for (int i = 0; i < r->ext.n_tools; i++) {
         if (r->ext.choice == OAI_TC_NAMED && i != r->ext.named) continue;
         const oai_tool *t = &r->ext.tools[i];
-        char args[32] = "object", name[48], lit[200];
-        if (t->params) rc = gram_schema_add(b, t->params, NULL, args, sizeof args, &err);
-        if (rc) break;
-        char head[160];
-        snprintf(head, sizeof head, "\"%s\", \"%s\": ", t->name, st == OAI_TS_LLAMA3 ? "parameters" : "arguments");
-        gram_literal(head, strlen(head), lit, sizeof lit);
-        char body[300];
-        snprintf(body, sizeof body, "%s %s", lit, args);
-        snprintf(name, sizeof name, "call%d", i);
-        rc = gram_schema_add_rule(b, name, body);
-        if (alts.n) tc_strbuf_str(&alts, " | ");
-        tc_strbuf_str(&alts, name);
+        fns[n++] = (tool_gram_fn){t->name, t->params, t->strict};
     }
-    if (!rc) {
-        char call[64 * 1024];
-        const char *open = st == OAI_TS_HERMES ? "\"<tool_call>\\n{\\\"name\\\": \"" : "\"{\\\"name\\\": \"";
-        const char *close = st == OAI_TS_HERMES ? "\"}\\n</tool_call>\"" : "\"}\"";
-        snprintf(call, sizeof call, "%s (%s) %s", open, alts.p ? alts.p : "", close);
-        rc = gram_schema_add_rule(b, "tool-call", call);
-        const char *root = st == OAI_TS_MISTRAL ? (r->ext.parallel ? "\"[\" tool-call (\", \" tool-call)* \"]\"" : "\"[\" tool-call \"]\"")
-                           : st == OAI_TS_LLAMA3 ? "tool-call"
-                           : r->ext.parallel     ? "tool-call (\"\\n\" tool-call)*"
-                                                 : "tool-call";
-        if (!rc) rc = gram_schema_add_rule(b, "root", root);
-        const char *text = rc ? NULL : gram_schema_text(b);
-        if (text && !(*gbnf = strdup(text))) rc = TC_ERR_NOMEM;
-        if (!text && !rc) rc = TC_ERR_NOMEM;
-    }
-    free(alts.p);
-    gram_schema_free(b);
-    if (rc == TC_ERR_NOMEM || alts.oom) return oai_err_set(e, 500, "server_error", NULL, NULL, "out of memory");
+    tc_err err = {0};
+    // one call unless the request asks for parallel calls (a forced choice means "call it", not "call it
+    // again and again")
+    int rc = tool_fmt_grammar(f, fns, n, r->ext.parallel == 1, gbnf, &err);
+    free(fns);
+    if (rc == TC_ERR_NOMEM) return oai_err_set(e, 500, "server_error", NULL, NULL, "out of memory");
     if (rc) return oai_err_set(e, 400, "invalid_request_error", NULL, "tools", "%s", err.msg);
     return 0;
-}
-
-// --- parsing calls out of text -------------------------------------------------------------------------
-
-// One call object {"name", "arguments"|"parameters"} → the API shape; NULL if it is not one.
-static json_t *api_call(const json_t *o, const char *id_base, size_t index) {
-    json_t *name = json_object_get(o, "name"), *args = json_object_get(o, "arguments");
-    if (!args) args = json_object_get(o, "parameters");
-    if (!json_is_string(name) || !args) return NULL;
-    char *a = json_is_string(args) ? strdup(json_string_value(args)) : json_dumps(args, JSON_COMPACT | JSON_ENCODE_ANY);
-    if (!a) return NULL;
-    char id[96];
-    snprintf(id, sizeof id, "%s_%zu", id_base, index);
-    json_t *c = json_pack("{s:s,s:s,s:{s:O,s:s}}", "id", id, "type", "function", "function", "name", name, "arguments", a);
-    free(a);
-    return c;
-}
-
-static const char *skip_ws(const char *p, const char *end) {
-    while (p < end && (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r')) p++;
-    return p;
-}
-
-static char *trimmed_copy(const char *p, size_t n) {
-    const char *end = p + n;
-    p = skip_ws(p, end);
-    while (end > p && (end[-1] == ' ' || end[-1] == '\n' || end[-1] == '\t' || end[-1] == '\r')) end--;
-    return end > p ? strndup(p, (size_t)(end - p)) : NULL;
-}
-
-static json_t *parse_hermes(const char *text, size_t len, const char *id_base, char **content) {
-    static const char OPEN[] = "<tool_call>", CLOSE[] = "</tool_call>";
-    json_t *calls = json_array();
-    tc_strbuf rest = {0};
-    const char *p = text, *end = text + len;
-    while (p < end) {
-        const char *o = memmem(p, (size_t)(end - p), OPEN, sizeof OPEN - 1);
-        if (!o) break;
-        tc_strbuf_add(&rest, p, (size_t)(o - p));
-        const char *in = o + sizeof OPEN - 1;
-        const char *c = memmem(in, (size_t)(end - in), CLOSE, sizeof CLOSE - 1);
-        const char *in_end = c ? c : end;
-        json_t *j = json_loadb(in, (size_t)(in_end - in), JSON_DECODE_ANY, NULL);
-        json_t *call = j ? api_call(j, id_base, json_array_size(calls)) : NULL;
-        json_decref(j);
-        if (!call) { // not a call after all: keep the text
-            tc_strbuf_add(&rest, o, (size_t)(in_end - o));
-            p = in_end;
-            continue;
-        }
-        json_array_append_new(calls, call);
-        p = c ? c + sizeof CLOSE - 1 : end;
-    }
-    if (p < end) tc_strbuf_add(&rest, p, (size_t)(end - p));
-    if (!json_array_size(calls)) {
-        json_decref(calls);
-        free(rest.p);
-        return NULL;
-    }
-    *content = rest.p ? trimmed_copy(rest.p, rest.n) : NULL;
-    free(rest.p);
-    return calls;
-}
-
-// Llama 3 (one or more JSON objects, optionally after <|python_tag|>) and Mistral ([TOOL_CALLS] [ … ]).
-static json_t *parse_json_calls(oai_tool_style st, const char *text, size_t len, const char *id_base) {
-    const char *p = text, *end = text + len;
-    p = skip_ws(p, end);
-    static const char TC[] = "[TOOL_CALLS]", PT[] = "<|python_tag|>";
-    if (st == OAI_TS_MISTRAL && (size_t)(end - p) >= sizeof TC - 1 && !memcmp(p, TC, sizeof TC - 1)) p += sizeof TC - 1;
-    if (st == OAI_TS_LLAMA3 && (size_t)(end - p) >= sizeof PT - 1 && !memcmp(p, PT, sizeof PT - 1)) p += sizeof PT - 1;
-    json_t *calls = json_array();
-    for (;;) {
-        p = skip_ws(p, end);
-        if (p < end && *p == ';') p = skip_ws(p + 1, end);
-        if (p >= end) break;
-        json_error_t je;
-        json_t *j = json_loadb(p, (size_t)(end - p), JSON_DISABLE_EOF_CHECK | JSON_DECODE_ANY, &je);
-        if (!j) goto fail;
-        p += je.position;
-        json_t *items = json_is_array(j) ? j : NULL, *it;
-        size_t i;
-        if (items) {
-            json_array_foreach(items, i, it) {
-                json_t *c = api_call(it, id_base, json_array_size(calls));
-                if (!c) {
-                    json_decref(j);
-                    goto fail;
-                }
-                json_array_append_new(calls, c);
-            }
-        } else {
-            json_t *c = api_call(j, id_base, json_array_size(calls));
-            if (!c) {
-                json_decref(j);
-                goto fail;
-            }
-            json_array_append_new(calls, c);
-        }
-        json_decref(j);
-    }
-    if (json_array_size(calls)) return calls;
-fail:
-    json_decref(calls);
-    return NULL;
-}
-
-json_t *oai_tools_parse(oai_tool_style st, const char *text, size_t len, const char *id_base, char **content) {
-    *content = NULL;
-    if (st == OAI_TS_HERMES) return parse_hermes(text, len, id_base, content);
-    return parse_json_calls(st, text, len, id_base);
 }
 
 // --- response shapes -----------------------------------------------------------------------------------

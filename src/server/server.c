@@ -65,6 +65,8 @@ static int load_model(srv_model *s, tc_err *err) {
             else if (!s->chat_src && chat_family_for_arch(hp->arch) != CHAT_UNKNOWN) s->chat = chat_family_for_arch(hp->arch);
             else s->chat = CHAT_CHATML; // no or unrecognized template: ChatML (logged when ready)
         }
+        tool_fmt fam = s->chat == CHAT_LLAMA3 ? TOOL_FMT_LLAMA3 : s->chat == CHAT_MISTRAL ? TOOL_FMT_MISTRAL : TOOL_FMT_HERMES;
+        s->tools = s->tmpl && chat_tmpl_reads(s->tmpl, "tools") ? tool_fmt_detect(s->chat_src, fam) : fam;
         int32_t b = tok_bos(s->vocab);
         if (!rc && b >= 0) {
             int n = tok_piece(s->vocab, b, 0, s->bos_text, sizeof s->bos_text - 1);
@@ -133,13 +135,13 @@ static void loaded_cb(evutil_socket_t fd, short what, void *arg) {
 
 static void log_ready(srv_model *s) {
     const model_hparams *hp = model_get_hparams(s->m);
-    srv_log(&s->o, SRV_LOG_INFO, "model ready: %s (%s, %d layers, ctx %d, chat template %s%s, %d end-of-generation "
-            "tokens)", s->name, hp->arch, hp->n_layers, s->ctx_size,
+    srv_log(&s->o, SRV_LOG_INFO, "model ready: %s (%s, %d layers, ctx %d, chat template %s%s, tool calls %s, %d "
+            "end-of-generation tokens)", s->name, hp->arch, hp->n_layers, s->ctx_size,
             s->tmpl ? (s->o.chat_template_file ? "from --chat-template-file" : "of the model (Jinja)")
                     : chat_family_name(s->chat),
             s->tmpl || s->o.chat_template || (s->chat_src && chat_detect(s->chat_src) != CHAT_UNKNOWN) ? ""
                                                                                          : " (fallback)",
-            s->n_eog);
+            tool_fmt_name(s->tools), s->n_eog);
     if (s->ctx_size < s->ctx_asked)
         srv_log(&s->o, SRV_LOG_WARN, "the KV cache (--kv-cache-mem %.2f MiB) holds only %d tokens: the per-request "
                 "context is %d tokens, not %d", s->o.eng.kv_mem_bytes / 1048576.0, s->ctx_size, s->ctx_size,

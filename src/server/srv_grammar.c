@@ -52,7 +52,7 @@ static int refuse(const oai_req *q, const tc_err *err, oai_err *e) {
 int srv_grammar_compile(srv_model *s, const oai_req *q, gram **out, oai_err *e) {
     *out = NULL;
     char *gbnf = NULL;
-    if (oai_output_grammar(q, s->chat, &gbnf, e)) return -1;
+    if (oai_output_grammar(q, s->tools, &gbnf, e)) return -1;
     if (!gbnf) return 0;
     if (!s->gvocab) {
         free(gbnf);

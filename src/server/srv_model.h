@@ -15,6 +15,7 @@
 #include "server/srv_front.h"
 #include "server/srv_metrics.h"
 #include "server/srv_opts.h"
+#include "server/tool_fmt.h"
 #include "tokenizer/chat.h"
 #include "tokenizer/chat_tmpl.h"
 #include "tokenizer/tokenizer.h"
@@ -45,6 +46,8 @@ typedef struct srv_model {
     chat_family chat;
     char *chat_src; // template text from the GGUF (or --chat-template-file), or NULL
     chat_tmpl *tmpl; // owned: chat_src rendered as Jinja, NULL when a built-in family renders (--chat-template)
+    tool_fmt tools;  // how the model writes tool calls: from the template's markers when it renders the request's
+                     // tools itself, else the family's (the prompt then shows the family's format)
     char bos_text[64];
     int ctx_size;   // effective per-request context limit (prompt + output tokens), as the engine enforces it
     int ctx_asked;  // what --ctx-size / the model asked for (ctx_size is lower when the KV pool is small)

@@ -235,14 +235,16 @@ def honoured_checks(srv, kind, base_text, make_server):
         chk["tools"] = chk["tool_choice"] = tools
 
         def parallel_tool_calls():
-            # required calls: with parallel_tool_calls false the grammar ends after one call; allowed several,
-            # this tiny model keeps calling (up to max_tokens)
+            # required calls: unless parallel_tool_calls is true the grammar ends after one call; allowed
+            # several, this tiny model keeps calling (up to max_tokens)
             def n_calls(c):
                 return len(c["message"].get("tool_calls") or []) or (c["message"]["content"] or "").count("<tool_call>")
             for seed in range(3):
                 one = call([TOOL, TOOL2], tool_choice="required", parallel_tool_calls=False, temperature=1.0, seed=seed)
                 assert one["finish_reason"] == "tool_calls" and n_calls(one) == 1, one
-                many = call([TOOL, TOOL2], tool_choice="required", temperature=1.0, seed=seed)
+                dflt = call([TOOL, TOOL2], tool_choice="required", temperature=1.0, seed=seed)
+                assert dflt["finish_reason"] == "tool_calls" and n_calls(dflt) == 1, dflt
+                many = call([TOOL, TOOL2], tool_choice="required", parallel_tool_calls=True, temperature=1.0, seed=seed)
                 assert n_calls(many) > 1, many
             expect_bad_value(*post(srv, kind, {"tools": [TOOL], "parallel_tool_calls": "no"})[::2],
                            "parallel_tool_calls")

@@ -32,32 +32,32 @@ static int grammar_accepts(const char *gbnf, const char *text) {
     return ok;
 }
 
-static void check_family(oai_req *q, chat_family f, const char *call_text, const char *in_prompt) {
+static void check_family(oai_req *q, chat_family f, tool_fmt tf, const char *call_text, const char *in_prompt) {
     oai_err e = {0};
     char *gbnf = NULL;
-    CHECK_MSG(oai_output_grammar(q, f, &gbnf, &e) == 0 && gbnf, "%s: %s", chat_family_name(f), e.msg);
+    CHECK_MSG(oai_output_grammar(q, tf, &gbnf, &e) == 0 && gbnf, "%s: %s", chat_family_name(f), e.msg);
     if (gbnf) {
         CHECK_MSG(grammar_accepts(gbnf, call_text) == 1, "%s grammar rejects %s", chat_family_name(f), call_text);
         CHECK(grammar_accepts(gbnf, "Sure! It is sunny.") == 0);
     }
     free(gbnf);
-    char *content = NULL;
-    oai_tool_style st = oai_tool_style_of(f);
-    json_t *calls = oai_tools_parse(st, call_text, strlen(call_text), "call_x", &content);
-    CHECK_MSG(calls && json_array_size(calls) == 1, "%s: no call parsed from %s", chat_family_name(f), call_text);
-    json_t *fn = json_object_get(json_array_get(calls, 0), "function");
+    tool_parse_opts po = {.id_base = "call_x"};
+    tool_parsed tp;
+    CHECK(tool_fmt_parse(tf, call_text, strlen(call_text), &po, &tp) == 0);
+    CHECK_MSG(tp.calls && json_array_size(tp.calls) == 1, "%s: no call parsed from %s", chat_family_name(f), call_text);
+    json_t *fn = json_object_get(json_array_get(tp.calls, 0), "function");
     CHECK(fn && !strcmp(json_string_value(json_object_get(fn, "name")), "get_weather"));
     CHECK(fn && !strcmp(json_string_value(json_object_get(fn, "arguments")), "{\"city\":\"Rome\"}"));
-    CHECK(content == NULL);
-    json_decref(calls);
-    free(content);
-    CHECK(oai_tools_parse(st, "It is sunny.", 12, "call_x", &content) == NULL);
+    CHECK(tp.content == NULL);
+    tool_parsed_free(&tp);
+    CHECK(tool_fmt_parse(tf, "It is sunny.", 12, &po, &tp) == 0 && !tp.calls && tp.content);
+    tool_parsed_free(&tp);
+    char *out = NULL;
     // the conversation renders for the family
     chat_msg *msgs;
     char **owned;
     int n, n_owned;
     CHECK(oai_tools_messages(q, f, &msgs, &n, &owned, &n_owned, &e) == 0);
-    char *out = NULL;
     tc_err err = {0};
     int rc = chat_render(f, NULL, msgs, n, 1, "", &out, &err);
     CHECK_MSG(rc == 0, "%s: %s", chat_family_name(f), err.msg);
@@ -76,12 +76,21 @@ int main(void) {
     if (rc) TEST_MAIN_END();
     CHECK_EQ_INT(q.ext.n_tools, 2);
     CHECK_EQ_INT(q.ext.choice, OAI_TC_REQUIRED);
-    check_family(&q, CHAT_CHATML, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\"}}\n</tool_call>",
+    check_family(&q, CHAT_CHATML, TOOL_FMT_HERMES, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\"}}\n</tool_call>",
                  "<tools>\n{\"type\": \"function\"");
-    check_family(&q, CHAT_LLAMA3, "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Rome\"}}",
+    check_family(&q, CHAT_LLAMA3, TOOL_FMT_LLAMA3, "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Rome\"}}",
                  "<|start_header_id|>ipython<|end_header_id|>");
-    check_family(&q, CHAT_MISTRAL, "[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\"}}]",
+    check_family(&q, CHAT_MISTRAL, TOOL_FMT_MISTRAL, "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\"}}]",
                  "[AVAILABLE_TOOLS] [{\"type\": \"function\"");
+    // a forced choice is one call unless parallel_tool_calls is true
+    const char *two = "<tool_call>\n{\"name\": \"noop\", \"arguments\": {}}\n</tool_call>\n<tool_call>\n{\"name\": "
+                      "\"noop\", \"arguments\": {}}\n</tool_call>";
+    char *gbnf = NULL;
+    CHECK(oai_output_grammar(&q, TOOL_FMT_HERMES, &gbnf, &e) == 0 && gbnf && grammar_accepts(gbnf, two) == 0);
+    free(gbnf);
+    q.ext.parallel = 1; // as "parallel_tool_calls": true sets it
+    CHECK(oai_output_grammar(&q, TOOL_FMT_HERMES, &gbnf, &e) == 0 && gbnf && grammar_accepts(gbnf, two) == 1);
+    free(gbnf);
     oai_req_free(&q);
     // refusals
     static const char *bad[] = {

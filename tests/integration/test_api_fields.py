@@ -304,7 +304,7 @@ def test_every_schema_field_honoured_or_refused(stories, make_server, kind):
 
 @pytest.mark.parametrize("kind", ["chat", "cmpl"])
 def test_unknown_fields_refused(stories, kind):
-    for f, v in [("frobnicate", 1), ("typical_p", 0.5), ("messages" if kind == "cmpl" else "prompt", "x"),
+    for f, v in [("frobnicate", 1), ("tfs_z", 0.5), ("messages" if kind == "cmpl" else "prompt", "x"),
                  ("echo" if kind == "chat" else "top_logprobs", True)]:
         st, _, j = post(stories, kind, {f: v})
         expect_refused(st, j, f)

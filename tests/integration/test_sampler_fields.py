@@ -163,3 +163,16 @@ def test_guided(smol):
 ])
 def test_bad_values(smol, field, value):
     bad(smol, field, value)
+
+
+def test_speculation_keeps_stateful_samplers_exact(smol, make_server):
+    """The default server drafts (--spec auto: prompt lookup on the looping output); the verifier accepts
+    tokens through each request's own sampler, so DRY's history, mirostat's mu and min_tokens' count see
+    the accepted tokens only and the text equals a server that never drafts, token for token."""
+    from conftest import SMOL
+    off = make_server(SMOL, "--ctx-size", 2048, "--spec", "off")
+    for f in [{"dry_multiplier": 0.8}, {"dry_multiplier": 0.8, "dry_sequence_breakers": [","]},
+              {"mirostat": 2, "mirostat_tau": 2.0, "temperature": 1.0, "seed": 4},
+              {"xtc_probability": 0.5, "xtc_threshold": 0.05, "temperature": 1.0, "seed": 4},
+              {"min_tokens": 30, "ignore_eos": False}]:
+        assert text(chat(smol, max_tokens=48, **f)) == text(chat(off, max_tokens=48, **f)), f

@@ -480,6 +480,7 @@ int engine_submit(engine *e, engine_req *q, uint64_t *id, tc_err *err) {
         free(er);
         return rc;
     }
+    samp_set_eog(er->samp, e->eog, e->o.n_eog); // banned until the request's min_tokens
     samp_accept_prompt(er->samp, q->prompt, q->n_prompt);
     spec_accept_init(&er->acc);
     spec_accept_init(&er->pacc);

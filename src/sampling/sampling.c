@@ -5,34 +5,13 @@
 // Candidate order is total (value desc, id asc), so results never depend on sort stability.
 #include "sampling/sampling.h"
 
-#include "sampling/samp_kernels.h"
+#include "sampling/samp_impl.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define SAMP_MAX_LAST_N (1 << 24)
-
-struct samp_state {
-    samp_params p;
-    int n_vocab;
-    uint64_t rng[4];   // xoshiro256** state
-    samp_cand *cand;   // (n_vocab) scratch
-    samp_bias *bias;   // (n_bias) owned copy of p.bias
-    int n_bias;
-    // penalty window: the last penalty_last_n accepted tokens (prompt and generated), as a ring buffer;
-    // with penalty_last_n == -1 nothing is ever evicted and the ring is not used.
-    int32_t *ring;     // (ring_cap) token ids; negative id = -(id+1) marks a prompt token
-    int ring_cap, ring_len, ring_head; // ring_head: index of the oldest entry
-    int32_t *cnt_all;  // (n_vocab) occurrences in the window (repetition penalty)
-    int32_t *cnt_gen;  // (n_vocab) occurrences of generated tokens in the window (presence/frequency)
-    int32_t *uniq;     // (n_vocab) distinct ids with cnt_all > 0
-    int32_t *uniq_pos; // (n_vocab) index into uniq, or -1
-    int n_uniq;
-    // result of the last prepare(): cand[0..n_kept) with weights summing to z_kept
-    int n_kept;
-    double z_kept;
-};
 
 // --- RNG: splitmix64 seeds xoshiro256** (Blackman & Vigna)
 
@@ -65,6 +44,72 @@ void samp_params_default(samp_params *p) {
     p->min_p = 0.0f;
     p->repetition_penalty = 1.0f;
     p->penalty_last_n = 64;
+    p->dry_base = 1.75f;
+    p->dry_allowed_length = 2;
+    p->dry_penalty_last_n = -1;
+    p->xtc_threshold = 0.1f;
+    p->typical_p = 1.0f;
+    p->dynatemp_exponent = 1.0f;
+    p->mirostat_tau = 5.0f;
+    p->mirostat_eta = 0.1f;
+}
+
+// Range checks of llama-server's sampler settings (NaN fails every one).
+static int validate_ext(const samp_params *p, int n_vocab, tc_err *err) {
+    if (!(p->dry_multiplier >= 0.0f) || isinf(p->dry_multiplier))
+        return tc_err_set(err, TC_ERR_INVALID, "dry_multiplier must be a finite number >= 0 (got %g)", p->dry_multiplier);
+    if (!(p->dry_base >= 1.0f) || isinf(p->dry_base))
+        return tc_err_set(err, TC_ERR_INVALID, "dry_base must be a finite number >= 1 (got %g)", p->dry_base);
+    if (p->dry_allowed_length < 0 || p->dry_allowed_length > SAMP_DRY_MAX_N)
+        return tc_err_set(err, TC_ERR_INVALID, "dry_allowed_length must be in [0, %d] (got %d)", SAMP_DRY_MAX_N,
+                          p->dry_allowed_length);
+    if (p->dry_penalty_last_n < -1 || p->dry_penalty_last_n > SAMP_DRY_MAX_N)
+        return tc_err_set(err, TC_ERR_INVALID, "dry_penalty_last_n must be -1 (all) or in [0, %d] (got %d)",
+                          SAMP_DRY_MAX_N, p->dry_penalty_last_n);
+    if (!(p->top_n_sigma >= -1.0f) || isinf(p->top_n_sigma)) // llama.cpp's "off" is -1
+        return tc_err_set(err, TC_ERR_INVALID, "top_n_sigma must be a finite number (<= 0: off) (got %g)",
+                          p->top_n_sigma);
+    if (!(p->typical_p > 0.0f && p->typical_p <= 1.0f))
+        return tc_err_set(err, TC_ERR_INVALID, "typical_p must be in (0, 1] (got %g)", p->typical_p);
+    if (!(p->xtc_probability >= 0.0f && p->xtc_probability <= 1.0f))
+        return tc_err_set(err, TC_ERR_INVALID, "xtc_probability must be in [0, 1] (got %g)", p->xtc_probability);
+    if (!(p->xtc_threshold >= 0.0f && p->xtc_threshold <= 1.0f))
+        return tc_err_set(err, TC_ERR_INVALID, "xtc_threshold must be in [0, 1] (> 0.5: off) (got %g)",
+                          p->xtc_threshold);
+    if (!(p->dynatemp_range >= 0.0f) || isinf(p->dynatemp_range))
+        return tc_err_set(err, TC_ERR_INVALID, "dynatemp_range must be a finite number >= 0 (got %g)", p->dynatemp_range);
+    if (!(p->dynatemp_exponent >= 0.0f) || isinf(p->dynatemp_exponent))
+        return tc_err_set(err, TC_ERR_INVALID, "dynatemp_exponent must be a finite number >= 0 (got %g)",
+                          p->dynatemp_exponent);
+    if (p->mirostat < 0 || p->mirostat > 2)
+        return tc_err_set(err, TC_ERR_INVALID, "mirostat must be 0, 1 or 2 (got %d)", p->mirostat);
+    if (!(p->mirostat_tau >= 0.0f) || isinf(p->mirostat_tau))
+        return tc_err_set(err, TC_ERR_INVALID, "mirostat_tau must be a finite number >= 0 (got %g)", p->mirostat_tau);
+    if (!(p->mirostat_eta >= 0.0f) || isinf(p->mirostat_eta))
+        return tc_err_set(err, TC_ERR_INVALID, "mirostat_eta must be a finite number >= 0 (got %g)", p->mirostat_eta);
+    if (p->min_tokens < 0) return tc_err_set(err, TC_ERR_INVALID, "min_tokens must be >= 0 (got %d)", p->min_tokens);
+    if (p->n_dry_breakers < 0 || p->n_dry_breakers > SAMP_MAX_IDS || (p->n_dry_breakers && !p->dry_breakers))
+        return tc_err_set(err, TC_ERR_INVALID, "dry_sequence_breakers: bad entry count %d", p->n_dry_breakers);
+    for (int i = 0; i < p->n_dry_breakers; i++)
+        if (p->dry_breakers[i] < 0 || p->dry_breakers[i] >= n_vocab)
+            return tc_err_set(err, TC_ERR_INVALID, "dry_sequence_breakers: token id %d is out of range", p->dry_breakers[i]);
+    if (p->n_end_ids < 0 || p->n_end_ids > SAMP_MAX_IDS || (p->n_end_ids && !p->end_ids))
+        return tc_err_set(err, TC_ERR_INVALID, "stop_token_ids: bad entry count %d", p->n_end_ids);
+    for (int i = 0; i < p->n_end_ids; i++)
+        if (p->end_ids[i] < 0 || p->end_ids[i] >= n_vocab)
+            return tc_err_set(err, TC_ERR_INVALID, "stop_token_ids: token id %d is outside the vocabulary (%d)",
+                              p->end_ids[i], n_vocab);
+    return 0;
+}
+
+// Which chain the settings ask for (see sampling.h).
+static samp_chain chain_of(const samp_params *p) {
+    if (p->mirostat) return SAMP_CHAIN_MIROSTAT;
+    int dry = p->dry_multiplier > 0.0f && p->dry_penalty_last_n != 0;
+    if (dry || p->top_n_sigma > 0.0f || p->typical_p < 1.0f || (p->xtc_probability > 0.0f && p->xtc_threshold <= 0.5f) ||
+        p->dynatemp_range > 0.0f)
+        return SAMP_CHAIN_LLAMA;
+    return SAMP_CHAIN_OAI;
 }
 
 static int validate(const samp_params *p, int n_vocab, tc_err *err) {
@@ -90,6 +135,8 @@ static int validate(const samp_params *p, int n_vocab, tc_err *err) {
         return tc_err_set(err, TC_ERR_INVALID, "n_logprobs (top_logprobs) must be in [0, %d] (got %d)",
                           SAMP_MAX_LOGPROBS, p->n_logprobs);
     if (n_vocab <= 0) return tc_err_set(err, TC_ERR_INVALID, "sampler: n_vocab must be > 0 (got %d)", n_vocab);
+    int rc = validate_ext(p, n_vocab, err);
+    if (rc) return rc;
     if (p->n_bias < 0 || (p->n_bias > 0 && !p->bias))
         return tc_err_set(err, TC_ERR_INVALID, "logit_bias: bad entry count %d", p->n_bias);
     for (int i = 0; i < p->n_bias; i++) {
@@ -103,6 +150,36 @@ static int validate(const samp_params *p, int n_vocab, tc_err *err) {
     return 0;
 }
 
+// Buffers of llama-server's chains and of min_tokens (1 when out of memory).
+static int alloc_ext(samp_state *s, const samp_params *p) {
+    size_t nv = (size_t)s->n_vocab;
+    s->ban = malloc((size_t)(SAMP_MAX_IDS + p->n_end_ids + 1) * sizeof *s->ban);
+    if (!s->ban) return 1;
+    s->n_ban = 0; // the eog ids (samp_set_eog) go first, then end_ids
+    for (int i = 0; i < p->n_end_ids; i++) s->ban[s->n_ban++] = p->end_ids[i];
+    if (s->chain == SAMP_CHAIN_OAI) return 0;
+    if (!(s->td = malloc(3 * nv * sizeof *s->td))) return 1;
+    if (s->chain != SAMP_CHAIN_LLAMA || !(p->dry_multiplier > 0.0f) || p->dry_penalty_last_n == 0) return 0;
+    s->dry_cap = p->dry_penalty_last_n > 0 ? p->dry_penalty_last_n : SAMP_DRY_MAX_N;
+    s->dry_h = malloc(2 * (size_t)s->dry_cap * sizeof *s->dry_h);
+    s->dry_scratch = malloc(2 * (size_t)s->dry_cap * sizeof *s->dry_scratch);
+    s->dry_best = calloc(nv, sizeof *s->dry_best);
+    s->dry_brk = calloc(nv, 1);
+    if (!s->dry_h || !s->dry_scratch || !s->dry_best || !s->dry_brk) return 1;
+    for (int i = 0; i < p->n_dry_breakers; i++) s->dry_brk[p->dry_breakers[i]] = 1;
+    return 0;
+}
+
+void samp_set_eog(samp_state *s, const int32_t *ids, int n) {
+    if (n > SAMP_MAX_IDS) n = SAMP_MAX_IDS;
+    if (n < 0) n = 0;
+    int n_end = s->n_ban - s->n_eog;
+    memmove(s->ban + n, s->ban + s->n_eog, (size_t)n_end * sizeof *s->ban);
+    if (n) memcpy(s->ban, ids, (size_t)n * sizeof *s->ban);
+    s->n_eog = n;
+    s->n_ban = n + n_end;
+}
+
 int samp_new(const samp_params *p, int n_vocab, samp_state **out, tc_err *err) {
     *out = NULL;
     int rc = validate(p, n_vocab, err);
@@ -110,7 +187,10 @@ int samp_new(const samp_params *p, int n_vocab, samp_state **out, tc_err *err) {
     samp_state *s = calloc(1, sizeof *s);
     if (!s) return tc_err_set(err, TC_ERR_NOMEM, "sampler: out of memory");
     s->p = *p;
-    s->p.bias = NULL; // borrowed by the caller: the copy below is ours
+    s->p.bias = NULL; // borrowed by the caller: the copies below are ours
+    s->p.dry_breakers = s->p.end_ids = NULL;
+    s->chain = chain_of(p);
+    s->mu = 2.0f * p->mirostat_tau;
     s->n_vocab = n_vocab;
     if (p->n_bias) {
         s->bias = malloc((size_t)p->n_bias * sizeof *s->bias);
@@ -134,6 +214,10 @@ int samp_new(const samp_params *p, int n_vocab, samp_state **out, tc_err *err) {
         return tc_err_set(err, TC_ERR_NOMEM, "sampler: out of memory for a %d-token vocabulary", n_vocab);
     }
     memset(s->uniq_pos, 0xff, nv * sizeof *s->uniq_pos);
+    if (alloc_ext(s, p)) {
+        samp_free(s);
+        return tc_err_set(err, TC_ERR_NOMEM, "sampler: out of memory for a %d-token vocabulary", n_vocab);
+    }
     uint64_t x = p->seed;
     for (int i = 0; i < 4; i++) s->rng[i] = splitmix64(&x);
     *out = s;
@@ -142,6 +226,12 @@ int samp_new(const samp_params *p, int n_vocab, samp_state **out, tc_err *err) {
 
 void samp_free(samp_state *s) {
     if (!s) return;
+    free(s->td);
+    free(s->dry_h);
+    free(s->dry_brk);
+    free(s->dry_scratch);
+    free(s->dry_best);
+    free(s->ban);
     free(s->bias);
     free(s->cand);
     free(s->cnt_all);
@@ -152,7 +242,9 @@ void samp_free(samp_state *s) {
     free(s);
 }
 
-int samp_is_greedy(const samp_state *s) { return s->p.temperature == 0.0f; }
+int samp_is_greedy(const samp_state *s) {
+    return s->p.temperature == 0.0f && !(s->chain == SAMP_CHAIN_LLAMA && s->p.xtc_probability > 0.0f);
+}
 
 // --- penalty history
 
@@ -188,10 +280,28 @@ static void hist_push(samp_state *s, int32_t tok, int gen) {
     hist_count(s, tok, gen, +1);
 }
 
-void samp_accept(samp_state *s, int32_t token) { hist_push(s, token, 1); }
+// DRY's ordered history: when the buffer is full, the newest dry_cap tokens slide to its start.
+static void dry_push(samp_state *s, int32_t tok) {
+    if (!s->dry_cap || tok < 0 || tok >= s->n_vocab) return;
+    if (s->dry_len == 2 * s->dry_cap) {
+        memmove(s->dry_h, s->dry_h + s->dry_cap, (size_t)s->dry_cap * sizeof *s->dry_h);
+        s->dry_len = s->dry_cap;
+    }
+    s->dry_h[s->dry_len++] = tok;
+}
+
+void samp_accept(samp_state *s, int32_t token) {
+    hist_push(s, token, 1);
+    dry_push(s, token);
+    s->n_gen++;
+    samp_chain_accept(s, token);
+}
 
 void samp_accept_prompt(samp_state *s, const int32_t *tokens, int n) {
-    for (int i = 0; i < n; i++) hist_push(s, tokens[i], 0);
+    for (int i = 0; i < n; i++) {
+        hist_push(s, tokens[i], 0);
+        dry_push(s, tokens[i]);
+    }
 }
 
 // --- selection and sorting over candidates, by (v desc, id asc)
@@ -306,13 +416,37 @@ static float apply_bias(samp_state *s, float vmax) {
     return m > vmax ? m : vmax;
 }
 
+float samp_penalize(samp_state *s, float vmax) {
+    if (s->n_bias) vmax = apply_bias(s, vmax);
+    return apply_penalties(s, vmax);
+}
+
+// Bans the min_tokens ids in cand (in id order). Returns the new maximum.
+static float apply_ban(samp_state *s, float vmax) {
+    int lowered_max = 0;
+    for (int i = 0; i < s->n_ban; i++) {
+        samp_cand *c = &s->cand[s->ban[i]];
+        lowered_max |= c->v == vmax;
+        c->v = -INFINITY;
+    }
+    if (!lowered_max) return vmax;
+    float m = -INFINITY;
+    for (int i = 0; i < s->n_vocab; i++) m = s->cand[i].v > m ? s->cand[i].v : m;
+    return m;
+}
+
 // Builds the final distribution into cand[0..n_kept) (weights summing to z_kept).
-static void prepare(samp_state *s, const float *logits) {
+static void prepare(samp_state *s, const float *logits, samp_xtc_mode xtc) {
     const samp_params *p = &s->p;
+    if (s->chain != SAMP_CHAIN_OAI) {
+        samp_chain_prepare(s, logits, xtc);
+        return;
+    }
     int n = s->n_vocab;
     samp_cand *c = s->cand;
+    int ban = samp_ban_on(s);
     if (p->temperature == 0.0f && s->n_bias == 0 && p->repetition_penalty == 1.0f && p->presence_penalty == 0.0f &&
-        p->frequency_penalty == 0.0f) {
+        p->frequency_penalty == 0.0f && !ban) {
         // plain greedy: the argmax of the logits as they are (ties to the lowest id, NaN as -inf), without
         // copying the vocabulary into candidates: once per verified row of a speculative step
         float vmax = samp_max(logits, n);
@@ -327,9 +461,8 @@ static void prepare(samp_state *s, const float *logits) {
         c[i].v = isnan(v) ? -INFINITY : v;
         c[i].id = i;
     }
-    float vmax = samp_max(logits, n);
-    if (s->n_bias) vmax = apply_bias(s, vmax);
-    vmax = apply_penalties(s, vmax);
+    float vmax = samp_penalize(s, samp_max(logits, n));
+    if (ban) vmax = apply_ban(s, vmax);
 
     if (p->temperature == 0.0f) { // greedy: argmax, ties to the lowest id
         int best = 0;
@@ -452,7 +585,7 @@ void samp_logprobs(const float *logits, int n, int32_t token, int nt, samp_resul
 }
 
 int32_t samp_sample(samp_state *s, const float *logits, samp_result *res) {
-    prepare(s, logits);
+    prepare(s, logits, SAMP_XTC_DRAW);
     int k = 0;
     if (s->n_kept > 1) {
         double u = rng_uniform(s->rng) * s->z_kept, acc = 0.0;
@@ -480,7 +613,14 @@ void samp_result_for(const samp_state *s, const float *logits, int32_t token, sa
 }
 
 void samp_probs(samp_state *s, const float *logits, float *probs) {
-    prepare(s, logits);
+    const samp_params *p = &s->p;
+    int xtc = s->chain == SAMP_CHAIN_LLAMA && p->xtc_probability > 0.0f && p->xtc_threshold <= 0.5f;
+    // XTC applies with probability xtc_probability: the distribution is the mixture of both branches
+    float w = xtc ? 1.0f - p->xtc_probability : 1.0f;
+    prepare(s, logits, SAMP_XTC_SKIP);
     memset(probs, 0, (size_t)s->n_vocab * sizeof *probs);
-    for (int i = 0; i < s->n_kept; i++) probs[s->cand[i].id] = (float)(s->cand[i].v / s->z_kept);
+    for (int i = 0; i < s->n_kept; i++) probs[s->cand[i].id] = (float)(w * s->cand[i].v / s->z_kept);
+    if (!xtc) return;
+    prepare(s, logits, SAMP_XTC_APPLY);
+    for (int i = 0; i < s->n_kept; i++) probs[s->cand[i].id] += (float)(p->xtc_probability * s->cand[i].v / s->z_kept);
 }

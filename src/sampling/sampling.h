@@ -1,7 +1,14 @@
 // Token sampling: greedy, temperature, top-k, top-p, min-p, repetition/presence/frequency penalties,
-// seeded RNG (same seed + same logits → same tokens), top-logprobs. Order of transforms (as llama.cpp):
-// logit bias → penalties → top-k → softmax at temperature → top-p → min-p → draw. temperature == 0 means greedy
-// (argmax of the penalized logits; ties → lowest id).
+// seeded RNG (same seed + same logits → same tokens), top-logprobs, and llama-server's samplers (DRY,
+// top-n-sigma, typical-p, XTC, dynamic temperature, mirostat v1/v2), min_tokens.
+// Two chains. The OpenAI chain (none of llama-server's samplers set): logit bias → penalties → top-k →
+// softmax at temperature → top-p → min-p → draw; temperature == 0 means greedy (argmax of the penalized
+// logits; ties → lowest id). llama-server's chain (any of DRY, top_n_sigma, typical_p, XTC, dynatemp set),
+// in its default order: logit bias → penalties → DRY → top-n-sigma → top-k → typical-p → top-p → min-p →
+// XTC → temperature (dynamic) → draw, where top-p and min-p see temperature-1 probabilities and
+// temperature 0 keeps the largest survivor. Mirostat (as llama-server): logit bias → temperature → mirostat;
+// penalties, DRY and the other filters do not apply. While fewer than min_tokens tokens were accepted,
+// the end-of-generation ids (samp_set_eog) and end_ids have probability 0 in every chain.
 #ifndef TACHYON_SAMPLING_H
 #define TACHYON_SAMPLING_H
 
@@ -34,9 +41,32 @@ typedef struct samp_params {
                               // full-vocabulary log-softmax per sampled row; res gets the token, logprob 0, n_top 0
     const samp_bias *bias;    // (n_bias) borrowed until samp_new returns (it copies them); ids < n_vocab
     int n_bias;
+    // llama-server's samplers (llama.cpp semantics; the defaults turn each off)
+    float dry_multiplier;     // 0: off
+    float dry_base;           // >= 1 (1.75)
+    int dry_allowed_length;   // repeats up to this long are free (2)
+    int dry_penalty_last_n;   // history DRY looks at; -1 = all of it (up to SAMP_DRY_MAX_N), 0 = off
+    const int32_t *dry_breakers; // (n_dry_breakers) token ids a repeat never spans; borrowed until samp_new
+    int n_dry_breakers;
+    float top_n_sigma;        // <= 0: off
+    float typical_p;          // >= 1: off
+    float xtc_probability;    // 0: off
+    float xtc_threshold;      // > 0.5: off (0.1)
+    float dynatemp_range;     // 0: off
+    float dynatemp_exponent;  // (1)
+    int mirostat;             // 0 off, 1 or 2
+    float mirostat_tau;       // target surprise, bits (5)
+    float mirostat_eta;       // learning rate (0.1)
+    int min_tokens;           // end ids banned until this many tokens were accepted (0: off)
+    const int32_t *end_ids;   // (n_end_ids) extra ids banned with the end-of-generation ones under min_tokens
+    int n_end_ids;            // (stop_token_ids); borrowed until samp_new
 } samp_params;
 
-void samp_params_default(samp_params *p); // greedy, all filters off, penalty_last_n 64, seed 0
+#define SAMP_DRY_MAX_N 8192 // dry_penalty_last_n -1 looks back this far at most
+#define SAMP_MAX_IDS 1024   // dry_breakers, end_ids at most
+
+void samp_params_default(samp_params *p); // greedy, all filters off, penalty_last_n 64, seed 0, llama.cpp's
+                                          // defaults for the others (off)
 
 typedef struct samp_result {
     int32_t token;
@@ -51,6 +81,8 @@ typedef struct samp_state samp_state; // opaque; owns scratch sized for the voca
 // Validates params (TC_ERR_INVALID with a message naming the field on out-of-range values).
 int samp_new(const samp_params *p, int n_vocab, samp_state **out, tc_err *err);
 void samp_free(samp_state *s);
+// The model's end-of-generation ids (n <= SAMP_MAX_IDS), banned while min_tokens is not reached (copied).
+void samp_set_eog(samp_state *s, const int32_t *ids, int n);
 // Records a token in the penalty history (call for generated tokens; prompt tokens too for
 // repetition_penalty as llama.cpp does — samp_accept_prompt does that without touching OpenAI counts).
 void samp_accept(samp_state *s, int32_t token);
@@ -60,7 +92,7 @@ int32_t samp_sample(samp_state *s, const float *logits, samp_result *res);
 // The final distribution samp_sample would draw from (after all transforms), written as probabilities
 // into probs (n_vocab). Used by speculative verification.
 void samp_probs(samp_state *s, const float *logits, float *probs);
-int samp_is_greedy(const samp_state *s);
+int samp_is_greedy(const samp_state *s); // always the same token for the same logits and history
 // One uniform draw in [0, 1) from the request's RNG (speculative rejection sampling's acceptance test).
 double samp_uniform(samp_state *s);
 // Fills res for a token chosen elsewhere (a drafted token the verifier accepted): its logprob and the

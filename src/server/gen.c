@@ -328,6 +328,12 @@ static void lp_append_at(gen_choice *c, const samp_result *r, long offset) {
 
 // --- engine events -----------------------------------------------------------------------------------
 
+static int gen_is_stop_id(const oai_req *q, int32_t t) {
+    for (int i = 0; i < q->sx.n_stop_ids; i++)
+        if (q->sx.stop_ids[i] == t) return 1;
+    return 0;
+}
+
 static void on_token(gen_choice *c, const engine_event *ev) {
     gen_req *g = c->g;
     srv_model *s = g->s;
@@ -347,11 +353,18 @@ static void on_token(gen_choice *c, const engine_event *ev) {
         char buf[256], *p = buf;
         int n = tok_stream_push(c->ts, t, buf, sizeof buf);
         if (n > (int)sizeof buf && (p = malloc((size_t)n))) n = tok_stream_push(c->ts, t, p, n);
+        int held = c->n_tokens <= g->q.sx.min_tokens; // min_tokens: no stop string starts in this token's text
+        if (held) c->sb.search_from = (size_t)-1;
         if (n > 0 && oai_stopbuf_push(&c->sb, p, (size_t)n) == 1) {
             engine_cancel(s->eng, c->id, ENGINE_FINISH_STOP);
             close_text(c, "stop", 0);
         }
         if (p != buf) free(p);
+        if (held) c->sb.search_from = c->sb.len;
+        if (!c->text_done && gen_is_stop_id(&g->q, t)) { // stop_token_ids: its text stays, as vLLM's
+            engine_cancel(s->eng, c->id, ENGINE_FINISH_STOP);
+            close_text(c, "stop", 0);
+        }
     }
     if (g->q.stream && g->req && !c->text_done) emit_stream(c, 0);
 }

@@ -11,6 +11,7 @@
 #include "server/gen_impl.h"
 #include "server/gen_launch.h"
 #include "server/gen_prompt.h"
+#include "server/gen_samp.h"
 #include "server/gen_summ.h"
 #include "server/gen_trunc.h"
 #include "server/oai_tools.h"
@@ -256,8 +257,9 @@ static int init_choices(gen_req *g, oai_err *e) {
         c->g = g;
         c->index = i;
         c->prompt_i = i / q->n;
-        c->ts = tok_stream_new(s->vocab, TOK_DEC_SKIP_SPECIAL | TOK_DEC_CONTINUATION);
+        c->ts = tok_stream_new(s->vocab, (q->sx.keep_special ? 0 : TOK_DEC_SKIP_SPECIAL) | TOK_DEC_CONTINUATION);
         oai_stopbuf_init(&c->sb, q->stop, q->n_stop);
+        c->sb.keep_stop = q->sx.include_stop;
         c->reason = gen_reasoning_on(s, q);
         rsn_init(&c->rs, chat_family_opens_think(s->chat));
         if (q->logprobs) c->lp = gen_lp_new(g);
@@ -352,6 +354,9 @@ static void gen_launch(gen_req *g) {
             goto fail;
         }
     }
+    samp_params sp = q->sp;
+    int32_t brk[SAMP_MAX_IDS]; // DRY's breaker ids: samp_new copies them in engine_submit
+    if (gen_samp_ids(s, q, &sp, brk, &e)) goto fail;
     for (int i = 0; i < g->n_choices; i++) {
         engine_req er = {0};
         int n_ids = g->n_ids[g->ch[i].prompt_i];
@@ -363,7 +368,7 @@ static void gen_launch(gen_req *g) {
         memcpy(er.prompt, g->ids[g->ch[i].prompt_i], (size_t)n_ids * sizeof *er.prompt);
         er.n_prompt = n_ids;
         er.max_tokens = q->max_tokens > 0 ? q->max_tokens : s->ctx_size - n_ids;
-        er.sp = q->sp;
+        er.sp = sp;
         er.sp.seed = seed + (uint64_t)i;
         er.deadline = timeout > 0 ? g->t_recv + timeout : 0;
         er.ignore_eos = q->ignore_eos;

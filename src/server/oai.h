@@ -80,6 +80,7 @@ typedef struct oai_req {
     const char *prediction; // Predicted Outputs text (borrowed from root or owned[]), NULL if none
     size_t prediction_len;  // bytes
     oai_ext ext;    // response_format, grammar, tools (oai_tools.c)
+    oai_samp_ext sx; // llama-server / vLLM sampling and stopping fields (oai_samp.c)
     int enable_thinking; // chat_template_kwargs.enable_thinking: -1 not given, 0 or 1 (checked against the
                          // template where it is known: gen_prompt.c)
     samp_bias *bias; // (n_bias) owned logit_bias, validated ids >= 0 and values in [-100, 100]
@@ -145,6 +146,8 @@ typedef struct oai_stopbuf {
     int n_stops;
     int matched; // 1 once a stop string matched
     const char *which; // the stop string that matched (one of stops, borrowed); NULL before a match
+    int keep_stop;      // 1: a matched stop string is released too (include_stop_str_in_output)
+    size_t search_from; // a match starts at or after this offset (text of the first min_tokens tokens)
 } oai_stopbuf;
 
 void oai_stopbuf_init(oai_stopbuf *b, const char *const *stops, int n_stops);

@@ -46,7 +46,36 @@ static const oai_field fields[] = {
     {"min_p", B, H, NULL},
     {"repetition_penalty", B, H, NULL},
     {"ignore_eos", B, H, NULL},
-    {"min_tokens", B, H, NULL},  // only with ignore_eos (then nothing but a stop string ends early) or 0
+    {"min_tokens", B, H, NULL},  // no end token, stop token or stop string before this many tokens
+    // llama-server's sampler fields and aliases (oai_samp.c; samplers in src/sampling/)
+    {"n_predict", B, H, NULL},         // = max_tokens (-1: no limit)
+    {"repeat_penalty", B, H, NULL},    // = repetition_penalty
+    {"repeat_last_n", B, H, NULL},     // the penalties' window (-1: everything, 0: off); OpenAI's default -1
+    {"penalty_last_n", B, H, NULL},    // = repeat_last_n
+    {"n_probs", B, H, NULL},           // = top_logprobs (logprobs turned on), OpenAI's logprobs shape
+    {"typical_p", B, H, NULL},
+    {"top_n_sigma", B, H, NULL},
+    {"xtc_probability", B, H, NULL},
+    {"xtc_threshold", B, H, NULL},
+    {"dynatemp_range", B, H, NULL},
+    {"dynatemp_exponent", B, H, NULL},
+    {"mirostat", B, H, NULL},          // 0, 1 or 2
+    {"mirostat_tau", B, H, NULL},
+    {"mirostat_eta", B, H, NULL},
+    {"dry_multiplier", B, H, NULL},
+    {"dry_base", B, H, NULL},
+    {"dry_allowed_length", B, H, NULL},
+    {"dry_penalty_last_n", B, H, NULL},
+    {"dry_sequence_breakers", B, H, NULL}, // tokens whose text contains a breaker (single-token breakers)
+    // vLLM's stopping and decoding fields (oai_samp.c)
+    {"stop_token_ids", B, H, NULL},
+    {"include_stop_str_in_output", B, H, NULL},
+    {"skip_special_tokens", B, H, NULL},
+    {"guided_json", B, H, NULL},       // the JSON-schema grammar, as response_format json_schema
+    {"guided_choice", B, H, NULL},     // a grammar of the listed strings
+    {"guided_grammar", B, H, NULL},    // GBNF, as `grammar`
+    {"guided_regex", B, H, NULL},      // parsed to refuse it with the reason: no regex constraints
+    {"structured_outputs", B, H, NULL}, // {json | choice | grammar | regex}: as guided_*
     {"timeout", B, H, NULL},     // seconds: the end-to-end deadline (with --request-timeout / --e2e-slo)
     {"ttft_slo_ms", B, H, NULL}, // time-to-first-token target (--ttft-slo); refused at once under --sched slo
     {"cache_salt", B, H, NULL},  // vLLM: prefix-cache namespace (no hits across salts or tenants)
@@ -77,6 +106,8 @@ static const oai_field fields[] = {
     {"metadata", C, I, "tags for stored completions"},
     {"service_tier", B, I, "one processing tier"},
     {"prompt_cache_key", C, I, "prefix caching is automatic"},
+    {"cache_prompt", B, I, "llama-server: prefix caching is automatic and always on"},
+    {"id_slot", B, I, "llama-server: no slots; the scheduler places requests and the prefix cache finds shared prefixes"},
 };
 
 #undef C
@@ -108,6 +139,7 @@ static const struct {
     {"user", JSON_STRING, "a string"},        {"safety_identifier", JSON_STRING, "a string"},
     {"store", JSON_TRUE, "a boolean"},        {"metadata", JSON_OBJECT, "an object"},
     {"service_tier", JSON_STRING, "a string"}, {"prompt_cache_key", JSON_STRING, "a string"},
+    {"cache_prompt", JSON_TRUE, "a boolean"},  {"id_slot", JSON_INTEGER, "an integer"},
 };
 
 static int ignored_type_ok(const char *name, json_t *v) {

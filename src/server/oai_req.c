@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "server/oai.h"
+#include "server/oai_samp.h"
 #include "server/oai_tools.h"
 
 // --- typed field access ----------------------------------------------------------------------------
@@ -327,6 +328,7 @@ static void set_defaults(oai_req *r, oai_kind kind) {
     r->truncation = -1;
     r->n = 1;
     r->enable_thinking = -1;
+    samp_params_default(&r->sp); // llama-server's samplers off
     r->sp.temperature = 1.0f;
     r->sp.top_k = 0;
     r->sp.top_p = 1.0f;
@@ -469,16 +471,9 @@ static int parse_limits(oai_req *r, oai_err *e) {
     return 0;
 }
 
-// min_tokens (only with ignore_eos) and truncation.
+// truncation.
 static int parse_tail(oai_req *r, oai_err *e) {
     json_t *o = r->root, *v;
-    long long x;
-    x = 0;
-    if (get_int(o, "min_tokens", 0, INT_MAX, &x, e)) return -1;
-    if (x > 0 && !r->ignore_eos) { // the engine cannot hold back end-of-generation tokens for a while yet
-        BAD(e, "min_tokens", "'min_tokens' > 0 is only supported together with 'ignore_eos': true");
-        return -1;
-    }
     if ((v = json_object_get(o, "truncation")) && !json_is_null(v)) { // context overflow policy (gen_trunc.c)
         const char *t = json_string_value(v);
         if (!t || (strcmp(t, "disabled") && strcmp(t, "auto"))) {
@@ -519,10 +514,12 @@ int oai_parse_ex(oai_kind kind, const char *body, size_t len, int lenient, oai_r
     if (parse_logit_bias(r, e) || parse_restricted(r, e)) goto err;
     r->sp.n_logprobs = r->top_logprobs;
     r->sp.no_logprob = !r->logprobs; // no per-token log-softmax nobody reads
+    if (oai_samp_parse(r, e)) goto err; // llama-server / vLLM sampler fields: oai_samp.c
     if (parse_stop(r, e)) goto err;
     if (parse_limits(r, e)) goto err;
     if (parse_prediction(r, e)) goto err;
     if (oai_ext_parse(r, e)) goto err; // structured outputs and tools: oai_tools.c
+    if (oai_samp_guided(r, e)) goto err; // vLLM's guided_* onto the grammar engine: oai_samp.c
     if (parse_tail(r, e)) goto err;
     return 0;
 err:

@@ -162,14 +162,15 @@ int oai_stopbuf_push(oai_stopbuf *b, const char *s, size_t n) {
     b->text[b->len] = 0;
     // A match can only start at or after b->emitted: everything before was released because no stop string
     // could start there. Take the earliest match over all stop strings.
-    size_t best = (size_t)-1;
+    size_t best = (size_t)-1, best_len = 0, from = b->emitted > b->search_from ? b->emitted : b->search_from;
     const char *which = NULL;
-    for (int i = 0; i < b->n_stops; i++) {
-        const char *m = memmem(b->text + b->emitted, b->len - b->emitted, b->stops[i], strlen(b->stops[i]));
-        if (m && (size_t)(m - b->text) < best) best = (size_t)(m - b->text), which = b->stops[i];
+    for (int i = 0; i < b->n_stops && from < b->len; i++) {
+        const char *m = memmem(b->text + from, b->len - from, b->stops[i], strlen(b->stops[i]));
+        if (m && (size_t)(m - b->text) < best)
+            best = (size_t)(m - b->text), best_len = strlen(b->stops[i]), which = b->stops[i];
     }
     if (best != (size_t)-1) {
-        b->len = best;
+        b->len = best + (b->keep_stop ? best_len : 0);
         b->text[b->len] = 0;
         b->matched = 1;
         b->which = which;

@@ -393,7 +393,69 @@ static void test_stopbuf(void) {
     oai_stopbuf_free(&b);
 }
 
+// llama-server / vLLM sampler fields: values reach samp_params and oai_samp_ext; aliases; guided_* to GBNF.
+static void test_parse_sampler_fields(void) {
+    oai_req r;
+    oai_err e;
+    const char *b = "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"typical_p\":0.5,\"mirostat\":2,"
+                    "\"mirostat_tau\":3,\"xtc_probability\":0.5,\"xtc_threshold\":0.2,\"dry_multiplier\":0.8,"
+                    "\"dry_sequence_breakers\":[\"\\n\"],\"top_n_sigma\":1.5,\"dynatemp_range\":0.3,\"n_predict\":9,"
+                    "\"repeat_penalty\":1.2,\"repeat_last_n\":32,\"stop_token_ids\":[5,6],\"min_tokens\":3,"
+                    "\"include_stop_str_in_output\":true,\"skip_special_tokens\":false,\"n_probs\":2,"
+                    "\"cache_prompt\":true,\"id_slot\":1}";
+    CHECK_MSG(oai_parse(OAI_CHAT, b, strlen(b), &r, &e) == 0, "%s", e.msg);
+    CHECK(r.sp.typical_p == 0.5f && r.sp.mirostat == 2 && r.sp.mirostat_tau == 3.0f && r.sp.xtc_probability == 0.5f);
+    CHECK(r.sp.xtc_threshold == 0.2f && r.sp.dry_multiplier == 0.8f && r.sp.top_n_sigma == 1.5f);
+    CHECK(r.sp.dynatemp_range == 0.3f && r.max_tokens == 9 && r.sp.repetition_penalty == 1.2f);
+    CHECK(r.sp.penalty_last_n == 32 && r.sx.n_stop_ids == 2 && r.sx.stop_ids[1] == 6 && r.sp.min_tokens == 3);
+    CHECK(r.sx.include_stop == 1 && r.sx.keep_special == 1 && r.logprobs == 1 && r.top_logprobs == 2);
+    CHECK(r.sx.n_dry_breakers == 1 && !strcmp(r.sx.dry_breakers[0], "\n"));
+    oai_req_free(&r);
+    // defaults: llama.cpp's breakers, every sampler off, special tokens skipped
+    b = "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}";
+    CHECK(oai_parse(OAI_CHAT, b, strlen(b), &r, &e) == 0);
+    CHECK(r.sx.n_dry_breakers == 4 && r.sp.typical_p == 1.0f && r.sp.mirostat == 0 && r.sp.dry_multiplier == 0.0f);
+    CHECK(r.sx.keep_special == 0 && r.sp.min_tokens == 0 && r.sp.dry_base == 1.75f);
+    oai_req_free(&r);
+    b = "{\"prompt\":\"x\",\"guided_choice\":[\"a\\\"b\",\"c\"]}";
+    CHECK_MSG(oai_parse(OAI_COMPLETION, b, strlen(b), &r, &e) == 0, "%s", e.msg);
+    CHECK_MSG(r.ext.grammar && !strcmp(r.ext.grammar, "root ::= \"a\\\"b\" | \"c\""), "grammar %s", r.ext.grammar);
+    oai_req_free(&r);
+    expect_bad(OAI_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"mirostat\":3}", "mirostat");
+    expect_bad(OAI_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"typical_p\":0}", "typical_p");
+    expect_bad(OAI_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"guided_regex\":\"a+\"}",
+               "guided_regex");
+    expect_bad(OAI_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"n_predict\":4,\"max_tokens\":5}",
+               "n_predict");
+    expect_bad(OAI_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"stop_token_ids\":[-1]}",
+               "stop_token_ids");
+}
+
+// include_stop_str_in_output keeps the match; search_from skips text before it (min_tokens).
+static void test_stopbuf_options(void) {
+    const char *stops[] = {"END"};
+    oai_stopbuf b;
+    const char *p;
+    size_t n;
+    oai_stopbuf_init(&b, stops, 1);
+    b.keep_stop = 1;
+    CHECK(oai_stopbuf_push(&b, "abEN", 4) == 0 && oai_stopbuf_push(&b, "Dzz", 3) == 1);
+    oai_stopbuf_take(&b, 1, &p, &n);
+    CHECK_MSG(n == 5 && !memcmp(p, "abEND", 5), "kept '%.*s'", (int)n, p);
+    oai_stopbuf_free(&b);
+    oai_stopbuf_init(&b, stops, 1);
+    b.search_from = (size_t)-1;
+    CHECK(oai_stopbuf_push(&b, "xEND", 4) == 0);
+    b.search_from = b.len;
+    CHECK(oai_stopbuf_push(&b, "yEND", 4) == 1);
+    oai_stopbuf_take(&b, 1, &p, &n);
+    CHECK_MSG(n == 5 && !memcmp(p, "xENDy", 5), "text '%.*s'", (int)n, p);
+    oai_stopbuf_free(&b);
+}
+
 int main(void) {
+    test_parse_sampler_fields();
+    test_stopbuf_options();
     test_parse_ok();
     test_parse_bad();
     test_parse_new_fields();

@@ -72,10 +72,9 @@ static json_t *tmpl_messages(const oai_req *q, int parts) {
 // A chat prompt through the model's Jinja template. A template that does not read `tools` gets tool
 // definitions, calls and results written into the messages in the family's format (as the built-in
 // renderers do); one that reads them gets the request's.
+// chat_template_kwargs are the template's variables: one it does not read (enable_thinking on a template
+// without a thinking switch) changes nothing, as with transformers.
 static int tmpl_ids(srv_model *s, const oai_req *q, int32_t **ids, int *n, oai_err *e) {
-    if (q->enable_thinking >= 0 && !chat_tmpl_reads(s->tmpl, "enable_thinking"))
-        return oai_err_set(e, 400, NULL, NULL, "chat_template_kwargs", "'chat_template_kwargs.enable_thinking' is "
-                           "not supported: this model's chat template has no thinking switch");
     int own_tools = chat_tmpl_reads(s->tmpl, "tools");
     json_t *msgs = NULL;
     if (oai_tools_needed(q) && !own_tools) {
@@ -111,12 +110,7 @@ static int chat_ids(srv_model *s, const oai_req *q, int32_t **ids, int *n, oai_e
         if (oai_tools_messages(q, s->chat, &tmsgs, &n_msgs, &owned, &n_owned, e)) return -1;
         msgs = tmsgs;
     }
-    if (q->enable_thinking >= 0 && !chat_family_has_thinking_switch(s->chat)) {
-        if (tmsgs) oai_tools_msgs_free(tmsgs, owned, n_owned);
-        return oai_err_set(e, 400, NULL, NULL, "chat_template_kwargs", "'chat_template_kwargs.enable_thinking' is "
-                           "not supported: this model's chat template (%s) has no thinking switch",
-                           chat_family_name(s->chat));
-    }
+    // a built-in family reads enable_thinking only if it has the switch; other kwargs have no template to read them
     chat_opts co = {.enable_thinking = q->enable_thinking != 0};
     int rc = chat_encode_opts(s->vocab, s->chat, s->chat_src, msgs, n_msgs, 1, s->bos_text, &co, ids, n, &err);
     if (tmsgs) oai_tools_msgs_free(tmsgs, owned, n_owned);

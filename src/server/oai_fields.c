@@ -40,7 +40,7 @@ static const oai_field fields[] = {
     {"best_of", P, H, NULL},     // only best_of == n (no server-side ranking)
     {"modalities", C, H, NULL},  // only ["text"]
     {"priority", B, H, NULL},    // lower runs first; ordering only under --sched priority|slo
-    {"chat_template_kwargs", C, H, NULL}, // enable_thinking only (templates with the switch: qwen3)
+    {"chat_template_kwargs", C, H, NULL}, // variables of the model's Jinja template; unused ones change nothing
     // extensions (vLLM / llama.cpp names)
     {"top_k", B, H, NULL},
     {"min_p", B, H, NULL},

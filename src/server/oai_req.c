@@ -264,9 +264,9 @@ static int parse_restricted(oai_req *r, oai_err *e) {
                     return BAD(e, "chat_template_kwargs", "'chat_template_kwargs.enable_thinking' must be a boolean, "
                                "got %s", jtype(kv));
                 r->enable_thinking = json_is_true(kv);
-                continue;
             }
-            return BAD(e, "chat_template_kwargs", "'chat_template_kwargs.%.40s' is not supported by this chat template", key);
+            // any other key is a variable for the model's Jinja template (as transformers' apply_chat_template
+            // takes extra keyword arguments); a template that does not read it ignores it
         }
     }
     if ((v = json_object_get(o, "suffix")) && !json_is_null(v)) {

@@ -253,8 +253,13 @@ def honoured_checks(srv, kind, base_text, make_server):
         chk["modalities"] = lambda: (ok({"modalities": ["text"]}),
                                      expect_refused(*post(srv, kind, {"modalities": ["text", "audio"]})[::2],
                                                     "modalities"))
-        chk["chat_template_kwargs"] = lambda: expect_refused(
-            *post(srv, kind, {"chat_template_kwargs": {"enable_thinking": False}})[::2], "chat_template_kwargs")
+        # the template's variables: ones it does not read are accepted and change nothing (as transformers)
+        chk["chat_template_kwargs"] = lambda: (
+            ok({"chat_template_kwargs": {"enable_thinking": False, "custom_var": [1, "x"]}})["usage"]["prompt_tokens"]
+            == ok({})["usage"]["prompt_tokens"] or pytest.fail("unused kwargs changed the prompt"),
+            expect_bad_value(*post(srv, kind, {"chat_template_kwargs": "x"})[::2], "chat_template_kwargs"),
+            expect_bad_value(*post(srv, kind, {"chat_template_kwargs": {"enable_thinking": "no"}})[::2],
+                             "chat_template_kwargs"))
     else:
         chk["best_of"] = lambda: (len(ok({"best_of": 2, "n": 2})["choices"]) == 2,
                                   expect_refused(*post(srv, kind, {"best_of": 3})[::2], "best_of"))
@@ -325,8 +330,12 @@ def test_refusal_through_openai_client(stories):
     assert ei.value.body["param"] == "frobnicate"
     with pytest.raises(openai.BadRequestError) as ei:
         client.chat.completions.create(model=M, messages=MSGS, max_tokens=4,
+                                       extra_body={"chat_template_kwargs": {"enable_thinking": 1}})
+    assert ei.value.body["param"] == "chat_template_kwargs" and "boolean" in ei.value.body["message"]
+    # a switch the template does not have is accepted, as transformers accepts unused template variables
+    r = client.chat.completions.create(model=M, messages=MSGS, max_tokens=4,
                                        extra_body={"chat_template_kwargs": {"enable_thinking": True}})
-    assert ei.value.body["param"] == "chat_template_kwargs" and "thinking" in ei.value.body["message"]
+    assert r.choices[0].finish_reason in ("stop", "length")
 
 
 def test_lenient_drops_with_warning(make_server):

@@ -237,7 +237,7 @@ static int parse(srv_model *s, const char *body, size_t len, oai_req *r, int *ba
     gen_log_dropped(s, r);
     json_t *v = json_object_get(r->root, "model");
     if (v && !json_is_null(v) && !json_is_string(v)) return BAD(e, "model", "'model' must be a string");
-    if (!srv_model_ok(s, json_string_value(v)))
+    if (!srv_model_serves(s, json_string_value(v)))
         return oai_err_set(e, 404, "invalid_request_error", "model_not_found", "model",
                            "The model `%.200s` does not exist or you do not have access to it.", json_string_value(v));
     v = json_object_get(r->root, "encoding_format");

@@ -84,7 +84,7 @@ static void gen_prepare(gen_req *g, const char *body, size_t len) {
     int prc = oai_parse_ex(g->kind, body, len, s->o.lenient, &g->q, e);
     free(chat_body);
     if (prc) return;
-    if (!srv_model_ok(s, g->q.model)) {
+    if (!srv_model_serves(s, g->q.model)) {
         oai_err_set(e, 404, "invalid_request_error", "model_not_found", "model",
                     "The model `%.200s` does not exist or you do not have access to it.", g->q.model);
         return;

@@ -30,6 +30,7 @@ enum {
     EP_READY = 1 << 1,  // needs the models loaded: 503 while loading or draining
     EP_MODEL = 1 << 2,  // with several models, the JSON body's "model" picks the model (srv_route_pick)
     EP_SELF_LOG = 1 << 3, // the handler writes the access line itself (it may answer later, from the engine)
+    EP_PREFIX = 1 << 4,   // the path is a prefix: the row serves every path under it (a resource id follows)
 };
 
 typedef enum { EP_GET, EP_POST } ep_method; // EP_GET also answers HEAD
@@ -60,6 +61,7 @@ static const ep_row endpoints[] = {
     {EP_POST, "/v1/messages/count_tokens", 0, wire_anth_count_tokens, EP_READY | EP_MODEL},
     {EP_POST, "/v1/embeddings", OAI_EMBEDDING, embed_handle, EP_READY | EP_MODEL | EP_SELF_LOG},
     {EP_GET, "/v1/models", 0, srv_ep_models, EP_READY},
+    {EP_GET, "/v1/models/", 0, srv_ep_models, EP_READY | EP_PREFIX},
     {EP_POST, "/tokenize", 0, srv_ep_tokenize, EP_READY | EP_MODEL},
     {EP_POST, "/detokenize", 0, srv_ep_detokenize, EP_READY | EP_MODEL},
     {EP_GET, "/metrics", 0, srv_handle_metrics, EP_READY},
@@ -67,8 +69,13 @@ static const ep_row endpoints[] = {
 };
 
 static const ep_row *find_row(const char *path) {
-    for (size_t i = 0; i < sizeof endpoints / sizeof *endpoints; i++)
-        if (!strcmp(endpoints[i].path, path)) return &endpoints[i];
+    size_t n = sizeof endpoints / sizeof *endpoints;
+    for (size_t i = 0; i < n; i++)
+        if (!(endpoints[i].flags & EP_PREFIX) && !strcmp(endpoints[i].path, path)) return &endpoints[i];
+    for (size_t i = 0; i < n; i++) {
+        size_t k = strlen(endpoints[i].path);
+        if ((endpoints[i].flags & EP_PREFIX) && !strncmp(endpoints[i].path, path, k) && path[k]) return &endpoints[i];
+    }
     return NULL;
 }
 

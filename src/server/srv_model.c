@@ -17,6 +17,8 @@ int srv_model_ok(const srv_model *s, const char *name) {
     return 0;
 }
 
+int srv_model_serves(const srv_model *s, const char *name) { return s->o.any_model || srv_model_ok(s, name); }
+
 void srv_model_free(srv_model *s) {
     if (!s) return;
     if (s->ev_engine) event_free(s->ev_engine);

@@ -67,6 +67,8 @@ typedef struct srv_model {
 // 1 if a request's "model" (NULL or "" = any) names this model: its served name, its file's basename (with
 // or without .gguf) or a router alias (srv_route_pick chose this model for it).
 int srv_model_ok(const srv_model *s, const char *name);
+// What a request's "model" may say to reach s: srv_model_ok, or anything with --any-model-name.
+int srv_model_serves(const srv_model *s, const char *name);
 // Frees what the record owns (its engine event, engine, vocabularies, models, metrics) and the record.
 void srv_model_free(srv_model *s);
 

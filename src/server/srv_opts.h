@@ -48,6 +48,7 @@ typedef struct server_opts {
     int log_level;             // SRV_LOG_*
     int pooling;               // ENGINE_EMBED_MEAN (default) or ENGINE_EMBED_LAST for /v1/embeddings
     int lenient;               // 1: unknown / unsupported request fields are dropped with a logged warning
+    int any_model;             // 1 (--any-model-name): a request naming an unknown model goes to the first model
                                // instead of a 400
     int truncation;            // context overflow when a request does not say: 0 refuse (context_length_exceeded),
                                // 1 auto (drop the oldest turns / middle-out; gen_trunc.c)

@@ -215,6 +215,7 @@ int srv_route_pick(server *fe, struct evhttp_request *req, const char *path, srv
             goto pick;
         }
     srv_router *r = find_router(fe, name);
+    if (!r && fe->o.any_model) goto pick; // --any-model-name: the first model answers
     if (!r) {
         rc = oai_err_set(e, 404, "invalid_request_error", "model_not_found", "model",
                          "The model `%.200s` does not exist or you do not have access to it.", name);
@@ -237,7 +238,8 @@ out:
 
 // --- /v1/models --------------------------------------------------------------------------------------
 
-void srv_route_models(server *fe, struct evhttp_request *req) {
+// The model objects of /v1/models: every served model, then every router alias.
+static json_t *model_list(server *fe) {
     json_t *data = json_array();
     json_int_t now = (json_int_t)tc_wall();
     for (int i = 0; i < fe->n_models; i++) {
@@ -253,7 +255,27 @@ void srv_route_models(server *fe, struct evhttp_request *req) {
                             r->large->name, "max_prompt_tokens", r->spec.max_prompt_tokens, "max_tokens",
                             r->spec.max_tokens, "degrade", r->spec.degrade, "ttft_slo", r->spec.ttft_slo));
     }
-    srv_send_json(&fe->o, req, 200, json_pack("{s:s,s:o}", "object", "list", "data", data));
+    return data;
+}
+
+void srv_route_models(server *fe, struct evhttp_request *req) {
+    srv_send_json(&fe->o, req, 200, json_pack("{s:s,s:o}", "object", "list", "data", model_list(fe)));
+}
+
+int srv_route_model_one(server *fe, struct evhttp_request *req, const char *id, oai_err *e) {
+    json_t *data = model_list(fe), *m;
+    size_t i;
+    const char *want = id;
+    for (int k = 0; k < fe->n_models; k++) // a file name (with or without .gguf) names the model too
+        if (srv_model_ok(fe->models[k], id) && !srv_config_router(fe->o.cfg, id)) want = fe->models[k]->name;
+    json_array_foreach(data, i, m) if (!strcmp(json_string_value(json_object_get(m, "id")), want)) {
+        srv_send_json(&fe->o, req, 200, json_incref(m));
+        json_decref(data);
+        return 200;
+    }
+    json_decref(data);
+    return oai_err_set(e, 404, "invalid_request_error", "model_not_found", "model",
+                       "The model `%.200s` does not exist or you do not have access to it.", id);
 }
 
 int srv_models_metrics(server *fe, tc_err *err) {

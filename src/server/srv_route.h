@@ -19,6 +19,9 @@ int srv_models_metrics(server *fe, tc_err *err); // the routers' counters, once 
 // model_not_found for an unknown name). Only called when fe->multi.
 int srv_route_pick(server *fe, struct evhttp_request *req, const char *path, srv_model **out, oai_err *e);
 void srv_route_models(server *fe, struct evhttp_request *req); // GET /v1/models: every model and router
+// GET /v1/models/{id}: the model object of a served model or router alias named id (decoded), or 404 with *e
+// filled (returns -1); 200 when replied.
+int srv_route_model_one(server *fe, struct evhttp_request *req, const char *id, oai_err *e);
 // Loader thread: engine_new for s with its threads pinned to s->cpus when s->pinned (threads inherit the
 // creating thread's affinity; the loader's own is restored after).
 int srv_model_engine_new(srv_model *s, const engine_opts *eo, tc_err *err);

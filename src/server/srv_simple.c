@@ -128,7 +128,15 @@ int srv_ep_detokenize(srv_model *s, struct evhttp_request *req, oai_kind kind, o
 }
 
 int srv_ep_models(srv_model *s, struct evhttp_request *req, oai_kind kind, oai_err *e) {
-    (void)kind, (void)e;
+    (void)kind;
+    const struct evhttp_uri *u = evhttp_request_get_evhttp_uri(req);
+    const char *path = u ? evhttp_uri_get_path(u) : NULL;
+    if (path && !strncmp(path, "/v1/models/", 11)) { // one model: /v1/models/{id}, the id percent-decoded
+        char *id = evhttp_uridecode(path + 11, 0, NULL);
+        int rc = id ? srv_route_model_one(s->fe, req, id, e) : oai_err_set(e, 500, "server_error", NULL, NULL, "out of memory");
+        free(id);
+        return rc;
+    }
     if (s->fe->multi) {
         srv_route_models(s->fe, req);
         return 200;

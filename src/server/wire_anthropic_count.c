@@ -43,7 +43,7 @@ int wire_anth_count_tokens(srv_model *s, struct evhttp_request *req, oai_kind ki
     (void)kind;
     oai_req q;
     if (parse(req, &q, e)) return -1;
-    if (!srv_model_ok(s, q.model)) {
+    if (!srv_model_serves(s, q.model)) {
         oai_err_set(e, 404, "invalid_request_error", "model_not_found", "model",
                     "The model `%.200s` does not exist or you do not have access to it.", q.model);
         oai_req_free(&q);

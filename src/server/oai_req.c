@@ -15,18 +15,7 @@
 
 #define BAD(e, param, ...) oai_err_set(e, 400, "invalid_request_error", NULL, param, __VA_ARGS__)
 
-static const char *jtype(const json_t *v) {
-    switch (json_typeof(v)) {
-    case JSON_OBJECT: return "an object";
-    case JSON_ARRAY: return "an array";
-    case JSON_STRING: return "a string";
-    case JSON_INTEGER: return "an integer";
-    case JSON_REAL: return "a number";
-    case JSON_TRUE:
-    case JSON_FALSE: return "a boolean";
-    default: return "null";
-    }
-}
+static const char *jtype(const json_t *v) { return oai_jtype(v); } // short for the messages below
 
 // Field absent or null → 0 (keep default); wrong type → -1.
 static int get_bool(json_t *o, const char *key, int *out, oai_err *e) {

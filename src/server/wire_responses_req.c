@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/oai_text.h"
 #include "server/wire_responses_impl.h"
 
 enum { WR_PASS, WR_OWN, WR_REFUSE, WR_IGNORE };
@@ -58,18 +59,7 @@ static const struct {
 
 #define BAD(e, param, ...) oai_err_set(e, 400, "invalid_request_error", NULL, param, __VA_ARGS__)
 
-static const char *jtype(const json_t *v) {
-    switch (json_typeof(v)) {
-    case JSON_OBJECT: return "an object";
-    case JSON_ARRAY: return "an array";
-    case JSON_STRING: return "a string";
-    case JSON_INTEGER: return "an integer";
-    case JSON_REAL: return "a number";
-    case JSON_TRUE:
-    case JSON_FALSE: return "a boolean";
-    default: return "null";
-    }
-}
+static const char *jtype(const json_t *v) { return oai_jtype(v); } // short for the messages below
 
 static int is(const json_t *v, const char *s) { return json_is_string(v) && !strcmp(json_string_value(v), s); }
 

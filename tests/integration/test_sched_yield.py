@@ -7,25 +7,11 @@ step (a full one of the low prompt) is still running when /stats answers (the IT
 the room kept for a better class would make that next step short too, sched_yield.h). Room: for
 --sched-aging seconds after a priority-0 request, a low-priority prompt prefilling alone runs in
 guard-sized steps. Counts tokens; no timing threshold."""
-import json
 import threading
 import time
 
 from conftest import STORIES
-
-LONG = "Once upon a time there was a little girl who liked to play in the park. " * 20  # ~300 tokens
-
-
-def completion(srv, prompt, max_tokens, **kw):
-    body = {"prompt": prompt, "max_tokens": max_tokens, "temperature": 0, "ignore_eos": True}
-    body.update(kw)
-    return srv.post("/v1/completions", body, timeout=120)
-
-
-def stats(srv):
-    st, _, data = srv.request("GET", "/stats")
-    assert st == 200
-    return json.loads(data)
+from test_sched_policy import LONG, completion, stats  # the same prompt and request helpers
 
 
 def wait_for(cond, timeout=30):

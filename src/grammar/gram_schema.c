@@ -4,6 +4,8 @@
 #include "grammar/gram_schema.h"
 
 #include "common/strbuf.h"
+#include "grammar/gram_range.h"
+#include "grammar/gram_regex.h"
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -12,7 +14,8 @@
 #include <string.h>
 
 #define GS_MAX_DEPTH 64
-#define GS_MAX_ITEMS 1000 // minItems / maxItems / minLength / maxLength above this are refused
+#define GS_MAX_ITEMS 1000   // minItems / maxItems above this are refused
+#define GS_MAX_LENGTH 10000 // minLength / maxLength above this are refused (one rule per character)
 
 static const char PRELUDE[] =
     "space ::= | \" \"\n"
@@ -32,6 +35,8 @@ static const char PRELUDE[] =
     "date-string ::= \"\\\"\" date \"\\\"\" space\n"
     "time-string ::= \"\\\"\" time \"\\\"\" space\n"
     "date-time-string ::= \"\\\"\" date \"T\" time \"\\\"\" space\n"
+    "email-string ::= \"\\\"\" [a-zA-Z0-9._%+-]{1,64} \"@\" [a-zA-Z0-9-]{1,63} (\".\" [a-zA-Z0-9-]{1,63}){1,8} "
+    "\"\\\"\" space\n"
     "uuid ::= \"\\\"\" [0-9a-fA-F]{8} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} \"-\" "
     "[0-9a-fA-F]{12} \"\\\"\" space\n";
 
@@ -155,7 +160,8 @@ static size_t path_push(gram_schema *b, const char *fmt, const char *arg) {
 static const char *const KNOWN[] = {
     "type", "properties", "required", "additionalProperties", "items", "minItems", "maxItems", "enum", "const",
     "anyOf", "oneOf", "$ref", "$defs", "definitions", "minLength", "maxLength", "format", "title", "description",
-    "$schema", "$id", "default", "examples", "$comment", "nullable", "strict", NULL,
+    "$schema", "$id", "default", "examples", "$comment", "nullable", "strict", "minimum", "maximum",
+    "exclusiveMinimum", "exclusiveMaximum", "pattern", NULL,
 };
 
 static int check_keywords(gram_schema *b, const json_t *s, tc_err *err) {
@@ -163,8 +169,8 @@ static int check_keywords(gram_schema *b, const json_t *s, tc_err *err) {
     json_t *v;
     json_object_foreach((json_t *)s, key, v) {
         (void)v;
-        if (!strcmp(key, "pattern") || !strcmp(key, "patternProperties"))
-            return bad(b, err, "'%s' is not supported (no regular expressions in grammars)", key);
+        if (!strcmp(key, "patternProperties"))
+            return bad(b, err, "'%s' is not supported (property names are not matched against patterns)", key);
         int known = 0;
         for (int i = 0; KNOWN[i] && !known; i++) known = !strcmp(KNOWN[i], key);
         if (!known && b->strict) return bad(b, err, "unsupported keyword '%s' (strict mode)", key);
@@ -174,10 +180,32 @@ static int check_keywords(gram_schema *b, const json_t *s, tc_err *err) {
 
 static int get_count(gram_schema *b, const json_t *s, const char *key, long long *out, tc_err *err) {
     json_t *v = json_object_get(s, key);
+    int max = strstr(key, "Length") ? GS_MAX_LENGTH : GS_MAX_ITEMS;
     if (!v) return 0;
-    if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > GS_MAX_ITEMS)
-        return bad(b, err, "'%s' must be an integer from 0 to %d", key, GS_MAX_ITEMS);
+    if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > max)
+        return bad(b, err, "'%s' must be an integer from 0 to %d", key, max);
     *out = json_integer_value(v);
+    return 0;
+}
+
+// minimum / maximum / exclusiveMinimum / exclusiveMaximum of a number or integer: the digit pattern of
+// gram_range.h in body (nothing when the schema has none).
+static int num_bounds(gram_schema *b, const json_t *s, int integer, tc_strbuf *body, tc_err *err) {
+    static const char *const keys[4] = {"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"};
+    gram_bounds bd = {0};
+    for (int i = 0; i < 4; i++) {
+        json_t *v = json_object_get(s, keys[i]);
+        if (!v || json_is_null(v)) continue;
+        if (json_is_boolean(v)) return bad(b, err, "'%s' must be a number (the draft-4 boolean form is not read)", keys[i]);
+        if (!json_is_number(v)) return bad(b, err, "'%s' must be a number", keys[i]);
+        double x = json_number_value(v);
+        int lo = i < 2, excl = i & 1;
+        if (lo && (!bd.has_lo || x > bd.lo || (x == bd.lo && excl))) bd.has_lo = 1, bd.lo = x, bd.lo_excl = excl;
+        if (!lo && (!bd.has_hi || x < bd.hi || (x == bd.hi && excl))) bd.has_hi = 1, bd.hi = x, bd.hi_excl = excl;
+    }
+    if (!bd.has_lo && !bd.has_hi) return 0;
+    if (gram_range_expr(body, integer, &bd)) return bad(b, err, "no %s lies within its minimum and maximum", integer ? "integer" : "number");
+    tc_strbuf_str(body, " space");
     return 0;
 }
 
@@ -319,15 +347,36 @@ static int visit_typed(gram_schema *b, const json_t *s, const char *type, char *
             else if (!strcmp(f, "time")) tc_strbuf_str(&body, "time-string");
             else if (!strcmp(f, "date-time")) tc_strbuf_str(&body, "date-time-string");
             else if (!strcmp(f, "uuid")) tc_strbuf_str(&body, "uuid");
-            else if (b->strict) return bad(b, err, "unsupported string format '%s' (strict mode)", f);
+            else if (!strcmp(f, "email")) tc_strbuf_str(&body, "email-string");
+            else if (!strcmp(f, "uri")) { // scheme ":" then characters a URI may hold, within maxLength
+                long long tail = hi >= 0 ? hi - 17 : -1;
+                if (hi >= 0 && tail < 1) return bad(b, err, "maxLength %lld is too short for a 'uri'", hi);
+                tc_strbuf_str(&body, "\"\\\"\" [a-zA-Z] [a-zA-Z0-9+.-]{0,15} \":\" [a-zA-Z0-9._~:/?#@!$&'()*+,;=%-]");
+                if (tail > 0) sb_fmt(&body, "{1,%lld}", tail);
+                else tc_strbuf_str(&body, "+");
+                tc_strbuf_str(&body, " \"\\\"\" space");
+            } else if (b->strict) return bad(b, err, "unsupported string format '%s' (strict mode)", f);
+        }
+        json_t *pat = json_object_get(s, "pattern");
+        if (pat && !body.n) { // a pattern decides the whole string (length bounds are the pattern's own)
+            if (!json_is_string(pat)) return bad(b, err, "'pattern' must be a string");
+            tc_strbuf_str(&body, "\"\\\"\" ");
+            tc_err perr = {0};
+            if (gram_regex_expr(json_string_value(pat), &body, &perr)) {
+                free(body.p);
+                return bad(b, err, "%s", perr.msg);
+            }
+            tc_strbuf_str(&body, " \"\\\"\" space");
         }
         if (!body.n) {
             if (lo == 0 && hi < 0) tc_strbuf_str(&body, "string");
             else if (hi < 0) sb_fmt(&body, "\"\\\"\" char{%lld,} \"\\\"\" space", lo);
             else sb_fmt(&body, "\"\\\"\" char{%lld,%lld} \"\\\"\" space", lo, hi);
         }
-    } else if (!strcmp(type, "number") || !strcmp(type, "integer") || !strcmp(type, "boolean") ||
-               !strcmp(type, "null"))
+    } else if (!strcmp(type, "number") || !strcmp(type, "integer")) {
+        if ((rc = num_bounds(b, s, !strcmp(type, "integer"), &body, err))) return rc;
+        if (!body.n) tc_strbuf_str(&body, type);
+    } else if (!strcmp(type, "boolean") || !strcmp(type, "null"))
         tc_strbuf_str(&body, type);
     else return bad(b, err, "unknown type '%s'", type);
     new_name(b, name);

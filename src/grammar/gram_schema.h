@@ -2,9 +2,10 @@
 // number / integer / boolean / null (and lists of them), properties with required ones (optional ones may be
 // left out, order kept), additionalProperties, enum, const, anyOf / oneOf, items with minItems / maxItems,
 // $ref into $defs / definitions (recursion allowed), string minLength / maxLength, formats date / time /
-// date-time / uuid. JSON is generated compactly (at most one space after ':' and ',').
-// `pattern` is refused (no regex → grammar translation); other keywords (minimum, allOf, …) are refused
-// when strict and ignored otherwise; the message names the keyword and where it is.
+// date-time / uuid / email / uri, `pattern` (gram_regex.h), and minimum / maximum / exclusiveMinimum /
+// exclusiveMaximum (gram_range.h). JSON is generated compactly (at most one space after ':' and ',').
+// Other keywords (allOf, multipleOf, …) are refused when strict and ignored otherwise; a pattern the
+// translation cannot express is always refused; the message names the keyword and where it is.
 #ifndef TACHYON_GRAMMAR_SCHEMA_H
 #define TACHYON_GRAMMAR_SCHEMA_H
 

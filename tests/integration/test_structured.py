@@ -187,8 +187,9 @@ def bad(client, **kw):
 
 def test_errors(client):
     rf = lambda s, strict=True: {"type": "json_schema", "json_schema": {"name": "x", "schema": s, "strict": strict}}
-    assert "pattern" in bad(client, response_format=rf({"type": "string", "pattern": "^a$"}))
-    assert "minimum" in bad(client, response_format=rf({"type": "integer", "minimum": 1}))
+    assert "pattern" in bad(client, response_format=rf({"type": "string", "pattern": "^(?=a)$"}))
+    assert "minimum" in bad(client, response_format=rf({"type": "integer", "minimum": 5, "maximum": 1}))
+    assert "multipleOf" in bad(client, response_format=rf({"type": "integer", "multipleOf": 2}))
     assert "unknown type" in bad(client, response_format=rf({"type": "bogus"}))
     assert "json_schema" in bad(client, response_format={"type": "xml"})
     assert "undefined rule" in bad(client, extra_body={"grammar": "root ::= foo"})
@@ -196,7 +197,7 @@ def test_errors(client):
     assert "left recursive" in bad(client, extra_body={"grammar": 'root ::= root "a" | "b"'})
     assert "not in 'tools'" in bad(client, tools=[WEATHER], tool_choice={"type": "function", "function": {"name": "nope"}})
     assert "needs 'tools'" in bad(client, tool_choice="required")
-    bad_tool = {"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"a": {"type": "string", "pattern": "x"}}}}}
+    bad_tool = {"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"a": {"type": "string", "pattern": "a\\1"}}}}}
     assert "pattern" in bad(client, tools=[bad_tool])
     with pytest.raises(openai.BadRequestError) as ei:
         chat(client, ASK + [{"role": "tool", "content": "x"}], max_tokens=5)  # no tool_call_id

@@ -49,6 +49,41 @@ static void check_refused(const char *schema, int strict, const char *needle) {
     json_decref(s);
 }
 
+#define L(...) ((const char *const[]){__VA_ARGS__, NULL})
+
+// minimum / maximum / exclusive bounds: integers by digit patterns, numbers by their integer part.
+static void check_bounds(void) {
+    check_schema("{\"type\":\"integer\",\"minimum\":0,\"maximum\":120}", L("0", "7", "99", "100", "120"),
+                 L("-1", "121", "130", "200", "1000", "00", "1.5"));
+    check_schema("{\"type\":\"integer\",\"exclusiveMinimum\":-15,\"exclusiveMaximum\":1234}",
+                 L("-14", "-9", "0", "5", "1233", "999", "1099"), L("-15", "-20", "1234", "1300", "2000", "10000"));
+    check_schema("{\"type\":\"integer\",\"minimum\":37}", L("37", "40", "99", "100", "123456789"),
+                 L("36", "5", "0", "-1"));
+    check_schema("{\"type\":\"integer\",\"maximum\":-3}", L("-3", "-4", "-10", "-1000"), L("-2", "0", "5"));
+    check_schema("{\"type\":\"number\",\"minimum\":0,\"maximum\":1}", L("0", "0.5", "1", "1.0", "0.999"),
+                 L("-0.5", "1.5", "1.01", "2", "1e2"));
+    check_schema("{\"type\":\"number\",\"exclusiveMinimum\":0}", L("0.1", "0.001", "3", "42.5"),
+                 L("0", "0.0", "-1", "-0.5"));
+    check_schema("{\"type\":\"number\",\"minimum\":-2.5,\"maximum\":3.5}", L("-2", "-1.75", "0", "3", "2.9"),
+                 L("-3", "4", "-3.5"));
+}
+
+// patterns, formats and long strings.
+static void check_strings(void) {
+    check_schema("{\"type\":\"string\",\"pattern\":\"^[A-Z]{3}[0-9]{2}$\"}", L("\"ABC12\"", "\"XYZ00\""),
+                 L("\"ABc12\"", "\"ABC1\"", "\"ABC123\"", "\"\""));
+    check_schema("{\"type\":\"string\",\"pattern\":\"^(cat|dog)s?\\\\.$\"}", L("\"cat.\"", "\"dogs.\""),
+                 L("\"cats\"", "\"cow.\""));
+    check_schema("{\"type\":\"string\",\"pattern\":\"\\\\d+\"}", L("\"a1b\"", "\"42\""), L("\"ab\""));
+    check_schema("{\"type\":\"string\",\"pattern\":\"^[^a-c]+$\"}", L("\"xyz\"", "\"d e\""),
+                 L("\"abc\"", "\"x\\\"y\""));
+    check_schema("{\"type\":\"string\",\"format\":\"email\"}", L("\"ann@example.com\"", "\"a.b+c@x.co.uk\""),
+                 L("\"ann\"", "\"ann@\"", "\"@x.com\""));
+    check_schema("{\"type\":\"string\",\"format\":\"uri\",\"minLength\":1,\"maxLength\":2083}",
+                 L("\"https://example.com/a?b=c\"", "\"mailto:ann@x.org\""), L("\"example\"", "\"://x\"", "\"\""));
+    check_schema("{\"type\":\"string\",\"maxLength\":2083}", L("\"\"", "\"a long enough string\""), L("1"));
+}
+
 int main(void) {
     check_schema("{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"age\":{\"type\":\"integer\"},"
                  "\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"maxItems\":2}},"
@@ -90,14 +125,19 @@ int main(void) {
         CHECK(matches_gbnf(obj, "{\"a\":}") == 0);
         free(obj);
     }
-    check_refused("{\"type\":\"string\",\"pattern\":\"^a+$\"}", 0, "'pattern' is not supported");
-    check_refused("{\"type\":\"integer\",\"minimum\":3}", 1, "unsupported keyword 'minimum'");
+    check_bounds();
+    check_strings();
+    check_refused("{\"type\":\"string\",\"pattern\":\"^(?=a)b$\"}", 0, "'pattern': lookarounds");
+    check_refused("{\"type\":\"string\",\"pattern\":\"(a)\\\\1\"}", 0, "'pattern': backreferences");
+    check_refused("{\"type\":\"integer\",\"multipleOf\":3}", 1, "unsupported keyword 'multipleOf'");
+    check_refused("{\"type\":\"integer\",\"minimum\":3.5,\"exclusiveMaximum\":4}", 1, "no integer lies within");
+    check_refused("{\"type\":\"string\",\"maxLength\":10001}", 1, "'maxLength' must be an integer from 0 to 10000");
     check_refused("{\"type\":\"object\",\"properties\":{\"x\":{\"allOf\":[]}}}", 1, "at /properties/x: unsupported keyword 'allOf'");
     check_refused("{\"type\":\"sometimes\"}", 1, "unknown type 'sometimes'");
     check_refused("{\"$ref\":\"#/$defs/missing\"}", 1, "points nowhere");
     check_refused("{\"type\":\"object\",\"properties\":{\"a\":{}},\"required\":[\"b\"]}", 1, "'b' is not in 'properties'");
     // not strict: unknown keywords ignored
-    json_t *s = json_loads("{\"type\":\"integer\",\"minimum\":3}", 0, NULL);
+    json_t *s = json_loads("{\"type\":\"integer\",\"multipleOf\":3}", 0, NULL);
     char *g = NULL;
     CHECK(gram_schema_gbnf(s, 0, &g, &err) == 0);
     free(g);

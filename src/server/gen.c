@@ -148,12 +148,27 @@ void gen_flush_dirty(srv_model *s) {
 
 json_t *gen_lp_new(const gen_req *g) { return g->q.kind == OAI_CHAT ? oai_lp_chat_new() : oai_lp_cmpl_new(); }
 
+// Tools in play: the text that can no longer start a call (gen_tstream.h) goes out as content; the rest is
+// split into content and calls when the choice ends (stream_tools). A prompt that leaves the model inside
+// <think> holds everything (its text is reasoning until </think>).
+static void emit_tool_text(gen_choice *c) {
+    gen_req *g = c->g;
+    if (chat_family_opens_think(g->s->chat)) return;
+    const char *p;
+    size_t n;
+    gen_tstream_take(&c->tst, tool_fmt_get(g->s->tools), c->sb.text, oai_stopbuf_safe(&c->sb), &p, &n);
+    if (n) gen_queue_json(g, oai_chunk(g->q.kind, g->id, g->created, g->s->name, c->index, NULL, p, n, NULL, NULL));
+}
+
 // Queues a chunk with whatever text (and pending logprobs) can be released.
 static void emit_stream(gen_choice *c, int final) {
     gen_req *g = c->g;
     const char *p;
     size_t n;
-    if (oai_tools_active(&g->q) && !final) return; // text or tool calls: decided when the choice ends
+    if (oai_tools_active(&g->q) && !final) { // text or tool calls: decided when the text shows which
+        emit_tool_text(c);
+        return;
+    }
     oai_stopbuf_take(&c->sb, final, &p, &n);
     json_t *lp = NULL;
     if (c->lp) {
@@ -218,9 +233,12 @@ static void stream_tools(gen_choice *c, const char **reason) {
     tool_parsed tp;
     tools_of(c, &tp);
     if (tp.calls && !strcmp(*reason, "stop")) *reason = c->finish_reason = "tool_calls";
-    if (tp.reasoning || tp.content) {
-        json_t *ch = oai_chunk(g->q.kind, g->id, g->created, s->name, c->index, NULL, tp.content,
-                               tp.content ? strlen(tp.content) : 0, NULL, NULL);
+    const char *rest;
+    size_t n_rest; // the content not streamed yet
+    gen_tstream_rest(&c->tst, c->sb.text, tp.content, &rest, &n_rest);
+    if (tp.reasoning || n_rest) {
+        json_t *ch = oai_chunk(g->q.kind, g->id, g->created, s->name, c->index, NULL, n_rest ? rest : NULL,
+                               n_rest, NULL, NULL);
         if (tp.reasoning)
             json_object_set_new(json_object_get(json_array_get(json_object_get(ch, "choices"), 0), "delta"),
                                 "reasoning_content", json_string(tp.reasoning));

@@ -5,6 +5,7 @@
 
 #include "server/gen_prompt.h"
 #include "server/gen_summ.h"
+#include "server/gen_tstream.h"
 #include "server/reasoning.h"
 #include "server/srv_model.h"
 #include "server/srv_tenants.h"
@@ -29,6 +30,7 @@ typedef struct gen_choice {
     double t_last;    // monotonic seconds of the previous token
     int reason;       // 1: <think>…</think> goes to reasoning_content (gen_reasoning_on)
     rsn_split rs;     // streaming split of the released text (reason)
+    gen_tstream tst;  // tools in play, streamed: the content released before the choice ends
 } gen_choice;
 
 typedef struct gen_req {

@@ -157,5 +157,8 @@ int oai_stopbuf_push(oai_stopbuf *b, const char *s, size_t n);
 // Releases what is safe to send: *p/*n are the new bytes (borrowed until the next push). final=1 releases
 // everything left (generation ended without a match).
 void oai_stopbuf_take(oai_stopbuf *b, int final, const char **p, size_t *n);
+// The end of the text that is safe to send (b->text[0..safe) can no longer start a stop string); releases
+// nothing.
+size_t oai_stopbuf_safe(const oai_stopbuf *b);
 
 #endif

@@ -179,9 +179,9 @@ int oai_stopbuf_push(oai_stopbuf *b, const char *s, size_t n) {
     return 0;
 }
 
-void oai_stopbuf_take(oai_stopbuf *b, int final, const char **p, size_t *n) {
+size_t oai_stopbuf_safe(const oai_stopbuf *b) {
     size_t safe = b->len;
-    if (!final && !b->matched) {
+    if (!b->matched) {
         // hold back the longest tail that is a proper prefix of some stop string
         for (int i = 0; i < b->n_stops; i++) {
             size_t sl = strlen(b->stops[i]);
@@ -194,6 +194,11 @@ void oai_stopbuf_take(oai_stopbuf *b, int final, const char **p, size_t *n) {
             }
         }
     }
+    return safe;
+}
+
+void oai_stopbuf_take(oai_stopbuf *b, int final, const char **p, size_t *n) {
+    size_t safe = final ? b->len : oai_stopbuf_safe(b);
     *p = b->text ? b->text + b->emitted : "";
     *n = safe - b->emitted;
     b->emitted = safe;

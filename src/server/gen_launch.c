@@ -49,8 +49,10 @@ static void reply_error(srv_model *s, struct evhttp_request *req, const oai_err 
 
 
 // The request of another API (g->wo): parsed into g->wire_in, translated by the wire into a chat completions
-// body (*chat, malloc'd compact JSON). 0, or -1 with *e filled.
-static int wire_translate(gen_req *g, const char *body, size_t len, char **chat, oai_err *e) {
+// body (*chat, new reference) that the chat parser takes as it is (one JSON parse per request). lenient: the
+// fields the wire does not accept are dropped first and named in dropped (cap bytes). 0, or -1 with *e filled.
+static int wire_translate(gen_req *g, const char *body, size_t len, int lenient, char *dropped, size_t dropped_cap,
+                          json_t **chat, oai_err *e) {
     json_error_t je;
     g->wire_in = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
     if (!g->wire_in)
@@ -58,12 +60,8 @@ static int wire_translate(gen_req *g, const char *body, size_t len, char **chat,
                            "We could not parse the JSON body of your request: %s", je.text);
     if (!json_is_object(g->wire_in))
         return oai_err_set(e, 400, "invalid_request_error", NULL, NULL, "The request body must be a JSON object");
-    json_t *c = NULL;
-    if (g->wo->to_chat(g->wire_in, &c, e)) return -1;
-    *chat = json_dumps(c, JSON_COMPACT);
-    json_decref(c);
-    if (!*chat) return oai_err_set(e, 500, "server_error", NULL, NULL, "out of memory");
-    return 0;
+    if (lenient) wire_drop_unaccepted(g->wo, g->wire_in, dropped, dropped_cap);
+    return g->wo->to_chat(g->wire_in, chat, e);
 }
 
 // Bodies above this size are parsed, rendered and tokenized on the worker thread (bytes). Below it the work
@@ -76,14 +74,22 @@ static void gen_prepare(gen_req *g, const char *body, size_t len) {
     srv_model *s = g->s;
     oai_err *e = &g->perr;
     g->prep_rc = -1;
-    char *chat_body = NULL; // another API on the wire: its body translated into a chat completions body
-    if (g->wo) {
-        if (wire_translate(g, body, len, &chat_body, e)) return;
-        body = chat_body, len = strlen(chat_body);
+    if (g->wo) { // another API on the wire: its body translated into a chat completions body
+        json_t *chat = NULL;
+        char dropped[sizeof g->q.lenient_dropped] = "";
+        if (wire_translate(g, body, len, s->o.lenient, dropped, sizeof dropped, &chat, e) ||
+            oai_parse_json(g->kind, chat, s->o.lenient, &g->q, e))
+            return;
+        if (*dropped) { // the wire's dropped fields first, then the chat body's
+            char both[2 * sizeof g->q.lenient_dropped + 2];
+            snprintf(both, sizeof both, "%s%s%s", dropped, *g->q.lenient_dropped ? ", " : "", g->q.lenient_dropped);
+            size_t n = strnlen(both, sizeof g->q.lenient_dropped - 1);
+            memcpy(g->q.lenient_dropped, both, n);
+            g->q.lenient_dropped[n] = 0;
+        }
+    } else if (oai_parse_ex(g->kind, body, len, s->o.lenient, &g->q, e)) {
+        return;
     }
-    int prc = oai_parse_ex(g->kind, body, len, s->o.lenient, &g->q, e);
-    free(chat_body);
-    if (prc) return;
     if (!srv_model_serves(s, g->q.model)) {
         oai_err_set(e, 404, "invalid_request_error", "model_not_found", "model",
                     "The model `%.200s` does not exist or you do not have access to it.", g->q.model);
@@ -297,8 +303,13 @@ static void start_stream(gen_req *g) {
     g->streaming = 1;
     g->t_last_send = tc_now();
     if (kind == OAI_CHAT)
-        for (int i = 0; i < q->n; i++)
-            gen_queue_json(g, oai_chunk(kind, g->id, g->created, s->name, i, "assistant", "", 0, NULL, NULL));
+        for (int i = 0; i < q->n; i++) {
+            json_t *ch = oai_chunk(kind, g->id, g->created, s->name, i, "assistant", "", 0, NULL, NULL);
+            // another API on the wire announces the prompt's size when its message starts (Anthropic's
+            // message_start); prefix-cache hits are known later, so all of it counts as input here
+            if (g->wo && i == 0) json_object_set_new(ch, "usage", oai_usage(g->n_prompt, 0, 0));
+            gen_queue_json(g, ch);
+        }
     for (int i = 0; i < g->n_choices; i++) // completions echo: the prompt text comes first
         if (g->ch[i].echo)
             gen_queue_json(g, oai_chunk(kind, g->id, g->created, s->name, i, NULL, g->ch[i].echo, g->ch[i].echo_len,

@@ -95,6 +95,9 @@ typedef struct oai_req {
 int oai_parse(oai_kind kind, const char *body, size_t len, oai_req *out, oai_err *e);
 // Same; lenient = 1 drops unknown and refused fields (listed in out->lenient_dropped) instead of a 400.
 int oai_parse_ex(oai_kind kind, const char *body, size_t len, int lenient, oai_req *out, oai_err *e);
+// Same for a body already parsed (another API's request translated by its wire): root is stolen (owned by
+// *out on success as out->root, released on failure).
+int oai_parse_json(oai_kind kind, json_t *root, int lenient, oai_req *out, oai_err *e);
 // Checks r->root's keys against the field table (called by oai_parse_ex; see oai_fields.c).
 int oai_check_fields(oai_kind kind, int lenient, oai_req *r, oai_err *e);
 void oai_req_free(oai_req *r);

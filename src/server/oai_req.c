@@ -475,14 +475,20 @@ static int parse_tail(oai_req *r, oai_err *e) {
 }
 
 int oai_parse_ex(oai_kind kind, const char *body, size_t len, int lenient, oai_req *r, oai_err *e) {
-    set_defaults(r, kind);
+    memset(r, 0, sizeof *r);
     if (len == 0) return BAD(e, NULL, "The request body is empty; expected a JSON object");
     json_error_t je;
-    r->root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
-    if (!r->root) {
+    json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
+    if (!root) {
         return BAD(e, NULL, "We could not parse the JSON body of your request: %s (line %d, column %d)", je.text,
                    je.line, je.column);
     }
+    return oai_parse_json(kind, root, lenient, r, e);
+}
+
+int oai_parse_json(oai_kind kind, json_t *root, int lenient, oai_req *r, oai_err *e) {
+    set_defaults(r, kind);
+    r->root = root;
     if (!json_is_object(r->root)) {
         BAD(e, NULL, "The request body must be a JSON object, got %s", jtype(r->root));
         goto err;

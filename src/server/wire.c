@@ -1,4 +1,5 @@
 // Which wire_ops serves which API (see wire.h).
+#include <stdio.h>
 #include <string.h>
 
 #include "server/wire.h"
@@ -22,4 +23,17 @@ wire_kind wire_of_path(const char *path) {
     if (under(path, "/v1/responses")) return WIRE_RESPONSES;
     if (under(path, "/v1/messages")) return WIRE_ANTHROPIC;
     return WIRE_OPENAI;
+}
+
+void wire_drop_unaccepted(const wire_ops *w, json_t *in, char *dropped, size_t cap) {
+    const char *key;
+    json_t *v;
+    void *tmp;
+    if (!w || !w->field_ok || !json_is_object(in)) return;
+    json_object_foreach_safe(in, tmp, key, v) {
+        if (w->field_ok(key, v)) continue;
+        size_t used = strnlen(dropped, cap);
+        if (used + 1 < cap) snprintf(dropped + used, cap - used, "%s%s", used ? ", " : "", key);
+        json_object_del(in, key);
+    }
 }

@@ -30,6 +30,10 @@ typedef struct wire_ops {
     // reaches stream_chunk) and 0 is returned; on a bad request -1 with *e filled (status 400 and a message
     // naming the field, as every other endpoint does).
     int (*to_chat)(const json_t *in, json_t **out, oai_err *e);
+    // --lenient: whether a top-level field of the API's body is accepted (in its field table and not refused,
+    // or null). The server drops the fields it does not accept before to_chat, as it drops unknown and refused
+    // fields of a chat completions body, and logs them.
+    int (*field_ok)(const char *key, const json_t *v);
     // The whole reply of a non-streamed request: chat is the chat.completion object (borrowed), in the API's
     // request (borrowed, for echoed fields such as model, instructions, tools). Returns a new object.
     json_t *(*from_chat)(const json_t *chat, const json_t *in);
@@ -52,6 +56,9 @@ const wire_ops *wire_get(wire_kind k);
 // The wire whose errors a request path gets: /v1/responses… → WIRE_RESPONSES, /v1/messages… → WIRE_ANTHROPIC,
 // anything else WIRE_OPENAI. NULL path: WIRE_OPENAI.
 wire_kind wire_of_path(const char *path);
+// --lenient: removes the top-level fields of in that w does not accept (field_ok) and appends their names,
+// comma-separated, to dropped (a NUL-terminated string of cap bytes, truncated when full).
+void wire_drop_unaccepted(const wire_ops *w, json_t *in, char *dropped, size_t cap);
 
 extern const wire_ops wire_responses_ops; // wire_responses.c
 extern const wire_ops wire_anthropic_ops; // wire_anthropic.c

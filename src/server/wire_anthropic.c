@@ -123,6 +123,7 @@ static int to_chat(const json_t *in, json_t **out, oai_err *e) { return wire_ant
 const wire_ops wire_anthropic_ops = {
     .name = "anthropic",
     .to_chat = to_chat,
+    .field_ok = wire_anth_field_ok,
     .from_chat = from_chat,
     .stream_new = wire_anth_stream_new,
     .stream_chunk = wire_anth_stream_chunk,

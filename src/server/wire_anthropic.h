@@ -14,6 +14,8 @@ struct srv_model;
 // The Messages body `in` (borrowed) as a chat completions body (*out, owned by the caller). counting=1 is the
 // count_tokens body: max_tokens is not required and stream is refused. 0, or -1 with *e (400 naming the field).
 int wire_anth_to_chat(const json_t *in, int counting, json_t **out, oai_err *e);
+// Whether a top-level field is accepted (in the table and not refused, or null): wire_ops.field_ok.
+int wire_anth_field_ok(const char *key, const json_t *v);
 
 // Anthropic's stop_reason for a chat finish_reason; matched: the stop string the chat path reports as
 // matched (NULL if none). "end_turn", "max_tokens", "stop_sequence" or "tool_use" (static strings).

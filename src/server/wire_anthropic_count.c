@@ -13,8 +13,9 @@
 
 #define ANTH_COUNT_MAX_BODY (1u << 20) // bytes
 
-// The chat request the body translates to, parsed (*q, free with oai_req_free). 0, or -1 with *e filled.
-static int parse(struct evhttp_request *req, oai_req *q, oai_err *e) {
+// The chat request the body translates to, parsed once (*q, free with oai_req_free); lenient drops the fields
+// the Messages table does not accept, as /v1/messages does. 0, or -1 with *e filled.
+static int parse(struct evhttp_request *req, int lenient, oai_req *q, oai_err *e) {
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
     size_t len = evbuffer_get_length(in);
     if (len > ANTH_COUNT_MAX_BODY)
@@ -27,22 +28,19 @@ static int parse(struct evhttp_request *req, oai_req *q, oai_err *e) {
         return oai_err_set(e, 400, "invalid_request_error", NULL, NULL, "The request body must be a JSON object%s%s",
                            body ? "" : ": ", body ? "" : je.text);
     }
+    char dropped[64] = "";
+    if (lenient) wire_drop_unaccepted(&wire_anthropic_ops, body, dropped, sizeof dropped);
     json_t *chat = NULL;
     int rc = wire_anth_to_chat(body, 1, &chat, e);
     json_decref(body);
     if (rc) return -1;
-    char *t = json_dumps(chat, JSON_COMPACT);
-    json_decref(chat);
-    if (!t) return oai_err_set(e, 500, "api_error", NULL, NULL, "out of memory");
-    rc = oai_parse(OAI_CHAT, t, strlen(t), q, e);
-    free(t);
-    return rc;
+    return oai_parse_json(OAI_CHAT, chat, lenient, q, e);
 }
 
 int wire_anth_count_tokens(srv_model *s, struct evhttp_request *req, oai_kind kind, oai_err *e) {
     (void)kind;
     oai_req q;
-    if (parse(req, &q, e)) return -1;
+    if (parse(req, s->o.lenient, &q, e)) return -1;
     if (!srv_model_serves(s, q.model)) {
         oai_err_set(e, 404, "invalid_request_error", "model_not_found", "model",
                     "The model `%.200s` does not exist or you do not have access to it.", q.model);

@@ -46,6 +46,12 @@ static const struct {
     {"context_management", AF_REFUSED, "server-side context editing is not available"},
 };
 
+int wire_anth_field_ok(const char *key, const json_t *v) {
+    size_t i, n = sizeof anth_fields / sizeof anth_fields[0];
+    for (i = 0; i < n && strcmp(anth_fields[i].name, key); i++) {}
+    return i < n && (anth_fields[i].st != AF_REFUSED || json_is_null(v));
+}
+
 static int check_fields(const json_t *in, oai_err *e) {
     const char *key;
     json_t *v;

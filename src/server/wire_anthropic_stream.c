@@ -2,8 +2,9 @@
 // message_start, then per content block content_block_start / content_block_delta… / content_block_stop (a
 // ping after the first block starts), then message_delta (stop_reason, stop_sequence, usage) and message_stop.
 // A block is open while the chunks keep adding to the same kind (thinking, text, one tool call); a change of
-// kind closes it and opens the next. The usage comes in the chat path's last chunk, so message_start carries
-// zero tokens and message_delta the real counts (input_tokens included, which the SDK reads there too).
+// kind closes it and opens the next. message_start carries the prompt's size from the first chunk's usage (all
+// of it as input_tokens: prefix-cache hits are not known yet), message_delta the final counts from the chat
+// path's last chunk (input_tokens and cache_read_input_tokens split, which the SDK reads there too).
 #include <event2/buffer.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,7 +49,7 @@ static void start(wire_stream *st, const json_t *chunk, struct evbuffer *out) {
         snprintf(st->model, sizeof st->model, "%s", m ? m : "");
     }
     json_t *msg = json_pack("{s:s,s:s,s:s,s:s,s:[],s:n,s:n,s:o}", "id", id, "type", "message", "role", "assistant",
-                            "model", st->model, "content", "stop_reason", "stop_sequence", "usage", wire_anth_usage(NULL));
+                            "model", st->model, "content", "stop_reason", "stop_sequence", "usage", wire_anth_usage(json_object_get(chunk, "usage")));
     emit(out, "message_start", json_pack("{s:s,s:o}", "type", "message_start", "message", msg));
     st->started = 1;
 }

@@ -6,6 +6,7 @@
 const wire_ops wire_responses_ops = {
     .name = "responses",
     .to_chat = wresp_to_chat,
+    .field_ok = wresp_field_ok,
     .from_chat = wresp_from_chat,
     .stream_new = wresp_stream_new,
     .stream_chunk = wresp_stream_chunk,

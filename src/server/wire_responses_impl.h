@@ -13,6 +13,8 @@
 // A Responses body (borrowed) → a new chat completions body in *out (owned by the caller). 0, or -1 with a
 // 400 in *e naming the field (unknown fields, refused fields, other tool types, non-text input parts).
 int wresp_to_chat(const json_t *in, json_t **out, oai_err *e);
+// Whether a top-level field is accepted (in the table and not refused, or null): wire_ops.field_ok.
+int wresp_field_ok(const char *key, const json_t *v);
 
 // --- the response (wire_responses_out.c) -----------------------------------------------------------------
 

@@ -63,6 +63,12 @@ static const char *jtype(const json_t *v) { return oai_jtype(v); } // short for 
 
 static int is(const json_t *v, const char *s) { return json_is_string(v) && !strcmp(json_string_value(v), s); }
 
+int wresp_field_ok(const char *key, const json_t *v) {
+    size_t i = 0, n = sizeof fields / sizeof fields[0];
+    while (i < n && strcmp(fields[i].name, key)) i++;
+    return i < n && (fields[i].how != WR_REFUSE || json_is_null(v));
+}
+
 // The table's verdict on each top-level field: WR_PASS fields are copied into out.
 static int check_fields(const json_t *in, json_t *out, oai_err *e) {
     const char *key;

@@ -82,6 +82,35 @@ def test_stream_event_order(smol):
     assert md["delta"] == {"stop_reason": "max_tokens", "stop_sequence": None} and md["usage"]["output_tokens"] == 12
 
 
+def test_message_start_usage(smol):
+    """message_start reports the prompt's size (the non-streamed input tokens), not zero."""
+    body = {"model": MODEL, "max_tokens": 4, "temperature": 0, "messages": ASK}
+    st, _, full = smol.post("/v1/messages", body)
+    assert st == 200
+    want = full["usage"]["input_tokens"] + full["usage"]["cache_read_input_tokens"]
+    st, _, data = smol.request("POST", "/v1/messages", dict(body, stream=True))
+    ev = events_of(data.decode())
+    u = ev[0][1]["message"]["usage"]
+    assert ev[0][0] == "message_start" and u["input_tokens"] + u["cache_read_input_tokens"] == want > 5, u
+    assert u["output_tokens"] == 0
+
+
+def test_lenient(make_server):
+    """--lenient drops the fields /v1/messages does not accept (unknown, refused) as on the chat path."""
+    srv = make_server(SMOL, "--ctx-size", 1024, "--lenient")
+    body = {"model": MODEL, "max_tokens": 4, "messages": ASK, "bogus_field": 1, "container": "c1"}
+    st, _, j = srv.post("/v1/messages", body)
+    assert st == 200 and j["type"] == "message", j
+    st, _, j = srv.post("/v1/messages/count_tokens", {"model": MODEL, "messages": ASK, "bogus_field": 1})
+    assert st == 200 and j["input_tokens"] > 5, j
+    st, _, j = srv.post("/v1/responses", {"model": MODEL, "input": "Hi", "max_output_tokens": 4, "bogus": 1,
+                                          "previous_response_id": "resp_1"})
+    assert st == 200 and j["object"] == "response", j
+    st, _, j = srv.post("/v1/messages", dict(body, max_tokens="x"))  # values are still checked
+    assert st == 400, j
+    assert "bogus_field" in srv.read_log() and "bogus" in srv.read_log()
+
+
 def test_forced_tool(smol):
     c = client(smol)
     kw = dict(model=MODEL, max_tokens=64, extra_body=T0, tools=[WEATHER],

@@ -97,7 +97,7 @@ int main(void) {
         "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tool_choice\":\"required\"}",
         "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"a b\"}}]}",
         "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"response_format\":{\"type\":\"json_schema\",\"json_schema\":"
-        "{\"name\":\"x\",\"strict\":true,\"schema\":{\"type\":\"string\",\"format\":\"email\"}}}}",
+        "{\"name\":\"x\",\"strict\":true,\"schema\":{\"type\":\"string\",\"format\":\"hostname\"}}}}",
         "{\"messages\":[{\"role\":\"tool\",\"content\":\"x\"}]}",
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {

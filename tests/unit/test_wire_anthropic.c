@@ -252,7 +252,26 @@ static void test_errors(void) {
     json_decref(o);
 }
 
+// --lenient: the fields the table does not accept (unknown, refused and not null) are dropped and named.
+static void test_lenient(void) {
+    json_t *in = json_loads("{\"model\":\"m\",\"max_tokens\":5,\"messages\":[],\"bogus\":1,\"container\":\"c\","
+                            "\"mcp_servers\":null,\"metadata\":{}}", 0, NULL);
+    char dropped[64] = "";
+    wire_drop_unaccepted(&wire_anthropic_ops, in, dropped, sizeof dropped);
+    CHECK_MSG(!strcmp(dropped, "bogus, container"), "dropped %s", dropped);
+    CHECK(!json_object_get(in, "bogus") && !json_object_get(in, "container"));
+    CHECK(json_object_get(in, "model") && json_object_get(in, "mcp_servers") && json_object_get(in, "metadata"));
+    json_decref(in);
+    in = json_loads("{\"input\":\"x\",\"previous_response_id\":\"r\",\"bogus\":1,\"user\":\"u\"}", 0, NULL);
+    dropped[0] = 0;
+    wire_drop_unaccepted(&wire_responses_ops, in, dropped, sizeof dropped);
+    CHECK_MSG(!strcmp(dropped, "previous_response_id, bogus"), "dropped %s", dropped);
+    CHECK(json_object_size(in) == 2);
+    json_decref(in);
+}
+
 int main(void) {
+    test_lenient();
     test_request();
     test_reply();
     test_stream();

@@ -348,12 +348,15 @@ static int visit_typed(gram_schema *b, const json_t *s, const char *type, char *
             else if (!strcmp(f, "date-time")) tc_strbuf_str(&body, "date-time-string");
             else if (!strcmp(f, "uuid")) tc_strbuf_str(&body, "uuid");
             else if (!strcmp(f, "email")) tc_strbuf_str(&body, "email-string");
-            else if (!strcmp(f, "uri")) { // scheme ":" then characters a URI may hold, within maxLength
-                long long tail = hi >= 0 ? hi - 17 : -1;
-                if (hi >= 0 && tail < 1) return bad(b, err, "maxLength %lld is too short for a 'uri'", hi);
-                tc_strbuf_str(&body, "\"\\\"\" [a-zA-Z] [a-zA-Z0-9+.-]{0,15} \":\" [a-zA-Z0-9._~:/?#@!$&'()*+,;=%-]");
-                if (tail > 0) sb_fmt(&body, "{1,%lld}", tail);
-                else tc_strbuf_str(&body, "+");
+            else if (!strcmp(f, "uri")) { // http(s) URLs: valid URIs, and what URL types (HttpUrl) accept
+                if (hi >= 0 && hi < 12) return bad(b, err, "maxLength %lld is too short for a 'uri'", hi);
+                long long host = hi < 0 || hi >= 74 ? 62 : hi - 12, tail = hi < 0 ? -1 : hi - 12 - host;
+                sb_fmt(&body, "\"\\\"\" (\"https\" | \"http\") \"://\" [a-zA-Z0-9] [a-zA-Z0-9.-]{0,%lld}", host);
+                if (tail != 0) {
+                    tc_strbuf_str(&body, " ([/?#] [a-zA-Z0-9._~:/?#@!$&'()*+,;=%-]");
+                    if (tail > 0) sb_fmt(&body, "{0,%lld})?", tail);
+                    else tc_strbuf_str(&body, "*)?");
+                }
                 tc_strbuf_str(&body, " \"\\\"\" space");
             } else if (b->strict) return bad(b, err, "unsupported string format '%s' (strict mode)", f);
         }

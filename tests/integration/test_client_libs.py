@@ -54,10 +54,11 @@ def test_langchain_structured_output_bounds(smol):
         name: str = pydantic.Field(max_length=20)
         age: int = pydantic.Field(ge=0, le=120)
         code: str = pydantic.Field(pattern=r"^[A-Z]{3}[0-9]{2}$")
+        site: pydantic.HttpUrl  # format uri, maxLength 2083
 
-    llm = lc_openai(smol, max_tokens=64).with_structured_output(Person)  # strict json_schema by default
-    p = llm.invoke("Describe a person called Ann who is 31, with code ABC12.")
-    assert isinstance(p, Person) and 0 <= p.age <= 120 and len(p.name) <= 20
+    llm = lc_openai(smol, max_tokens=96).with_structured_output(Person)  # strict json_schema by default
+    p = llm.invoke("Describe a person called Ann who is 31, with code ABC12 and website https://ann.example.com")
+    assert isinstance(p, Person) and 0 <= p.age <= 120 and len(p.name) <= 20 and p.site.scheme.startswith("http")
 
 
 def test_langchain_anthropic_invoke(smol):

@@ -53,6 +53,13 @@ static int cuda_weights_new(model *m, void **out, tc_err *err) {
     if (hp->swa_window > 0)
         return tc_err_set(err, TC_ERR_UNSUPPORTED, "--device cuda: %s uses sliding-window attention, which the CUDA "
                           "backend does not implement yet; use --device cpu", hp->arch);
+    if (hp->attn_softcap > 0 || hp->final_softcap > 0)
+        return tc_err_set(err, TC_ERR_UNSUPPORTED, "--device cuda: %s soft-caps its attention scores or logits, which "
+                          "the CUDA backend does not implement yet; use --device cpu", hp->arch);
+    if (hp->rope_mscale != 1.0f || hp->yarn_factor > 0 || hp->attn_temp_scale > 0)
+        return tc_err_set(err, TC_ERR_UNSUPPORTED, "--device cuda: %s uses LongRoPE's attention factor, YaRN or an "
+                          "attention temperature, which the CUDA backend does not implement yet; use --device cpu",
+                          hp->arch);
     if (hp->n_expert > 0) // fwd_ops.moe is the CPU's only
         return tc_err_set(err, TC_ERR_UNSUPPORTED, "--device cuda: %s is a mixture-of-experts model, whose expert FFN "
                           "the CUDA backend does not implement yet; use --device cpu", hp->arch);

@@ -57,6 +57,20 @@ int cli_info(int argc, char **argv) {
     if (hp->swa_window > 0)
         printf("sliding window  %d positions on local layers (every %d%s layer global), local rope base %g\n",
                hp->swa_window, hp->swa_pattern, hp->swa_pattern == 1 ? "st" : "th", hp->rope_base_swa);
+    if (hp->attn_softcap > 0 || hp->final_softcap > 0)
+        printf("soft-capping    attention scores %g, logits %g (c·tanh(x/c); 0: none)\n", hp->attn_softcap,
+               hp->final_softcap);
+    if (hp->no_rope_step > 0)
+        printf("no-rope layers  every %d%s layer attends without RoPE\n", hp->no_rope_step,
+               hp->no_rope_step == 1 ? "st" : "th");
+    if (hp->yarn_factor > 0)
+        printf("yarn            factor %g over original context %d, beta fast %g slow %g\n", hp->yarn_factor,
+               hp->rope_orig_ctx, hp->yarn_beta_fast, hp->yarn_beta_slow);
+    if (hp->attn_temp_scale > 0)
+        printf("attn temperature 1 + %g·ln(1 + floor(pos / %d)) on queries\n", hp->attn_temp_scale, hp->rope_orig_ctx);
+    if (gguf_find_tensor(g, "rope_factors_long.weight"))
+        printf("longrope        %s frequency factors, attention factor %g\n", hp->rope_long ? "long" : "short",
+               hp->rope_mscale);
     if (hp->n_expert > 0) {
         printf("experts         %d used of %d per layer, expert ffn %d", hp->n_expert_used, hp->n_expert,
                hp->expert_ffn_dim);

@@ -74,6 +74,7 @@ void attn_tile_scalar(float *out, const float *q, const void *k_layer, const voi
             else
                 for (int i = 0; i < hd; i++) dot += q[r * hd + i] * kf[i];
             s[r] = dot * geo->scale;
+            if (geo->softcap > 0) s[r] = attn_softcap(s[r], geo->softcap);
         }
         for (int r = 0; r < nr; r++) {
             float m_new = s[r] > m[r] ? s[r] : m[r];

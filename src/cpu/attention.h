@@ -4,6 +4,7 @@
 #ifndef TACHYON_CPU_ATTENTION_H
 #define TACHYON_CPU_ATTENTION_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,9 +22,14 @@ typedef struct attn_geom {
     int n_rep;      // query heads per KV head, <= ATTN_MAX_REP
     float scale;    // softmax scale, usually 1/sqrt(head_dim)
     int window;     // sliding window: attend to the last `window` positions only; 0: all positions
+    float softcap;  // soft-capping of the scaled scores (Gemma 2): s = softcap·tanh(s / softcap); 0: none
     int k_type, v_type; // tt_type of the cache rows: TT_Q8_0, TT_Q4_0; any other value reads f16 (so a
                         // geometry that leaves them 0 means an f16 cache)
 } attn_geom;
+
+// A scaled score soft-capped (attn_geom.softcap > 0): every kernel applies this same scalar function to each
+// score, so the kernels differ only by how they sum q·k.
+static inline float attn_softcap(float s, float cap) { return cap * tanhf(s / cap); }
 
 // First position a query attends to when it sees n_pos positions (sliding window, else 0).
 static inline int attn_first_pos(const attn_geom *geo, int n_pos) {

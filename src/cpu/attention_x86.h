@@ -351,6 +351,9 @@ void ATTN_X86_MULTI_FN(float *out, size_t out_stride, const float *q, size_t q_s
             if (kq) attn_scores_q(s, &qq, kbs[b], jb, k_row, kt, sl, sh, nh, hd / 32, geo->scale);
             else attn_scores_f8(s, qh, kbs[b], jb, k_row, kt, sl, sh, nh, nv, geo->scale);
         }
+        if (geo->softcap > 0) // the scalar kernel's function of each score (attention.h)
+            for (int r = 0; r < nh; r++)
+                for (int j = lo; j < hi; j++) s[r][j] = attn_softcap(s[r][j], geo->softcap);
         for (int r = 0; r < nh; r++) {
             const int j0 = qj0[r / nr], cnt = qcnt[r / nr];
             if (cnt <= j0) continue;

@@ -32,6 +32,21 @@ static const arch_desc archs[] = {
     // Llama 2/3, SmolLM2, TinyLlama, Mistral. Some converters add q/k/v biases: accept them.
     {.name = "llama", .role = {BASE_ROLES, [ROLE_ATTN_Q_BIAS] = O, [ROLE_ATTN_K_BIAS] = O, [ROLE_ATTN_V_BIAS] = O},
      .layer = fwd_layer_std},
+    // SmolLM3: llama's block (optional biases as llama.cpp's graph takes them) without RoPE on every fourth layer
+    // (3, 7, …), the step llama.cpp hard-codes (no GGUF key carries it); HF's no_rope_layers says the same.
+    {.name = "smollm3",
+     .role = {BASE_ROLES, [ROLE_ATTN_Q_BIAS] = O, [ROLE_ATTN_K_BIAS] = O, [ROLE_ATTN_V_BIAS] = O},
+     .no_rope_step = 4, .layer = fwd_layer_std},
+    // Phi-3 / Phi-3.5 / Phi-4-mini: llama's block with fused matrices (q/k/v in attn_qkv when the converter fused
+    // them, gate and up always in ffn_up), NeoX rotation of the first rope.dimension_count dims of each head
+    // (partial), LongRoPE's short or long frequency factors and attention factor. A sliding window in the file is
+    // ignored, as llama.cpp does (its Phi-3 converters do not say which layers have it).
+    {.name = "phi3", .role = {BASE_ROLES}, .rope_neox = 1, .fused = 1, .layer = fwd_layer_std},
+    // Mistral 3 (Ministral 3, the text part of Mistral Small 3.x): llama's block; YaRN RoPE scaling and Llama 4's
+    // attention temperature when the file has them (llama.cpp's mistral3 graph).
+    {.name = "mistral3",
+     .role = {BASE_ROLES, [ROLE_ATTN_Q_BIAS] = O, [ROLE_ATTN_K_BIAS] = O, [ROLE_ATTN_V_BIAS] = O},
+     .yarn = 1, .layer = fwd_layer_std},
     // Qwen2 / Qwen2.5: biases on q, k, v; NeoX rotation.
     {.name = "qwen2", .role = {BASE_ROLES, [ROLE_ATTN_Q_BIAS] = R, [ROLE_ATTN_K_BIAS] = R, [ROLE_ATTN_V_BIAS] = R},
      .rope_neox = 1, .layer = fwd_layer_std},
@@ -47,6 +62,13 @@ static const arch_desc archs[] = {
       [ROLE_FFN_POST_NORM] = R},
      .rope_neox = 1, .ffn_gelu = 1, .embd_scale = 1, .swa_pattern = 6, .rope_base_swa = 10000.0f,
      .layer = fwd_layer_std},
+    // Gemma 2: Gemma 3's block without QK-norm; sliding-window attention (4096 where the GGUF has no window)
+    // on the even layers, every layer with the one RoPE base; attention scores and logits soft-capped
+    // (c·tanh(x/c), c = 50 and 30 unless the GGUF says otherwise), as llama.cpp's gemma2 graph and HF's
+    // Gemma2 modeling code. The converter stores RMSNorm weights as 1 + w here too.
+    {.name = "gemma2", .role = {BASE_ROLES, [ROLE_ATTN_POST_NORM] = R, [ROLE_FFN_POST_NORM] = R},
+     .rope_neox = 1, .ffn_gelu = 1, .embd_scale = 1, .swa_pattern = 2, .swa_window = 4096, .attn_softcap = 50.0f,
+     .final_softcap = 30.0f, .layer = fwd_layer_std},
     // Qwen3-MoE (Qwen3-30B-A3B, 235B-A22B): Qwen3's attention; the FFN is n_expert_used of n_expert experts,
     // routed by softmax over all experts, top-k, weights renormalised (llama.cpp's build_moe_ffn, norm_w).
     {.name = "qwen3moe", .role = {ATTN_ROLES, MOE_ROLES, [ROLE_ATTN_Q_NORM] = R, [ROLE_ATTN_K_NORM] = R},
@@ -69,4 +91,4 @@ const arch_desc *arch_find(const char *name, int len) {
     return NULL;
 }
 
-const char *arch_supported_list(void) { return "llama, qwen2, qwen3, gemma3, qwen3moe, qwen2moe"; }
+const char *arch_supported_list(void) { return "llama, qwen2, qwen3, gemma2, gemma3, smollm3, phi3, mistral3, qwen3moe, qwen2moe"; }

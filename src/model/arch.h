@@ -51,6 +51,15 @@ typedef struct arch_desc {
     int swa_pattern;              // every swa_pattern-th layer is global (full attention), the others local;
                                   // "<arch>.attention.sliding_window_pattern" overrides; 0: all layers global
     float rope_base_swa;          // RoPE base of local layers (0: same as global)
+    int swa_window;               // the window where the GGUF has none (0: no sliding window then)
+    // Soft-capping of the attention scores and of the logits (c·tanh(x/c)): the defaults where the GGUF has no
+    // "<arch>.attn_logit_softcapping" / "<arch>.final_logit_softcapping"; 0: the architecture has none
+    float attn_softcap, final_softcap;
+    // Phi-3: q, k and v may come as one attn_qkv matrix (q_dim + 2·kv_dim rows) and gate and up always come as
+    // one ffn_up matrix (2·ffn_dim rows, gate first); the loader binds their row ranges as the separate roles.
+    int fused;
+    int yarn;                     // takes YaRN RoPE scaling and Llama 4's attention temperature (Mistral 3)
+    int no_rope_step;             // layers l with (l + 1) % no_rope_step == 0 skip RoPE (SmolLM3: 4); 0: none
     // Mixture of experts: the FFN is routed (ROLE_FFN_*_EXPS); the top-k routing weights are renormalised to
     // sum to 1 when moe_norm_w (qwen3moe), used as the softmax gave them otherwise (qwen2moe).
     int moe;

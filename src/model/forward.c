@@ -62,6 +62,26 @@ void model_ctx_capture_k(model_ctx *c, double *sums, double *k_sq, double *q_sq,
     c->cap_k = sums, c->cap_k2 = k_sq, c->cap_q2 = q_sq, c->cap_n = n, c->cap_skip = skip_pos;
 }
 
+// YaRN over the frequencies (llama.cpp's rope_yarn with ext_factor 1, which Mistral 3's graph runs with an
+// attention factor that cancels YaRN's mscale): frequency d becomes a mix of itself (extrapolation, weight r)
+// and itself / factor (interpolation), r ramping from 1 to 0 between the dims that turn beta_fast and
+// beta_slow times over the original context.
+static float yarn_corr_dim(const model_hparams *hp, float turns) {
+    return (float)hp->rope_dim * logf((float)hp->rope_orig_ctx / (turns * 2.0f * (float)M_PI)) /
+           (2.0f * logf(hp->rope_base));
+}
+
+static void rope_yarn(float *inv_freq, const model_hparams *hp) {
+    float lo = floorf(yarn_corr_dim(hp, hp->yarn_beta_fast)), hi = ceilf(yarn_corr_dim(hp, hp->yarn_beta_slow));
+    lo = lo > 0 ? lo : 0, hi = hi < (float)(hp->rope_dim - 1) ? hi : (float)(hp->rope_dim - 1);
+    const float fs = 1.0f / hp->yarn_factor;
+    for (int d = 0; d < hp->rope_dim / 2; d++) {
+        float y = ((float)d - lo) / fmaxf(0.001f, hi - lo);
+        const float r = 1.0f - fminf(1.0f, fmaxf(0.0f, y));
+        inv_freq[d] *= fs * (1.0f - r) + r;
+    }
+}
+
 static size_t weight_scratch(const model_weight *w, int n) { return cpu_matmul_scratch_size(w->type, n, (int)w->cols); }
 
 int model_ctx_new(model *m, int max_batch_tokens, int n_threads, model_ctx **out, tc_err *err) {
@@ -78,7 +98,7 @@ int model_ctx_new(model *m, int max_batch_tokens, int n_threads, model_ctx **out
     c->m = m;
     c->max_tokens = max_batch_tokens;
     c->geo = (attn_geom){.n_kv_heads = hp->n_kv_heads, .head_dim = hp->head_dim, .n_rep = n_rep,
-                         .scale = hp->attn_scale};
+                         .scale = hp->attn_scale, .softcap = hp->attn_softcap};
     c->geo_swa = c->geo;
     c->geo_swa.window = hp->swa_window;
     cpu_isa isa = cpu_best_isa();
@@ -127,6 +147,7 @@ int model_ctx_new(model *m, int max_batch_tokens, int n_threads, model_ctx **out
     const char *kq = getenv("TACHYON_KV_QUANT");
     c->kv_mse = !(kq && !strcmp(kq, "ref"));
     ops_rope_inv_freq(c->inv_freq, hp->rope_dim, hp->rope_base, m->rope_freqs);
+    if (hp->yarn_factor > 0) rope_yarn(c->inv_freq, hp);
     if (hp->swa_window > 0) ops_rope_inv_freq(c->inv_freq_swa, hp->rope_dim, hp->rope_base_swa, m->rope_freqs);
     *out = c;
     return 0;
@@ -384,6 +405,10 @@ static int cpu_rope(void *be, fwd_buf qb, fwd_buf kb, int n, int layer) {
         const float *cs = rcos + (size_t)t * half, *sn = rsin + (size_t)t * half;
         ops_rope(c->buf[qb] + (size_t)t * q_dim, hp->n_heads, hd, hp->rope_dim, cs, sn, hp->rope_neox);
         ops_rope(c->buf[kb] + (size_t)t * kv_dim, hp->n_kv_heads, hd, hp->rope_dim, cs, sn, hp->rope_neox);
+        if (hp->attn_temp_scale > 0) // Llama 4's attention temperature (model.h)
+            ops_scale(c->buf[qb] + (size_t)t * q_dim,
+                      1.0f + hp->attn_temp_scale * logf(1.0f + floorf((float)c->b->pos[t] / (float)hp->rope_orig_ctx)),
+                      q_dim);
     }
     return 0;
 }
@@ -481,11 +506,20 @@ static const fwd_ops cpu_fwd_ops = {
     .moe = cpu_moe,
 };
 
-int model_logits_rows(model_ctx *c, const float *normed, int n, float *logits, tc_err *err) {
+// The output head: logits (n, n_vocab) of n final-normed rows, soft-capped where the model says so.
+static int output_head(model_ctx *c, float *logits, const float *normed, int n, tc_err *err) {
     const model *m = c->m;
-    if (n < 0 || n > c->max_tokens) return tc_err_set(err, TC_ERR_INVALID, "%d rows (max %d)", n, c->max_tokens);
+    const float cap = m->hp.final_softcap;
     int rc = n ? matmul(c, logits, normed, n, &m->output, m->hp.n_vocab) : 0;
-    return rc ? tc_err_set(err, rc, "output matmul failed (type %s)", tt_name(m->output.type)) : 0;
+    if (rc) return tc_err_set(err, rc, "output matmul failed (type %s)", tt_name(m->output.type));
+    if (cap > 0)
+        for (size_t i = 0; i < (size_t)n * m->hp.n_vocab; i++) logits[i] = cap * tanhf(logits[i] / cap);
+    return 0;
+}
+
+int model_logits_rows(model_ctx *c, const float *normed, int n, float *logits, tc_err *err) {
+    if (n < 0 || n > c->max_tokens) return tc_err_set(err, TC_ERR_INVALID, "%d rows (max %d)", n, c->max_tokens);
+    return output_head(c, logits, normed, n, err);
 }
 
 int model_forward(model_ctx *c, model_kv *kv, const model_batch *b, float *logits, tc_err *err) {
@@ -518,6 +552,10 @@ static void rope_rows(model_ctx *c, const model_batch *b) {
         if (hp->swa_window > 0) // local layers: their own base, positions never scaled (as llama.cpp)
             ops_rope_angles(c->rcos_swa + (size_t)t * half, c->rsin_swa + (size_t)t * half, b->pos[t], hp->rope_dim,
                             1.0f, c->inv_freq_swa);
+        if (hp->rope_mscale != 1.0f) { // LongRoPE's attention factor: the rotated dims of q and k scaled
+            ops_scale(c->rcos + (size_t)t * half, hp->rope_mscale, half);
+            ops_scale(c->rsin + (size_t)t * half, hp->rope_mscale, half);
+        }
     }
 }
 
@@ -588,8 +626,5 @@ int model_forward_layers(model_ctx *c, model_kv *kv, const model_batch *b, int n
     c->b = b;
     const fwd_graph g = {.ops = &cpu_fwd_ops, .be = c, .m = m, .n = b->n_tokens};
     if ((rc = fwd_out_norm(&g))) return tc_err_set(err, rc, "output norm failed");
-    if (b->n_logits == 0) return 0;
-    if ((rc = matmul(c, logits, c->buf[FWD_XB], b->n_logits, &m->output, hp->n_vocab)))
-        return tc_err_set(err, rc, "output matmul failed (type %s)", tt_name(m->output.type));
-    return 0;
+    return output_head(c, logits, c->buf[FWD_XB], b->n_logits, err);
 }

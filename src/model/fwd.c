@@ -61,7 +61,7 @@ static int attn_block(const fwd_graph *g, int l) {
     if (has(g, l, ROLE_ATTN_V_BIAS)) TRY(o->add_bias(be, FWD_V, n, kv_dim, l, ROLE_ATTN_V_BIAS));
     if (has(g, l, ROLE_ATTN_Q_NORM)) TRY(o->norm(be, FWD_Q, FWD_Q, n * hp->n_heads, hd, l, ROLE_ATTN_Q_NORM, eps));
     if (has(g, l, ROLE_ATTN_K_NORM)) TRY(o->norm(be, FWD_K, FWD_K, n * hp->n_kv_heads, hd, l, ROLE_ATTN_K_NORM, eps));
-    TRY(o->rope(be, FWD_Q, FWD_K, n, l));
+    if (model_layer_has_rope(hp, l)) TRY(o->rope(be, FWD_Q, FWD_K, n, l));
     TRY(o->attention(be, FWD_XB, FWD_Q, FWD_K, FWD_V, n, l));
     TRY(o->matmul(be, proj, FWD_XB, n, l, w_out, 1));
     if (has(g, l, ROLE_ATTN_POST_NORM)) TRY(o->norm(be, FWD_Q, FWD_Q, n, dim, l, ROLE_ATTN_POST_NORM, eps));

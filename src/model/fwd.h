@@ -44,7 +44,8 @@ typedef struct fwd_ops {
     // x (n, len) += b (len) on every row, b = (layer, role).
     int (*add_bias)(void *be, fwd_buf x, int n, int len, int layer, arch_role b);
     // Rotates q (n, n_heads, head_dim) and k (n, n_kv_heads, head_dim) in place at each row's position, with
-    // the layer's RoPE (its base: global or sliding-window layer).
+    // the layer's RoPE (its base: global or sliding-window layer); then q times the row's attention temperature
+    // where the model has one (model_hparams.attn_temp_scale).
     int (*rope)(void *be, fwd_buf q, fwd_buf k, int n, int layer);
     // Writes k and v (n, kv_dim) into the layer's paged KV cache at each row's (sequence, position), then
     // out (n, q_dim) = softmax(q·Kᵀ·scale)·V per query head over the positions each row sees (its sequence's,
@@ -89,9 +90,10 @@ int fwd_layers(const fwd_graph *g, int l0, int l1, int *failed_layer);
 // The final norm into FWD_XB (fwd_ops.out_norm).
 int fwd_out_norm(const fwd_graph *g);
 
-// The pre-norm block of llama, qwen2, qwen3 and gemma3: RMSNorm, q/k/v projections (optional biases,
-// optional per-head q/k RMSNorm), RoPE, attention, output projection (optional post-norm), residual;
-// RMSNorm, gate/up projections, SwiGLU or tanh-GeGLU, down projection (optional post-norm), residual.
+// The pre-norm block of llama, qwen2, qwen3, gemma2, gemma3 and smollm3: RMSNorm, q/k/v projections
+// (optional biases, optional per-head q/k RMSNorm), RoPE (not on no-RoPE layers), attention, output
+// projection (optional post-norm), residual; RMSNorm, gate/up projections, SwiGLU or tanh-GeGLU, down
+// projection (optional post-norm), residual.
 int fwd_layer_std(const fwd_graph *g, int layer);
 // The block of qwen3moe and qwen2moe: fwd_layer_std's attention half, then RMSNorm, the MoE FFN
 // (fwd_ops.moe), residual.

@@ -56,6 +56,96 @@ static int read_moe_hparams(model *m, tc_err *err) {
     return 0;
 }
 
+// The 27B Gemmas scale queries by query_pre_attn_scalar = dim / heads, not key_length. GGUF does not carry
+// it: llama.cpp recognises the 27B by its layer count, and so does this.
+static int gemma_27b(const model_hparams *hp) {
+    return (!strcmp(hp->arch, "gemma2") && hp->n_layers == 46) || (!strcmp(hp->arch, "gemma3") && hp->n_layers == 62);
+}
+
+// Attention beyond the shapes: the softmax scale, the sliding window and its layers, soft-capping.
+static int read_attn_hparams(model *m, tc_err *err) {
+    model_hparams *hp = &m->hp;
+    const gguf_ctx *g = m->g;
+    const char *a = hp->arch;
+    uint32_t u;
+    hp->attn_scale = 1.0f / sqrtf(gemma_27b(hp) ? (float)hp->dim / (float)hp->n_heads : (float)hp->head_dim);
+    int window = m->arch->swa_window;
+    if (m->arch->swa_pattern > 0 && get_arch_u32(g, a, "attention.sliding_window", &u) == 0) {
+        if (u == 0 || u > (1u << 24)) return tc_err_set(err, TC_ERR_FORMAT, "invalid %s.attention.sliding_window", a);
+        window = (int)u;
+    }
+    if (window > 0) {
+        hp->swa_window = window;
+        hp->swa_pattern = m->arch->swa_pattern;
+        if (get_arch_u32(g, a, "attention.sliding_window_pattern", &u) == 0) {
+            if (u > (1u << 16)) return tc_err_set(err, TC_ERR_FORMAT, "invalid sliding_window_pattern");
+            hp->swa_pattern = (int)u;
+        }
+        hp->rope_base_swa = m->arch->rope_base_swa > 0 ? m->arch->rope_base_swa : hp->rope_base;
+    }
+    // soft-capping, where the architecture has it: a cap is a positive finite number
+    struct { const char *key; float def, *dst; } caps[] = {
+        {"attn_logit_softcapping", m->arch->attn_softcap, &hp->attn_softcap},
+        {"final_logit_softcapping", m->arch->final_softcap, &hp->final_softcap},
+    };
+    for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++) {
+        if (caps[i].def <= 0) continue;
+        float f = caps[i].def;
+        if (get_arch_f32(g, a, caps[i].key, &f) == 0 && !(f > 0 && isfinite(f)))
+            return tc_err_set(err, TC_ERR_FORMAT, "invalid %s.%s %g", a, caps[i].key, (double)f);
+        *caps[i].dst = f;
+    }
+    return 0;
+}
+
+// RoPE scaling. "linear" divides positions by the factor; "llama3" is carried by the rope_freqs tensor (bound
+// with the weights); "yarn", for the architectures that take it (arch_desc.yarn), mixes interpolated and
+// extrapolated frequencies per dimension (forward.c); anything else would silently give wrong logits, so
+// it is refused. rope.scaling.attn_factor multiplies cos and sin, as llama.cpp applies it for every
+// architecture that carries it (Phi-3's LongRoPE: sqrt(1 + ln(ctx / original ctx) / ln(original ctx))).
+static int read_rope_scaling(model *m, tc_err *err) {
+    model_hparams *hp = &m->hp;
+    const gguf_ctx *g = m->g;
+    const char *a = hp->arch;
+    gguf_str s;
+    char key[128];
+    float f;
+    hp->rope_scale = 1.0f;
+    snprintf(key, sizeof key, "%s.rope.scaling.type", a);
+    if (gguf_get_str(g, key, &s) == 0) {
+        if (s.len == 6 && !memcmp(s.ptr, "linear", 6)) {
+            if (get_arch_f32(g, a, "rope.scaling.factor", &f) == 0 && f > 0) hp->rope_scale = 1.0f / f;
+        } else if (s.len == 4 && !memcmp(s.ptr, "yarn", 4) && m->arch->yarn) {
+            if (get_arch_f32(g, a, "rope.scaling.factor", &f) != 0 || !(f >= 1.0f && f < 1e6f))
+                return tc_err_set(err, TC_ERR_FORMAT, "missing or invalid %s.rope.scaling.factor for yarn", a);
+            hp->yarn_factor = f;
+            hp->yarn_beta_fast = 32.0f, hp->yarn_beta_slow = 1.0f;
+            get_arch_f32(g, a, "rope.scaling.yarn_beta_fast", &hp->yarn_beta_fast);
+            get_arch_f32(g, a, "rope.scaling.yarn_beta_slow", &hp->yarn_beta_slow);
+            if (!(hp->yarn_beta_fast > 0 && hp->yarn_beta_slow > 0 && isfinite(hp->yarn_beta_fast)))
+                return tc_err_set(err, TC_ERR_FORMAT, "invalid %s.rope.scaling.yarn_beta_fast/slow", a);
+        } else if (!(s.len == 4 && !memcmp(s.ptr, "none", 4)) && !(s.len == 6 && !memcmp(s.ptr, "llama3", 6))) {
+            return tc_err_set(err, TC_ERR_UNSUPPORTED, "unsupported rope scaling type '%.*s'",
+                              (int)(s.len > 32 ? 32 : s.len), s.ptr);
+        }
+    }
+    uint32_t u = 0;
+    get_arch_u32(g, a, "rope.scaling.original_context_length", &u);
+    if (u > (1u << 24)) return tc_err_set(err, TC_ERR_FORMAT, "invalid %s.rope.scaling.original_context_length", a);
+    hp->rope_orig_ctx = u ? (int)u : hp->ctx_train; // absent (or 0): the trained context, as llama.cpp
+    hp->rope_mscale = 1.0f;
+    if (get_arch_f32(g, a, "rope.scaling.attn_factor", &hp->rope_mscale) == 0 &&
+        !(hp->rope_mscale > 0 && isfinite(hp->rope_mscale)))
+        return tc_err_set(err, TC_ERR_FORMAT, "invalid %s.rope.scaling.attn_factor", a);
+    // Llama 4's attention temperature, as Mistral 3 carries it: queries at position p times
+    // 1 + scale·ln(1 + floor(p / original context))
+    if (m->arch->yarn && get_arch_f32(g, a, "attention.temperature_scale", &f) == 0) {
+        if (!isfinite(f) || f < 0) return tc_err_set(err, TC_ERR_FORMAT, "invalid %s.attention.temperature_scale", a);
+        hp->attn_temp_scale = f;
+    }
+    return 0;
+}
+
 static int read_hparams(model *m, tc_err *err) {
     model_hparams *hp = &m->hp;
     const gguf_ctx *g = m->g;
@@ -99,36 +189,13 @@ static int read_hparams(model *m, tc_err *err) {
     if (get_arch_u32(g, a, "rope.dimension_count", &u) == 0) hp->rope_dim = (int)u;
     if (hp->rope_dim <= 0 || hp->rope_dim > hp->head_dim || hp->rope_dim % 2)
         return tc_err_set(err, TC_ERR_FORMAT, "invalid rope.dimension_count %d", hp->rope_dim);
-    hp->rope_scale = 1.0f;
-    // Rope scaling: "linear" divides positions by the factor; "llama3" is carried by the rope_freqs tensor
-    // (bound with the weights); anything else would silently give wrong logits, so it is refused.
-    char key[128];
-    snprintf(key, sizeof key, "%s.rope.scaling.type", a);
-    if (gguf_get_str(g, key, &s) == 0) {
-        float f;
-        if (s.len == 6 && !memcmp(s.ptr, "linear", 6)) {
-            if (get_arch_f32(g, a, "rope.scaling.factor", &f) == 0 && f > 0) hp->rope_scale = 1.0f / f;
-        } else if (!(s.len == 4 && !memcmp(s.ptr, "none", 4)) && !(s.len == 6 && !memcmp(s.ptr, "llama3", 6))) {
-            return tc_err_set(err, TC_ERR_UNSUPPORTED, "unsupported rope scaling type '%.*s'",
-                              (int)(s.len > 32 ? 32 : s.len), s.ptr);
-        }
-    }
+    int rc = read_rope_scaling(m, err);
+    if (rc) return rc;
     hp->rope_neox = m->arch->rope_neox;
+    hp->no_rope_step = m->arch->no_rope_step;
     hp->ffn_gelu = m->arch->ffn_gelu;
     hp->embd_scale = m->arch->embd_scale ? sqrtf((float)hp->dim) : 1.0f;
-    // Gemma's query_pre_attn_scalar equals key_length for the released sizes but 27B; GGUF does not carry
-    // it, and llama.cpp uses 1/sqrt(key_length) too, so only the 27B (dim/heads = 168) would differ.
-    hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim);
-    if (get_arch_u32(g, a, "attention.sliding_window", &u) == 0 && m->arch->swa_pattern > 0) {
-        if (u == 0 || u > (1u << 24)) return tc_err_set(err, TC_ERR_FORMAT, "invalid %s.attention.sliding_window", a);
-        hp->swa_window = (int)u;
-        hp->swa_pattern = m->arch->swa_pattern;
-        if (get_arch_u32(g, a, "attention.sliding_window_pattern", &u) == 0) {
-            if (u > (1u << 16)) return tc_err_set(err, TC_ERR_FORMAT, "invalid sliding_window_pattern");
-            hp->swa_pattern = (int)u;
-        }
-        hp->rope_base_swa = m->arch->rope_base_swa > 0 ? m->arch->rope_base_swa : hp->rope_base;
-    }
+    if ((rc = read_attn_hparams(m, err))) return rc;
     return m->arch->moe ? read_moe_hparams(m, err) : 0;
 }
 
@@ -157,6 +224,53 @@ static int bind(model *m, model_weight *w, const char *name, int64_t rows, int64
     return 0;
 }
 
+// A row range [row0, row0 + rows) of the matrix src as a matrix of its own (rows of a GGUF matrix are whole
+// blocks, so any row range is one).
+static model_weight weight_rows(const model_weight *src, int64_t row0, int64_t rows) {
+    model_weight w = *src;
+    w.data = (const char *)src->data + (size_t)row0 * tt_row_size(src->type, src->cols);
+    w.rows = rows;
+    return w;
+}
+
+// Phi-3's fused matrices of layer l (arch_desc.fused): attn_qkv, when present, as q, k and v; ffn_up as gate
+// (its first ffn_dim rows) and up. ws: the layer's ROLE_COUNT weights.
+static int bind_fused(model *m, int l, model_weight *ws, tc_err *err) {
+    const model_hparams *hp = &m->hp;
+    const int64_t q = (int64_t)hp->n_heads * hp->head_dim, kv = (int64_t)hp->n_kv_heads * hp->head_dim;
+    char name[96];
+    model_weight f;
+    int rc;
+    snprintf(name, sizeof name, "blk.%d.attn_qkv.weight", l);
+    if ((rc = bind(m, &f, name, q + 2 * kv, hp->dim, 1, 0, 0, err))) return rc;
+    if (f.data) {
+        ws[ROLE_ATTN_Q] = weight_rows(&f, 0, q);
+        ws[ROLE_ATTN_K] = weight_rows(&f, q, kv);
+        ws[ROLE_ATTN_V] = weight_rows(&f, q + kv, kv);
+    }
+    snprintf(name, sizeof name, "blk.%d.ffn_up.weight", l);
+    if ((rc = bind(m, &f, name, 2 * (int64_t)hp->ffn_dim, hp->dim, 1, 0, 1, err))) return rc;
+    ws[ROLE_FFN_GATE] = weight_rows(&f, 0, hp->ffn_dim);
+    ws[ROLE_FFN_UP] = weight_rows(&f, hp->ffn_dim, hp->ffn_dim);
+    return 0;
+}
+
+// RoPE frequency divisors (rope_dim/2, F32): a llama3 rope_freqs tensor, or Phi-3's LongRoPE pair, of which
+// the long factors apply when the model's context exceeds the original one (llama.cpp: get_rope_factors, with
+// the context it serves; here the trained context, what tachyon serves at most) and the short ones otherwise.
+static int bind_rope_factors(model *m, tc_err *err) {
+    model_hparams *hp = &m->hp;
+    hp->rope_long = hp->ctx_train > hp->rope_orig_ctx;
+    const gguf_tensor *rf = gguf_find_tensor(m->g, "rope_freqs.weight");
+    if (!rf) rf = gguf_find_tensor(m->g, hp->rope_long ? "rope_factors_long.weight" : "rope_factors_short.weight");
+    if (!rf) return 0;
+    if (rf->type != TT_F32 || rf->ne[0] != hp->rope_dim / 2 || rf->n_dims != 1)
+        return tc_err_set(err, TC_ERR_FORMAT, "%.*s must be F32 [%d]", (int)rf->name.len, rf->name.ptr,
+                          hp->rope_dim / 2);
+    m->rope_freqs = rf->data;
+    return 0;
+}
+
 static int bind_weights(model *m, tc_err *err) {
     model_hparams *hp = &m->hp;
     const gguf_tensor *te = gguf_find_tensor(m->g, "token_embd.weight");
@@ -169,12 +283,7 @@ static int bind_weights(model *m, tc_err *err) {
     hp->tied_embeddings = m->output.data == NULL;
     if (hp->tied_embeddings) m->output = m->tok_embd;
 
-    const gguf_tensor *rf = gguf_find_tensor(m->g, "rope_freqs.weight");
-    if (rf) {
-        if (rf->type != TT_F32 || rf->ne[0] != hp->rope_dim / 2 || rf->n_dims != 1)
-            return tc_err_set(err, TC_ERR_FORMAT, "rope_freqs.weight must be F32 [%d]", hp->rope_dim / 2);
-        m->rope_freqs = rf->data;
-    }
+    if ((rc = bind_rope_factors(m, err))) return rc;
 
     int q_dim = hp->n_heads * hp->head_dim, kv_dim = hp->n_kv_heads * hp->head_dim;
     const int ne = hp->n_expert, eff = hp->expert_ffn_dim, sff = hp->shexp_ffn_dim;
@@ -197,8 +306,10 @@ static int bind_weights(model *m, tc_err *err) {
     m->layers = calloc((size_t)hp->n_layers * ROLE_COUNT, sizeof *m->layers);
     if (!m->layers) return tc_err_set(err, TC_ERR_NOMEM, "out of memory");
     for (int l = 0; l < hp->n_layers; l++) {
+        model_weight *ws = &m->layers[(size_t)l * ROLE_COUNT];
+        if (m->arch->fused && (rc = bind_fused(m, l, ws, err))) return rc;
         for (int r = 0; r < ROLE_COUNT; r++) {
-            if (m->arch->role[r] == ARCH_ABSENT) continue;
+            if (m->arch->role[r] == ARCH_ABSENT || ws[r].data) continue; // (bound from a fused matrix)
             char name[96];
             snprintf(name, sizeof name, "blk.%d.%s", l, arch_role_suffix((arch_role)r));
             rc = bind(m, &m->layers[(size_t)l * ROLE_COUNT + r], name, shape[r].rows, shape[r].cols,

@@ -40,6 +40,16 @@ typedef struct model_hparams {
     int swa_window;
     int swa_pattern;   // layer l is global when (l + 1) % swa_pattern == 0; 0 with a window: all local
     float rope_base_swa; // RoPE base of local layers (their positions are never scaled)
+    int rope_orig_ctx; // rope.scaling.original_context_length (YaRN, LongRoPE, temperature), else ctx_train
+    // YaRN (Mistral 3): positions unscaled, each frequency mixed between itself and itself / yarn_factor by the
+    // ramp between the dims that turn beta_fast and beta_slow times over the original context; 0: none
+    float yarn_factor, yarn_beta_fast, yarn_beta_slow;
+    float attn_temp_scale; // queries at position p times 1 + attn_temp_scale·ln(1 + floor(p / rope_orig_ctx))
+    float rope_mscale; // RoPE's cos and sin are multiplied by this (rope.scaling.attn_factor; LongRoPE), 1: none
+    int rope_long;     // Phi-3 LongRoPE: 1 when the long frequency factors were chosen, 0 the short ones
+    int no_rope_step;  // layer l has no RoPE when no_rope_step > 0 and (l + 1) % no_rope_step == 0 (SmolLM3)
+    // Soft-capping (Gemma 2): attention scores s → c·tanh(s/c) after the scale, logits likewise; 0: none
+    float attn_softcap, final_softcap;
     // Mixture of experts (0 for dense models): each row goes through n_expert_used of n_expert experts of
     // expert_ffn_dim, routed per layer; moe_norm_w: the top-k weights are renormalised to sum 1; a shared expert
     // of shexp_ffn_dim (0: none) runs on every row.
@@ -61,6 +71,11 @@ const gguf_ctx *model_gguf(const model *m); // borrowed, valid while m lives
 // 1 when layer l attends within the sliding window only.
 static inline int model_layer_is_swa(const model_hparams *hp, int l) {
     return hp->swa_window > 0 && (hp->swa_pattern <= 0 || (l + 1) % hp->swa_pattern != 0);
+}
+
+// 1 when layer l rotates q and k (every layer but SmolLM3's every no_rope_step-th).
+static inline int model_layer_has_rope(const model_hparams *hp, int l) {
+    return hp->no_rope_step <= 0 || (l + 1) % hp->no_rope_step != 0;
 }
 
 // --- paged KV storage (backend memory). Block b holds positions [b*block_size, (b+1)*block_size) of

@@ -3,6 +3,15 @@
 Covers llama, qwen2, qwen3, qwen3moe, qwen2moe and gemma3 (QK-norm, sandwich norms after attention and FFN, GeGLU with tanh GELU,
 embeddings times sqrt(dim), sliding-window attention on 5 of every 6 layers with RoPE base 10000 there, as the
 Gemma 3 paper and HF's Gemma3 modeling code define it; the GGUF converter already stores norm weights as 1+w).
+gemma2 is gemma3's block without QK-norm, as HF's Gemma2 modeling code defines it: sliding-window attention on
+the even layers (layer_idx % 2 == 0) with the one RoPE base, scores scaled by query_pre_attn_scalar^-0.5 (the
+head dim; dim / heads for the 27B) and soft-capped, c·tanh(s/c) with attn_logit_softcapping before the mask,
+and the logits soft-capped with final_logit_softcapping (50 and 30 unless the file says otherwise).
+smollm3 is llama with no RoPE on every fourth layer (HF's no_rope_layers).
+phi3 (HF's Phi3 modeling code): fused qkv_proj and gate_up_proj, NeoX RoPE over the first
+rope.dimension_count dims of each head, LongRoPE factors (long when the context exceeds the original one) and
+its attention factor on cos and sin.
+mistral3 (HF's Ministral3): llama with YaRN frequencies and the Llama 4 attention temperature on q.
 The MoE FFN follows HF's Qwen3MoeSparseMoeBlock / Qwen2MoeSparseMoeBlock: softmax of the router logits over all
 experts, the top-k, their weights renormalised (qwen3moe: norm_topk_prob) or not (qwen2moe), each chosen
 expert a SwiGLU FFN; qwen2moe adds a shared expert scaled by sigmoid(shared_expert_gate · x).
@@ -70,23 +79,52 @@ class LlamaRef:
         self.eps = float(val(f"{arch}.attention.layer_norm_rms_epsilon", 1e-5))
         self.base = float(val(f"{arch}.rope.freq_base", 10000.0))
         self.rope_dim = int(val(f"{arch}.rope.dimension_count", self.head_dim))
-        self.neox = arch in ("qwen2", "qwen3", "gemma3", "qwen3moe", "qwen2moe")
+        self.neox = arch in ("qwen2", "qwen3", "gemma2", "gemma3", "qwen3moe", "qwen2moe", "phi3")
         self.n_expert_used = int(val(f"{arch}.expert_used_count", 0))
         self.moe_norm = arch == "qwen3moe"
-        self.gemma = arch == "gemma3"
-        self.window = int(val(f"{arch}.attention.sliding_window", 0)) if self.gemma else 0
-        self.swa_pattern = int(val(f"{arch}.attention.sliding_window_pattern", 6))
+        self.gemma = arch in ("gemma2", "gemma3")
+        default_window = 4096 if arch == "gemma2" else 0
+        self.window = int(val(f"{arch}.attention.sliding_window", default_window)) if self.gemma else 0
+        self.swa_pattern = int(val(f"{arch}.attention.sliding_window_pattern", 2 if arch == "gemma2" else 6))
+        self.base_swa = 10000.0 if arch == "gemma3" else self.base  # gemma2: one base for every layer
+        g27 = (arch, self.n_layers) in (("gemma2", 46), ("gemma3", 62))  # query_pre_attn_scalar = dim / heads
+        self.attn_scale = 1.0 / np.sqrt(self.dim / self.n_heads if g27 else self.head_dim)
+        # SmolLM3 (HF's no_rope_layers, no_rope_layer_interval 4): layers l with (l + 1) % 4 == 0 skip RoPE
+        self.no_rope_step = 4 if arch == "smollm3" else 0
+        g2 = arch == "gemma2"
+        self.attn_softcap = float(val(f"{arch}.attn_logit_softcapping", 50.0)) if g2 else 0.0
+        self.final_softcap = float(val(f"{arch}.final_logit_softcapping", 30.0)) if g2 else 0.0
         self.t = {t.name: t for t in self.r.tensors}
         self._cache = {}
         # RoPE scaling as GGUF carries it: "linear" divides positions by the factor; llama3-style scaling comes
         # as a rope_freqs tensor of per-dimension divisors of the frequencies. Others are not modelled here.
         kind = val(f"{arch}.rope.scaling.type", "none")
         self.rope_pos_scale = 1.0
+        self.yarn = None
+        orig_ctx = int(val(f"{arch}.rope.scaling.original_context_length", val(f"{arch}.context_length", 2048)))
         if kind == "linear":
             self.rope_pos_scale = 1.0 / float(val(f"{arch}.rope.scaling.factor", 1.0))
+        elif kind == "yarn" and arch == "mistral3":
+            # HF's _compute_yarn_parameters (truncate): interpolated 1/(factor·base^(2d/D)) and extrapolated
+            # 1/base^(2d/D) frequencies mixed by a ramp over the correction range; attention factor 1, as
+            # Ministral 3's config (mscale == mscale_all_dims) gives it
+            self.yarn = (float(val(f"{arch}.rope.scaling.factor")), orig_ctx,
+                         float(val(f"{arch}.rope.scaling.yarn_beta_fast", 32.0)),
+                         float(val(f"{arch}.rope.scaling.yarn_beta_slow", 1.0)))
         elif kind != "none":
             raise NotImplementedError("rope scaling %r" % kind)
         self.rope_freqs = self.w("rope_freqs.weight")[0] if self.has("rope_freqs.weight") else None
+        # Phi-3 LongRoPE (HF's Phi3 rotary embedding with rope_scaling type longrope): the long factors when the
+        # context is longer than the original one, else the short; cos and sin times the attention factor
+        if self.has("rope_factors_long.weight"):
+            ctx = int(val(f"{arch}.context_length"))
+            orig = int(val(f"{arch}.rope.scaling.original_context_length", ctx))
+            self.rope_freqs = self.w("rope_factors_long.weight" if ctx > orig else "rope_factors_short.weight")[0]
+        self.rope_mscale = float(val(f"{arch}.rope.scaling.attn_factor", 1.0))
+        # Mistral 3's llama_4_scaling_beta (HF's Ministral3 _get_llama_4_attn_scale): q times
+        # 1 + beta·ln(1 + floor(pos / original context))
+        self.attn_temp = (float(val(f"{arch}.attention.temperature_scale", 0.0)), orig_ctx) if arch == "mistral3" \
+            else (0.0, 1)
 
     def w(self, name):
         """(weight as float64 (rows, cols), its ggml type)"""
@@ -146,18 +184,28 @@ class LlamaRef:
         return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + self.eps) * w
 
     def is_local(self, layer):
-        """Sliding-window layer (Gemma 3: every swa_pattern-th layer is global)."""
+        """Sliding-window layer (every swa_pattern-th layer is global: gemma3 6, gemma2 2)."""
         return self.window > 0 and (layer + 1) % self.swa_pattern != 0
 
     def rope(self, x, pos, local=False):
-        # x (n, heads, head_dim); local layers: base 10000, positions unscaled
+        # x (n, heads, head_dim); local layers: their base (gemma3: 10000), positions unscaled
         half = self.rope_dim // 2
-        base, pos_scale = (10000.0, 1.0) if local else (self.base, self.rope_pos_scale)
+        base, pos_scale = (self.base_swa, 1.0) if local else (self.base, self.rope_pos_scale)
         inv = base ** (-2.0 * np.arange(half) / self.rope_dim)
         if self.rope_freqs is not None:
             inv = inv / self.rope_freqs
+        if self.yarn and not local:
+            factor, orig, beta_fast, beta_slow = self.yarn
+            dim = self.rope_dim
+
+            def corr(turns):
+                return dim * np.log(orig / (turns * 2 * np.pi)) / (2 * np.log(base))
+            lo, hi = max(np.floor(corr(beta_fast)), 0), min(np.ceil(corr(beta_slow)), dim - 1)
+            ramp = np.clip((np.arange(half) - lo) / (hi - lo if hi > lo else 0.001), 0, 1)
+            extrap = 1 - ramp
+            inv = inv / factor * (1 - extrap) + inv * extrap
         ang = (pos * pos_scale)[:, None] * inv[None, :]
-        c, s = np.cos(ang)[:, None, :], np.sin(ang)[:, None, :]
+        c, s = self.rope_mscale * np.cos(ang)[:, None, :], self.rope_mscale * np.sin(ang)[:, None, :]
         x = x.copy()
         if self.neox:
             a, b = x[..., :half].copy(), x[..., half:2 * half].copy()
@@ -170,7 +218,10 @@ class LlamaRef:
     def forward(self, ids):
         """Logits (n, vocab) for every position of one sequence, float64."""
         out_name = "output.weight" if self.has("output.weight") else "token_embd.weight"
-        return self.matmul(self.hidden(ids), out_name)
+        logits = self.matmul(self.hidden(ids), out_name)
+        if self.final_softcap:
+            logits = self.final_softcap * np.tanh(logits / self.final_softcap)
+        return logits
 
     def hidden(self, ids):
         """Final hidden states after the output norm (n, dim) for every position, float64 (embeddings)."""
@@ -189,7 +240,11 @@ class LlamaRef:
         for l in range(self.n_layers):
             p = f"blk.{l}."
             h = self.rmsnorm(x, p + "attn_norm.weight")
-            q, k, v = (self.matmul(h, p + f"attn_{s}.weight") for s in "qkv")
+            if self.has(p + "attn_qkv.weight"):  # phi3: one matrix, rows q then k then v
+                qkv = self.matmul(h, p + "attn_qkv.weight")
+                q, k, v = np.split(qkv, [self.n_heads * hd, (self.n_heads + self.n_kv) * hd], axis=1)
+            else:
+                q, k, v = (self.matmul(h, p + f"attn_{s}.weight") for s in "qkv")
             for s, arr in (("q", q), ("k", k), ("v", v)):
                 if self.has(p + f"attn_{s}.bias"):
                     arr += self.w(p + f"attn_{s}.bias")[0]
@@ -199,16 +254,22 @@ class LlamaRef:
             if self.has(p + "attn_q_norm.weight"):
                 q = self.rmsnorm(q, p + "attn_q_norm.weight")
                 k = self.rmsnorm(k, p + "attn_k_norm.weight")
+            if self.attn_temp[0]:
+                q = q * (1 + self.attn_temp[0] * np.log(1 + np.floor(pos / self.attn_temp[1])))[:, None, None]
             local = self.is_local(l)
             mask = mask_local if local else mask_global
-            q, k = self.rope(q, pos, local), self.rope(k, pos, local)
+            if not (self.no_rope_step and (l + 1) % self.no_rope_step == 0):
+                q, k = self.rope(q, pos, local), self.rope(k, pos, local)
             if self.kv_f16:  # the engine's KV cache is f16
                 k = k.astype(np.float16).astype(np.float64)
                 v = v.astype(np.float16).astype(np.float64)
             out = np.empty((n, self.n_heads, hd))
             for hh in range(self.n_heads):
                 kh, vh = k[:, hh // rep], v[:, hh // rep]
-                sc = q[:, hh] @ kh.T / np.sqrt(hd) + mask
+                sc = q[:, hh] @ kh.T * self.attn_scale
+                if self.attn_softcap:
+                    sc = self.attn_softcap * np.tanh(sc / self.attn_softcap)
+                sc = sc + mask
                 sc = np.exp(sc - sc.max(axis=1, keepdims=True))
                 out[:, hh] = (sc / sc.sum(axis=1, keepdims=True)) @ vh
             a = self.matmul(out.reshape(n, -1), p + "attn_output.weight")
@@ -219,8 +280,11 @@ class LlamaRef:
             if self.has(p + "ffn_gate_inp.weight"):
                 x = x + self.moe(h, p)
                 continue
-            g = self.matmul(h, p + "ffn_gate.weight")
-            u = self.matmul(h, p + "ffn_up.weight")
+            if self.has(p + "ffn_gate.weight"):
+                g = self.matmul(h, p + "ffn_gate.weight")
+                u = self.matmul(h, p + "ffn_up.weight")
+            else:  # phi3: gate_up_proj, the gate's rows first (HF's Phi3MLP chunks it in two)
+                g, u = np.split(self.matmul(h, p + "ffn_up.weight"), 2, axis=1)
             if self.gemma:  # GELU, tanh approximation
                 act = 0.5 * g * (1 + np.tanh(np.sqrt(2 / np.pi) * (g + 0.044715 * g ** 3)))
             else:

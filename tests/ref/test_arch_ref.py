@@ -1,7 +1,10 @@
 """Every architecture in the table runs and agrees with the independent numpy reference. Real Qwen2/Qwen3
 weights are not reachable from PyPI, so the test writes tiny models with random F32 weights through the `gguf`
 package's own writer (an independent producer of the format): llama (adjacent-pair RoPE, tied embeddings),
-qwen2 (q/k/v biases, NeoX RoPE), qwen3 (per-head q/k RMSNorm, NeoX RoPE, head_dim != dim/heads), gemma3
+qwen2 (q/k/v biases, NeoX RoPE), qwen3 (per-head q/k RMSNorm, NeoX RoPE, head_dim != dim/heads), gemma2
+(gemma3's block without QK-norm, soft-capped attention scores and logits, a window on the even layers),
+smollm3 (llama without RoPE on its fourth layer, of four), phi3 (fused attn_qkv and gate/up, partial RoPE,
+LongRoPE's long factors and attention factor), mistral3 (YaRN and the Llama 4 attention temperature), gemma3
 (QK-norm, post-attention/post-FFN norms, GeGLU, sqrt(dim) embedding scale, sliding-window attention on local
 layers with their own RoPE base; a window of 8 over 40 tokens so the mask matters), and the mixtures of experts
 qwen3moe (qwen3's attention, 2 of 8 experts, renormalised weights) and qwen2moe (qwen2's attention, weights not
@@ -25,13 +28,16 @@ BIN = os.environ.get("TACHYON_BIN", os.path.join(ROOT, "build", "tachyon"))
 DIM, LAYERS, HEADS, KV_HEADS, FFN, VOCAB = 64, 2, 4, 2, 96, 300
 N_EXPERT, N_USED, EXPERT_FFN, SHEXP_FFN = 8, 2, 32, 64
 MOE = ("qwen3moe", "qwen2moe")
+GEMMA2_ATTN_CAP, GEMMA2_FINAL_CAP = 0.3, 1.5
+LAYERS_OF = {"smollm3": 4}  # SmolLM3's fourth layer is its first without RoPE
 
 
 def write_model(path, arch, head_dim, seed, extra=None, qtype=None):
     """qtype: a ggml type for the matrices (2-D and 3-D weights but the embeddings), or None for F32."""
     rng = np.random.default_rng(seed)
     w = gguf.GGUFWriter(path, arch)
-    w.add_block_count(LAYERS)
+    layers = LAYERS_OF.get(arch, LAYERS)
+    w.add_block_count(layers)
     w.add_context_length(256)
     w.add_embedding_length(DIM)
     w.add_feed_forward_length(FFN)
@@ -62,15 +68,21 @@ def write_model(path, arch, head_dim, seed, extra=None, qtype=None):
     t("output_norm.weight", DIM, scale=0.1, base=1.0)
     if arch != "llama":
         t("output.weight", VOCAB, DIM)
-    for l in range(LAYERS):
+    for l in range(layers):
         p = f"blk.{l}."
         t(p + "attn_norm.weight", DIM, scale=0.1, base=1.0)
         t(p + "ffn_norm.weight", DIM, scale=0.1, base=1.0)
-        t(p + "attn_q.weight", q, DIM)
-        t(p + "attn_k.weight", kv, DIM)
-        t(p + "attn_v.weight", kv, DIM)
+        if arch == "phi3":  # fused: q, k, v in one matrix; gate then up in ffn_up
+            t(p + "attn_qkv.weight", q + 2 * kv, DIM)
+        else:
+            t(p + "attn_q.weight", q, DIM)
+            t(p + "attn_k.weight", kv, DIM)
+            t(p + "attn_v.weight", kv, DIM)
         t(p + "attn_output.weight", DIM, q)
-        if arch in MOE:  # experts scaled up so that their output matters next to the residual
+        if arch == "phi3":
+            t(p + "ffn_up.weight", 2 * FFN, DIM)
+            t(p + "ffn_down.weight", DIM, FFN)
+        elif arch in MOE:  # experts scaled up so that their output matters next to the residual
             t(p + "ffn_gate_inp.weight", N_EXPERT, DIM, scale=0.5)
             t(p + "ffn_gate_exps.weight", N_EXPERT, EXPERT_FFN, DIM, scale=0.2)
             t(p + "ffn_up_exps.weight", N_EXPERT, EXPERT_FFN, DIM, scale=0.2)
@@ -91,12 +103,28 @@ def write_model(path, arch, head_dim, seed, extra=None, qtype=None):
         if arch in ("qwen3", "gemma3", "qwen3moe"):
             t(p + "attn_q_norm.weight", head_dim, scale=0.1, base=1.0)
             t(p + "attn_k_norm.weight", head_dim, scale=0.1, base=1.0)
-        if arch == "gemma3":
+        if arch in ("gemma2", "gemma3"):
             t(p + "post_attention_norm.weight", DIM, scale=0.1, base=1.0)
             t(p + "post_ffw_norm.weight", DIM, scale=0.1, base=1.0)
     if arch == "gemma3":  # layer 0 local (window 8), layer 1 global
         w.add_sliding_window(8)
         w.add_sliding_window_pattern(2)
+    if arch == "mistral3":  # YaRN over an original context of 16 and the attention temperature from position 16
+        w.add_rope_scaling_type(gguf.RopeScalingType.YARN)
+        w.add_rope_scaling_factor(4.0)
+        w.add_rope_scaling_orig_ctx_len(16)
+        w.add_attn_temperature_scale(0.5)
+    if arch == "phi3":  # partial RoPE (half of each head) and LongRoPE: context 256 > 64, so the long factors
+        w.add_rope_dimension_count(head_dim // 2)
+        w.add_rope_scaling_orig_ctx_len(64)
+        w.add_rope_scaling_attn_factors(1.3)
+        for kind in ("long", "short"):
+            w.add_tensor(f"rope_factors_{kind}.weight",
+                         np.exp(rng.uniform(0, 2.5, head_dim // 4)).astype(np.float32))
+    if arch == "gemma2":  # layer 0 local (window 8; the pattern is gemma2's own), layer 1 global; caps low enough
+        w.add_sliding_window(8)  # that the scores and logits of these small weights reach into tanh's bend
+        w.add_attn_logit_softcapping(GEMMA2_ATTN_CAP)
+        w.add_final_logit_softcapping(GEMMA2_FINAL_CAP)
     if extra:
         extra(w)
     w.write_header_to_file()
@@ -106,6 +134,10 @@ def write_model(path, arch, head_dim, seed, extra=None, qtype=None):
 
 
 ARCHS = [("llama", 16, None), ("qwen2", 16, None), ("qwen3", 32, None), ("gemma3", 32, None),
+         ("gemma2", 32, None), ("gemma2", 32, gguf.GGMLQuantizationType.Q8_0),
+         ("smollm3", 16, None), ("smollm3", 16, gguf.GGMLQuantizationType.Q8_0),
+         ("phi3", 32, None), ("phi3", 32, gguf.GGMLQuantizationType.Q8_0),
+         ("mistral3", 16, None), ("mistral3", 16, gguf.GGMLQuantizationType.Q8_0),
          ("qwen3moe", 32, None), ("qwen3moe", 32, gguf.GGMLQuantizationType.Q8_0), ("qwen2moe", 16, None)]
 
 
@@ -132,10 +164,47 @@ def test_architecture_matches_reference(tmp_path, arch, head_dim, qtype, isa):
                                                            for s in ("gate", "up", "down")))
                                      for e in range(N_USED)) / N_USED
         assert np.abs(ours - first.forward(ids)).max() > 0.1
-    if arch == "gemma3":  # teeth: the same model attending over everything is far from what we computed
+    if arch in ("gemma2", "gemma3"):  # teeth: the same model attending over everything is far from ours
         full = LlamaRef(path, act_quant=True)
         full.window = 0
         assert np.abs(ours - full.forward(ids)).max() > 0.1
+    if arch == "smollm3":  # teeth: RoPE on every layer is far from what we computed
+        rotary = LlamaRef(path, act_quant=True)
+        rotary.no_rope_step = 0
+        assert np.abs(ours - rotary.forward(ids)).max() > 0.02
+    if arch == "mistral3":  # teeth: plain RoPE, or no attention temperature, is far from what we computed
+        for attr, value in (("yarn", None), ("attn_temp", (0.0, 1))):
+            other = LlamaRef(path, act_quant=True)
+            setattr(other, attr, value)
+            assert np.abs(ours - other.forward(ids)).max() > 0.02, attr
+    if arch == "phi3":  # teeth: the short factors, no attention factor, or RoPE over whole heads are far off
+        short = LlamaRef(path, act_quant=True)
+        short.rope_freqs = short.w("rope_factors_short.weight")[0]
+        for attr, value in (("rope_freqs", short.rope_freqs), ("rope_mscale", 1.0), ("rope_dim", 32)):
+            other = LlamaRef(path, act_quant=True)
+            setattr(other, attr, value)
+            if attr == "rope_dim":
+                other.rope_freqs = np.ones(16)
+            assert np.abs(ours - other.forward(ids)).max() > 0.02, attr
+    if arch == "gemma2":  # teeth: dropping either soft-cap (or RoPE base 10000 on the local layer) is far off
+        for attr, value in (("attn_softcap", 0.0), ("final_softcap", 0.0), ("base_swa", 10000.0)):
+            other = LlamaRef(path, act_quant=True)
+            setattr(other, attr, value)
+            assert np.abs(ours - other.forward(ids)).max() > 0.02, attr
+
+
+INFO_LINES = {"gemma2": "soft-capping    attention scores 0.3, logits 1.5", "smollm3": "every 4th layer attends without RoPE",
+              "phi3": "longrope        long frequency factors, attention factor 1.3",
+              "mistral3": "yarn            factor 4 over original context 16"}
+
+
+@pytest.mark.parametrize("arch", sorted(INFO_LINES))
+def test_info_shows_architecture(tmp_path, arch):
+    path = str(tmp_path / f"{arch}.gguf")
+    write_model(path, arch, 32 if arch in ("gemma2", "phi3") else 16, seed=1)
+    p = subprocess.run([BIN, "info", "-m", path], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert f"architecture    {arch}" in p.stdout and INFO_LINES[arch] in p.stdout, p.stdout
 
 
 def test_unknown_architecture_is_named(tmp_path):

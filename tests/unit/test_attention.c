@@ -1,8 +1,8 @@
 // Attention kernels over the paged KV cache (f16, q8_0, q4_0 rows; K and V types independent): the scalar
 // kernel against a naive double-precision softmax (materialized scores) on the rows dequantized by the
 // reference to_float, and every SIMD level this CPU has against the scalar kernel, over GQA group sizes,
-// head dims, block sizes, positions that end mid-block, sliding windows (starting mid-block), and a shuffled
-// block table.
+// head dims, block sizes, positions that end mid-block, sliding windows (starting mid-block), soft-capped
+// scores (Gemma 2) and a shuffled block table.
 #include <math.h>
 #include <stdlib.h>
 
@@ -78,6 +78,7 @@ static void naive(const case_data *c, int kv_head, double *out) {
             double d = 0;
             for (int i = 0; i < g->head_dim; i++) d += (double)qf[r * g->head_dim + i] * kf[i];
             sc[p] = d * g->scale;
+            if (g->softcap > 0) sc[p] = g->softcap * tanh(sc[p] / g->softcap); // Gemma 2's soft-capping
             if (sc[p] > mx) mx = sc[p];
         }
         for (int p = first; p < c->n_pos; p++) sum += sc[p] = exp(sc[p] - mx);
@@ -139,6 +140,7 @@ static void test_multi(void) {
                             case_data c;
                             make_case(&c, n_kv, rep, hd, bs, poss[p] + max_q, types[ty][0], types[ty][1]);
                             c.g.window = wins[w];
+                            c.g.softcap = w == 1 ? 2.5f : 0.0f;
                             float *q = malloc(sizeof(float) * (size_t)max_q * stride);
                             float *got = calloc((size_t)max_q * stride, sizeof(float));
                             float *want = malloc(sizeof(float) * (size_t)rep * hd);
@@ -189,6 +191,7 @@ int main(void) {
                     case_data c;
                     make_case(&c, 2, reps[a], hds[b], bss[s], poss[p], kt, vt);
                     c.g.window = wins[w];
+                    c.g.softcap = p % 2 ? 2.5f : 0.0f; // scores here reach well past the cap
                     size_t n = (size_t)reps[a] * hds[b];
                     float *ref = malloc(n * sizeof(float)), *got = malloc(n * sizeof(float));
                     double *exact = malloc(n * sizeof(double));
@@ -198,8 +201,8 @@ int main(void) {
                     double worst = 0;
                     for (size_t i = 0; i < n; i++) worst = fmax(worst, fabs(ref[i] - exact[i]));
                     // online softmax in float vs exact double: outputs are convex combinations of |v| <= 1
-                    CHECK_MSG(worst < 2e-5, "scalar vs naive: %s/%s rep %d hd %d bs %d pos %d window %d: %g",
-                              tt_name(kt), tt_name(vt), reps[a], hds[b], bss[s], poss[p], wins[w], worst);
+                    CHECK_MSG(worst < 2e-5, "scalar vs naive: %s/%s rep %d hd %d bs %d pos %d window %d softcap %g: %g",
+                              tt_name(kt), tt_name(vt), reps[a], hds[b], bss[s], poss[p], wins[w], c.g.softcap, worst);
                     tu_isa_ran(CPU_ISA_SCALAR);
                     for (int isa = CPU_ISA_AVX2; isa <= (int)hw; isa++) {
                         tu_isa_ran((cpu_isa)isa);
@@ -208,9 +211,9 @@ int main(void) {
                         f(got, c.q, c.k, c.v, c.table, c.n_pos, kv_head, &c.g);
                         double d = 0;
                         for (size_t i = 0; i < n; i++) d = fmax(d, fabs(got[i] - ref[i]));
-                        CHECK_MSG(d < 1e-5, "%s vs scalar: %s/%s rep %d hd %d bs %d pos %d window %d: %g",
+                        CHECK_MSG(d < 1e-5, "%s vs scalar: %s/%s rep %d hd %d bs %d pos %d window %d softcap %g: %g",
                                   cpu_isa_name((cpu_isa)isa), tt_name(kt), tt_name(vt), reps[a], hds[b], bss[s],
-                                  poss[p], wins[w], d);
+                                  poss[p], wins[w], c.g.softcap, d);
                     }
                     free(ref), free(got), free(exact);
                     free_case(&c);

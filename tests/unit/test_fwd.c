@@ -166,6 +166,32 @@ static void test_sequences(void) {
     fake_model(&m, layers, "gemma3", 0);
     CHECK_EQ_INT(run(&r, &m, &failed), 0);
     CHECK_MSG(!strncmp(r.log, GEMMA3_L0, strlen(GEMMA3_L0)), "gemma3 layer 0:\n%s", r.log);
+    // gemma2: gemma3's block without the q/k norms
+    fake_model(&m, layers, "gemma2", 0);
+    CHECK_EQ_INT(run(&r, &m, &failed), 0);
+    CHECK_MSG(!strstr(r.log, "attn_q_norm") && !strstr(r.log, "attn_k_norm") &&
+                  strstr(r.log, "norm Q=Q 3x8 L1 post_attention_norm.weight 0.5\nadd X+=Q 24\n") &&
+                  strstr(r.log, "glu HB HB2 36 gelu\nmatmul Q=HB@ffn_down.weight n3 L1\n"
+                                "norm Q=Q 3x8 L1 post_ffw_norm.weight 0.5\nadd X+=Q 24\n"),
+              "gemma2:\n%s", r.log);
+    CHECK_EQ_INT(r.calls, 2 * 13);
+    // smollm3: llama's block; the no-RoPE layers (every 4th; every 2nd here, to see one in two layers) skip RoPE
+    fake_model(&m, layers, "smollm3", 0);
+    CHECK_EQ_INT(m.arch->no_rope_step, 4);
+    m.hp.no_rope_step = 2;
+    CHECK_EQ_INT(run(&r, &m, &failed), 0);
+    CHECK_MSG(strstr(r.log, "rope Q K 3 L0\n") && !strstr(r.log, "rope Q K 3 L1\n") &&
+                  strstr(r.log, "V=XB@attn_v.weight n3 L1\nattention XB=Q,K,V 3 L1\n"),
+              "smollm3:\n%s", r.log);
+    // phi3 and mistral3: llama's sequence (their fused weights are bound at load, YaRN is in the RoPE operation)
+    fake_model(&m, layers, "phi3", 0);
+    CHECK_EQ_INT(run(&r, &m, &failed), 0);
+    l1 = strstr(r.log, "norm XB=X 3x8 L1 attn_norm");
+    CHECK_MSG(l1 && !strcmp(l1, LLAMA_L1), "phi3 layer 1:\n%s", l1 ? l1 : r.log);
+    fake_model(&m, layers, "mistral3", 0);
+    CHECK_EQ_INT(run(&r, &m, &failed), 0);
+    l1 = strstr(r.log, "norm XB=X 3x8 L1 attn_norm");
+    CHECK_MSG(l1 && !strcmp(l1, LLAMA_L1), "mistral3 layer 1:\n%s", l1 ? l1 : r.log);
     // qwen3moe: qwen3's attention, then the MoE FFN in place of gate/up/GLU/down
     fake_model(&m, layers, "qwen3moe", 0);
     CHECK_EQ_INT(run(&r, &m, &failed), 0);
@@ -219,7 +245,8 @@ static void test_driver(void) {
 
 int main(void) {
     // every architecture in the table has a layer sequence
-    static const char *const names[] = {"llama", "qwen2", "qwen3", "gemma3", "qwen3moe", "qwen2moe"};
+    static const char *const names[] = {"llama",  "qwen2", "qwen3",    "gemma2",  "gemma3",
+                                         "smollm3", "phi3",  "mistral3", "qwen3moe", "qwen2moe"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         const arch_desc *a = arch_find(names[i], (int)strlen(names[i]));
         CHECK_MSG(a && a->layer, "%s has no layer builder", names[i]);

@@ -27,6 +27,10 @@ typedef enum {
     TOOL_FMT_COMMAND_R7B,     // <|START_ACTION|>[{"tool_name": …, "parameters": {…}}]<|END_ACTION|>
     TOOL_FMT_GRANITE,         // <|tool_call|>[{"name": …, "arguments": {…}}]
     TOOL_FMT_HARMONY,         // gpt-oss: <|channel|>commentary to=functions.name … <|message|>{…}<|call|>
+    TOOL_FMT_GLM45,           // <tool_call>name\n<arg_key>k</arg_key>\n<arg_value>v</arg_value>\n</tool_call>
+    TOOL_FMT_KIMI_K2, // <|tool_calls_section_begin|><|tool_call_begin|>functions.name:0<|tool_call_argument_begin|>{…}…
+    TOOL_FMT_MINIMAX_M2, // <minimax:tool_call>\n<invoke name="n">\n<parameter name="k">v</parameter>\n</invoke>…
+    TOOL_FMT_SEED_OSS,   // <seed:tool_call>\n<function=name>\n<parameter=k>v</parameter>\n</function>…
     TOOL_FMT_COUNT
 } tool_fmt;
 
@@ -35,9 +39,16 @@ typedef enum {
     TOOL_SHAPE_JSON_LIST,       // open, a JSON array of call objects, close
     TOOL_SHAPE_JSON_BARE,       // [open] JSON call objects separated by ';' or whitespace
     TOOL_SHAPE_NAMED,           // [open] (call_open name call_mid JSON-arguments call_close)+ [close]
-    TOOL_SHAPE_XML,             // Qwen3-Coder's parameters as XML elements
+    TOOL_SHAPE_XML,             // parameters as XML elements, spelled by the row's tool_xml
     TOOL_SHAPE_HARMONY,         // gpt-oss's channels
 } tool_shape;
+
+// An XML shape's parameters: kv_open KEY kv_mid VALUE kv_close, once per argument (as the grammar writes
+// them; the parser lets any whitespace of these stand for any whitespace, none included). String values are
+// raw text, others JSON.
+typedef struct tool_xml {
+    const char *kv_open, *kv_mid, *kv_close;
+} tool_xml;
 
 typedef struct tool_fmt_row {
     tool_fmt id;
@@ -51,6 +62,8 @@ typedef struct tool_fmt_row {
     const char *name_key, *args_key; // JSON shapes: the keys of a call object
     const char *sep;                 // between two calls in the forced grammar
     int prompt_opens; // 1: the generation prompt ends with call_open (Functionary v3.2's ">>>")
+    const tool_xml *xml; // XML shape: how parameters are written
+    int numbered;        // NAMED: the name is followed by ':' and the call's index (Kimi's functions.NAME:0)
 } tool_fmt_row;
 
 const tool_fmt_row *tool_fmt_get(tool_fmt f); // f < TOOL_FMT_COUNT
@@ -58,6 +71,10 @@ const char *tool_fmt_name(tool_fmt f);
 int tool_fmt_from_name(const char *name); // -1 if unknown
 // The format a template's text asks for, or fallback when it names none of the table's markers.
 tool_fmt tool_fmt_detect(const char *template_src, tool_fmt fallback);
+// Whether the n bytes of piece (a token's text, n >= 2) occur in one of the format's call markers: a control
+// token of the vocabulary that spells a marker (Kimi's <|tool_call_begin|>) may be generated under a forced
+// call's grammar.
+int tool_fmt_marker_piece(tool_fmt f, const char *piece, size_t n);
 
 // --- parsing ---------------------------------------------------------------------------------------------
 

@@ -34,9 +34,10 @@ static int is_required(const json_t *params, const char *key) {
     return 0;
 }
 
-// Qwen3-Coder: one <parameter=key>\nvalue\n</parameter>\n per property, in the schema's order, the optional
-// ones may be left out; string values are raw text (no '<'), others JSON per their schema.
-static int xml_params(gram_schema *g, const tool_gram_fn *fn, tc_strbuf *b, tc_err *err) {
+// XML shapes: one kv_open key kv_mid value kv_close (Qwen3-Coder: <parameter=key>\nvalue\n</parameter>\n) per
+// property, in the schema's order, the optional ones may be left out; string values are raw text (no '<'),
+// others JSON per their schema.
+static int xml_params(gram_schema *g, const tool_xml *x, const tool_gram_fn *fn, tc_strbuf *b, tc_err *err) {
     const char *key;
     const json_t *prop;
     json_object_foreach((json_t *)json_object_get(fn->params, "properties"), key, prop) {
@@ -53,11 +54,11 @@ static int xml_params(gram_schema *g, const tool_gram_fn *fn, tc_strbuf *b, tc_e
         }
         int req = is_required(fn->params, key);
         if (!req) tc_strbuf_str(b, " (");
-        snprintf(line, sizeof line, "<parameter=%s>\n", key);
+        snprintf(line, sizeof line, "%s%s%s", x->kv_open, key, x->kv_mid);
         lit(b, line);
         tc_strbuf_str(b, " ");
         tc_strbuf_str(b, value);
-        lit(b, "\n</parameter>\n");
+        lit(b, x->kv_close);
         if (!req) tc_strbuf_str(b, " )?");
     }
     return 0;
@@ -87,16 +88,17 @@ static int call_body(gram_schema *g, const tool_fmt_row *row, const tool_gram_fn
         snprintf(head, sizeof head, "%s%s%s", row->call_open, fn->name, row->call_mid);
         lit(b, head);
         if (fn->params) {
-            int rc = xml_params(g, fn, b, err);
+            int rc = xml_params(g, row->xml, fn, b, err);
             if (rc) return rc;
         }
         lit(b, row->call_close);
         return 0;
     case TOOL_SHAPE_NAMED:
     case TOOL_SHAPE_HARMONY:
-        snprintf(head, sizeof head, "%s%s%s", row->prompt_opens ? "" : row->call_open, fn->name,
-                 row->call_mid);
+        snprintf(head, sizeof head, "%s%s", row->prompt_opens ? "" : row->call_open, fn->name);
         lit(b, head);
+        if (row->numbered) tc_strbuf_str(b, " \":\" [0-9]{1,4}"); // Kimi's functions.NAME:INDEX
+        lit(b, row->call_mid);
         tc_strbuf_str(b, " ");
         tc_strbuf_str(b, args);
         lit(b, row->call_close);

@@ -217,7 +217,16 @@ static void add_text(tp_ctx *c, const char *p, const char *end) {
     if (p < end) tc_strbuf_add(&c->content, p, (size_t)(end - p));
 }
 
-// DeepSeek, Functionary, Mistral [ARGS]: call_open name call_mid {…} call_close. Functionary v3.2's prompt
+// Kimi's NAME:INDEX (and functions.NAME:INDEX where the output left call_open's "functions." to the name):
+// the name alone.
+static const char *index_cut(const char *name, const char *ne) {
+    const char *colon = ne;
+    while (colon > name && colon[-1] >= '0' && colon[-1] <= '9')
+        colon--;
+    return colon < ne && colon > name && colon[-1] == ':' ? colon - 1 : ne;
+}
+
+// DeepSeek, Functionary, Mistral [ARGS], Kimi: call_open name call_mid {…} call_close. Functionary v3.2's prompt
 // ends with its call_open (so the text starts with a name), and its name "all" introduces text.
 static void parse_named(tp_ctx *c, const char *p, const char *end) {
     char ob[MARK_CAP], mb[MARK_CAP], cb[MARK_CAP];
@@ -236,6 +245,7 @@ static void parse_named(tp_ctx *c, const char *p, const char *end) {
         const char *ne = m ? m : end;
         while (ne > name && is_ws(ne[-1]))
             ne--;
+        if (c->row->numbered) ne = index_cut(name, ne);
         name = tp_skip_ws(name, ne);
         if (first && !valid_name(name, (size_t)(ne - name))) { // the prompt's marker, then plain text
             add_text(c, p, end);

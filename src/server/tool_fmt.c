@@ -31,6 +31,8 @@ static const tool_fmt_row ROWS[] = {
      "</minimax:tool_call>", "<invoke name=\"", "\">\n", "</invoke>\n", NULL, NULL, "", 0, &MINIMAX_XML, 0},
     {TOOL_FMT_GLM45, "glm-4.5", {"<arg_key>", NULL}, TOOL_SHAPE_XML, "", "", "<tool_call>", "\n", "</tool_call>",
      NULL, NULL, "\n", 0, &GLM_XML, 0},
+    {TOOL_FMT_LFM2, "lfm2", {"<|tool_call_start|>", NULL}, TOOL_SHAPE_PYTHONIC, "<|tool_call_start|>[",
+     "]<|tool_call_end|>", "", "(", ")", NULL, NULL, ", ", 0, NULL, 0},
     {TOOL_FMT_HARMONY, "gpt-oss", {"<|channel|>", NULL}, TOOL_SHAPE_HARMONY, "", "",
      "<|channel|>commentary to=functions.", " <|constrain|>json<|message|>", "<|call|>", NULL, NULL,
      "<|start|>assistant", 0, NULL, 0},

@@ -28,9 +28,10 @@ typedef enum {
     TOOL_FMT_GRANITE,         // <|tool_call|>[{"name": …, "arguments": {…}}]
     TOOL_FMT_HARMONY,         // gpt-oss: <|channel|>commentary to=functions.name … <|message|>{…}<|call|>
     TOOL_FMT_GLM45,           // <tool_call>name\n<arg_key>k</arg_key>\n<arg_value>v</arg_value>\n</tool_call>
-    TOOL_FMT_KIMI_K2, // <|tool_calls_section_begin|><|tool_call_begin|>functions.name:0<|tool_call_argument_begin|>{…}…
-    TOOL_FMT_MINIMAX_M2, // <minimax:tool_call>\n<invoke name="n">\n<parameter name="k">v</parameter>\n</invoke>…
-    TOOL_FMT_SEED_OSS,   // <seed:tool_call>\n<function=name>\n<parameter=k>v</parameter>\n</function>…
+    TOOL_FMT_KIMI_K2,         // <|tool_calls_section_begin|><|tool_call_begin|>functions.name:0… (tool_fmt.c)
+    TOOL_FMT_MINIMAX_M2,      // <minimax:tool_call>\n<invoke name="n">\n<parameter name="k">v</parameter>…
+    TOOL_FMT_SEED_OSS,        // <seed:tool_call>\n<function=name>\n<parameter=k>v</parameter>\n</function>…
+    TOOL_FMT_LFM2,            // <|tool_call_start|>[name(k="v", n=1), …]<|tool_call_end|>
     TOOL_FMT_COUNT
 } tool_fmt;
 
@@ -41,6 +42,7 @@ typedef enum {
     TOOL_SHAPE_NAMED,           // [open] (call_open name call_mid JSON-arguments call_close)+ [close]
     TOOL_SHAPE_XML,             // parameters as XML elements, spelled by the row's tool_xml
     TOOL_SHAPE_HARMONY,         // gpt-oss's channels
+    TOOL_SHAPE_PYTHONIC,        // open name(key=value, …)[sep name(…)] close, values Python literals or JSON
 } tool_shape;
 
 // An XML shape's parameters: kv_open KEY kv_mid VALUE kv_close, once per argument (as the grammar writes

@@ -226,8 +226,8 @@ static const char *index_cut(const char *name, const char *ne) {
     return colon < ne && colon > name && colon[-1] == ':' ? colon - 1 : ne;
 }
 
-// DeepSeek, Functionary, Mistral [ARGS], Kimi: call_open name call_mid {…} call_close. Functionary v3.2's prompt
-// ends with its call_open (so the text starts with a name), and its name "all" introduces text.
+// DeepSeek, Functionary, Mistral [ARGS], Kimi: call_open name call_mid {…} call_close. Functionary v3.2's
+// prompt ends with its call_open (so the text starts with a name), and its name "all" introduces text.
 static void parse_named(tp_ctx *c, const char *p, const char *end) {
     char ob[MARK_CAP], mb[MARK_CAP], cb[MARK_CAP];
     const char *open = tp_trim_marker(c->row->call_open, ob, sizeof ob),
@@ -335,6 +335,9 @@ int tool_fmt_parse(tool_fmt f, const char *text, size_t len, const tool_parse_op
         break;
     case TOOL_SHAPE_HARMONY:
         tp_parse_harmony(&c, p, end);
+        break;
+    case TOOL_SHAPE_PYTHONIC:
+        tp_parse_pythonic(&c, p, end);
         break;
     }
     drop_partial_marker(&c);

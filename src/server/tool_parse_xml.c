@@ -9,7 +9,9 @@
 
 // --- XML parameters: Qwen3-Coder, Seed-OSS, MiniMax M2, GLM 4.5 ------------------------------------------
 
-static int is_ws(char ch) { return ch == ' ' || ch == '\n' || ch == '\t' || ch == '\r'; }
+static int is_ws(char ch) {
+    return ch == ' ' || ch == '\n' || ch == '\t' || ch == '\r';
+}
 
 // Matches pat at p, where each whitespace run of pat stands for any whitespace of the text (none included)
 // and the text may have whitespace before each piece; whitespace that ends pat is not consumed (it belongs

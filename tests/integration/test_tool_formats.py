@@ -27,12 +27,13 @@ FAMILIES = {  # format name -> template file
     "kimi-k2": "moonshotai-Kimi-K2.jinja",
     "minimax-m2": "MiniMax-M2.jinja",
     "seed-oss": "ByteDance-Seed-OSS.jinja",
+    "lfm2": "LFM2.5-8B-A1B.jinja",
 }
 MARKERS = ("<tool_call>", "<function=", "[TOOL_CALLS]", "<|channel|>", "<|python_tag|>", "<|tool_call|>", ">>>",
            "<|START_ACTION|>", "\"name\"", "\"tool_name\"", "<arg_key>", "<|tool_call", "<invoke", "<minimax:",
-           "<seed:tool_call>", "<｜tool")
+           "<seed:tool_call>", "<｜tool", "<|tool_call_start|>")
 # the calls of a turn are one JSON array, or one block with a closing marker
-LIST_FORMATS = ("mistral", "granite", "command-r7b", "kimi-k2", "minimax-m2")
+LIST_FORMATS = ("mistral", "granite", "command-r7b", "kimi-k2", "minimax-m2", "lfm2")
 EOG_BAN = {"0": -100, "2": -100}  # SmolLM2's <|endoftext|> and <|im_end|>: calls go on until max_tokens
 
 WEATHER = {"type": "function", "function": {

@@ -23,14 +23,15 @@
 #define KCE "<|tool_call_end|>"
 #define GLM_CALL1 "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Rome</arg_value>\n</tool_call>"
 #define MM_CALL1 "<invoke name=\"get_weather\">\n<parameter name=\"city\">Rome</parameter>\n</invoke>\n"
-#define SEED_CALL1                                                                                             \
-    "<seed:tool_call>\n<function=get_weather>\n<parameter=city>Rome</parameter>\n</function>\n</seed:tool_call>"
+#define SEED_CALL1                                                                                           \
+    "<seed:tool_call>\n<function=get_weather>\n<parameter=city>Rome</parameter>\n</function>\n</"            \
+    "seed:tool_call>"
 
 // The format each template selects by its own markers, wherever they appear ("none": the template has no
 // tool-call syntax of the table's; the family's format applies). MiniMax M3 writes "]<]minimax[>[<tool_call>"
 // and its invoke elements: detected as hermes, whose parser does not read that (a format not in the table).
-// LFM2.5-8B-A1B's <|tool_call_start|>[name(k=v)]<|tool_call_end|> and Kimi K3's and DeepSeek V3.2/V4's DSML
-// markup are not in the table either.
+// Kimi K3's tool markup and DeepSeek V3.2/V4's are not in the table either. LFM2-8B-A1B and LFM2.5-Instruct
+// show no call syntax, so nothing tells their models' lfm2 calls apart: "none".
 static const struct {
     const char *file, *fmt;
 } TEMPLATES[] = {
@@ -50,7 +51,7 @@ static const struct {
     {"Kimi-K2-Thinking.jinja", "kimi-k2"},
     {"Kimi-K3.jinja", "none"},
     {"LFM2-8B-A1B.jinja", "none"},
-    {"LFM2.5-8B-A1B.jinja", "none"},
+    {"LFM2.5-8B-A1B.jinja", "lfm2"},
     {"LFM2.5-Instruct.jinja", "none"},
     {"MiMo-VL.jinja", "hermes"},
     {"MiniMax-M1.jinja", "none"},
@@ -171,17 +172,26 @@ static const fmt_case CASES[] = {
      "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>" A2 "<|call|>",
      "<|channel|>analysis<|message|>I will check.<|end|><|start|>assistant"},
     {TOOL_FMT_GLM45, GLM_CALL1,
-     GLM_CALL1 "\n<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Zürich</arg_value>\n<arg_key>opts"
-               "</arg_key>\n<arg_value>{\"units\": [\"c\"]}</arg_value>\n</tool_call>",
+     GLM_CALL1
+     "\n<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Zürich</arg_value>\n<arg_key>opts"
+     "</arg_key>\n<arg_value>{\"units\": [\"c\"]}</arg_value>\n</tool_call>",
      "I will check.\n"},
-    {TOOL_FMT_KIMI_K2, KSB KCB "0" KCA A1 KCE KSE, KSB KCB "0" KCA A1 KCE KCB "1" KCA A2 KCE KSE, "I will check.\n"},
+    {TOOL_FMT_KIMI_K2, KSB KCB "0" KCA A1 KCE KSE, KSB KCB "0" KCA A1 KCE KCB "1" KCA A2 KCE KSE,
+     "I will check.\n"},
     {TOOL_FMT_MINIMAX_M2, "<minimax:tool_call>\n" MM_CALL1 "</minimax:tool_call>",
-     "<minimax:tool_call>\n" MM_CALL1 "<invoke name=\"get_weather\">\n<parameter name=\"city\">Zürich</parameter>\n"
+     "<minimax:tool_call>\n" MM_CALL1
+     "<invoke name=\"get_weather\">\n<parameter name=\"city\">Zürich</parameter>\n"
      "<parameter name=\"opts\">{\"units\": [\"c\"]}</parameter>\n</invoke>\n</minimax:tool_call>",
      "I will check.\n"},
     {TOOL_FMT_SEED_OSS, SEED_CALL1,
-     SEED_CALL1 "\n<seed:tool_call>\n<function=get_weather>\n<parameter=city>Zürich</parameter>\n<parameter=opts>"
-                "{\"units\": [\"c\"]}</parameter>\n</function>\n</seed:tool_call>",
+     SEED_CALL1
+     "\n<seed:tool_call>\n<function=get_weather>\n<parameter=city>Zürich</parameter>\n<parameter=opts>"
+     "{\"units\": [\"c\"]}</parameter>\n</function>\n</seed:tool_call>",
+     "I will check.\n"},
+    {TOOL_FMT_LFM2, "<|tool_call_start|>[get_weather(city=\"Rome\")]<|tool_call_end|>",
+     "<|tool_call_start|>[get_weather(city=\"Rome\"), get_weather(city=\"Zürich\", opts={\"units\": "
+     "[\"c\"]})]"
+     "<|tool_call_end|>",
      "I will check.\n"},
 };
 
@@ -364,6 +374,25 @@ static void check_detection(void) {
         CHECK_EQ_INT(tool_fmt_from_name(tool_fmt_name((tool_fmt)f)), f);
 }
 
+// LFM2's values as the model writes them: Python literals (quotes, True/None, escapes), or JSON.
+static void check_pythonic(const json_t *tools) {
+    static const char *const IN[][2] = {
+        {"<|tool_call_start|>[get_weather(city='Rome', opts={'units': ['c'], 'n': -1.5}, a=True, b=None, "
+         "c=\"it's\", d='\\u00fc\\n')]<|tool_call_end|>",
+         "{\"city\":\"Rome\",\"opts\":{\"units\":[\"c\"],\"n\":-1.5},\"a\":true,\"b\":null,\"c\":\"it's\","
+         "\"d\":\"ü\\n\"}"},
+        {"<|tool_call_start|> [get_weather(city='Rome',)] <|tool_call_end|>", J1},
+    };
+    for (size_t i = 0; i < sizeof IN / sizeof *IN; i++) {
+        tool_parsed tp;
+        parse(TOOL_FMT_LFM2, IN[i][0], strlen(IN[i][0]), 0, tools, &tp);
+        CHECK_MSG(json_array_size(tp.calls) == 1 && !tp.content, "lfm2 %zu: %zu calls", i,
+                  json_array_size(tp.calls));
+        check_call("lfm2 python", tp.calls, 0, IN[i][1]);
+        tool_parsed_free(&tp);
+    }
+}
+
 // Control tokens that spell a format's markers may be generated under its grammar; others may not.
 static void check_marker_pieces(void) {
     static const struct {
@@ -397,6 +426,7 @@ int main(void) {
     check_no_params(tools);
     check_detection();
     check_marker_pieces();
+    check_pythonic(tools);
     json_decref(tools);
     TEST_MAIN_END();
 }

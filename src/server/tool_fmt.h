@@ -1,8 +1,8 @@
 // Tool-call output formats: how a model writes its tool calls, chosen from its chat template (as llama.cpp's
 // common/chat.cpp and vLLM's tool parsers do, by markers the template text contains). One table row per
 // format (tool_fmt.c) says how calls are framed; a parser turns generated text into content, reasoning and
-// calls (tool_parse.c, tool_parse_xml.c), and a grammar builder gives the GBNF a forced call (tool_choice
-// required or named) must follow (tool_gram.c). Pure functions, no I/O: unit-tested in
+// calls (tool_parse.c, tool_parse_xml.c, tool_parse_py.c), and a grammar builder gives the GBNF a forced call
+// (tool_choice required or named) must follow (tool_gram.c). Pure functions, no I/O: unit-tested in
 // tests/unit/test_tool_fmt.c.
 #ifndef TACHYON_SERVER_TOOL_FMT_H
 #define TACHYON_SERVER_TOOL_FMT_H

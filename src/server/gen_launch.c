@@ -263,7 +263,8 @@ static int init_choices(gen_req *g, oai_err *e) {
         c->g = g;
         c->index = i;
         c->prompt_i = i / q->n;
-        c->ts = tok_stream_new(s->vocab, (q->sx.keep_special ? 0 : TOK_DEC_SKIP_SPECIAL) | TOK_DEC_CONTINUATION);
+        int keep = q->sx.keep_special || (s->tool_specials && oai_tools_active(q)); // the parser reads markers
+        c->ts = tok_stream_new(s->vocab, (keep ? 0 : TOK_DEC_SKIP_SPECIAL) | TOK_DEC_CONTINUATION);
         oai_stopbuf_init(&c->sb, q->stop, q->n_stop);
         c->sb.keep_stop = q->sx.include_stop;
         c->reason = gen_reasoning_on(s, q);

@@ -36,6 +36,17 @@
 
 // --- loading -----------------------------------------------------------------------------------------
 
+// Whether the format's markers are control tokens of the vocabulary (Mistral's [TOOL_CALLS], gpt-oss's
+// <|channel|>, Kimi's sections): text with tools then keeps control tokens, or the parser would not see them.
+static int markers_are_control(const tok_vocab *v, tool_fmt f) {
+    const tool_fmt_row *r = tool_fmt_get(f);
+    for (int k = 0; r->markers[k]; k++) {
+        int32_t id = tok_find(v, r->markers[k]);
+        if (id >= 0 && tok_is_control(v, id)) return 1;
+    }
+    return 0;
+}
+
 static int load_model(srv_model *s, tc_err *err) {
     int rc = model_load(s->o.model_path, &s->m, err);
     if (!rc) rc = tok_load(model_gguf(s->m), &s->vocab, err);
@@ -46,7 +57,6 @@ static int load_model(srv_model *s, tc_err *err) {
         if (!s->eog_ids) rc = tc_err_set(err, TC_ERR_NOMEM, "out of memory");
         for (int i = 0; !rc && i < nv; i++)
             if (tok_is_eog(s->vocab, i)) s->eog_ids[s->n_eog++] = i;
-        if (!rc) rc = srv_grammar_vocab(s, err); // grammar-constrained decoding (srv_grammar.c)
         gguf_str ts = {0};
         if (!rc && s->o.chat_template && s->o.chat_template_file)
             rc = tc_err_set(err, TC_ERR_INVALID, "--chat-template and --chat-template-file exclude each other");
@@ -66,7 +76,9 @@ static int load_model(srv_model *s, tc_err *err) {
             else s->chat = CHAT_CHATML; // no or unrecognized template: ChatML (logged when ready)
         }
         tool_fmt fam = s->chat == CHAT_LLAMA3 ? TOOL_FMT_LLAMA3 : s->chat == CHAT_MISTRAL ? TOOL_FMT_MISTRAL : TOOL_FMT_HERMES;
-        s->tools = s->tmpl && chat_tmpl_reads(s->tmpl, "tools") ? tool_fmt_detect(s->chat_src, fam) : fam;
+        s->tools = s->tmpl ? tool_fmt_detect(s->chat_src, fam) : fam;
+        s->tool_specials = markers_are_control(s->vocab, s->tools);
+        if (!rc) rc = srv_grammar_vocab(s, err); // grammar-constrained decoding (srv_grammar.c), after s->tools
         int32_t b = tok_bos(s->vocab);
         if (!rc && b >= 0) {
             int n = tok_piece(s->vocab, b, 0, s->bos_text, sizeof s->bos_text - 1);

@@ -29,10 +29,12 @@ int srv_grammar_vocab(srv_model *s, tc_err *err) {
     int rc = pieces && lens ? 0 : tc_err_set(err, TC_ERR_NOMEM, "out of memory");
     for (int i = 0; i < nv && !rc; i++) {
         lens[i] = -1;
-        if (tok_is_control(s->vocab, i)) continue; // never generated under a grammar (EOG: by the eog list)
         char buf[256];
         int n = tok_piece(s->vocab, i, 0, buf, sizeof buf);
         if (n <= 0 || n > (int)sizeof buf) continue;
+        // control tokens are never generated under a grammar (EOG: by the eog list), except the ones that
+        // spell the model's tool-call markers, so a forced call writes them as the model was trained to
+        if (tok_is_control(s->vocab, i) && !tool_fmt_marker_piece(s->tools, buf, (size_t)n)) continue;
         if (!(pieces[i] = malloc((size_t)n))) rc = tc_err_set(err, TC_ERR_NOMEM, "out of memory");
         else memcpy(pieces[i], buf, (size_t)n), lens[i] = n;
     }

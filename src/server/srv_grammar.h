@@ -8,7 +8,7 @@
 #include "server/oai_err.h"
 #include "server/srv_model.h"
 
-int srv_grammar_vocab(srv_model *s, tc_err *err); // builds s->gvocab (loader thread, after eog_ids)
+int srv_grammar_vocab(srv_model *s, tc_err *err); // builds s->gvocab (loader thread, after eog_ids and tools)
 // The grammar q's output must follow, compiled (cached) and checked against s->gvocab: *out a reference
 // (gram_free), or NULL when q has none. Errors → 400 naming the field, or 500 (memory). Slow: worker thread.
 int srv_grammar_compile(srv_model *s, const oai_req *q, gram **out, oai_err *e);

@@ -46,8 +46,9 @@ typedef struct srv_model {
     chat_family chat;
     char *chat_src; // template text from the GGUF (or --chat-template-file), or NULL
     chat_tmpl *tmpl; // owned: chat_src rendered as Jinja, NULL when a built-in family renders (--chat-template)
-    tool_fmt tools;  // how the model writes tool calls: from the template's markers when it renders the request's
-                     // tools itself, else the family's (the prompt then shows the family's format)
+    tool_fmt tools;  // how the model writes tool calls: from the markers of its Jinja template wherever they
+                     // appear, else the family's
+    int tool_specials; // 1: tools' markers are control tokens: with tools, generated text keeps control tokens
     char bos_text[64];
     int ctx_size;   // effective per-request context limit (prompt + output tokens), as the engine enforces it
     int ctx_asked;  // what --ctx-size / the model asked for (ctx_size is lower when the KV pool is small)

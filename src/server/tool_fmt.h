@@ -1,8 +1,8 @@
 // Tool-call output formats: how a model writes its tool calls, chosen from its chat template (as llama.cpp's
 // common/chat.cpp and vLLM's tool parsers do, by markers the template text contains). One table row per
 // format (tool_fmt.c) says how calls are framed; a parser turns generated text into content, reasoning and
-// calls (tool_parse.c, tool_parse_xml.c), and a grammar builder gives the GBNF a forced call (tool_choice
-// required or named) must follow (tool_gram.c). Pure functions, no I/O: unit-tested in
+// calls (tool_parse.c, tool_parse_xml.c, tool_parse_py.c), and a grammar builder gives the GBNF a forced call
+// (tool_choice required or named) must follow (tool_gram.c). Pure functions, no I/O: unit-tested in
 // tests/unit/test_tool_fmt.c.
 #ifndef TACHYON_SERVER_TOOL_FMT_H
 #define TACHYON_SERVER_TOOL_FMT_H
@@ -27,6 +27,11 @@ typedef enum {
     TOOL_FMT_COMMAND_R7B,     // <|START_ACTION|>[{"tool_name": …, "parameters": {…}}]<|END_ACTION|>
     TOOL_FMT_GRANITE,         // <|tool_call|>[{"name": …, "arguments": {…}}]
     TOOL_FMT_HARMONY,         // gpt-oss: <|channel|>commentary to=functions.name … <|message|>{…}<|call|>
+    TOOL_FMT_GLM45,           // <tool_call>name\n<arg_key>k</arg_key>\n<arg_value>v</arg_value>\n</tool_call>
+    TOOL_FMT_KIMI_K2,         // <|tool_calls_section_begin|><|tool_call_begin|>functions.name:0… (tool_fmt.c)
+    TOOL_FMT_MINIMAX_M2,      // <minimax:tool_call>\n<invoke name="n">\n<parameter name="k">v</parameter>…
+    TOOL_FMT_SEED_OSS,        // <seed:tool_call>\n<function=name>\n<parameter=k>v</parameter>\n</function>…
+    TOOL_FMT_LFM2,            // <|tool_call_start|>[name(k="v", n=1), …]<|tool_call_end|>
     TOOL_FMT_COUNT
 } tool_fmt;
 
@@ -35,9 +40,17 @@ typedef enum {
     TOOL_SHAPE_JSON_LIST,       // open, a JSON array of call objects, close
     TOOL_SHAPE_JSON_BARE,       // [open] JSON call objects separated by ';' or whitespace
     TOOL_SHAPE_NAMED,           // [open] (call_open name call_mid JSON-arguments call_close)+ [close]
-    TOOL_SHAPE_XML,             // Qwen3-Coder's parameters as XML elements
+    TOOL_SHAPE_XML,             // parameters as XML elements, spelled by the row's tool_xml
     TOOL_SHAPE_HARMONY,         // gpt-oss's channels
+    TOOL_SHAPE_PYTHONIC,        // open name(key=value, …)[sep name(…)] close, values Python literals or JSON
 } tool_shape;
+
+// An XML shape's parameters: kv_open KEY kv_mid VALUE kv_close, once per argument (as the grammar writes
+// them; the parser lets any whitespace of these stand for any whitespace, none included). String values are
+// raw text, others JSON.
+typedef struct tool_xml {
+    const char *kv_open, *kv_mid, *kv_close;
+} tool_xml;
 
 typedef struct tool_fmt_row {
     tool_fmt id;
@@ -51,6 +64,8 @@ typedef struct tool_fmt_row {
     const char *name_key, *args_key; // JSON shapes: the keys of a call object
     const char *sep;                 // between two calls in the forced grammar
     int prompt_opens; // 1: the generation prompt ends with call_open (Functionary v3.2's ">>>")
+    const tool_xml *xml; // XML shape: how parameters are written
+    int numbered;        // NAMED: the name is followed by ':' and the call's index (Kimi's functions.NAME:0)
 } tool_fmt_row;
 
 const tool_fmt_row *tool_fmt_get(tool_fmt f); // f < TOOL_FMT_COUNT
@@ -58,6 +73,10 @@ const char *tool_fmt_name(tool_fmt f);
 int tool_fmt_from_name(const char *name); // -1 if unknown
 // The format a template's text asks for, or fallback when it names none of the table's markers.
 tool_fmt tool_fmt_detect(const char *template_src, tool_fmt fallback);
+// Whether the n bytes of piece (a token's text, n >= 2) occur in one of the format's call markers: a control
+// token of the vocabulary that spells a marker (Kimi's <|tool_call_begin|>) may be generated under a forced
+// call's grammar.
+int tool_fmt_marker_piece(tool_fmt f, const char *piece, size_t n);
 
 // --- parsing ---------------------------------------------------------------------------------------------
 

@@ -34,9 +34,10 @@ static int is_required(const json_t *params, const char *key) {
     return 0;
 }
 
-// Qwen3-Coder: one <parameter=key>\nvalue\n</parameter>\n per property, in the schema's order, the optional
-// ones may be left out; string values are raw text (no '<'), others JSON per their schema.
-static int xml_params(gram_schema *g, const tool_gram_fn *fn, tc_strbuf *b, tc_err *err) {
+// XML shapes: one kv_open key kv_mid value kv_close (Qwen3-Coder: <parameter=key>\nvalue\n</parameter>\n) per
+// property, in the schema's order, the optional ones may be left out; string values are raw text (no '<'),
+// others JSON per their schema.
+static int xml_params(gram_schema *g, const tool_xml *x, const tool_gram_fn *fn, tc_strbuf *b, tc_err *err) {
     const char *key;
     const json_t *prop;
     json_object_foreach((json_t *)json_object_get(fn->params, "properties"), key, prop) {
@@ -53,21 +54,68 @@ static int xml_params(gram_schema *g, const tool_gram_fn *fn, tc_strbuf *b, tc_e
         }
         int req = is_required(fn->params, key);
         if (!req) tc_strbuf_str(b, " (");
-        snprintf(line, sizeof line, "<parameter=%s>\n", key);
+        snprintf(line, sizeof line, "%s%s%s", x->kv_open, key, x->kv_mid);
         lit(b, line);
         tc_strbuf_str(b, " ");
         tc_strbuf_str(b, value);
-        lit(b, "\n</parameter>\n");
+        lit(b, x->kv_close);
         if (!req) tc_strbuf_str(b, " )?");
     }
     return 0;
+}
+
+// LFM2: name(key=value, …) with JSON values (Python reads them alike, true/false/null aside, which the
+// parser takes too): the required properties in the schema's order, then each optional one or not; without
+// required properties, any of them, comma-separated.
+static int py_params(gram_schema *g, const tool_gram_fn *fn, tc_strbuf *b, tc_err *err) {
+    const json_t *props = json_object_get(fn->params, "properties"), *prop;
+    const char *key;
+    int n_req = 0, any = 0;
+    json_object_foreach((json_t *)props, key, prop) n_req += is_required(fn->params, key);
+    tc_strbuf alt = {0};
+    json_object_foreach((json_t *)props, key, prop) {
+        char value[48], kv[300];
+        int rc = gram_schema_add(g, prop, fn->params, value, sizeof value, err);
+        if (rc) {
+            free(alt.p);
+            return rc;
+        }
+        int req = is_required(fn->params, key);
+        snprintf(kv, sizeof kv, "%s=", key);
+        if (!n_req) { // (k1=v | k2=v …), joined below
+            if (alt.n) tc_strbuf_str(&alt, " |");
+            lit(&alt, kv);
+            tc_strbuf_str(&alt, " ");
+            tc_strbuf_str(&alt, value);
+            continue;
+        }
+        if (!req) tc_strbuf_str(b, " (");
+        if (any || !req) lit(b, ", ");
+        lit(b, kv);
+        tc_strbuf_str(b, " ");
+        tc_strbuf_str(b, value);
+        if (!req) tc_strbuf_str(b, " )?");
+        any |= req;
+    }
+    if (alt.p) {
+        tc_strbuf_str(b, " ( (");
+        tc_strbuf_str(b, alt.p);
+        tc_strbuf_str(b, " ) (");
+        lit(b, ", ");
+        tc_strbuf_str(b, " (");
+        tc_strbuf_str(b, alt.p);
+        tc_strbuf_str(b, " ) )* )?");
+    }
+    int oom = alt.oom;
+    free(alt.p);
+    return oom ? TC_ERR_NOMEM : 0;
 }
 
 // One call of fn (the rule body), without call_open when the prompt writes it (first call, prompt_opens).
 static int call_body(gram_schema *g, const tool_fmt_row *row, const tool_gram_fn *fn, tc_strbuf *b,
                      tc_err *err) {
     char args[32] = "empty-args", head[256];
-    if (row->shape != TOOL_SHAPE_XML && fn->params) {
+    if (row->shape != TOOL_SHAPE_XML && row->shape != TOOL_SHAPE_PYTHONIC && fn->params) {
         int rc = gram_schema_add(g, fn->params, NULL, args, sizeof args, err);
         if (rc) return rc;
     }
@@ -87,16 +135,26 @@ static int call_body(gram_schema *g, const tool_fmt_row *row, const tool_gram_fn
         snprintf(head, sizeof head, "%s%s%s", row->call_open, fn->name, row->call_mid);
         lit(b, head);
         if (fn->params) {
-            int rc = xml_params(g, fn, b, err);
+            int rc = xml_params(g, row->xml, fn, b, err);
+            if (rc) return rc;
+        }
+        lit(b, row->call_close);
+        return 0;
+    case TOOL_SHAPE_PYTHONIC:
+        snprintf(head, sizeof head, "%s%s", fn->name, row->call_mid);
+        lit(b, head);
+        if (fn->params) {
+            int rc = py_params(g, fn, b, err);
             if (rc) return rc;
         }
         lit(b, row->call_close);
         return 0;
     case TOOL_SHAPE_NAMED:
     case TOOL_SHAPE_HARMONY:
-        snprintf(head, sizeof head, "%s%s%s", row->prompt_opens ? "" : row->call_open, fn->name,
-                 row->call_mid);
+        snprintf(head, sizeof head, "%s%s", row->prompt_opens ? "" : row->call_open, fn->name);
         lit(b, head);
+        if (row->numbered) tc_strbuf_str(b, " \":\" [0-9]{1,4}"); // Kimi's functions.NAME:INDEX
+        lit(b, row->call_mid);
         tc_strbuf_str(b, " ");
         tc_strbuf_str(b, args);
         lit(b, row->call_close);

@@ -217,8 +217,17 @@ static void add_text(tp_ctx *c, const char *p, const char *end) {
     if (p < end) tc_strbuf_add(&c->content, p, (size_t)(end - p));
 }
 
-// DeepSeek, Functionary, Mistral [ARGS]: call_open name call_mid {…} call_close. Functionary v3.2's prompt
-// ends with its call_open (so the text starts with a name), and its name "all" introduces text.
+// Kimi's NAME:INDEX (and functions.NAME:INDEX where the output left call_open's "functions." to the name):
+// the name alone.
+static const char *index_cut(const char *name, const char *ne) {
+    const char *colon = ne;
+    while (colon > name && colon[-1] >= '0' && colon[-1] <= '9')
+        colon--;
+    return colon < ne && colon > name && colon[-1] == ':' ? colon - 1 : ne;
+}
+
+// DeepSeek, Functionary, Mistral [ARGS], Kimi: call_open name call_mid {…} call_close. Functionary v3.2's
+// prompt ends with its call_open (so the text starts with a name), and its name "all" introduces text.
 static void parse_named(tp_ctx *c, const char *p, const char *end) {
     char ob[MARK_CAP], mb[MARK_CAP], cb[MARK_CAP];
     const char *open = tp_trim_marker(c->row->call_open, ob, sizeof ob),
@@ -236,6 +245,7 @@ static void parse_named(tp_ctx *c, const char *p, const char *end) {
         const char *ne = m ? m : end;
         while (ne > name && is_ws(ne[-1]))
             ne--;
+        if (c->row->numbered) ne = index_cut(name, ne);
         name = tp_skip_ws(name, ne);
         if (first && !valid_name(name, (size_t)(ne - name))) { // the prompt's marker, then plain text
             add_text(c, p, end);
@@ -325,6 +335,9 @@ int tool_fmt_parse(tool_fmt f, const char *text, size_t len, const tool_parse_op
         break;
     case TOOL_SHAPE_HARMONY:
         tp_parse_harmony(&c, p, end);
+        break;
+    case TOOL_SHAPE_PYTHONIC:
+        tp_parse_pythonic(&c, p, end);
         break;
     }
     drop_partial_marker(&c);

@@ -1,5 +1,6 @@
 // Shared by the tool-call parsers (tool_parse.c: the JSON shapes and the entry point; tool_parse_xml.c:
-// Qwen3-Coder's XML and gpt-oss's harmony channels). Internal to src/server.
+// the XML parameter formats and gpt-oss's harmony channels; tool_parse_py.c: LFM2's pythonic calls). Internal
+// to src/server.
 #ifndef TACHYON_SERVER_TOOL_PARSE_IMPL_H
 #define TACHYON_SERVER_TOOL_PARSE_IMPL_H
 
@@ -31,5 +32,6 @@ const json_t *tp_param_schema(const tp_ctx *c, const char *name, const char *key
 
 void tp_parse_xml(tp_ctx *c, const char *p, const char *end);
 void tp_parse_harmony(tp_ctx *c, const char *p, const char *end);
+void tp_parse_pythonic(tp_ctx *c, const char *p, const char *end);
 
 #endif

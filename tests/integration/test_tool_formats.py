@@ -23,10 +23,17 @@ FAMILIES = {  # format name -> template file
     "granite": "ibm-granite-granite-3.3-2B-Instruct.jinja",
     "functionary-v3.2": "meetkai-functionary-medium-v3.2.jinja",
     "command-r7b": "CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja",
+    "glm-4.5": "GLM-4.6.jinja",
+    "kimi-k2": "moonshotai-Kimi-K2.jinja",
+    "minimax-m2": "MiniMax-M2.jinja",
+    "seed-oss": "ByteDance-Seed-OSS.jinja",
+    "lfm2": "LFM2.5-8B-A1B.jinja",
 }
 MARKERS = ("<tool_call>", "<function=", "[TOOL_CALLS]", "<|channel|>", "<|python_tag|>", "<|tool_call|>", ">>>",
-           "<|START_ACTION|>", "\"name\"", "\"tool_name\"")
-LIST_FORMATS = ("mistral", "granite", "command-r7b")  # the calls of a turn are one JSON array
+           "<|START_ACTION|>", "\"name\"", "\"tool_name\"", "<arg_key>", "<|tool_call", "<invoke", "<minimax:",
+           "<seed:tool_call>", "<｜tool", "<|tool_call_start|>")
+# the calls of a turn are one JSON array, or one block with a closing marker
+LIST_FORMATS = ("mistral", "granite", "command-r7b", "kimi-k2", "minimax-m2", "lfm2")
 EOG_BAN = {"0": -100, "2": -100}  # SmolLM2's <|endoftext|> and <|im_end|>: calls go on until max_tokens
 
 WEATHER = {"type": "function", "function": {
@@ -137,17 +144,108 @@ def test_length_cut_keeps_complete_calls(fam):
     assert c.finish_reason == "length" and c.message.content is None
     c = check_cut(client, dict(kw, logit_bias=EOG_BAN, max_tokens=n1 + n1 // 2))
     assert len(c.message.tool_calls) >= 1
-    # a list format ([TOOL_CALLS][…], <|tool_call|>[…]) may close its list; the grammar then allows only the end
+    # a list or block format ([TOOL_CALLS][…], <|tool_calls_section_begin|>…) may close it; the grammar then allows
+    # only the end
     assert c.finish_reason == "length" or name in LIST_FORMATS, c
 
 
 def test_no_parameters_is_empty_object(fam):
     name, _, client = fam
-    if name == "command-r7b":
-        pytest.skip("the template renders parameters|tojson, which raises without parameters (jinja2 too)")
+    if name in ("command-r7b", "seed-oss"):
+        pytest.skip("the template reads the function's parameters, which raises without them (jinja2 too)")
     r = chat(client, tools=[WEATHER, PING], tool_choice={"type": "function", "function": {"name": "ping"}},
              temperature=1, seed=3)
     c = r.choices[0]
     assert c.finish_reason == "tool_calls" and len(c.message.tool_calls) == 1
     assert c.message.tool_calls[0].function.name == "ping"
     assert json.loads(c.message.tool_calls[0].function.arguments) == {}
+
+
+KIMI_MARKERS = ("<|tool_calls_section_begin|>", "<|tool_calls_section_end|>", "<|tool_call_begin|>",
+                "<|tool_call_argument_begin|>", "<|tool_call_end|>")
+
+
+def kimi_vocab(tmp_path):
+    """SmolLM2 whose control tokens 3..16 (<repo_name> … <empty_output>) become Kimi's five markers and
+    fillers of the same total length, patched in place: a vocabulary where the format's markers are single
+    control tokens, as in the real model's."""
+    gguf = pytest.importorskip("gguf")
+    r = gguf.GGUFReader(SMOL)
+    f = r.fields["tokenizer.ggml.tokens"]
+    base = r.data.ctypes.data
+    old = [bytes(f.parts[f.data[i]]) for i in range(3, 17)]
+    start = f.parts[f.data[3]].ctypes.data - base - 8  # the first string's uint64 length
+    size = sum(8 + len(t) for t in old)
+    new = [m.encode() for m in KIMI_MARKERS]
+    fill = sum(len(t) for t in old) - sum(len(t) for t in new)
+    new += [("<pad_%d>" % i).encode() for i in range(8)]
+    new.append(b"<" + b"q" * (fill - 8 * 7 - 2) + b">")
+    blob = b"".join(len(t).to_bytes(8, "little") + t for t in new)
+    assert len(blob) == size and len(new) == len(old)
+    data = bytearray(open(SMOL, "rb").read())
+    data[start:start + size] = blob
+    out = tmp_path / "smol-kimi-vocab.gguf"
+    out.write_bytes(bytes(data))
+    return str(out)
+
+
+def test_control_token_markers(tmp_path):
+    """Kimi's markers as control tokens of the vocabulary: a forced call may write them as single tokens (the
+    grammar allows control tokens that spell the format's markers; the bias makes the model take them), and
+    the parser sees them because text with tools keeps control tokens."""
+    if not os.path.exists(BIN) or not os.path.exists(SMOL):
+        pytest.skip("no binary or SmolLM2 model")
+    srv = Server(kimi_vocab(tmp_path), "--ctx-size", 2048, "--chat-template-file",
+                 os.path.join(TEMPLATES, FAMILIES["kimi-k2"]))
+    try:
+        assert "tool calls kimi-k2," in srv.read_log()
+        client = openai.OpenAI(base_url=srv.base + "/v1", api_key="unused", max_retries=0)
+        client.model_name = client.models.list().data[0].id
+        bias = {str(i): 100 for i in range(3, 8)}
+        for stream in (False, True):
+            kw = dict(tools=[WEATHER], tool_choice=NAMED, temperature=0, logit_bias=bias)
+            if stream:
+                calls, content, finish = streamed(client, **kw)
+                assert finish == "tool_calls" and content == "" and len(calls) == 1, (calls, content)
+                assert calls[0][0] == "get_weather" and isinstance(json.loads(calls[0][1]).get("city"), str)
+                continue
+            c = chat(client, logprobs=True, **kw).choices[0]
+            tokens = [t.token for t in c.logprobs.content]
+            assert "<|tool_call_begin|>" in tokens and "<|tool_call_argument_begin|>" in tokens, tokens
+            assert c.finish_reason == "tool_calls" and c.message.content is None, c
+            assert len(c.message.tool_calls) == 1
+            check_weather_call(c.message.tool_calls[0])
+    finally:
+        srv.stop()
+
+
+def test_format_chosen_from_markers_of_template_without_tools():
+    """DeepSeek V3.1's template does not read `tools` but writes its calls' markers: they choose the format.
+    (Its forced calls are not run here: SmolLM2's grammar vocabulary cannot spell the markers' "｜".)"""
+    if not os.path.exists(BIN) or not os.path.exists(SMOL):
+        pytest.skip("no binary or SmolLM2 model")
+    srv = Server(SMOL, "--ctx-size", 2048, "--chat-template-file",
+                 os.path.join(TEMPLATES, "deepseek-ai-DeepSeek-V3.1.jinja"))
+    try:
+        assert "tool calls deepseek-v3.1," in srv.read_log()
+    finally:
+        srv.stop()
+
+
+def test_template_error_with_tools_is_400():
+    """llama.cpp's DeepSeek R1 template pipes `tools | map(...)` into tojson, which jinja2 refuses (a generator is
+    not JSON serializable): with tools the request is a 400 naming the template's error, without them it works."""
+    if not os.path.exists(BIN) or not os.path.exists(SMOL):
+        pytest.skip("no binary or SmolLM2 model")
+    srv = Server(SMOL, "--ctx-size", 2048, "--chat-template-file", os.path.join(TEMPLATES, "llama-cpp-deepseek-r1.jinja"))
+    try:
+        assert "tool calls deepseek-r1," in srv.read_log()
+        client = openai.OpenAI(base_url=srv.base + "/v1", api_key="unused", max_retries=0)
+        client.model_name = client.models.list().data[0].id
+        for stream in (False, True):
+            with pytest.raises(openai.BadRequestError) as e:
+                chat(client, tools=[WEATHER], stream=stream)
+            assert "chat template: Object of type generator is not JSON serializable" in str(e.value), e.value
+        assert chat(client, max_tokens=4).choices[0].finish_reason in ("length", "stop")
+    finally:
+        srv.stop()

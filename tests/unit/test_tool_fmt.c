@@ -2,6 +2,7 @@
 // for every format, the forced-call grammar accepts the format's calls (one, or several only when parallel)
 // and refuses plain text, and the parser reads real-shaped outputs: one call, parallel calls with nested and
 // non-ASCII arguments, text or reasoning before the call, and a call cut short (dropped, never content).
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,38 +16,50 @@
 #define DCB "<｜tool▁call▁begin｜>"
 #define DCE "<｜tool▁call▁end｜>"
 #define DSP "<｜tool▁sep｜>"
+#define KSB "<|tool_calls_section_begin|>"
+#define KSE "<|tool_calls_section_end|>"
+#define KCB "<|tool_call_begin|>functions.get_weather:"
+#define KCA "<|tool_call_argument_begin|>"
+#define KCE "<|tool_call_end|>"
+#define GLM_CALL1 "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Rome</arg_value>\n</tool_call>"
+#define MM_CALL1 "<invoke name=\"get_weather\">\n<parameter name=\"city\">Rome</parameter>\n</invoke>\n"
+#define SEED_CALL1                                                                                           \
+    "<seed:tool_call>\n<function=get_weather>\n<parameter=city>Rome</parameter>\n</function>\n</"            \
+    "seed:tool_call>"
 
-// The format each template selects ("-": none of the table's markers, the family's format applies).
-// GLM-4.6/4.7, Spark, Ling and Laguna write <tool_call>name<arg_key>…: detected as hermes, whose parser
-// does not read that (a format not in the table yet).
+// The format each template selects by its own markers, wherever they appear ("none": the template has no
+// tool-call syntax of the table's; the family's format applies). MiniMax M3 writes "]<]minimax[>[<tool_call>"
+// and its invoke elements: detected as hermes, whose parser does not read that (a format not in the table).
+// Kimi K3's tool markup and DeepSeek V3.2/V4's are not in the table either. LFM2-8B-A1B and LFM2.5-Instruct
+// show no call syntax, so nothing tells their models' lfm2 calls apart: "none".
 static const struct {
     const char *file, *fmt;
 } TEMPLATES[] = {
-    {"Apertus-8B-Instruct.jinja", "-"},
-    {"Apriel-1.6-15b-Thinker-fixed.jinja", "-"},
+    {"Apertus-8B-Instruct.jinja", "none"},
+    {"Apriel-1.6-15b-Thinker-fixed.jinja", "none"},
     {"Bielik-11B-v3.0-Instruct.jinja", "hermes"},
-    {"ByteDance-Seed-OSS.jinja", "qwen3-coder"},
+    {"ByteDance-Seed-OSS.jinja", "seed-oss"},
     {"Cohere2MoE.jinja", "command-r7b"},
     {"CohereForAI-c4ai-command-r-plus-tool_use.jinja", "command-r"},
     {"CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja", "command-r7b"},
-    {"GLM-4.6.jinja", "hermes"},
-    {"GLM-4.7-Flash.jinja", "hermes"},
-    {"GigaChat3-10B-A1.8B.jinja", "-"},
-    {"GigaChat3.1-10B-A1.8B.jinja", "-"},
-    {"HuggingFaceTB-SmolLM3-3B.jinja", "-"},
-    {"Kimi-K2-Instruct.jinja", "-"},
-    {"Kimi-K2-Thinking.jinja", "-"},
-    {"Kimi-K3.jinja", "-"},
-    {"LFM2-8B-A1B.jinja", "-"},
-    {"LFM2.5-8B-A1B.jinja", "-"},
-    {"LFM2.5-Instruct.jinja", "-"},
+    {"GLM-4.6.jinja", "glm-4.5"},
+    {"GLM-4.7-Flash.jinja", "glm-4.5"},
+    {"GigaChat3-10B-A1.8B.jinja", "none"},
+    {"GigaChat3.1-10B-A1.8B.jinja", "none"},
+    {"HuggingFaceTB-SmolLM3-3B.jinja", "none"},
+    {"Kimi-K2-Instruct.jinja", "kimi-k2"},
+    {"Kimi-K2-Thinking.jinja", "kimi-k2"},
+    {"Kimi-K3.jinja", "none"},
+    {"LFM2-8B-A1B.jinja", "none"},
+    {"LFM2.5-8B-A1B.jinja", "lfm2"},
+    {"LFM2.5-Instruct.jinja", "none"},
     {"MiMo-VL.jinja", "hermes"},
-    {"MiniMax-M1.jinja", "-"},
-    {"MiniMax-M2.jinja", "-"},
+    {"MiniMax-M1.jinja", "none"},
+    {"MiniMax-M2.jinja", "minimax-m2"},
     {"MiniMax-M3.jinja", "hermes"},
     {"Mistral-Small-3.2-24B-Instruct-2506.jinja", "mistral-args"},
     {"NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja", "qwen3-coder"},
-    {"NVIDIA-Nemotron-Nano-v2.jinja", "-"},
+    {"NVIDIA-Nemotron-Nano-v2.jinja", "none"},
     {"NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use.jinja", "hermes"},
     {"NousResearch-Hermes-3-Llama-3.1-8B-tool_use.jinja", "hermes"},
     {"Qwen-QwQ-32B.jinja", "hermes"},
@@ -55,44 +68,43 @@ static const struct {
     {"Qwen3-Coder.jinja", "qwen3-coder"},
     {"Qwen3.5-4B.jinja", "qwen3-coder"},
     {"Reka-Edge.jinja", "hermes"},
-    {"Spark2.5.jinja", "hermes"},
+    {"Spark2.5.jinja", "glm-4.5"},
     {"StepFun3.5-Flash.jinja", "qwen3-coder"},
     {"deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja", "deepseek-r1"},
     {"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja", "deepseek-r1"},
     {"deepseek-ai-DeepSeek-V3.1.jinja", "deepseek-v3.1"},
-    {"deepseek-ai-DeepSeek-V3.2.jinja", "-"},
-    {"deepseek-ai-DeepSeek-V4-Flash-0731.jinja", "-"},
-    {"deepseek-ai-DeepSeek-V4.jinja", "-"},
-    {"fireworks-ai-llama-3-firefunction-v2.jinja", "-"},
-    {"google-gemma-2-2b-it.jinja", "-"},
-    {"google-gemma-4-31B-it-interleaved.jinja", "-"},
-    {"google-gemma-4-31B-it.jinja", "-"},
+    {"deepseek-ai-DeepSeek-V3.2.jinja", "none"},
+    {"deepseek-ai-DeepSeek-V4-Flash-0731.jinja", "none"},
+    {"deepseek-ai-DeepSeek-V4.jinja", "none"},
+    {"fireworks-ai-llama-3-firefunction-v2.jinja", "none"},
+    {"google-gemma-2-2b-it.jinja", "none"},
+    {"google-gemma-4-31B-it-interleaved.jinja", "none"},
+    {"google-gemma-4-31B-it.jinja", "none"},
     {"ibm-granite-granite-3.3-2B-Instruct.jinja", "granite"},
     {"ibm-granite-granite-4.0.jinja", "hermes"},
     {"ibm-granite-granite-4.1.jinja", "hermes"},
-    {"inclusionai-ling-3.0-flash.jinja", "hermes"},
+    {"inclusionai-ling-3.0-flash.jinja", "glm-4.5"},
     {"llama-cpp-deepseek-r1.jinja", "deepseek-r1"},
-    {"llama-cpp-rwkv-world.jinja", "-"},
+    {"llama-cpp-rwkv-world.jinja", "none"},
     {"meetkai-functionary-medium-v3.1.jinja", "functionary-v3.1"},
     {"meetkai-functionary-medium-v3.2.jinja", "functionary-v3.2"},
     {"meta-llama-Llama-3.1-8B-Instruct.jinja", "llama3"},
     {"meta-llama-Llama-3.2-3B-Instruct.jinja", "llama3"},
     {"meta-llama-Llama-3.3-70B-Instruct.jinja", "llama3"},
-    {"microsoft-Phi-3.5-mini-instruct.jinja", "-"},
+    {"microsoft-Phi-3.5-mini-instruct.jinja", "none"},
     {"mistralai-Ministral-3-14B-Reasoning-2512.jinja", "mistral-args"},
     {"mistralai-Mistral-Nemo-Instruct-2407.jinja", "mistral"},
-    {"moonshotai-Kimi-K2.jinja", "-"},
-    {"muse-glimmer.jinja", "-"},
+    {"moonshotai-Kimi-K2.jinja", "kimi-k2"},
+    {"muse-glimmer.jinja", "none"},
     {"openai-gpt-oss-120b.jinja", "gpt-oss"},
-    {"openbmb-MiniCPM5-1B.jinja", "-"},
-    {"poolside-Laguna-S-2.1.jinja", "hermes"},
-    {"poolside-Laguna-XS-2.1.jinja", "hermes"},
-    {"poolside-Laguna-XS.2.jinja", "hermes"},
-    {"tencent-Hy3.jinja", "-"},
+    {"openbmb-MiniCPM5-1B.jinja", "none"},
+    {"poolside-Laguna-S-2.1.jinja", "glm-4.5"},
+    {"poolside-Laguna-XS-2.1.jinja", "glm-4.5"},
+    {"poolside-Laguna-XS.2.jinja", "glm-4.5"},
+    {"tencent-Hy3.jinja", "none"},
     {"unsloth-Apriel-1.5.jinja", "hermes"},
     {"unsloth-mistral-Devstral-Small-2507.jinja", "mistral-args"},
-    {"upstage-Solar-Open-100B.jinja", "-"},
-
+    {"upstage-Solar-Open-100B.jinja", "none"},
 };
 
 // W1: get_weather {"city": "Rome"}; W2: get_weather {"city": "Zürich", "opts": {"units": ["c"]}}.
@@ -159,6 +171,28 @@ static const fmt_case CASES[] = {
      "<|call|><|start|>assistant"
      "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>" A2 "<|call|>",
      "<|channel|>analysis<|message|>I will check.<|end|><|start|>assistant"},
+    {TOOL_FMT_GLM45, GLM_CALL1,
+     GLM_CALL1
+     "\n<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Zürich</arg_value>\n<arg_key>opts"
+     "</arg_key>\n<arg_value>{\"units\": [\"c\"]}</arg_value>\n</tool_call>",
+     "I will check.\n"},
+    {TOOL_FMT_KIMI_K2, KSB KCB "0" KCA A1 KCE KSE, KSB KCB "0" KCA A1 KCE KCB "1" KCA A2 KCE KSE,
+     "I will check.\n"},
+    {TOOL_FMT_MINIMAX_M2, "<minimax:tool_call>\n" MM_CALL1 "</minimax:tool_call>",
+     "<minimax:tool_call>\n" MM_CALL1
+     "<invoke name=\"get_weather\">\n<parameter name=\"city\">Zürich</parameter>\n"
+     "<parameter name=\"opts\">{\"units\": [\"c\"]}</parameter>\n</invoke>\n</minimax:tool_call>",
+     "I will check.\n"},
+    {TOOL_FMT_SEED_OSS, SEED_CALL1,
+     SEED_CALL1
+     "\n<seed:tool_call>\n<function=get_weather>\n<parameter=city>Zürich</parameter>\n<parameter=opts>"
+     "{\"units\": [\"c\"]}</parameter>\n</function>\n</seed:tool_call>",
+     "I will check.\n"},
+    {TOOL_FMT_LFM2, "<|tool_call_start|>[get_weather(city=\"Rome\")]<|tool_call_end|>",
+     "<|tool_call_start|>[get_weather(city=\"Rome\"), get_weather(city=\"Zürich\", opts={\"units\": "
+     "[\"c\"]})]"
+     "<|tool_call_end|>",
+     "I will check.\n"},
 };
 
 static const char *TOOLS =
@@ -320,13 +354,67 @@ static void check_detection(void) {
         CHECK_MSG(src, "cannot read %s", path);
         if (!src) continue;
         tool_fmt f = tool_fmt_detect(src, TOOL_FMT_COUNT);
-        const char *got = f == TOOL_FMT_COUNT ? "-" : tool_fmt_name(f);
+        const char *got = f == TOOL_FMT_COUNT ? "none" : tool_fmt_name(f);
         CHECK_MSG(!strcmp(got, TEMPLATES[i].fmt), "%s: %s, want %s", TEMPLATES[i].file, got,
                   TEMPLATES[i].fmt);
         free(src);
     }
+    // every template of the folder has its expected format here
+    DIR *d = opendir("tests/ref/chat-templates");
+    CHECK(d != NULL);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        size_t n = strlen(e->d_name), known = 0;
+        if (n < 6 || strcmp(e->d_name + n - 6, ".jinja")) continue;
+        for (size_t i = 0; i < sizeof TEMPLATES / sizeof *TEMPLATES; i++)
+            known += !strcmp(TEMPLATES[i].file, e->d_name);
+        CHECK_MSG(known == 1, "%s: no expected tool-call format in TEMPLATES", e->d_name);
+    }
+    if (d) closedir(d);
     for (int f = 0; f < TOOL_FMT_COUNT; f++)
         CHECK_EQ_INT(tool_fmt_from_name(tool_fmt_name((tool_fmt)f)), f);
+}
+
+// LFM2's values as the model writes them: Python literals (quotes, True/None, escapes), or JSON.
+static void check_pythonic(const json_t *tools) {
+    static const char *const IN[][2] = {
+        {"<|tool_call_start|>[get_weather(city='Rome', opts={'units': ['c'], 'n': -1.5}, a=True, b=None, "
+         "c=\"it's\", d='\\u00fc\\n')]<|tool_call_end|>",
+         "{\"city\":\"Rome\",\"opts\":{\"units\":[\"c\"],\"n\":-1.5},\"a\":true,\"b\":null,\"c\":\"it's\","
+         "\"d\":\"ü\\n\"}"},
+        {"<|tool_call_start|> [get_weather(city='Rome',)] <|tool_call_end|>", J1},
+    };
+    for (size_t i = 0; i < sizeof IN / sizeof *IN; i++) {
+        tool_parsed tp;
+        parse(TOOL_FMT_LFM2, IN[i][0], strlen(IN[i][0]), 0, tools, &tp);
+        CHECK_MSG(json_array_size(tp.calls) == 1 && !tp.content, "lfm2 %zu: %zu calls", i,
+                  json_array_size(tp.calls));
+        check_call("lfm2 python", tp.calls, 0, IN[i][1]);
+        tool_parsed_free(&tp);
+    }
+}
+
+// Control tokens that spell a format's markers may be generated under its grammar; others may not.
+static void check_marker_pieces(void) {
+    static const struct {
+        tool_fmt f;
+        const char *piece;
+        int want;
+    } P[] = {
+        {TOOL_FMT_KIMI_K2, "<|tool_call_begin|>", 1},
+        {TOOL_FMT_KIMI_K2, "<|tool_calls_section_end|>", 1},
+        {TOOL_FMT_KIMI_K2, "<|im_end|>", 0},
+        {TOOL_FMT_MISTRAL, "[TOOL_CALLS]", 1},
+        {TOOL_FMT_MISTRAL_ARGS, "[ARGS]", 1},
+        {TOOL_FMT_HARMONY, "<|channel|>", 1},
+        {TOOL_FMT_HARMONY, "<|message|>", 1},
+        {TOOL_FMT_HARMONY, "<|return|>", 0},
+        {TOOL_FMT_DEEPSEEK_V31, DSP, 1},
+        {TOOL_FMT_HERMES, "[TOOL_CALLS]", 0},
+        {TOOL_FMT_HERMES, "<", 0},
+    };
+    for (size_t i = 0; i < sizeof P / sizeof *P; i++)
+        CHECK_MSG(tool_fmt_marker_piece(P[i].f, P[i].piece, strlen(P[i].piece)) == P[i].want, "%s: %s",
+                  tool_fmt_name(P[i].f), P[i].piece);
 }
 
 int main(void) {
@@ -337,6 +425,8 @@ int main(void) {
         check_format(&CASES[i], tools);
     check_no_params(tools);
     check_detection();
+    check_marker_pieces();
+    check_pythonic(tools);
     json_decref(tools);
     TEST_MAIN_END();
 }

@@ -39,10 +39,11 @@ apt-test:
 	$(call apt_install,$(APT_TEST_PKGS))
 
 venv: $(VENV)/.stamp
-$(VENV)/.stamp: requirements-test.txt
+$(VENV)/.stamp: requirements-test.txt requirements-test-nodeps.txt
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
 	$(VENV)/bin/pip install -q -r requirements-test.txt
+	$(VENV)/bin/pip install -q --no-deps -r requirements-test-nodeps.txt
 	touch $@
 
 build: apt

@@ -22,13 +22,11 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 from llama_ref import LlamaRef  # noqa: E402
 from refisa import isa_env  # noqa: E402
+from smolref import SMOL, TD  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BIN = os.environ.get("TACHYON_BIN", os.path.join(ROOT, "build", "tachyon"))
-TD = os.path.join(ROOT, "..", "shared", "testdata")
 STORIES = os.path.join(TD, "models", "stories260K.gguf")
-SMOL = os.path.join(ROOT, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
-SMOL_TOK = os.path.join(TD, "vocab", "smollm2-135m-tokenizer.json")
 
 
 LLAMACPP_KL = os.path.join(ROOT, "tests", "ref", "golden", "smollm2-llamacpp-kl.json")
@@ -73,34 +71,6 @@ def test_stories260k_logits_exact(tmp_path, isa):
     assert (ours.argmax(1) == ref.argmax(1)).all()
 
 
-@pytest.fixture(scope="module")
-def smol_text_ids():
-    from tokenizers import Tokenizer
-    tok = Tokenizer.from_file(SMOL_TOK)
-    text = open(os.path.join(ROOT, "tests", "ref", "golden", "text200.txt")).read()
-    ids = tok.encode(text, add_special_tokens=False).ids[:200]
-    assert len(ids) == 200
-    return ids
-
-
-@pytest.fixture(scope="module")
-def smol_ref_f16kv(smol_text_ids):
-    """Full-precision activations, K/V rounded to f16 like the engine's cache (what precise mode computes)."""
-    return LlamaRef(SMOL, act_quant=False, kv_f16=True).forward(smol_text_ids)
-
-
-@pytest.fixture(scope="module")
-def smol_ref_exact(smol_text_ids):
-    """The exact model: full-precision activations and K/V (the yardstick for quality, as for llama.cpp's)."""
-    return LlamaRef(SMOL, act_quant=False).forward(smol_text_ids)
-
-
-@pytest.fixture(scope="module")
-def smol_ref_act8(smol_text_ids):
-    """The reference with llama.cpp-style 8-bit activation rounding emulated."""
-    return LlamaRef(SMOL, act_quant=True).forward(smol_text_ids)
-
-
 def log_softmax(x):
     x = x.astype(np.float64)
     x = x - x.max(axis=1, keepdims=True)
@@ -129,7 +99,7 @@ def test_smollm2_logits_precise_mode(smol_text_ids, smol_ref_f16kv, tmp_path, is
     assert (ours.argmax(1) == ref.argmax(1)).all(), np.where(ours.argmax(1) != ref.argmax(1))[0]
 
 
-def test_smollm2_logits_vs_reference(smol_text_ids, smol_ref_exact, smol_ref_act8, tmp_path, isa):
+def test_smollm2_logits_vs_reference(smol_text_ids, smol_ref_exact, smol_ref_act8, smol_logits, isa):
     """The default fast mode (8-bit activations, as llama.cpp) on the real Q4_1 file. Its quality yardstick is
     llama.cpp itself: against the exact model (float64, no activation or KV rounding) our next-token
     distributions must be no further away (mean KL) and pick the same top token at least as often as
@@ -140,7 +110,7 @@ def test_smollm2_logits_vs_reference(smol_text_ids, smol_ref_exact, smol_ref_act
     each position's argmax could not hold everywhere), but moves neither aggregate beyond llama.cpp's; a broken
     kernel moves both far past it."""
     ids = smol_text_ids
-    ours = logits(SMOL, ids, tmp_path, env=isa_env(isa))
+    ours = smol_logits(isa)
     with open(LLAMACPP_KL) as f:
         golden = json.load(f)
     assert golden["ids"] == ids, "the llama.cpp figures were computed on other tokens: regenerate them"

@@ -87,9 +87,11 @@ def kl_top1(exact, ours):
 def test_smollm2_logits_precise_mode(smol_text_ids, smol_ref_f16kv, tmp_path, isa):
     """Reference-precision mode: the engine's forward pass (attention over the paged f16 cache, RoPE, norms,
     SwiGLU, tied Q8_0 head) on the real Q4_1 weights against the float64 reference with the same f16 K/V."""
-    ids = smol_text_ids
+    # scalar: the first 100 positions (its kernels do the same arithmetic at every position)
+    n = 100 if isa == "scalar" else len(smol_text_ids)
+    ids = smol_text_ids[:n]
     ours = logits(SMOL, ids, tmp_path, env=isa_env(isa, TACHYON_PRECISE="1"))
-    ref = smol_ref_f16kv
+    ref = smol_ref_f16kv[:n]  # a row depends on the rows before it only
     d = np.abs(ours - ref)
     print(f"precise mode: max |dlogit| {d.max():.4f}, mean {d.mean():.5f}")
     # float32 accumulation (attention, norms, the residual stream over 30 layers) vs float64: measured max
@@ -132,7 +134,7 @@ def test_smollm2_logits_vs_reference(smol_text_ids, smol_ref_exact, smol_ref_act
 
 
 def test_forward_batch_invariance(smol_text_ids, tmp_path, isa):
-    ids = smol_text_ids[:64]
+    ids = smol_text_ids[:32 if isa == "scalar" else 64]  # 32 rows: still 4 chunks of 7 and a partial one
     full = logits(SMOL, ids, tmp_path, batch=64, env=isa_env(isa))
     for b in (1, 7):
         part = logits(SMOL, ids, tmp_path, batch=b, env=isa_env(isa))
@@ -144,6 +146,13 @@ def test_forward_batch_invariance(smol_text_ids, tmp_path, isa):
 def test_smollm2_greedy_golden(case, isa):
     # Reference-precision mode: the golden comes from the full-precision reference (make_golden_smollm2.py);
     # in the default mode 8-bit activation rounding may flip a near-tie, as it does for llama.cpp.
-    out = run("run", "-m", SMOL, "-p", case["prompt"], "-n", str(case["n_predict"]), "--ignore-eos",
+    # The scalar level checks the first half of the continuation (its kernels do the same arithmetic at every
+    # position, so a wrong one diverges there as surely); the SIMD levels check all of it.
+    n = case["n_predict"] if isa != "scalar" else case["n_predict"] // 2
+    out = run("run", "-m", SMOL, "-p", case["prompt"], "-n", str(n), "--ignore-eos",
               env=isa_env(isa, TACHYON_PRECISE="1"))
-    assert out[:-1] == case["continuation"], f"got {out!r}"
+    want = case["continuation"]
+    if n < case["n_predict"]:
+        want = run("detokenize", "-m", SMOL, *map(str, case["ids"][:n]))[:-1]
+        assert case["continuation"].startswith(want)
+    assert out[:-1] == want, f"got {out!r}"

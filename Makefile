@@ -81,10 +81,12 @@ bench: build models venv
 # its committed seeds, tests/fuzz/seeds/<target>/ (including the inputs of every crash found so far: a
 # regression fails the run), then mutates for FUZZ_SECONDS. Undefined behaviour is fatal in this build; an
 # input that takes over 20 s is reported as a hang. 9 targets x 30 s: about 4.5 minutes after the build.
+# Only the fuzz targets are built there (not the binary, unit tests or benchmarks, which other builds cover).
 FUZZ_SECONDS ?= 30
+FUZZ_TARGETS := $(basename $(notdir $(wildcard tests/fuzz/fuzz_*.c)))
 fuzz: apt apt-test
 	CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Release -DTACHYON_FUZZ=ON >/dev/null
-	cmake --build build-fuzz -j $(JOBS)
+	cmake --build build-fuzz -j $(JOBS) --target $(FUZZ_TARGETS)
 	@set -e; for f in build-fuzz/fuzz_*; do \
 	  n=$$(basename $$f); mkdir -p fuzz-corpus-$$n; \
 	  seeds=tests/fuzz/seeds/$${n#fuzz_}; [ -d $$seeds ] || seeds=; \
@@ -95,10 +97,12 @@ fuzz: apt apt-test
 	  tail -n 1 build-fuzz/log-$$n.txt; \
 	done
 
-# Unit tests and a real generation under AddressSanitizer + UndefinedBehaviorSanitizer.
+# Unit tests and a real generation under AddressSanitizer + UndefinedBehaviorSanitizer (the binary and the
+# unit tests are built, not the benchmarks).
+UNIT_TARGETS := $(basename $(notdir $(wildcard tests/unit/test_*.c)))
 asan: apt apt-test venv models
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTACHYON_SANITIZE=ON $(CMAKE_FLAGS) >/dev/null
-	cmake --build build-asan -j $(JOBS)
+	cmake --build build-asan -j $(JOBS) --target tachyon $(UNIT_TARGETS)
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1 build-asan/tachyon run -m ../shared/testdata/models/stories260K.gguf -p "Once upon a time" -n 32 >/dev/null
 	# The server under ASan/UBSan through the API and robustness suites (timing thresholds excluded: a

@@ -9,6 +9,7 @@ seed set: deterministic).
 the prompt allows; `auto` adds the prediction source and the adaptive k."""
 import concurrent.futures as cf
 import json
+import os
 
 import numpy as np
 import pytest
@@ -32,7 +33,6 @@ PROMPTS = [
 
 
 def _smol(mode, *extra):
-    import os
     if not os.path.exists(SMOL):
         pytest.skip("SmolLM2 model not present")
     return Server(SMOL, "--ctx-size", 1024, "--spec", mode, *extra)
@@ -77,13 +77,16 @@ def spec_drafted(srv):
 
 
 def test_greedy_identical_alone(off, ngram, auto):
+    # scalar (scripts/pytest_isa.sh), ~5x slower to decode, compares the first 24 tokens: its kernels do the
+    # same arithmetic at every position, and the copy prompt still drafts on most steps
+    n = 24 if os.environ.get("TACHYON_ISA") == "scalar" else 48
     d0 = spec_drafted(ngram)
     for msgs in PROMPTS[:3]:
-        want = text(chat(off, msgs))
-        assert text(chat(ngram, msgs)) == want
-        assert text(chat(auto, msgs)) == want
+        want = text(chat(off, msgs, max_tokens=n))
+        assert text(chat(ngram, msgs, max_tokens=n)) == want
+        assert text(chat(auto, msgs, max_tokens=n)) == want
         # streamed: several tokens of one step go out in order
-        st, ev, _ = ngram.stream("/v1/chat/completions", {"messages": msgs, "max_tokens": 48, "temperature": 0,
+        st, ev, _ = ngram.stream("/v1/chat/completions", {"messages": msgs, "max_tokens": n, "temperature": 0,
                                                           "stream": True})
         assert st == 200 and stream_text(ev) == want
     assert spec_drafted(ngram) > d0 + 20  # the verify path really ran

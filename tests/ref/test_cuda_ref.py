@@ -24,8 +24,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from llama_ref import LlamaRef  # noqa: E402
-from test_model_ref import (BIN, SMOL, STORIES, TD, kl_top1, load_jsonl, logits,  # noqa: E402,F401
-                            run, smol_ref_f16kv, smol_text_ids)
+from test_model_ref import BIN, SMOL, STORIES, TD, kl_top1, load_jsonl, logits, run  # noqa: E402,F401
 
 
 def _cuda_status():

@@ -70,14 +70,16 @@ def test_tokenizer_matches_llamacpp(golden):
 
 
 def test_logits_precise_mode(golden, refs, tmp_path, isa):
-    ours = logits(golden["text_ids"], tmp_path, env=isa_env(isa, TACHYON_PRECISE="1"))
-    d = np.abs(ours - refs[0])
+    # scalar: the first 50 positions (its kernels do the same arithmetic at every position)
+    n = 50 if isa == "scalar" else len(golden["text_ids"])
+    ours = logits(golden["text_ids"][:n], tmp_path, env=isa_env(isa, TACHYON_PRECISE="1"))
+    d = np.abs(ours - refs[0][:n])  # a row depends on the rows before it only
     print(f"{isa} precise: max |dlogit| {d.max():.4f}, mean {d.mean():.5f}")
     # float32 vs float64 over 18 layers whose residual stream reaches ~1e3 (Gemma's scaled embeddings);
     # measured max 0.003 on logits up to ~25.
     assert d.max() < 0.03
     assert d.mean() < 0.003
-    assert (ours.argmax(1) == refs[0].argmax(1)).all()
+    assert (ours.argmax(1) == refs[0][:n].argmax(1)).all()
 
 
 def test_logits_default_mode_vs_llamacpp(golden, refs, tmp_path, isa):
@@ -107,29 +109,45 @@ def test_chat_prompt_ids_match_llamacpp(golden):
 NEAR_TIE = 1.0
 
 
-def test_greedy_chat_vs_llamacpp(golden, isa, tmp_path):
+@pytest.fixture(scope="module")
+def chat_sure(golden, tmp_path_factory):
+    """Per golden chat: (reference-precision logits along llama.cpp's tokens, how many of llama.cpp's tokens come
+    before the first near-tie). Reference precision is the same arithmetic at every ISA level (matmuls in
+    double from the scalar dequantizers, libm activations; each level's attention in it is checked by
+    test_logits_precise_mode), so it is computed once, at the scalar level, for every level's test."""
+    tmp, out = tmp_path_factory.mktemp("gemma3_chat"), []
+    for c in golden["chats"]:
+        ids, n0 = c["prompt_ids"] + c["ids"], len(c["prompt_ids"])
+        prec = logits(ids[:-1], tmp, env=isa_env("scalar", TACHYON_PRECISE="1"))
+        sure = 0
+        for j in range(len(c["ids"])):
+            top = np.sort(prec[n0 - 1 + j])[-2:]
+            if top[1] - top[0] < NEAR_TIE:
+                break
+            sure += 1
+        out.append((prec, sure))
+    return out
+
+
+def test_greedy_chat_vs_llamacpp(golden, chat_sure, isa, tmp_path):
     """The 270M file is the base model, not the instruction-tuned one: its greedy continuations walk through
     near-ties (top-2 logit margins of a few tenths), where 8-bit rounding decides, as it does between llama.cpp
     builds (one prompt's first output token has a margin of 0.3). So, along llama.cpp's tokens (teacher
     forcing): up to the first position whose reference-precision (TACHYON_PRECISE=1) margin is under
     NEAR_TIE, the reference and the default fast path must both pick llama.cpp's token; and `tachyon run
-    --chat` (the generation path, decoding with the paged cache) must reproduce llama.cpp's text that far."""
+    --chat` (the generation path, decoding with the paged cache) must reproduce llama.cpp's text that far.
+    Nothing past the first near-tie is asserted, so the fast path's logits and the generation stop there."""
     checked = 0
-    for c in golden["chats"]:
+    for c, (prec, sure) in zip(golden["chats"], chat_sure):
         ids, n0 = c["prompt_ids"] + c["ids"], len(c["prompt_ids"])
-        prec = logits(ids[:-1], tmp_path, env=isa_env(isa, TACHYON_PRECISE="1"))
-        fast = logits(ids[:-1], tmp_path, env=isa_env(isa))
-        sure = 0  # llama.cpp's tokens before the first near-tie
-        for j in range(len(c["ids"])):
+        # rows n0-1 .. n0-2+sure predict llama.cpp's first `sure` tokens (a row does not depend on later ones)
+        fast = logits(ids[:n0 - 1 + sure], tmp_path, env=isa_env(isa)) if sure else None
+        for j in range(sure):
             r = n0 - 1 + j
-            top = np.sort(prec[r])[-2:]
-            if top[1] - top[0] < NEAR_TIE:
-                break
             assert int(prec[r].argmax()) == ids[r + 1], f"{c['user']!r}: reference differs from llama.cpp at token {j}"
             assert int(fast[r].argmax()) == ids[r + 1], f"{c['user']!r}: fast path differs from llama.cpp at token {j}"
-            sure += 1
         checked += sure
-        out = run("run", "-m", MODEL, "--chat", "-p", c["user"], "-n", str(len(c["ids"])), "--ignore-eos",
+        out = run("run", "-m", MODEL, "--chat", "-p", c["user"], "-n", str(max(sure, 1)), "--ignore-eos",
                   env=isa_env(isa))[:-1]
         want = run("detokenize", "-m", MODEL, *map(str, c["ids"][:sure]))[:-1] if sure else ""
         assert out and out.startswith(want), f"{c['user']!r}: {out!r} does not start with llama.cpp's {want!r}"

@@ -11,7 +11,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from refisa import isa_env  # noqa: E402
-from test_model_ref import SMOL, kl_top1, run, smol_ref_exact, smol_text_ids  # noqa: E402,F401  (fixtures)
+from test_model_ref import SMOL, kl_top1, run  # noqa: E402
 
 
 def kv_logits(ids, tmp_path, isa, *kv_args):
@@ -32,9 +32,9 @@ def kv_logits(ids, tmp_path, isa, *kv_args):
 # Bounds: to the f16 cache, q8_0 within 10x the f16 cache's own KL, q4_0 within 100x; to the exact model,
 # q8_0 within 2x the f16 cache's (a misread block scale costs far more than either).
 @pytest.mark.parametrize("kv,factor,factor_exact", [("q8_0", 10.0, 2.0), ("q4_0", 100.0, 100.0)])
-def test_kv_quant_kl(smol_text_ids, smol_ref_exact, tmp_path, isa, kv, factor, factor_exact):
+def test_kv_quant_kl(smol_text_ids, smol_ref_exact, smol_logits, tmp_path, isa, kv, factor, factor_exact):
     ids = smol_text_ids
-    f16 = kv_logits(ids, tmp_path, isa)
+    f16 = smol_logits(isa)  # the f16 cache (the default), shared with test_model_ref
     q = kv_logits(ids, tmp_path, isa, "--kv-type", kv)
     kl_f16, top1_f16 = kl_top1(smol_ref_exact, f16)
     kl_q, top1_q = kl_top1(f16, q)

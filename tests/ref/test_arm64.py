@@ -138,7 +138,7 @@ def x86_scalar_logits(name, model, ids, tmp_path):
 @needs_arm
 @pytest.mark.skipif(not os.path.exists(X86_BIN), reason="needs the x86 build (build/tachyon) for the reference")
 @pytest.mark.parametrize("name", ["smollm2", "gemma3"])
-@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("level", LEVELS[1:])  # the SIMD levels (ARM scalar gives x86 scalar's logits bit for bit)
 def test_logits_match_x86_scalar(name, level, tmp_path):
     model, ids, lc_kl, lc_top1 = model_case(name)
     if not os.path.exists(model):

@@ -19,8 +19,15 @@ endif
 APT_PKGS := build-essential cmake pkg-config libevent-dev libjansson-dev libpcre2-dev libxxhash-dev \
             libcurl4-openssl-dev python3-venv
 APT_TEST_PKGS := clang libclang-rt-14-dev valgrind chromium haproxy nginx prometheus
+# The ARM64 cross build and its emulator (docs/ARM64.md): the arm64 multiarch libraries (libevent's -dev
+# package is not multiarch: scripts/arm64_deps.sh unpacks it into ARM64_DEPS instead).
+BUILD_ARM64 ?= build-arm64
+ARM64_DEPS  := build-arm64-deps
+APT_ARM64_PKGS := gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user libjansson-dev:arm64 libpcre2-dev:arm64 \
+            libxxhash-dev:arm64 libcurl4-openssl-dev:arm64 libevent-2.1-7:arm64 libevent-pthreads-2.1-7:arm64
 
-.PHONY: all deps apt apt-test venv build models run serve test unit pytest pytest-isa bench fuzz asan clean
+.PHONY: all deps apt apt-test apt-arm64 venv build build-arm64 models run serve test unit pytest pytest-isa \
+	test-arm64 bench fuzz asan clean
 
 all: build
 
@@ -38,6 +45,12 @@ apt:
 apt-test:
 	$(call apt_install,$(APT_TEST_PKGS))
 
+apt-arm64:
+	@dpkg --print-foreign-architectures | grep -qx arm64 || { echo "adding the arm64 architecture"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); $$SUDO dpkg --add-architecture arm64 && $$SUDO apt-get update -qq; }
+	$(call apt_install,$(APT_ARM64_PKGS))
+	@scripts/arm64_deps.sh $(ARM64_DEPS)
+
 venv: $(VENV)/.stamp
 $(VENV)/.stamp: requirements-test.txt requirements-test-nodeps.txt
 	python3 -m venv $(VENV)
@@ -49,6 +62,12 @@ $(VENV)/.stamp: requirements-test.txt requirements-test-nodeps.txt
 build: apt
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null
 	cmake --build $(BUILD) -j $(JOBS)
+
+# tachyon and its unit tests for aarch64 (cmake/aarch64-linux-gnu.cmake); they run under qemu-aarch64.
+build-arm64: apt-arm64
+	cmake -S . -B $(BUILD_ARM64) -DCMAKE_BUILD_TYPE=Release -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake \
+	  -DTACHYON_ARM64_DEPS=$(abspath $(ARM64_DEPS)) $(CMAKE_FLAGS) >/dev/null
+	cmake --build $(BUILD_ARM64) -j $(JOBS)
 
 models: venv
 	scripts/fetch_models.sh
@@ -66,11 +85,25 @@ unit: build
 
 # Timing thresholds (tests marked bench) are left to `make bench`: they need an idle machine.
 pytest: build models venv
-	TACHYON_BIN=$(abspath $(BUILD))/tachyon $(PY) -m pytest -q -rs -m "not bench" tests/ref tests/integration
+	TACHYON_BIN=$(abspath $(BUILD))/tachyon $(PY) -m pytest -q -rs -m "not bench" --ignore=tests/ref/test_arm64.py \
+	  tests/ref tests/integration
 
 # The integration tests again below the host's best ISA level (scripts/pytest_isa.sh says which run where).
 pytest-isa: build models venv
 	scripts/pytest_isa.sh $(PY) $(abspath $(BUILD))/tachyon
+
+# The ARM64 build under qemu-aarch64 with `-cpu max` (NEON, dotprod, i8mm, SVE): the unit tests that finish in
+# seconds under emulation (each kernel test at every ARM level against the scalar reference), the header check
+# with the cross compiler, then detection, TACHYON_ISA and the logits of SmolLM2 and Gemma 3 at each level
+# against the x86 scalar path (tests/ref/test_arm64.py). test_cpu_matmul, test_attention and test_cpu_repack
+# take over two minutes each under qemu at their full size (docs/ARM64.md); run them with
+# `make test-arm64 ARM64_UNIT='test_cpu_matmul|test_attention|test_cpu_repack'`.
+ARM64_UNIT ?= test_ops|test_quant_kv|test_tensor|test_fwd|test_cpu_features|test_cpu_convert|check_headers
+test-arm64: build-arm64 build models venv
+	cd $(BUILD_ARM64) && QEMU_CPU=max ctest --output-on-failure -j $(JOBS) -R '^($(ARM64_UNIT))$$'
+	@grep -h "ISA levels tested" $(BUILD_ARM64)/Testing/Temporary/LastTest.log || true
+	TACHYON_BIN=$(abspath $(BUILD))/tachyon TACHYON_ARM64_BIN=$(abspath $(BUILD_ARM64))/tachyon \
+	  $(PY) -m pytest -q -rs tests/ref/test_arm64.py
 
 # Latency / throughput / measurement-error thresholds; run on an otherwise idle machine.
 bench: build models venv
@@ -111,10 +144,10 @@ asan: apt apt-test venv models
 	  tests/integration/test_api.py tests/integration/test_robustness.py
 
 # Within make test the fuzzers run 15 s each (their committed seeds replay in full first); `make fuzz` alone, 30 s.
-test: deps apt-test build models unit pytest pytest-isa
+test: deps apt-test build models unit pytest pytest-isa test-arm64
 	$(MAKE) fuzz FUZZ_SECONDS=15
 	$(MAKE) asan
 	@echo "make test: all suites passed"
 
 clean:
-	rm -rf $(BUILD) build-asan build-fuzz
+	rm -rf $(BUILD) build-asan build-fuzz $(BUILD_ARM64) $(ARM64_DEPS)

@@ -9,6 +9,11 @@
 # Templates (headers compiled once per ISA level, parameterized by macros that their instance file defines
 # first) are checked as their instance includes them: after the lines of the instance file that precede its
 # #include of the template, and nothing else. The table below names each template's instance per level.
+# Headers of one CPU architecture are checked only by a compiler for it (the target of CC -dumpmachine): the x86
+# ones above for x86-64, the ARM ones (arm_*.h, *_arm.h) for aarch64: the ARM templates once per level with its
+# flags and instance (quant_neon.c, quant_dotprod.c, quant_i8mm.c), the others with the flags of the highest
+# level (ARMv8.6-A + i8mm, which implies dotprod and NEON); `make test-arm64` runs this script with the cross
+# compiler.
 # CUDA headers (*.cuh) are not C and are compiled by nvcc with the CUDA sources; the C headers of src/cuda/
 # are checked like every other.
 #
@@ -17,9 +22,19 @@
 set -u
 CC=${1:-${CC:-cc}}
 cd "$(dirname "$0")/.." || exit 2
-DEPS=$(pkg-config --cflags libevent jansson libpcre2-8 libxxhash libcurl 2>/dev/null)
+# The libraries' flags: those CMake found for this build when it runs the check (TACHYON_DEPS_CFLAGS, the
+# target's packages in a cross build), else the host's pkg-config.
+DEPS=${TACHYON_DEPS_CFLAGS-$(pkg-config --cflags libevent jansson libpcre2-8 libxxhash libcurl 2>/dev/null)}
 AVX2="-mavx2 -mfma -mf16c"
 AVX512="-mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx2 -mfma -mf16c"
+ARM_NEON="-march=armv8-a"
+ARM_DOTPROD="-march=armv8.2-a+dotprod"
+ARM="-march=armv8.6-a+i8mm+dotprod"
+case "$($CC -dumpmachine 2>/dev/null)" in
+x86_64*) ARCH=x86_64 ;;
+aarch64*) ARCH=aarch64 ;;
+*) ARCH=other ;;
+esac
 ALLOW=scripts/check_headers.allow
 TMP=$(mktemp -d) || exit 2
 trap 'rm -rf "$TMP"' EXIT
@@ -32,6 +47,8 @@ instance() {
     cpu/ops_x86.h) echo "cpu/ops_avx2.c cpu/ops_avx512.c" ;;
     cpu/attention_x86.h) echo "cpu/attention_avx2.c cpu/attention_avx512.c" ;;
     cpu/x86_vexp.h) echo "cpu/x86_vec256.h cpu/x86_vec512.h" ;;
+    cpu/arm_common.h | cpu/arm_act.h | cpu/arm_gemm.h | cpu/arm_unpack.h | cpu/arm_table.h)
+        echo "cpu/quant_neon.c cpu/quant_dotprod.c cpu/quant_i8mm.c" ;;
     *) echo "" ;;
     esac
 }
@@ -53,6 +70,18 @@ compile_one() {
 check() { # check HEADER: 0 if it compiles in every configuration it is built in
     inst=$(instance "$1")
     case "$1" in
+    cpu/x86_* | cpu/*_x86.h) [ "$ARCH" = x86_64 ] || return 0 ;;
+    cpu/arm_* | cpu/*_arm.h) [ "$ARCH" = aarch64 ] || return 0 ;;
+    esac
+    case "$1" in
+    cpu/arm_* | cpu/*_arm.h)
+        if [ -n "$inst" ]; then
+            compile_one "$1" "$ARM_NEON" "$(echo "$inst" | cut -d' ' -f1)" &&
+                compile_one "$1" "$ARM_DOTPROD" "$(echo "$inst" | cut -d' ' -f2)" &&
+                compile_one "$1" "$ARM" "$(echo "$inst" | cut -d' ' -f3)"
+        else
+            compile_one "$1" "$ARM"
+        fi ;;
     cpu/*512*) compile_one "$1" "$AVX512" "$(echo "$inst" | cut -s -d' ' -f2)" ;;
     cpu/x86_* | cpu/*_x86.h)
         compile_one "$1" "$AVX2" "$(echo "$inst" | cut -s -d' ' -f1)" &&
@@ -79,5 +108,6 @@ for h in $(cd src && find . -name '*.h' | sed 's|^\./||' | sort); do
     fi
 done
 k=$(grep -c "^[^#[:space:]]" "$ALLOW" 2>/dev/null)
-[ $fail = 0 ] && echo "check_headers: $n headers, each compiles on its own (known failures: ${k:-0})"
+[ $fail = 0 ] && echo "check_headers: $n headers, each compiles on its own (known failures: ${k:-0}; those of" \
+    "another CPU architecture than $ARCH skipped)"
 exit $fail

@@ -5,7 +5,9 @@
 //   - the activation quantizers are bit-exact with the traits' from_float;
 //   - every GEMM kernel x n_rows {1,2,3,4,5,7,9} x odd d x k of several block multiples is within
 //     2e-5 * M + 1e-6 of the reference vec_dot (M = sum |w| |x|, the bound of tests/unit/test_cpu_matmul.c);
-//   - the levels agree bit for bit and a row's result does not depend on the batch it is in.
+//   - the levels agree bit for bit and a row's result does not depend on the batch it is in;
+//   - ops_glu_neon (SiLU, tanh-GELU) within the bound of tests/unit/test_ops.c of the libm reference, and a
+//     value's result does not depend on the call's length.
 #include "cpu/arm_kernels.h"
 #include "tensor/quant_ref.h"
 
@@ -139,7 +141,34 @@ static void check_type(uint32_t t, const cpu_kernels *kts[3]) {
     }
 }
 
+static void check_glu(int gelu) {
+    enum { GN = 4099 };
+    static float x[GN], u[GN], got[GN], one[1];
+    for (int i = 0; i < GN; i++) {
+        x[i] = i < 40 ? (float)(i - 20) * 4.5f : rndf() * (i % 3 ? 6.0f : 90.0f);
+        u[i] = rndf() * 2.0f;
+    }
+    memcpy(got, x, sizeof got);
+    ops_glu_neon(got, u, GN, gelu);
+    for (int i = 0; i < GN; i++) {
+        const float c = 0.7978845608028654f, v = x[i];
+        const float ref = gelu ? 0.5f * v * (1.0f + tanhf(c * (v + 0.044715f * v * v * v))) * u[i]
+                               : v / (1.0f + expf(-v)) * u[i];
+        const float tol = 4e-6f * fabsf(ref) + 2e-7f * fabsf(v * u[i]) + 1e-30f;
+        CHECK(isfinite(got[i]) && fabsf(got[i] - ref) <= tol, "glu gelu=%d x=%g u=%g: %.9g vs libm %.9g", gelu, v,
+              u[i], got[i], ref);
+    }
+    for (int i = 0; i < GN; i += 37) {
+        one[0] = x[i];
+        ops_glu_neon(one, u + i, 1, gelu);
+        CHECK(memcmp(one, got + i, sizeof one) == 0, "glu gelu=%d: value %d changes with the call's length", gelu, i);
+    }
+}
+
 int main(void) {
+    check_glu(0);
+    check_glu(1);
+    printf("glu     %s\n", n_fail ? "FAIL" : "ok");
     const cpu_kernels *kts[3] = {cpu_kernels_neon(), cpu_kernels_dotprod(), cpu_kernels_i8mm()};
     for (int lvl = 0; lvl < 3; lvl++) check_quantizers(lvl, kts[lvl]);
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {

@@ -7,7 +7,10 @@
 //     2e-5 * M + 1e-6 of the reference vec_dot (M = sum |w| |x|, the bound of tests/unit/test_cpu_matmul.c);
 //   - the levels agree bit for bit and a row's result does not depend on the batch it is in;
 //   - ops_glu_neon (SiLU, tanh-GELU) within the bound of tests/unit/test_ops.c of the libm reference, and a
-//     value's result does not depend on the call's length.
+//     value's result does not depend on the call's length;
+//   - attn_tile_neon within 1e-5 of attn_tile_scalar (tests/unit/test_attention.c's bound) over f16 / q8_0 /
+//     q4_0 K and V, GQA groups, head dims, block sizes, windows and a shuffled block table; attn_multi_neon
+//     equal to the one-query kernel bit for bit.
 #include "cpu/arm_kernels.h"
 #include "tensor/quant_ref.h"
 
@@ -165,7 +168,63 @@ static void check_glu(int gelu) {
     }
 }
 
+static void check_attention(int kt, int vt, int rep, int hd, int bs, int n_pos, int window) {
+    const int n_kv = 2, kv_head = 1, max_q = 3, n_blocks = (n_pos + max_q + bs - 1) / bs + 2;
+    attn_geom g = {.n_kv_heads = n_kv, .head_dim = hd, .block_size = bs, .n_rep = rep,
+                   .scale = 1.0f / sqrtf((float)hd), .window = window, .k_type = kt, .v_type = vt};
+    const size_t rows = (size_t)n_blocks * n_kv * bs, k_row = tt_row_size(kt, hd), v_row = tt_row_size(vt, hd);
+    uint8_t *k = malloc(rows * k_row), *v = malloc(rows * v_row);
+    float kf[ATTN_MAX_HEAD_DIM], vf[ATTN_MAX_HEAD_DIM];
+    for (size_t r = 0; r < rows; r++) {
+        const float ks = 1.0f + (float)(r % 5);
+        for (int i = 0; i < hd; i++) kf[i] = 2.0f * ks * rndf(), vf[i] = rndf();
+        tt_get(kt)->from_float(kf, k + r * k_row, hd);
+        tt_get(vt)->from_float(vf, v + r * v_row, hd);
+    }
+    int32_t *table = malloc(sizeof(int32_t) * n_blocks);
+    for (int i = 0; i < n_blocks; i++) table[i] = i;
+    for (int i = n_blocks - 1; i > 0; i--) {
+        int j = (int)(rnd() % (uint32_t)(i + 1)), t = table[i];
+        table[i] = table[j], table[j] = t;
+    }
+    const size_t n = (size_t)rep * hd;
+    float *q = malloc(sizeof(float) * n * max_q), *ref = malloc(sizeof(float) * n), *got = malloc(sizeof(float) * n),
+          *multi = malloc(sizeof(float) * n * max_q);
+    for (size_t i = 0; i < n * max_q; i++) q[i] = 2.0f * rndf();
+    attn_tile_scalar(ref, q, k, v, table, n_pos, kv_head, &g);
+    attn_tile_neon(got, q, k, v, table, n_pos, kv_head, &g);
+    double d = 0;
+    for (size_t i = 0; i < n; i++) d = fmax(d, fabs(got[i] - ref[i]));
+    CHECK(d < 1e-5, "attention %s/%s rep %d hd %d bs %d pos %d window %d: %g from scalar", tt_name(kt), tt_name(vt),
+          rep, hd, bs, n_pos, window, d);
+    attn_multi_neon(multi, n, q, n, max_q, k, v, table, n_pos, kv_head, &g);
+    for (int i = 0; i < max_q; i++) {
+        attn_tile_neon(got, q + i * n, k, v, table, n_pos + i, kv_head, &g);
+        CHECK(memcmp(got, multi + i * n, sizeof(float) * n) == 0, "attention multi != one: %s/%s rep %d hd %d query %d",
+              tt_name(kt), tt_name(vt), rep, hd, i);
+    }
+    free(k), free(v), free(table), free(q), free(ref), free(got), free(multi);
+}
+
+static void check_attentions(void) {
+    const int reps[] = {1, 3, 4, 8}, hds[] = {16, 64, 128}, bss[] = {16, 32}, poss[] = {1, 5, 16, 17, 100, 150};
+    const int wins[] = {0, 7, 16, 40};
+    const int types[][2] = {{TT_F16, TT_F16}, {TT_Q8_0, TT_Q8_0}, {TT_Q4_0, TT_Q4_0},
+                            {TT_Q8_0, TT_F16}, {TT_F16, TT_Q4_0}, {TT_Q4_0, TT_Q8_0}};
+    for (int ty = 0; ty < 6; ty++)
+        for (int w = 0; w < 4; w++)
+            for (int a = 0; a < 4; a++)
+                for (int b = 0; b < 3; b++)
+                    for (int s = 0; s < 2; s++)
+                        for (int p = 0; p < 6; p++) {
+                            if (hds[b] % 32 && (types[ty][0] != TT_F16 || types[ty][1] != TT_F16)) continue;
+                            check_attention(types[ty][0], types[ty][1], reps[a], hds[b], bss[s], poss[p], wins[w]);
+                        }
+}
+
 int main(void) {
+    check_attentions();
+    printf("attn    %s\n", n_fail ? "FAIL" : "ok");
     check_glu(0);
     check_glu(1);
     printf("glu     %s\n", n_fail ? "FAIL" : "ok");

@@ -73,6 +73,8 @@ static void check_quantizers(int lvl, const cpu_kernels *kt) {
             for (int e = 0; e < 300; e++) x[e] = 0.0f;
         if (trial == 2)
             for (int e = 0; e < 1024; e++) x[e] = (float)((int)(rnd() % 255) - 127) * 0.5f;
+        if (trial == 3) // scale 1 per block: every value x.5 is a rounding tie (away from zero vs to even)
+            for (int e = 0; e < 1024; e++) x[e] = e % 32 == 0 ? 127.0f : (float)((int)(rnd() % 200) - 100) + 0.5f;
         for (int a = 0; a < 3; a++) {
             size_t n = tt_row_size(acts[a], 1024);
             memset(ref, 0, n), memset(got, 0, n);

@@ -5,8 +5,11 @@
 // integer dot products (maddubs/madd, as llama.cpp's vec_dot_q8_0_q8_0).
 // (1) also runs a Gemma 3 270M geometry (4 query heads per KV head, head dim 256).
 // Built by CMake with the other benches (build/bench_attention [n_pos] [iters]); the AVX2 functions carry
-// their own target attribute, and the score comparison is skipped on a CPU without AVX2.
+// their own target attribute, and the score comparison is skipped on a CPU without AVX2 (and not built for
+// aarch64, where (1) runs the ARM levels).
+#if defined(__x86_64__)
 #include <immintrin.h>
+#endif
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +25,7 @@ enum { HD = 64, REP = 3, BS = 16 };
 
 static float frand(void) { return (float)rand() / (float)RAND_MAX * 2.0f - 1.0f; }
 
+#if defined(__x86_64__)
 #define AVX2_FN __attribute__((target("avx2,fma,f16c")))
 
 AVX2_FN static float hsum8(__m256 v) {
@@ -69,6 +73,7 @@ AVX2_FN static void scores_int8(float *sc, const tt_block_q8_0 *qq, const tt_blo
         }
     }
 }
+#endif
 
 // Part (1) for one geometry: us per (token, KV head) of every kernel and cache type, best of 5 rounds
 // (the rounds interleave the kernels, so a burst of load from other processes hits all of them alike).
@@ -140,7 +145,7 @@ static void bench_multi(int n_pos, int iters, int hd, int rep) {
             for (int i = 0; i < hd; i++) f[i] = frand();
             tt_get(types[t])->from_float(f, vc + r * rb, hd);
         }
-        for (int isa = CPU_ISA_AVX2; isa <= (int)hw; isa++) {
+        for (int isa = CPU_ISA_SCALAR + 1; isa <= (int)hw; isa++) {
             attn_geom g = {.n_kv_heads = 1, .head_dim = hd, .block_size = BS, .n_rep = rep,
                            .scale = 1.0f / sqrtf((float)hd), .k_type = types[t], .v_type = types[t]};
             attn_fn one = attn_select((cpu_isa)isa, &g);
@@ -172,7 +177,8 @@ int main(int argc, char **argv) {
     bench_kernels(n_pos, iters / 4 + 1, 256, 4); // Gemma 3 270M (one KV head, 4 query heads, head dim 256)
     bench_multi(n_pos < 512 ? n_pos : 300, iters, HD, REP);
     bench_multi(n_pos < 512 ? n_pos : 300, iters / 4 + 1, 256, 4);
-    cpu_isa hw = cpu_best_isa();
+#if defined(__x86_64__)
+    if (cpu_best_isa() < CPU_ISA_AVX2) return 0;
     int n_blocks = (n_pos + BS - 1) / BS;
     size_t rows = (size_t)n_blocks * BS;
     float *kf = malloc(rows * HD * sizeof(float)), q[REP * HD];
@@ -182,7 +188,6 @@ int main(int argc, char **argv) {
     kc[1] = malloc(rows * tt_row_size(TT_Q8_0, HD));
     for (size_t r = 0; r < rows; r++)
         tt_q8_0_from_float(kf + r * HD, (char *)kc[1] + r * tt_row_size(TT_Q8_0, HD), HD);
-    if (hw < CPU_ISA_AVX2) return 0;
     // q·k scores only, q8_0 K, AVX2
     float *sc = malloc(sizeof(float) * rows * REP), *sc2 = malloc(sizeof(float) * rows * REP);
     tt_block_q8_0 qq[REP * HD / 32];
@@ -202,5 +207,6 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < (size_t)n_pos * REP; i++) err = fmax(err, fabs(sc[i] - sc2[i]));
     printf("q.k scores over a q8_0 K cache (AVX2): dequantize in registers + f32 FMA %.1f us; q to q8_0 + int8 dot "
            "%.1f us (max |score difference| %.3g, from rounding q to 8 bits)\n", best[0] * 1e6, best[1] * 1e6, err);
+#endif
     return 0;
 }

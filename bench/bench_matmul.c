@@ -126,7 +126,8 @@ int main(int argc, char **argv) {
             for (int i = 1; i < copies; i++) memcpy(pk + (size_t)i * pstride, pk, psz);
         else
             free(pk), pk = NULL;
-        for (int isa = getenv("BENCH_NOSCALAR") ? CPU_ISA_AVX2 : CPU_ISA_SCALAR; isa <= (int)hw; isa++) {
+        const int isa0 = getenv("BENCH_NOSCALAR") ? CPU_ISA_SCALAR + 1 : CPU_ISA_SCALAR;
+        for (int isa = isa0; isa <= (int)hw; isa++) {
             for (int th = 1; th <= max_threads; th++) {
                 cpu_pool *p = th == 1 ? pool1 : pool2;
                 double hot = time_case(p, (cpu_isa)isa, c, 1, w, 1, x, out, scratch);
@@ -134,7 +135,7 @@ int main(int argc, char **argv) {
                 printf("%-6s %6d %6d %8.2f | %-6s %3d %9.2f %9.2f %9.1f\n", tt_name(c->type), c->k, c->d,
                        wbytes / 1048576.0, cpu_isa_name((cpu_isa)isa), th, wbytes / hot * 1e-9, wbytes / cold * 1e-9,
                        cold * 1e6);
-                if (pk && isa >= CPU_ISA_AVX2) {
+                if (pk && isa > CPU_ISA_SCALAR) {
                     packed_w = pk, packed_stride = pstride;
                     double ph = time_case(p, (cpu_isa)isa, c, 1, w, 1, x, out, scratch);
                     double pc = time_case(p, (cpu_isa)isa, c, 1, w, copies, x, out, scratch);
@@ -154,7 +155,7 @@ int main(int argc, char **argv) {
         if (only && strcmp(only, tt_name(c->type))) continue;
         fill_weights(c->type, w, tt_row_size(c->type, c->k) * (size_t)c->d);
         for (int rows = 128; rows <= 512; rows *= 4) {
-            for (int isa = CPU_ISA_AVX2; isa <= (int)hw; isa++) {
+            for (int isa = CPU_ISA_SCALAR + 1; isa <= (int)hw; isa++) {
                 for (int th = 1; th <= max_threads; th++) {
                     double t = time_case(th == 1 ? pool1 : pool2, (cpu_isa)isa, c, rows, w, 1, x, out, scratch);
                     printf("%-6s %6d %6d %5d | %-6s %3d %9.1f %9.2f\n", tt_name(c->type), c->k, c->d, rows,

@@ -9,14 +9,15 @@
 #include "tokenizer/tokenizer.h"
 
 // One line tests and benchmark scripts parse: the level in use, and every level this host can run
-// ("cpu isa avx2 (host levels: scalar avx2; not on this host: avx512)").
+// ("cpu isa avx2 (host levels: scalar avx2; not on this host: avx512)"; on aarch64 the levels are scalar
+// neon dotprod i8mm).
 static void info_print_isa(void) {
     cpu_isa hw = cpu_hw_isa();
     printf("cpu isa         %s (host levels:", cpu_isa_name(cpu_best_isa()));
     for (int l = CPU_ISA_SCALAR; l <= (int)hw; l++) printf(" %s", cpu_isa_name((cpu_isa)l));
-    if (hw < CPU_ISA_AVX512) {
+    if (hw < CPU_ISA_TOP) {
         printf("; not on this host:");
-        for (int l = (int)hw + 1; l <= CPU_ISA_AVX512; l++) printf(" %s", cpu_isa_name((cpu_isa)l));
+        for (int l = (int)hw + 1; l <= CPU_ISA_TOP; l++) printf(" %s", cpu_isa_name((cpu_isa)l));
     }
     printf(")\n");
 }

@@ -5,6 +5,9 @@
 #include <string.h>
 
 #include "tensor/quant_ref.h"
+#if defined(__aarch64__)
+#include "cpu/arm_kernels.h"
+#endif
 #include "tensor/ttype.h"
 
 // The cache type a geometry's type field means (attention.h: anything but q8_0/q4_0 is f16).
@@ -98,18 +101,29 @@ void attn_multi_scalar(float *out, size_t out_stride, const float *q, size_t q_s
                          n_pos + i, kv_head, geo);
 }
 
+// The SIMD tiles take head dims that are a multiple of 16; every ARM level shares the NEON tile.
 attn_multi_fn attn_select_multi(cpu_isa isa, const attn_geom *geo) {
     if (geo->head_dim % 16 == 0) {
+#if defined(__x86_64__)
         if (isa >= CPU_ISA_AVX512) return attn_multi_avx512;
         if (isa >= CPU_ISA_AVX2) return attn_multi_avx2;
+#elif defined(__aarch64__)
+        if (isa >= CPU_ISA_NEON) return attn_multi_neon;
+#endif
     }
+    (void)isa;
     return attn_multi_scalar;
 }
 
 attn_fn attn_select(cpu_isa isa, const attn_geom *geo) {
     if (geo->head_dim % 16 == 0) {
+#if defined(__x86_64__)
         if (isa >= CPU_ISA_AVX512) return attn_tile_avx512;
         if (isa >= CPU_ISA_AVX2) return attn_tile_avx2;
+#elif defined(__aarch64__)
+        if (isa >= CPU_ISA_NEON) return attn_tile_neon;
+#endif
     }
+    (void)isa;
     return attn_tile_scalar;
 }

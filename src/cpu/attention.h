@@ -57,10 +57,12 @@ typedef void (*attn_fn)(float *out, const float *q, const void *k_layer, const v
 
 void attn_tile_scalar(float *out, const float *q, const void *k_layer, const void *v_layer,
                       const int32_t *blocks, int n_pos, int kv_head, const attn_geom *geo);
+#if defined(__x86_64__) // the ARM tiles are in arm_kernels.h
 void attn_tile_avx2(float *out, const float *q, const void *k_layer, const void *v_layer,
                     const int32_t *blocks, int n_pos, int kv_head, const attn_geom *geo);
 void attn_tile_avx512(float *out, const float *q, const void *k_layer, const void *v_layer,
                       const int32_t *blocks, int n_pos, int kv_head, const attn_geom *geo);
+#endif
 
 // Several queries of one sequence at consecutive positions at once (a prefill chunk, a verification item):
 // query i (0 <= i < n_q) sees n_pos + i positions; its q rows are q + i·q_stride (n_rep, head_dim) and its
@@ -74,12 +76,14 @@ typedef void (*attn_multi_fn)(float *out, size_t out_stride, const float *q, siz
 void attn_multi_scalar(float *out, size_t out_stride, const float *q, size_t q_stride, int n_q,
                        const void *k_layer, const void *v_layer, const int32_t *blocks, int n_pos, int kv_head,
                        const attn_geom *geo);
+#if defined(__x86_64__)
 void attn_multi_avx2(float *out, size_t out_stride, const float *q, size_t q_stride, int n_q,
                      const void *k_layer, const void *v_layer, const int32_t *blocks, int n_pos, int kv_head,
                      const attn_geom *geo);
 void attn_multi_avx512(float *out, size_t out_stride, const float *q, size_t q_stride, int n_q,
                        const void *k_layer, const void *v_layer, const int32_t *blocks, int n_pos, int kv_head,
                        const attn_geom *geo);
+#endif
 
 // Queries one multi-query call may take for this geometry (>= 1).
 static inline int attn_max_queries(const attn_geom *geo) { return ATTN_MAX_REP / geo->n_rep; }

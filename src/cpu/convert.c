@@ -7,5 +7,11 @@ void cvt_f32_f16_scalar(uint16_t *dst, const float *src, int n) {
 }
 
 cvt_f32_f16_fn cvt_select_f32_f16(cpu_isa isa) {
-    return isa >= CPU_ISA_AVX2 && cpu_get_features()->f16c ? cvt_f32_f16_avx2 : cvt_f32_f16_scalar;
+#if defined(__x86_64__)
+    if (isa >= CPU_ISA_AVX2 && cpu_get_features()->f16c) return cvt_f32_f16_avx2;
+#elif defined(__aarch64__)
+    if (isa >= CPU_ISA_NEON) return cvt_f32_f16_neon;
+#endif
+    (void)isa;
+    return cvt_f32_f16_scalar;
 }

@@ -8,7 +8,11 @@
 
 typedef void (*cvt_f32_f16_fn)(uint16_t *dst, const float *src, int n); // round to nearest even
 void cvt_f32_f16_scalar(uint16_t *dst, const float *src, int n);
+#if defined(__x86_64__)
 void cvt_f32_f16_avx2(uint16_t *dst, const float *src, int n); // needs F16C
+#elif defined(__aarch64__)
+void cvt_f32_f16_neon(uint16_t *dst, const float *src, int n); // FCVTN: part of ARMv8.0 Advanced SIMD
+#endif
 cvt_f32_f16_fn cvt_select_f32_f16(cpu_isa isa);
 
 #endif

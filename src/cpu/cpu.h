@@ -1,23 +1,42 @@
 // CPU backend building blocks: feature detection, the persistent thread pool, and quantized matmul.
-// Kernels are chosen once at start-up from CPUID (AVX-512/VNNI, AVX2, scalar); TACHYON_ISA=scalar|avx2|avx512
-// in the environment forces a lower level (for tests and for comparing).
+// Kernels are chosen once at start-up from the CPU's features: on x86-64 from CPUID (AVX-512/VNNI, AVX2,
+// scalar), on aarch64 from the Linux auxiliary vector (i8mm, dotprod, NEON, scalar). TACHYON_ISA=<level name>
+// in the environment forces a lower level (for tests and for comparing); a name of the other architecture's
+// levels is ignored with a warning on stderr.
 #ifndef TACHYON_CPU_H
 #define TACHYON_CPU_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum { CPU_ISA_SCALAR = 0, CPU_ISA_AVX2 = 1, CPU_ISA_AVX512 = 2 } cpu_isa;
+// ISA levels of the architecture being compiled for; numeric order is capability order (a level implies
+// every lower one), and CPU_ISA_TOP is the highest level the code knows, whatever this host has.
+#if defined(__aarch64__)
+typedef enum {
+    CPU_ISA_SCALAR = 0,
+    CPU_ISA_NEON = 1,    // ARMv8.0 Advanced SIMD (asimd)
+    CPU_ISA_DOTPROD = 2, // + SDOT/UDOT (ARMv8.2 asimddp)
+    CPU_ISA_I8MM = 3,    // + SMMLA/UMMLA (ARMv8.6 i8mm)
+    CPU_ISA_TOP = CPU_ISA_I8MM
+} cpu_isa;
+#else
+typedef enum { CPU_ISA_SCALAR = 0, CPU_ISA_AVX2 = 1, CPU_ISA_AVX512 = 2, CPU_ISA_TOP = CPU_ISA_AVX512 } cpu_isa;
+#endif
 
+// What the CPU and OS support; the fields of the other architecture stay 0.
 typedef struct cpu_features {
-    int avx2, fma, f16c;
-    int avx512f, avx512bw, avx512vl, avx512vnni, avx512bf16;
+    int avx2, fma, f16c;                                     // x86-64
+    int avx512f, avx512bw, avx512vl, avx512vnni, avx512bf16; // x86-64
+    int asimd, asimddp, i8mm, sve, fp16;                     // aarch64 (fp16: FPHP and ASIMDHP)
 } cpu_features;
 
 const cpu_features *cpu_get_features(void); // detected once, cached
 cpu_isa cpu_best_isa(void);                 // highest usable level, honouring TACHYON_ISA
 cpu_isa cpu_hw_isa(void);                   // best level the hardware + OS support, ignoring TACHYON_ISA
 const char *cpu_isa_name(cpu_isa isa);
+// The level TACHYON_ISA names (a name of this architecture: "scalar", "avx2", "avx512" or "scalar", "neon",
+// "dotprod", "i8mm"), or -1 for any other string.
+int cpu_isa_parse(const char *name);
 
 // --- thread pool: persistent workers (created once), no per-step thread creation. A job is a function
 // called as fn(arg, ith, nth) on every thread (the caller is thread 0); cpu_pool_run returns when all

@@ -1,10 +1,11 @@
-// CPU feature detection from CPUID, including whether the OS saves the AVX / AVX-512 register state
-// (XGETBV). Detected once; the best ISA level can be lowered with TACHYON_ISA=scalar|avx2|avx512.
+// The ISA level in use: detected once (cpu_detect_x86.c or cpu_detect_arm.c, by architecture), then lowered
+// by TACHYON_ISA. A level name of the other architecture (TACHYON_ISA=avx2 on aarch64, =neon on x86-64) or
+// an unknown name is ignored with a warning on stderr: the same environment can serve a mixed fleet.
 #include "cpu/cpu.h"
-#include "cpu/cpu_internal.h"
+#include "cpu/cpu_detect.h"
 
-#include <cpuid.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,56 +13,47 @@ static cpu_features g_feat;
 static cpu_isa g_best, g_hw;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
-static uint64_t cpu_xgetbv0(void) {
-    uint32_t lo, hi;
-    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-    return ((uint64_t)hi << 32) | lo;
+// Level names, indexed by cpu_isa, of this architecture and of the other one (for the warning only).
+#if defined(__aarch64__)
+static const char *const cpu_names[] = {"scalar", "neon", "dotprod", "i8mm"};
+static const char *const cpu_other_names[] = {"avx2", "avx512"};
+#else
+static const char *const cpu_names[] = {"scalar", "avx2", "avx512"};
+static const char *const cpu_other_names[] = {"neon", "dotprod", "i8mm"};
+#endif
+_Static_assert(sizeof cpu_names / sizeof cpu_names[0] == CPU_ISA_TOP + 1, "one name per level");
+
+#if !defined(__x86_64__) && !defined(__aarch64__)
+// Any other architecture runs the scalar level.
+cpu_isa cpu_detect_hw(cpu_features *f) {
+    memset(f, 0, sizeof *f);
+    return CPU_ISA_SCALAR;
+}
+#endif
+
+int cpu_isa_parse(const char *name) {
+    for (int l = 0; l <= CPU_ISA_TOP; l++)
+        if (!strcmp(name, cpu_names[l])) return l;
+    return -1;
 }
 
 static void cpu_detect(void) {
-    unsigned a, b, c, d;
-    memset(&g_feat, 0, sizeof g_feat);
-    unsigned max_leaf = __get_cpuid_max(0, NULL);
-    if (max_leaf >= 1 && __get_cpuid(1, &a, &b, &c, &d)) {
-        int osxsave = (c >> 27) & 1, avx = (c >> 28) & 1;
-        uint64_t xcr0 = osxsave ? cpu_xgetbv0() : 0;
-        int os_avx = (xcr0 & 0x6) == 0x6;       // XMM + YMM state
-        int os_avx512 = (xcr0 & 0xe6) == 0xe6;  // + opmask, ZMM_Hi256, Hi16_ZMM
-        if (avx && os_avx) {
-            g_feat.fma = (c >> 12) & 1;
-            g_feat.f16c = (c >> 29) & 1;
-            if (max_leaf >= 7) {
-                __cpuid_count(7, 0, a, b, c, d);
-                g_feat.avx2 = (b >> 5) & 1;
-                if (os_avx512) {
-                    g_feat.avx512f = (b >> 16) & 1;
-                    g_feat.avx512bw = (b >> 30) & 1;
-                    g_feat.avx512vl = (b >> 31) & 1;
-                    g_feat.avx512vnni = (c >> 11) & 1;
-                    int dq = (b >> 17) & 1;
-                    if (!dq) g_feat.avx512f = 0; // our AVX-512 level also needs DQ; treat as absent
-                    unsigned a1, b1, c1, d1;
-                    __cpuid_count(7, 1, a1, b1, c1, d1);
-                    (void)b1, (void)c1, (void)d1;
-                    g_feat.avx512bf16 = (a1 >> 5) & 1;
-                }
-            }
-        }
-    }
-    // AVX2 level: AVX2 + FMA + F16C. AVX-512 level: F/BW/VL/DQ + VNNI (kernels use vpdpbusd); a CPU with
-    // AVX-512 but no VNNI (Skylake-X) runs the AVX2 level.
-    cpu_isa best = CPU_ISA_SCALAR;
-    if (g_feat.avx2 && g_feat.fma && g_feat.f16c) best = CPU_ISA_AVX2;
-    if (best == CPU_ISA_AVX2 && g_feat.avx512f && g_feat.avx512bw && g_feat.avx512vl && g_feat.avx512vnni)
-        best = CPU_ISA_AVX512;
+    cpu_isa best = cpu_detect_hw(&g_feat);
     g_hw = best;
     const char *env = getenv("TACHYON_ISA");
     if (env && *env) {
-        cpu_isa want = best;
-        if (!strcmp(env, "scalar")) want = CPU_ISA_SCALAR;
-        else if (!strcmp(env, "avx2")) want = CPU_ISA_AVX2;
-        else if (!strcmp(env, "avx512")) want = CPU_ISA_AVX512;
-        if (want < best) best = want; // can only lower the level: never run what the CPU lacks
+        int want = cpu_isa_parse(env);
+        if (want < 0) {
+            int other = 0;
+            for (size_t i = 0; i < sizeof cpu_other_names / sizeof cpu_other_names[0]; i++)
+                other |= !strcmp(env, cpu_other_names[i]);
+            fprintf(stderr, "tachyon: TACHYON_ISA=%s ignored: %s; the levels here are", env,
+                    other ? "a level of another CPU architecture" : "unknown level");
+            for (int l = 0; l <= CPU_ISA_TOP; l++) fprintf(stderr, " %s", cpu_names[l]);
+            fprintf(stderr, "\n");
+        } else if (want < (int)best) {
+            best = (cpu_isa)want; // can only lower the level: never run what the CPU lacks
+        }
     }
     g_best = best;
 }
@@ -76,14 +68,7 @@ cpu_isa cpu_best_isa(void) {
     return g_best;
 }
 
-const char *cpu_isa_name(cpu_isa isa) {
-    switch (isa) {
-    case CPU_ISA_SCALAR: return "scalar";
-    case CPU_ISA_AVX2: return "avx2";
-    case CPU_ISA_AVX512: return "avx512";
-    }
-    return "?";
-}
+const char *cpu_isa_name(cpu_isa isa) { return (int)isa >= 0 && isa <= CPU_ISA_TOP ? cpu_names[isa] : "?"; }
 
 cpu_isa cpu_hw_isa(void) {
     pthread_once(&g_once, cpu_detect);

@@ -37,7 +37,14 @@ typedef struct cpu_kernels {
     cpu_gemm_fn gemm_packed[TT_COUNT];
 } cpu_kernels;
 
+// The table of a level (NULL for the scalar level, which is the reference path of matmul.c), clamped to what
+// the hardware runs (cpu_hw_isa). The per-level tables are cpu_kernels_avx2/_avx512 below on x86-64 and
+// cpu_kernels_neon/_dotprod/_i8mm (arm_kernels.h) on aarch64.
+const cpu_kernels *cpu_kernels_at(cpu_isa isa);
+
+#if defined(__x86_64__)
 const cpu_kernels *cpu_kernels_avx2(void);
 const cpu_kernels *cpu_kernels_avx512(void);
+#endif
 
 #endif

@@ -5,6 +5,9 @@
 #include "common/err.h"
 #include "cpu/cpu.h"
 #include "cpu/cpu_internal.h"
+#if defined(__aarch64__)
+#include "cpu/arm_kernels.h"
+#endif
 #include "tensor/ttype.h"
 
 #include <stdlib.h>
@@ -121,10 +124,16 @@ static void mm_multi_job(void *arg, int ith, int nth) {
     }
 }
 
-static const cpu_kernels *mm_kernels(cpu_isa isa) {
+const cpu_kernels *cpu_kernels_at(cpu_isa isa) {
     if (isa > cpu_hw_isa()) isa = cpu_hw_isa(); // never run what the CPU lacks
+#if defined(__x86_64__)
     if (isa == CPU_ISA_AVX512) return cpu_kernels_avx512();
     if (isa == CPU_ISA_AVX2) return cpu_kernels_avx2();
+#elif defined(__aarch64__)
+    if (isa == CPU_ISA_I8MM) return cpu_kernels_i8mm();
+    if (isa == CPU_ISA_DOTPROD) return cpu_kernels_dotprod();
+    if (isa == CPU_ISA_NEON) return cpu_kernels_neon();
+#endif
     return NULL;
 }
 
@@ -151,7 +160,7 @@ int cpu_matmul_isa(cpu_pool *pool, const cpu_matmul_args *a, cpu_isa isa) {
 
     mm_ctx c;
     memset(&c, 0, sizeof c);
-    const cpu_kernels *kt = mm_kernels(isa);
+    const cpu_kernels *kt = cpu_kernels_at(isa);
     if (kt && kt->gemm[a->w_type] && kt->act_type[a->w_type] == act &&
         (is_float || kt->quant[act])) {
         c.gemm = kt->gemm[a->w_type];
@@ -225,7 +234,7 @@ static void mm_precise_job(void *arg, int ith, int nth) {
 // kernel computes each output, only the split over threads differs.
 int cpu_matmul_multi(cpu_pool *pool, const cpu_matmul_args *a, int n) {
     if (n <= 0 || n > CPU_MATMUL_MAX_MULTI || !a) return TC_ERR_INVALID;
-    const cpu_kernels *kt = cpu_precise() ? NULL : mm_kernels(cpu_best_isa());
+    const cpu_kernels *kt = cpu_precise() ? NULL : cpu_kernels_at(cpu_best_isa());
     int fuse = kt != NULL;
     for (int m = 0; m < n && fuse; m++) {
         const tt_traits *tr;
@@ -278,7 +287,7 @@ int cpu_matmul_multi(cpu_pool *pool, const cpu_matmul_args *a, int n) {
 }
 
 int cpu_repack_wanted(uint32_t w_type) {
-    const cpu_kernels *kt = mm_kernels(cpu_best_isa());
+    const cpu_kernels *kt = cpu_kernels_at(cpu_best_isa());
     return !cpu_precise() && kt && w_type < TT_COUNT && kt->gemm_packed[w_type] != NULL;
 }
 

@@ -1,6 +1,9 @@
 #include "cpu/ops.h"
 
 #include "cpu/cpu.h"
+#if defined(__aarch64__)
+#include "cpu/arm_kernels.h"
+#endif
 
 #include <math.h>
 #include <stddef.h>
@@ -63,9 +66,15 @@ static void ops_geglu_ref(float *g, const float *u, int n) {
 
 void ops_glu_isa(float *g, const float *u, int n, int gelu, cpu_isa isa) {
     if (isa > cpu_hw_isa()) isa = cpu_hw_isa(); // never run what the CPU lacks
+#if defined(__x86_64__)
     if (isa >= CPU_ISA_AVX512) ops_glu_avx512(g, u, n, gelu);
     else if (isa >= CPU_ISA_AVX2) ops_glu_avx2(g, u, n, gelu);
-    else if (gelu) ops_geglu_ref(g, u, n);
+    else
+#elif defined(__aarch64__)
+    if (isa >= CPU_ISA_NEON) ops_glu_neon(g, u, n, gelu);
+    else
+#endif
+    if (gelu) ops_geglu_ref(g, u, n);
     else ops_swiglu_ref(g, u, n);
 }
 

@@ -16,14 +16,17 @@ void ops_rope_angles(float *cos_out, float *sin_out, int pos, int rope_dim, floa
 // Rotates the first rope_dim dims of each of n_heads heads of x (n_heads, head_dim) in place. neox: pairs
 // (i, i + rope_dim/2); otherwise adjacent pairs (2i, 2i+1).
 void ops_rope(float *x, int n_heads, int head_dim, int rope_dim, const float *cos_t, const float *sin_t, int neox);
-// g (n) = silu(g) * u, at the current ISA level (vector exp, ops_x86.h; libm under TACHYON_PRECISE)
+// g (n) = silu(g) * u, at the current ISA level (vector exp: ops_x86.h, or the NEON kernel of arm_kernels.h;
+// libm under TACHYON_PRECISE)
 void ops_swiglu(float *g, const float *u, int n);
 // g (n) = gelu(g) * u, GELU in its tanh approximation (Gemma's GeGLU); same dispatch
 void ops_geglu(float *g, const float *u, int n);
 // Either (gelu 0/1) at a fixed level (scalar: the libm reference), for tests.
 void ops_glu_isa(float *g, const float *u, int n, int gelu, cpu_isa isa);
+#if defined(__x86_64__)
 void ops_glu_avx2(float *g, const float *u, int n, int gelu);
 void ops_glu_avx512(float *g, const float *u, int n, int gelu);
+#endif
 // x (n) *= s
 void ops_scale(float *x, float s, int n);
 // x (n) += y

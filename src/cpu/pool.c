@@ -5,7 +5,6 @@
 #include "cpu/cpu.h"
 #include "common/timeutil.h"
 
-#include <immintrin.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
@@ -19,6 +18,15 @@
 // between two matmuls of one step (norms, RoPE, attention run on the caller), short enough not to burn a
 // shared core between steps.
 #define POOL_SPIN_SECONDS 100e-6
+
+// One spin-wait hint: lets the sibling hardware thread run and saves power while a worker polls.
+static inline void pool_pause(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ volatile("yield" ::: "memory");
+#endif
+}
 
 typedef struct pool_worker {
     cpu_pool *pool;
@@ -53,7 +61,7 @@ static void *pool_worker_main(void *p) {
         if (g == seen) {
             double t0 = tc_now();
             for (int i = 1;; i++) {
-                _mm_pause();
+                pool_pause();
                 g = atomic_load_explicit(&pool->gen, memory_order_acquire);
                 if (g != seen) break;
                 if ((i & 63) == 0) {
@@ -109,7 +117,7 @@ static void pool_wait_pending(cpu_pool *pool) {
     if (atomic_load_explicit(&pool->pending, memory_order_acquire) == 0) return;
     double t0 = tc_now();
     for (int i = 1;; i++) {
-        _mm_pause();
+        pool_pause();
         if (atomic_load_explicit(&pool->pending, memory_order_acquire) == 0) return;
         if ((i & 63) == 0) {
             if (tc_now() - t0 > POOL_SPIN_SECONDS) break;

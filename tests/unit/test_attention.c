@@ -201,7 +201,7 @@ int main(void) {
                     CHECK_MSG(worst < 2e-5, "scalar vs naive: %s/%s rep %d hd %d bs %d pos %d window %d: %g",
                               tt_name(kt), tt_name(vt), reps[a], hds[b], bss[s], poss[p], wins[w], worst);
                     tu_isa_ran(CPU_ISA_SCALAR);
-                    for (int isa = CPU_ISA_AVX2; isa <= (int)hw; isa++) {
+                    for (int isa = TU_ISA_FIRST_SIMD; isa <= (int)hw; isa++) {
                         tu_isa_ran((cpu_isa)isa);
                         attn_fn f = attn_select((cpu_isa)isa, &c.g);
                         CHECK(f != attn_tile_scalar); // head dims here are multiples of 16

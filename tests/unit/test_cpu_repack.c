@@ -102,7 +102,7 @@ static void test_type(uint32_t t, cpu_pool **pools) {
         CHECK_EQ_INT(cpu_matmul_isa(NULL, &a, CPU_ISA_SCALAR), 0);
         tu_isa_ran(CPU_ISA_SCALAR);
         a.w_packed = packed;
-        for (int isa = CPU_ISA_AVX2; isa <= (int)hw; isa++) {
+        for (int isa = TU_ISA_FIRST_SIMD; isa <= (int)hw; isa++) {
             tu_isa_ran((cpu_isa)isa);
             for (int pi = 0; pi < 3; pi++) {
                 char what[96];
@@ -127,7 +127,7 @@ static void test_type(uint32_t t, cpu_pool **pools) {
 
     // cpu_matmul_multi with an unpacked 12-row weight first: the packed weight's thread range then starts
     // at row 20 (inside a group of 8); results must equal separate cpu_matmul calls of the same weights.
-    if (cpu_best_isa() >= CPU_ISA_AVX2) {
+    if (cpu_best_isa() >= TU_ISA_FIRST_SIMD) {
         const int n = 3;
         cpu_matmul_args m[2] = {
             {.out = sgot, .ld_out = DSMALL, .x = x, .n_rows = n, .k = K, .d = DSMALL, .w_type = t, .w = small,

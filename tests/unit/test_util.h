@@ -51,6 +51,10 @@ static int tu_pass, tu_fail;
 // this host: -", which `make unit` repeats after ctest, so a green run on a host without AVX-512 says so.
 // A level this host and TACHYON_ISA allow that the test did not run is a failure (a loop bound gone wrong
 // would otherwise pass quietly).
+// The lowest SIMD level of this architecture (avx2 on x86-64, neon on aarch64): tests loop from here up to
+// cpu_hw_isa() and compare each level with CPU_ISA_SCALAR.
+#define TU_ISA_FIRST_SIMD (CPU_ISA_SCALAR + 1)
+
 static inline unsigned *tu_isa_mask(void) {
     static unsigned mask; // bit per cpu_isa level that ran
     return &mask;
@@ -61,7 +65,7 @@ static inline void tu_isa_ran(cpu_isa isa) { *tu_isa_mask() |= 1u << isa; }
 static inline void tu_isa_report(const char *test) {
     cpu_isa hw = cpu_hw_isa(), best = cpu_best_isa();
     char lists[4][64] = {"", "", "", ""}; // tested, not on this host, off by TACHYON_ISA, missed (a failure)
-    for (int l = CPU_ISA_SCALAR; l <= CPU_ISA_AVX512; l++) {
+    for (int l = CPU_ISA_SCALAR; l <= CPU_ISA_TOP; l++) {
         int did = (*tu_isa_mask() >> l) & 1;
         char *dst = lists[did ? 0 : l > (int)hw ? 1 : l > (int)best ? 2 : 3];
         snprintf(dst + strlen(dst), 64 - strlen(dst), "%s%s", dst[0] ? " " : "", cpu_isa_name((cpu_isa)l));

@@ -76,6 +76,14 @@ void tt_k4_scale_min(int j, const uint8_t *scales, uint8_t *sc, uint8_t *m);
 // Round to nearest, ties to even, as ggml's nearest_int (valid for |f| <= 4194303; any input is defined
 // behaviour, out-of-range ones just give a meaningless value).
 static inline int tt_nearest_int(float f) {
+    // f is rounded to float before the addition: a compiler that contracts (GCC's default, and every aarch64
+    // target has FMA) would fuse a caller's product x * s into this addition, one rounding instead of two,
+    // which moves values within an ulp of a tie to the other integer
+#if defined(__aarch64__)
+    __asm__("" : "+w"(f));
+#elif defined(__x86_64__)
+    __asm__("" : "+x"(f));
+#endif
     float v = f + 12582912.0f; // 1.5 * 2^23: the addition rounds f to an integer in the low mantissa bits
     int32_t i;
     memcpy(&i, &v, sizeof i);

@@ -124,6 +124,9 @@ void attn_tile_neon(float *out, const float *q, const void *k_layer, const void 
             for (int r = 0; r < nr; r++)
                 s[r][j] = (kq ? attn_qk_int(&qq, r, krow, kt, hd) : attn_dot_f32(q + (size_t)r * hd, kf, hd)) * geo->scale;
         }
+        if (geo->softcap > 0) // the scalar kernel's function of each score (attention.h)
+            for (int r = 0; r < nr; r++)
+                for (int j = 0; j < cnt; j++) s[r][j] = attn_softcap(s[r][j], geo->softcap);
         for (int r = 0; r < nr; r++) {
             float mt = m[r];
             for (int j = 0; j < cnt; j++) mt = s[r][j] > mt ? s[r][j] : mt;

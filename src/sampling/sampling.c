@@ -6,33 +6,13 @@
 #include "sampling/sampling.h"
 
 #include "sampling/samp_impl.h"
+#include "sampling/samp_rng.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define SAMP_MAX_LAST_N (1 << 24)
-
-// --- RNG: splitmix64 seeds xoshiro256** (Blackman & Vigna)
-
-static uint64_t splitmix64(uint64_t *x) {
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-
-static uint64_t xoshiro_next(uint64_t s[4]) {
-    uint64_t r = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-    s[2] ^= s[0], s[3] ^= s[1], s[1] ^= s[2], s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 45);
-    return r;
-}
-
-static double rng_uniform(uint64_t s[4]) { return (double)(xoshiro_next(s) >> 11) * 0x1.0p-53; } // [0, 1)
 
 // --- params
 
@@ -372,55 +352,6 @@ static inline int wbucket(float w) {
 
 // --- the transform pipeline
 
-// Penalizes the logits in cand (still in id order). Returns the new maximum given the old one.
-static float apply_penalties(samp_state *s, float vmax) {
-    const samp_params *p = &s->p;
-    float rp = p->repetition_penalty, pp = p->presence_penalty, fp = p->frequency_penalty;
-    if (rp == 1.0f && pp == 0.0f && fp == 0.0f) return vmax;
-    int lowered_max = 0;
-    float m = -INFINITY;
-    for (int i = 0; i < s->n_uniq; i++) {
-        int32_t t = s->uniq[i];
-        float v = s->cand[t].v;
-        lowered_max |= v == vmax;
-        if (rp != 1.0f) v = v > 0.0f ? v / rp : v * rp;
-        int g = s->cnt_gen[t];
-        if (g) v -= (float)g * fp + pp;
-        s->cand[t].v = v;
-        m = v > m ? v : m;
-    }
-    if (lowered_max) { // the old maximum may have been penalized: recompute
-        m = -INFINITY;
-        for (int i = 0; i < s->n_vocab; i++) m = s->cand[i].v > m ? s->cand[i].v : m;
-        return m;
-    }
-    return m > vmax ? m : vmax;
-}
-
-// Adds logit_bias to cand (in id order) before anything else sees the logits, so greedy, sampling and
-// samp_probs (the speculative verifier's distribution) agree. Returns the new maximum.
-static float apply_bias(samp_state *s, float vmax) {
-    int lowered_max = 0;
-    float m = -INFINITY;
-    for (int i = 0; i < s->n_bias; i++) {
-        samp_cand *c = &s->cand[s->bias[i].id];
-        lowered_max |= c->v == vmax;
-        c->v = s->bias[i].bias <= -SAMP_BIAS_MAX ? -INFINITY : c->v + s->bias[i].bias;
-        m = c->v > m ? c->v : m;
-    }
-    if (lowered_max) {
-        m = -INFINITY;
-        for (int i = 0; i < s->n_vocab; i++) m = s->cand[i].v > m ? s->cand[i].v : m;
-        return m;
-    }
-    return m > vmax ? m : vmax;
-}
-
-float samp_penalize(samp_state *s, float vmax) {
-    if (s->n_bias) vmax = apply_bias(s, vmax);
-    return apply_penalties(s, vmax);
-}
-
 // Bans the min_tokens ids in cand (in id order). Returns the new maximum.
 static float apply_ban(samp_state *s, float vmax) {
     int lowered_max = 0;
@@ -605,8 +536,6 @@ int32_t samp_sample(samp_state *s, const float *logits, samp_result *res) {
     }
     return tok;
 }
-
-double samp_uniform(samp_state *s) { return rng_uniform(s->rng); }
 
 void samp_result_for(const samp_state *s, const float *logits, int32_t token, samp_result *res) {
     fill_logprobs(s, logits, token, res);

@@ -515,16 +515,6 @@ const sched_plan *sched_step(sched *s, double now) {
 
 void sched_observe(sched *s, int n_tokens, double seconds) { step_cost_observe(&s->cost, n_tokens, seconds); }
 
-int sched_guard_budget(const sched *s, int n_decoding) {
-    int budget = s->o.max_batch_tokens;
-    if (s->o.itl_guard <= 0 || n_decoding == 0 || !step_cost_ready(&s->cost)) return budget;
-    double limit = s->o.itl_guard * step_cost_predict(&s->cost, n_decoding);
-    if (limit < s->o.itl_guard_floor_s) limit = s->o.itl_guard_floor_s;
-    int cap = step_cost_max_tokens(&s->cost, limit);
-    if (cap < n_decoding + 1) cap = n_decoding + 1; // a prompt being prefilled still moves every step
-    return cap < budget ? cap : budget;
-}
-
 // The load snapshot for TTFT predictions (sched_admit.h): what sched_predict_ttft reads of the queues.
 void sched_load_fill(const sched *s, sched_load *l) {
     l->policy = s->o.policy;

@@ -11,76 +11,6 @@
 
 #define MARK_CAP 96
 
-// --- helpers -------------------------------------------------------------------------------------------
-
-const char *tp_find(const char *p, const char *end, const char *s) {
-    size_t n = strlen(s);
-    if (!n || p >= end) return NULL;
-    return memmem(p, (size_t)(end - p), s, n);
-}
-
-static int is_ws(char ch) {
-    return ch == ' ' || ch == '\n' || ch == '\t' || ch == '\r';
-}
-
-const char *tp_skip_ws(const char *p, const char *end) {
-    while (p < end && is_ws(*p))
-        p++;
-    return p;
-}
-
-const char *tp_trim_marker(const char *s, char *buf, size_t cap) {
-    while (*s && is_ws(*s))
-        s++;
-    size_t n = strlen(s);
-    while (n && is_ws(s[n - 1]))
-        n--;
-    if (n >= cap) n = cap - 1;
-    memcpy(buf, s, n);
-    buf[n] = 0;
-    return buf;
-}
-
-static int valid_name(const char *s, size_t n) {
-    if (n == 0 || n > 64) return 0;
-    for (size_t i = 0; i < n; i++) {
-        char ch = s[i];
-        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' ||
-              ch == '-' || ch == '.'))
-            return 0;
-    }
-    return 1;
-}
-
-int tp_add_call(tp_ctx *c, const char *name, size_t name_len, json_t *args) {
-    if (!valid_name(name, name_len) || (args && !json_is_object(args))) {
-        json_decref(args);
-        return -1;
-    }
-    char *a = args ? json_dumps(args, JSON_COMPACT | JSON_ENCODE_ANY) : strdup("{}");
-    json_decref(args);
-    char id[96];
-    snprintf(id, sizeof id, "%s_%zu", c->o->id_base ? c->o->id_base : "call", json_array_size(c->calls));
-    json_t *call = a ? json_pack("{s:s,s:s,s:{s:s%,s:s}}", "id", id, "type", "function", "function", "name",
-                                 name, name_len, "arguments", a)
-                     : NULL;
-    free(a);
-    if (!call || json_array_append_new(c->calls, call)) c->oom = 1;
-    return 0;
-}
-
-const json_t *tp_param_schema(const tp_ctx *c, const char *name, const char *key) {
-    size_t i;
-    const json_t *t;
-    json_array_foreach(c->o->tools, i, t) {
-        const json_t *fn = json_object_get(t, "function");
-        const char *n = json_string_value(json_object_get(fn, "name"));
-        if (n && !strcmp(n, name))
-            return json_object_get(json_object_get(json_object_get(fn, "parameters"), "properties"), key);
-    }
-    return NULL;
-}
-
 // A call object {name_key|"name": …, args_key|"arguments"|"parameters": {…}}; -1 when it is not one.
 static int add_call_object(tp_ctx *c, const json_t *o) {
     const char *nk = c->row->name_key ? c->row->name_key : "name",
@@ -243,11 +173,11 @@ static void parse_named(tp_ctx *c, const char *p, const char *end) {
         at_call = 0;
         const char *m = *mid ? tp_find(name, end, mid) : tp_find(name, end, "\n");
         const char *ne = m ? m : end;
-        while (ne > name && is_ws(ne[-1]))
+        while (ne > name && tp_is_ws(ne[-1]))
             ne--;
         if (c->row->numbered) ne = index_cut(name, ne);
         name = tp_skip_ws(name, ne);
-        if (first && !valid_name(name, (size_t)(ne - name))) { // the prompt's marker, then plain text
+        if (first && !tp_valid_name(name, (size_t)(ne - name))) { // the prompt's marker, then plain text
             add_text(c, p, end);
             return;
         }
@@ -300,7 +230,7 @@ static void drop_partial_marker(tp_ctx *c) {
 static char *trimmed(const tc_strbuf *b) {
     if (!b->p) return NULL;
     const char *p = tp_skip_ws(b->p, b->p + b->n), *e = b->p + b->n;
-    while (e > p && is_ws(e[-1]))
+    while (e > p && tp_is_ws(e[-1]))
         e--;
     return e > p ? strndup(p, (size_t)(e - p)) : NULL;
 }

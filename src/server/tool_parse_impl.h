@@ -1,6 +1,6 @@
-// Shared by the tool-call parsers (tool_parse.c: the JSON shapes and the entry point; tool_parse_xml.c:
-// the XML parameter formats and gpt-oss's harmony channels; tool_parse_py.c: LFM2's pythonic calls). Internal
-// to src/server.
+// Shared by the tool-call parsers (tool_parse.c: the JSON shapes and the entry point; tool_parse_xml.c: the
+// XML parameter formats and gpt-oss's harmony channels; tool_parse_py.c: LFM2's pythonic calls); the helpers are
+// in tool_parse_util.c. Internal to src/server.
 #ifndef TACHYON_SERVER_TOOL_PARSE_IMPL_H
 #define TACHYON_SERVER_TOOL_PARSE_IMPL_H
 
@@ -18,6 +18,9 @@ typedef struct tp_ctx {
     int oom;
 } tp_ctx;
 
+int tp_is_ws(char ch); // space, tab, CR or LF
+// A function name: 1-64 of [A-Za-z0-9_.-]
+int tp_valid_name(const char *s, size_t n);
 // Appends a call; args is stolen (an object, or NULL for {}). Returns 0, or -1 when name is not a function
 // name (the text is then not a call).
 int tp_add_call(tp_ctx *c, const char *name, size_t name_len, json_t *args);

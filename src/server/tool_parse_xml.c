@@ -9,22 +9,18 @@
 
 // --- XML parameters: Qwen3-Coder, Seed-OSS, MiniMax M2, GLM 4.5 ------------------------------------------
 
-static int is_ws(char ch) {
-    return ch == ' ' || ch == '\n' || ch == '\t' || ch == '\r';
-}
-
 // Matches pat at p, where each whitespace run of pat stands for any whitespace of the text (none included)
 // and the text may have whitespace before each piece; whitespace that ends pat is not consumed (it belongs
 // to a value, which is trimmed). 1 with *next past the match, 0 when the text differs, -1 when the text
 // ends inside the match (a cut).
 static int seq(const char *p, const char *end, const char *pat, const char **next) {
     while (*pat) {
-        while (is_ws(*pat))
+        while (tp_is_ws(*pat))
             pat++;
         if (!*pat) break;
         p = tp_skip_ws(p, end);
         size_t n = 0, r = (size_t)(end - p);
-        while (pat[n] && !is_ws(pat[n]))
+        while (pat[n] && !tp_is_ws(pat[n]))
             n++;
         if (r < n) return memcmp(p, pat, r) ? 0 : -1;
         if (memcmp(p, pat, n)) return 0;
@@ -37,13 +33,13 @@ static int seq(const char *p, const char *end, const char *pat, const char **nex
 // The first non-blank byte of pat: where a name or key before it ends (0 when pat is blank: a name then
 // ends at whitespace or '<').
 static char stop_of(const char *pat) {
-    while (is_ws(*pat))
+    while (tp_is_ws(*pat))
         pat++;
     return *pat;
 }
 
 static const char *until(const char *p, const char *end, char stop) {
-    while (p < end && (stop ? *p != stop : !is_ws(*p) && *p != '<'))
+    while (p < end && (stop ? *p != stop : !tp_is_ws(*p) && *p != '<'))
         p++;
     return p;
 }
@@ -67,10 +63,10 @@ static json_t *xml_value(const tp_ctx *c, const char *fn, const char *key, const
 // the call is complete even if the output ends before the rest.
 static int closed(const char *p, const char *end, const char *close) {
     p = tp_skip_ws(p, end);
-    while (is_ws(*close))
+    while (tp_is_ws(*close))
         close++;
     size_t n = 0;
-    while (close[n] && !is_ws(close[n]))
+    while (close[n] && !tp_is_ws(close[n]))
         n++;
     return n && (size_t)(end - p) >= n && !memcmp(p, close, n);
 }
@@ -122,7 +118,7 @@ void tp_parse_xml(tp_ctx *c, const char *p, const char *end) {
     const char *block = *row->open ? row->open : row->call_open;
     size_t ml = 0;
     block = tp_trim_marker(block, mb, sizeof mb);
-    while (block[ml] && !is_ws(block[ml]))
+    while (block[ml] && !tp_is_ws(block[ml]))
         ml++;
     mb[ml] = 0; // the block's first piece
     while (p < end) {

@@ -28,24 +28,7 @@ static const cpu_kernels ARM_TABLE = {
             [TT_F16] = ARM_FN(gemm_f16),
             [TT_BF16] = ARM_FN(gemm_bf16),
         },
-    .act_type =
-        {
-            [TT_Q4_0] = TT_Q8_0,
-            [TT_Q4_1] = TT_Q8_1,
-            [TT_Q5_0] = TT_Q8_0,
-            [TT_Q5_1] = TT_Q8_1,
-            [TT_Q8_0] = TT_Q8_0,
-            [TT_Q4_K] = TT_Q8_K,
-            [TT_Q5_K] = TT_Q8_K,
-            [TT_Q6_K] = TT_Q8_K,
-            [TT_Q2_K] = TT_Q8_K,
-            [TT_Q3_K] = TT_Q8_K,
-            [TT_IQ4_NL] = TT_Q8_0,
-            [TT_IQ4_XS] = TT_Q8_K,
-            [TT_F32] = TT_F32,
-            [TT_F16] = TT_F32,
-            [TT_BF16] = TT_F32,
-        },
+    .act_type = CPU_ACT_TYPES,
     .quant =
         {
             [TT_Q8_0] = ARM_FN(quant_q8_0),

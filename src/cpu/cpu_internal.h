@@ -28,6 +28,18 @@ typedef void (*cpu_quant_fn)(const float *x, void *y, int64_t k); // one row of 
 // Kernels of one ISA level, indexed by weight tt_type. act_type[t] is the activation type the kernel
 // expects (must equal the traits' vec_dot_type for quantized weights, TT_F32 for float weights); a NULL
 // gemm means "no kernel at this level" and the dispatcher falls back to the scalar path.
+// The activation type of each weight type's kernel (the traits' vec_dot_type; TT_F32 for float weights),
+// the same at every level of every architecture: cpu_kernels.act_type's initializer.
+// clang-format off
+#define CPU_ACT_TYPES                                                                                          \
+    {                                                                                                          \
+        [TT_Q4_0] = TT_Q8_0, [TT_Q4_1] = TT_Q8_1, [TT_Q5_0] = TT_Q8_0, [TT_Q5_1] = TT_Q8_1,                    \
+        [TT_Q8_0] = TT_Q8_0, [TT_Q4_K] = TT_Q8_K, [TT_Q5_K] = TT_Q8_K, [TT_Q6_K] = TT_Q8_K,                    \
+        [TT_Q2_K] = TT_Q8_K, [TT_Q3_K] = TT_Q8_K, [TT_IQ4_NL] = TT_Q8_0, [TT_IQ4_XS] = TT_Q8_K,                \
+        [TT_F32] = TT_F32, [TT_F16] = TT_F32, [TT_BF16] = TT_F32,                                              \
+    }
+// clang-format on
+
 typedef struct cpu_kernels {
     cpu_gemm_fn gemm[TT_COUNT];
     uint32_t act_type[TT_COUNT];

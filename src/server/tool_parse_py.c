@@ -58,9 +58,16 @@ static json_t *py_container(const char **pp, const char *end, int depth) {
         if (!first && p < end && *p == (dict ? '}' : ']')) continue; // a trailing comma
         json_t *k = NULL, *v;
         if (dict) {
-            if (!(k = py_value(&p, end, depth + 1)) || !json_is_string(k)) break;
-            p = tp_skip_ws(p, end);
-            if (p >= end || *p++ != ':') break;
+            k = py_value(&p, end, depth + 1);
+            int key_ok = k && json_is_string(k);
+            if (key_ok) {
+                p = tp_skip_ws(p, end);
+                key_ok = p < end && *p++ == ':';
+            }
+            if (!key_ok) {
+                json_decref(k);
+                break;
+            }
         }
         if (!(v = py_value(&p, end, depth + 1))) {
             json_decref(k);

@@ -38,7 +38,9 @@ def stream_times(srv, path, body):
         line = r.fp.readline()
         if not line:
             break
-        if line.startswith(b"data: ") and b"[DONE]" not in line:
+        if line.startswith(b"data: [DONE]"):
+            break  # the server keeps the connection open for the next request
+        if line.startswith(b"data: "):
             times.append(time.perf_counter())
     c.close()
     return t0, times
@@ -78,7 +80,7 @@ def test_high_priority_ttft_under_low_priority_load(make_server):
             time.sleep(g)
             t0, times = stream_times(srv, "/v1/completions", {
                 "prompt": "Question %d: " % i + SENT * 3 + "Where does the farmer watch from?",
-                "max_tokens": 2, "temperature": 0, "priority": 0})
+                "max_tokens": 2, "ignore_eos": True, "temperature": 0, "priority": 0})
             out.append(times[0] - t0)
         return out
 
@@ -90,7 +92,8 @@ def test_high_priority_ttft_under_low_priority_load(make_server):
         n = 0
         while not stop.is_set():  # ~1,100-token prompts, each different (no prefix-cache hits)
             stream_times(srv, "/v1/completions", {"prompt": "Document %d-%d. " % (k, n) + SENT * 60,
-                                                  "max_tokens": 8, "temperature": 0, "priority": 5})
+                                                  "max_tokens": 8, "ignore_eos": True, "temperature": 0,
+                                                  "priority": 5})
             n += 1
 
     load = [threading.Thread(target=low_load, args=(k,)) for k in range(3)]

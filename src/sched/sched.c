@@ -12,10 +12,14 @@
 
 // --- intrusive lists
 static void list_unlink(sched_list *l, sched_req *r) {
-    if (r->prev) r->prev->next = r->next;
-    else l->head = r->next;
-    if (r->next) r->next->prev = r->prev;
-    else l->tail = r->prev;
+    if (r->prev)
+        r->prev->next = r->next;
+    else
+        l->head = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    else
+        l->tail = r->prev;
     r->prev = r->next = NULL;
     l->n--;
 }
@@ -23,8 +27,10 @@ static void list_unlink(sched_list *l, sched_req *r) {
 static void list_push_tail(sched_list *l, sched_req *r) {
     r->next = NULL;
     r->prev = l->tail;
-    if (l->tail) l->tail->next = r;
-    else l->head = r;
+    if (l->tail)
+        l->tail->next = r;
+    else
+        l->head = r;
     l->tail = r;
     l->n++;
 }
@@ -32,8 +38,10 @@ static void list_push_tail(sched_list *l, sched_req *r) {
 static void list_push_head(sched_list *l, sched_req *r) {
     r->prev = NULL;
     r->next = l->head;
-    if (l->head) l->head->prev = r;
-    else l->tail = r;
+    if (l->head)
+        l->head->prev = r;
+    else
+        l->tail = r;
     l->head = r;
     l->n++;
 }
@@ -130,7 +138,7 @@ static void plan_add(sched *s, sched_req *r, int n, int n_draft) {
     p->n_tokens += n;
     p->n_sample += it->sample;
     s->budget -= n;
-    if (it->start < r->n_tokens - 1) sched_yield_note(s, r);
+    if (sched_yield_leads(it)) sched_yield_note(s, r);
 }
 
 static void plan_remove(sched *s, sched_req *r) {
@@ -141,7 +149,8 @@ static void plan_remove(sched *s, sched_req *r) {
     s->budget += p->items[k].n;
     memmove(&p->items[k], &p->items[k + 1], (size_t)(p->n_items - k - 1) * sizeof *p->items);
     p->n_items--;
-    for (int i = k; i < p->n_items; i++) p->items[i].r->plan_idx = i;
+    for (int i = k; i < p->n_items; i++)
+        p->items[i].r->plan_idx = i;
     r->plan_idx = -1;
     sched_yield_rebuild(s);
 }
@@ -278,9 +287,9 @@ static int admit(sched *s, sched_req *r, double now) {
     return 0;
 }
 
-// A running request of r's tenant that r may displace (priority and slo policies): effective priority (aging included,
-// so an aged request is not thrown out by the class it has caught up with) strictly worse than r's, not yet
-// displaced SCHED_PRIO_PREEMPT_MAX times; the worst such (most recently admitted on ties).
+// A running request of r's tenant that r may displace (priority and slo policies): effective priority (aging
+// included, so an aged request is not thrown out by the class it has caught up with) strictly worse than r's,
+// not yet displaced SCHED_PRIO_PREEMPT_MAX times; the worst such (most recently admitted on ties).
 static sched_req *prio_victim(const sched *s, const sched_req *r, double now) {
     sched_req *v = NULL;
     sched_key kr = key_of(s, r);
@@ -378,7 +387,8 @@ static int lanes_present(const sched *s, double now, int admitting, int *top) {
         for (sched_req *r = pass ? s->waiting.head : s->running.head; r; r = r->next) {
             if (pass ? !admitting : (r->plan_idx >= 0 || r->n_tokens - r->num_computed <= 1)) continue;
             sched_key k = key_of(s, r);
-            int p = sched_eff_priority(&k, s->o.aging_s, now), bit = k.remaining > s->o.max_batch_tokens ? 2 : 1;
+            int p = sched_eff_priority(&k, s->o.aging_s, now),
+                bit = k.remaining > s->o.max_batch_tokens ? 2 : 1;
             if (!any || p < best) best = p, have = 0, any = 1;
             if (p == best) have |= bit;
         }
@@ -423,7 +433,8 @@ static void reap(sched *s, sched_list *l, double now) {
         sched_req *next = r->next;
         sched_end end = r->cancel;
         if (end == SCHED_END_NONE && r->deadline > 0 && now >= r->deadline) end = SCHED_END_DEADLINE;
-        if (end == SCHED_END_NONE && s->o.policy == SCHED_POL_SLO && sched_hopeless(s, r, now)) end = SCHED_END_SLO;
+        if (end == SCHED_END_NONE && s->o.policy == SCHED_POL_SLO && sched_hopeless(s, r, now))
+            end = SCHED_END_SLO;
         if (end != SCHED_END_NONE) {
             sched_finish(s, r, end);
             r->next = s->plan.ended;
@@ -471,7 +482,8 @@ const sched_plan *sched_step(sched *s, double now) {
     reap(s, &s->running, now);
     reap(s, &s->waiting, now);
     int n_decoding = 0;
-    for (sched_req *r = s->running.head; r; r = r->next) n_decoding += r->n_tokens - r->num_computed == 1;
+    for (sched_req *r = s->running.head; r; r = r->next)
+        n_decoding += r->n_tokens - r->num_computed == 1;
     int guard = sched_yield_guard(s, now, sched_guard_budget(s, n_decoding));
     s->budget = guard;
     s->fav_prio = INT_MIN, s->n_fav_ten = 0;
@@ -507,13 +519,17 @@ const sched_plan *sched_step(sched *s, double now) {
         if (rest < s->budget) s->budget = rest > 0 ? rest : 0;
     }
     // Steps 3 and 4: prefill chunks of running requests, then admission.
-    if (s->o.policy == SCHED_POL_FIFO) prefill_fifo(s, now);
-    else prefill_ranked(s, now);
+    if (s->o.policy == SCHED_POL_FIFO)
+        prefill_fifo(s, now);
+    else
+        prefill_ranked(s, now);
     if (p->n_items > 0) s->steps++;
     return p;
 }
 
-void sched_observe(sched *s, int n_tokens, double seconds) { step_cost_observe(&s->cost, n_tokens, seconds); }
+void sched_observe(sched *s, int n_tokens, double seconds) {
+    step_cost_observe(&s->cost, n_tokens, seconds);
+}
 
 // The load snapshot for TTFT predictions (sched_admit.h): what sched_predict_ttft reads of the queues.
 void sched_load_fill(const sched *s, sched_load *l) {
@@ -556,7 +572,9 @@ void sched_set_draft_fn(sched *s, sched_draft_fn fn, void *ctx) {
     s->draft_ctx = ctx;
 }
 
-int sched_step_cost_fit(const sched *s, double *a, double *b) { return step_cost_line(&s->cost, a, b); }
+int sched_step_cost_fit(const sched *s, double *a, double *b) {
+    return step_cost_line(&s->cost, a, b);
+}
 
 void sched_commit(sched *s) {
     sched_plan *p = &s->plan;
@@ -590,7 +608,8 @@ static void record_outcome(sched *s, const sched_req *r, sched_end end) {
     int o = -1;
     if (end == SCHED_END_STOP || end == SCHED_END_LENGTH)
         o = r->ttft_slo > 0 && r->t_first_token - r->t_arrival > r->ttft_slo ? SCHED_OUT_LATE : SCHED_OUT_OK;
-    else if (end == SCHED_END_DEADLINE || end == SCHED_END_SLO) o = SCHED_OUT_EXPIRED;
+    else if (end == SCHED_END_DEADLINE || end == SCHED_END_SLO)
+        o = SCHED_OUT_EXPIRED;
     if (o >= 0) sched_stats_outcome(&s->stats, r->priority, o);
 }
 
@@ -626,7 +645,9 @@ sched_req *sched_find(sched *s, uint64_t id) {
     return NULL;
 }
 
-int sched_has_work(const sched *s) { return s->running.n + s->waiting.n > 0; }
+int sched_has_work(const sched *s) {
+    return s->running.n + s->waiting.n > 0;
+}
 
 void sched_get_counters(const sched *s, sched_counters *c) {
     c->n_running = s->running.n;
@@ -638,4 +659,6 @@ void sched_get_counters(const sched *s, sched_counters *c) {
     c->prefix_hit_tokens = s->prefix_hit_tokens;
 }
 
-const sched_stats *sched_get_stats(const sched *s) { return &s->stats; }
+const sched_stats *sched_get_stats(const sched *s) {
+    return &s->stats;
+}

@@ -5,7 +5,9 @@ static sched_key key_of(const sched *s, const sched_req *r) {
     return sched_key_floored(sched_key_of(r), s->prio_floor);
 }
 
-static double aging(const sched *s) { return s->o.aging_s > 0 ? s->o.aging_s : SCHED_AGING_S; }
+static double aging(const sched *s) {
+    return s->o.aging_s > 0 ? s->o.aging_s : SCHED_AGING_S;
+}
 
 void sched_yield_begin(sched *s, double now) {
     s->now = now;
@@ -23,18 +25,24 @@ void sched_yield_note(sched *s, const sched_req *r) {
     if (s->o.policy == SCHED_POL_FIFO) return;
     sched_key k = key_of(s, r);
     int p = sched_eff_priority(&k, s->o.aging_s, s->now), i = 0;
-    while (i < s->n_lead && s->lead_ten[i] != r->tenant) i++;
+    while (i < s->n_lead && s->lead_ten[i] != r->tenant)
+        i++;
     if (i == s->n_lead && i < SCHED_FAIR_MAX_TENANTS)
         s->lead_ten[s->n_lead++] = r->tenant, s->lead_prio[i] = p;
-    else if (i < s->n_lead && p < s->lead_prio[i]) s->lead_prio[i] = p;
+    else if (i < s->n_lead && p < s->lead_prio[i])
+        s->lead_prio[i] = p;
     // (tenants past SCHED_FAIR_MAX_TENANTS with prefill in one step lead nothing)
+}
+
+int sched_yield_leads(const sched_item *it) {
+    return it->start < it->r->n_tokens - 1 || (it->sample && it->r->t_first_token == 0);
 }
 
 void sched_yield_rebuild(sched *s) {
     const sched_plan *p = &s->plan;
     s->n_lead = 0;
     for (int i = 0; i < p->n_items; i++)
-        if (p->items[i].start < p->items[i].r->n_tokens - 1) sched_yield_note(s, p->items[i].r);
+        if (sched_yield_leads(&p->items[i])) sched_yield_note(s, p->items[i].r);
 }
 
 int sched_yields(const sched *s, const sched_req *r, const sched_key *k) {

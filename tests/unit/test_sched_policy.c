@@ -248,7 +248,8 @@ static void test_lanes(void) {
     CHECK(il >= 0 && p->items[il].n == 4);
     p = ph_step(&h, 2.01);
     is = in_plan(p, 1), il = in_plan(p, 0);
-    CHECK(is >= 0 && p->items[is].n == 2 && il >= 0 && p->items[il].n == 14); // its rest; the long one the rest
+    CHECK(is >= 0 && p->items[is].n == 2 && il >= 0 &&
+          p->items[il].n == 14); // its rest; the long one the rest
     CHECK(h.done[1]);
     // a short prompt arriving every step: the long one still moves >= 4 tokens a step and finishes
     int id = 2, steps = 0;
@@ -288,15 +289,16 @@ static void test_lanes(void) {
 static void test_itl_guard_priority(void) {
     CHECK_EQ_INT(tu_guard_case(SCHED_POL_PRIORITY, 1, 1, 0), 64); // priority 0 beside priority-5 streams
     CHECK_EQ_INT(tu_guard_case(SCHED_POL_SLO, 1, 1, 0), 64);
-    CHECK_EQ_INT(tu_guard_case(SCHED_POL_PRIORITY, 0, 1, 0), 13);  // option off: 16 - 3 decode rows
-    CHECK_EQ_INT(tu_guard_case(SCHED_POL_PRIORITY, 1, 1, 5), 13);  // their own class: capped
-    CHECK_EQ_INT(tu_guard_case(SCHED_POL_FIFO, 1, 1, 0), 13);      // fifo: priorities are not used
+    CHECK_EQ_INT(tu_guard_case(SCHED_POL_PRIORITY, 0, 1, 0), 13); // option off: 16 - 3 decode rows
+    CHECK_EQ_INT(tu_guard_case(SCHED_POL_PRIORITY, 1, 1, 5), 13); // their own class: capped
+    CHECK_EQ_INT(tu_guard_case(SCHED_POL_FIFO, 1, 1, 0), 13);     // fifo: priorities are not used
     // the exemption is the favored prompt's only: a priority-5 prompt arriving with it still fits in what the
     // guard allows (16 - 3 decode rows - 64 favored tokens: nothing this step)
     int other = -1;
     CHECK_EQ_INT(tu_guard_case_full(SCHED_POL_PRIORITY, 1, 1, 0, NULL, &other), 64);
     CHECK_EQ_INT(other, 0);
-    CHECK_EQ_INT(tu_guard_case_full(SCHED_POL_PRIORITY, 0, 1, 0, NULL, &other), 13); // off: ranks first, capped
+    CHECK_EQ_INT(tu_guard_case_full(SCHED_POL_PRIORITY, 0, 1, 0, NULL, &other),
+                 13); // off: ranks first, capped
     CHECK_EQ_INT(other, 0);
     // the TTFT prediction follows: one uncapped step (3 decode rows + 64) vs 13 prefill tokens a step
     double t = 0;
@@ -361,6 +363,18 @@ static void test_lower_classes_yield(void) {
     CHECK(in_plan(p, 1) >= 0 && il >= 0 && p->items[il].n == 114);
     ph_free(&h);
 
+    // a high prompt with one token to compute (a prompt found whole in the prefix cache has only its last
+    // token left): the row that gives its first token leads as a prefill chunk does
+    ph_init(&h, SCHED_POL_PRIORITY, 128, 8, 100);
+    ph_add(&h, 0, 250, 1, 5, 0.0);
+    ph_step(&h, 0.0);
+    ph_add(&h, 1, 1, 4, 0, 0.1);
+    p = ph_step(&h, 0.1);
+    il = in_plan(p, 0);
+    CHECK_MSG(in_plan(p, 1) >= 0 && il >= 0 && p->items[il].n == 8,
+              "a one-row first token: the low prompt got %d tokens, want 8", il >= 0 ? p->items[il].n : -1);
+    ph_free(&h);
+
     // a high prompt every step: the low one still moves 8 tokens a step, and a second low one that arrives
     // meanwhile shares those 8 (none left for it while the first takes them)
     ph_init(&h, SCHED_POL_PRIORITY, 128, 8, 100);
@@ -408,7 +422,6 @@ static void test_lower_classes_yield(void) {
     CHECK(il >= 0 && p->items[il].n == 122);
     ph_free(&h);
 }
-
 
 // --- TTFT prediction and drain time
 static void test_predict(void) {
@@ -533,7 +546,7 @@ static void test_fair_share_then_rank(void) {
     ph_init(&h, SCHED_POL_PRIORITY, 64, 2, 100);
     ph_add(&h, 0, 4, 50, 0, 0.0)->tenant = 1; // tenant 1 runs one request
     ph_step(&h, 0.0);
-    ph_add(&h, 1, 4, 5, 0, 0.1)->tenant = 1; // ranks first, but tenant 1 is above its share
+    ph_add(&h, 1, 4, 5, 0, 0.1)->tenant = 1;  // ranks first, but tenant 1 is above its share
     ph_add(&h, 2, 40, 5, 3, 0.2)->tenant = 2; // tenant 2: a long, low-priority one
     ph_add(&h, 3, 8, 5, 2, 0.3)->tenant = 2;  // ...and a shorter, better one
     const sched_plan *p = ph_step(&h, 0.3);

@@ -4,7 +4,11 @@ configuration alike. Decode rate = (completion tokens - 1) / (last token time - 
 
   TACHYON_BIN=build/tachyon .venv/bin/python bench/spec_bench.py [--reps 3] [--threads 2]
 
-Prints one line per (prompt, configuration): median and all repetitions, plus the acceptance counters."""
+Configurations: off, ngram, auto (prompt lookup), auto+pred (the exact answer as an OpenAI Predicted Output),
+auto+half (a prediction whose first half is the answer and whose second half is other text) and auto+alt (the
+answer with every other run of 6 words replaced). Prints one line per (prompt, configuration): median and all
+repetitions, then the ratios the speculation targets are stated in (docs/SPECULATIVE.md), plus the acceptance
+counters."""
 import argparse
 import json
 import os
@@ -22,6 +26,23 @@ CODE = ("Rename the function total to sum_all and repeat the code:\n"
         "def total(xs):\n    s = 0\n    for x in xs:\n        s += x\n    return s\n\n"
         "def mean(xs):\n    return total(xs) / len(xs)\n")
 CREATIVE = "Write a short story about a dragon who learns to bake bread."
+OTHER = ("Tides rise twice a day because the moon pulls the oceans toward it while the earth turns beneath, "
+         "and the sun adds a smaller pull that makes spring and neap tides as the month goes by. ") * 4
+
+
+def half_wrong(answer):
+    """The first half of answer, then unrelated text of the same length."""
+    h = len(answer) // 2
+    return answer[:h] + OTHER[:len(answer) - h]
+
+
+def alternating(answer, run=6):
+    """answer with every other run of `run` words replaced by unrelated words."""
+    w, o = answer.split(" "), OTHER.split(" ")
+    return " ".join(o[i % len(o)] if (i // run) % 2 else x for i, x in enumerate(w))
+
+
+PREDICTIONS = {"pred": lambda a: a, "half": half_wrong, "alt": alternating}
 
 
 def decode_rate(srv, prompt, prediction=None, max_tokens=96):
@@ -72,20 +93,32 @@ def main():
         ref = {}
         for name, p in (("quote", QUOTE), ("code-edit", CODE), ("creative", CREATIVE)):
             ref[name] = decode_rate(servers["off"], p)[1]  # warm-up, and the prediction for the copy prompts
-        plan = [("quote", QUOTE, ["off", "ngram", "auto", "auto+pred"]), ("code-edit", CODE, ["off", "ngram", "auto", "auto+pred"]),
-                ("creative", CREATIVE, ["off", "auto"])]
+        copy = ["off", "ngram", "auto", "auto+pred", "auto+half", "auto+alt"]
+        plan = [("quote", QUOTE, copy), ("code-edit", CODE, copy),
+                ("creative", CREATIVE, ["off", "auto", "auto+half"])]
         res = {}
         for rep in range(a.reps):
             for name, p, cfgs in plan:
                 for cfg in cfgs:
                     srv = servers[cfg.split("+")[0]]
-                    pred = ref[name] if cfg.endswith("+pred") else None
+                    kind = cfg.split("+")[1] if "+" in cfg else None
+                    pred = PREDICTIONS[kind](ref[name]) if kind else None
                     rate, txt, usage = decode_rate(srv, p, pred)
                     assert txt == ref[name], "%s/%s: output differs from --spec off" % (name, cfg)
                     res.setdefault((name, cfg), []).append(rate)
         for (name, cfg), rs in res.items():
             print("%-10s %-10s median %6.1f tok/s   runs %s" % (name, cfg, statistics.median(rs),
                                                                  " ".join("%.1f" % r for r in rs)))
+        med = {k: statistics.median(v) for k, v in res.items()}
+        print("ratios (medians): a prediction against none (target >= 0.97), speculation against off")
+        for name, _, cfgs in plan:
+            for cfg in cfgs:
+                if cfg == "off":
+                    continue
+                line = "%-10s %-10s vs off %.2fx" % (name, cfg, med[(name, cfg)] / med[(name, "off")])
+                if "+" in cfg:
+                    line += "   vs auto without a prediction %.2fx" % (med[(name, cfg)] / med[(name, "auto")])
+                print(line)
         for m, s in servers.items():
             st, _, raw = s.request("GET", "/stats")
             print("server --spec %-6s %s" % (m, json.loads(raw)["spec"]))

@@ -28,6 +28,7 @@ typedef struct eng_req {
     spec_pred pred;      // predicted output (empty when none)
     spec_accept acc;     // acceptance-rate estimate (adaptive k) of the drafter's and prompt lookup's drafts
     spec_accept pacc;    // the same of the prediction's drafts
+    spec_arbiter arb;    // prediction or prompt lookup when both draft and disagree (spec_policy.h)
     int draft_method;    // of the current draft: a spec_method
     spec_drafter *drafter; // borrowed: the engine's, for ds (NULL: none)
     spec_dseq ds;        // draft-side KV (model-based drafting)

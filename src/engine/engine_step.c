@@ -235,9 +235,17 @@ int eng_draft(void *ctx, sched_req *r, const sched_draft_info *info) {
     if ((k = spec_policy_k(&e->spec_costs, st, &er->acc, &q, &src, &ng_len, &ng_from)) <= 0) return 0;
     int d = 0;
     er->draft_method = SPEC_M_NGRAM;
+    er->arb.pending = 0;
     if (src == SPEC_M_PRED) {
         d = spec_pred_propose(&er->pred, r->tokens + r->n_prompt, sched_req_n_generated(r), k, out);
         er->draft_method = SPEC_M_PRED;
+        if (d > 0 && ng_len < 0) ng_len = spec_ngram_match(r->tokens, r->n_tokens, &ng_from);
+        if (d > 0 && ng_len >= SPEC_NGRAM_LONG && spec_arbiter_pick(&er->arb, out[0], r->tokens[ng_from])) {
+            er->pacc.probing = 0; // (a probe of the prediction not taken)
+            d = spec_ngram_draft(r->tokens, r->n_tokens, ng_len, ng_from, k, 1, out);
+            er->acc.long_match = 1; // its verdict goes to the long matches' record, as spec_accept_pick_match's
+            er->draft_method = SPEC_M_NGRAM;
+        }
     }
     if (d == 0 && src == SPEC_M_DRAFT && spec_dseq_reserve(er->drafter, &er->ds, r->n_tokens, k) == 0) {
         // A model draft: k rows now, the tokens after planning (eng_step runs the drafter over every such
@@ -375,6 +383,7 @@ static void take_tokens(engine *e, sched_req *r, float *logits, int n_draft, dou
         e->spec_accepted[m] += (uint64_t)acc;
         e->spec_verify_steps++;
         spec_accept_observe(m == SPEC_M_PRED ? &er->pacc : &er->acc, n_draft, acc);
+        spec_arbiter_observe(&er->arb, acc, e->spec_tok[0]);
     }
     for (int i = 0; i < n_out; i++)
         if (emit_token(e, r, e->spec_tok[i], &e->spec_res[i], now)) return;

@@ -122,6 +122,23 @@ int spec_accept_pick_match(spec_accept *a, int match_len, int k_max, double t_a,
     return spec_accept_pick(a, k_max, t_a, t_b, n_rows, n_other_tok);
 }
 
+// --- the arbiter between the prediction and prompt lookup (spec_policy.h)
+
+int spec_arbiter_pick(spec_arbiter *a, int32_t pred_first, int32_t ngram_first) {
+    a->pending = 0;
+    if (pred_first == ngram_first) return 0;
+    a->pending = 1;
+    a->chose_pred = a->prefer_pred;
+    a->alt_first = a->prefer_pred ? ngram_first : pred_first;
+    return !a->prefer_pred;
+}
+
+void spec_arbiter_observe(spec_arbiter *a, int n_accepted, int32_t actual) {
+    if (!a->pending) return;
+    a->pending = 0;
+    if (n_accepted == 0 && actual == a->alt_first) a->prefer_pred = !a->chose_pred;
+}
+
 // --- the draft-length rule and its cost model (spec_policy.h)
 
 void spec_costs_init(spec_costs *c) {

@@ -66,6 +66,28 @@ typedef struct spec_ask {
 // starts over: the next draft from it is a try at the full k.
 int spec_policy_k(const spec_costs *c, const spec_step *s, spec_accept *acc, const spec_ask *q, int *src,
                   int *ng_len, int *ng_from);
+// Which free proposer drafts when the prediction and prompt lookup (a long match: SPEC_NGRAM_LONG) both have
+// a draft and disagree on its first token: the one that was right the last time they disagreed; prompt lookup
+// at first (a long match is the output copying a passage of its context as it is doing now; the prediction
+// is the client's claim). A prediction that is wrong where the answer copies then costs nothing, and one that
+// is right where the copy is not (an edit) one failed draft, not the several its record needs to stop paying.
+// Zeroed = initial.
+typedef struct spec_arbiter {
+    int prefer_pred;   // 1: the prediction won the last disagreement
+    int pending;       // a draft chosen over a disagreeing one awaits its verdict
+    int chose_pred;    // of that draft: which proposer it came from
+    int32_t alt_first; // the other proposer's first token
+} spec_arbiter;
+
+// The proposer for this step's draft (pred_first / ngram_first: each one's first token): 1 = prompt lookup,
+// 0 = the prediction (also when they agree: its draft may run longer). Only a disagreement is remembered
+// (pending) for spec_arbiter_observe.
+int spec_arbiter_pick(spec_arbiter *a, int32_t pred_first, int32_t ngram_first);
+// The verdict of the draft chosen by spec_arbiter_pick: n_accepted of its tokens were accepted and `actual`
+// is the output's token at its first position. If the draft's first token failed and the other proposer had
+// it right, the preference turns to the other one.
+void spec_arbiter_observe(spec_arbiter *a, int n_accepted, int32_t actual);
+
 // Counts a planned draft of d rows (src: spec_policy_k's, acc: the record it was picked with) into the step,
 // for the requests asked after it.
 void spec_step_add(spec_step *s, const spec_costs *c, const spec_accept *acc, int d, int src);

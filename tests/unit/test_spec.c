@@ -514,6 +514,27 @@ static void test_policy_prediction(void) {
     spec_pred_free(&p);
 }
 
+// The arbiter between a prediction and a long prompt-lookup match that disagree on the next token.
+static void test_arbiter(void) {
+    spec_arbiter a = {0};
+    CHECK_EQ_INT(spec_arbiter_pick(&a, 7, 7), 0); // agreeing: the prediction's draft, nothing to learn
+    CHECK_EQ_INT(a.pending, 0);
+    spec_arbiter_observe(&a, 0, 9);
+    CHECK_EQ_INT(a.prefer_pred, 0);
+    CHECK_EQ_INT(spec_arbiter_pick(&a, 7, 8), 1); // disagreeing: prompt lookup first
+    spec_arbiter_observe(&a, 3, 8);               // it was right
+    CHECK_EQ_INT(spec_arbiter_pick(&a, 7, 8), 1);
+    spec_arbiter_observe(&a, 0, 5);               // both wrong: no lesson
+    CHECK_EQ_INT(spec_arbiter_pick(&a, 7, 8), 1);
+    spec_arbiter_observe(&a, 0, 7);               // the prediction had it: it drafts the next disagreement
+    CHECK_EQ_INT(a.prefer_pred, 1);
+    CHECK_EQ_INT(spec_arbiter_pick(&a, 4, 6), 0);
+    spec_arbiter_observe(&a, 2, 4);
+    CHECK_EQ_INT(spec_arbiter_pick(&a, 4, 6), 0);
+    spec_arbiter_observe(&a, 0, 6);               // and back
+    CHECK_EQ_INT(spec_arbiter_pick(&a, 4, 6), 1);
+}
+
 int main(void) {
     test_ngram();
     test_prediction();
@@ -525,5 +546,6 @@ int main(void) {
     test_itl_room();
     test_policy_rule();
     test_policy_prediction();
+    test_arbiter();
     TEST_MAIN_END();
 }

@@ -28,7 +28,7 @@ struct model_ctx {
     float *buf[FWD_BUF_COUNT]; // (max_tokens, fwd_buf_floats) each: the activations the sequence names (fwd.h)
     // The step being run (set by model_forward_layers for the operations): its batch or sub-batch, and cache
     const model_batch *b;
-    model_kv *kv;
+    kv_store *kv;
     float *rcos;  // (max_tokens, rope_dim/2)
     float *rsin;  // (max_tokens, rope_dim/2)
     float *inv_freq; // (rope_dim/2)
@@ -190,7 +190,7 @@ static int matmul_multi(model_ctx *c, float *const *outs, const float *x, int n,
 // converted once for all of them; runs are cut smaller when there would be fewer than 3 units per thread.
 typedef struct attn_job {
     model_ctx *c;
-    const model_kv *kv;
+    const kv_store *kv;
     const model_batch *b;
     const attn_geom *geo; // the layer's: global or sliding-window
     int layer;
@@ -206,7 +206,7 @@ static void attn_run(void *arg, int ith, int nth) {
     const model_hparams *hp = &c->m->hp;
     const int n_kv = hp->n_kv_heads, hd = hp->head_dim, q_dim = hp->n_heads * hd, rep = j->geo->n_rep;
     const uint8_t *kl = j->kv->k_l[j->layer], *vl = j->kv->v_l[j->layer];
-    const int32_t *const *tables = model_kv_layer_is_swa(j->kv, j->layer) ? b->block_tables_swa : b->block_tables;
+    const int32_t *const *tables = kv_store_layer_is_swa(j->kv, j->layer) ? b->block_tables_swa : b->block_tables;
     int g = b->n_tokens * n_kv / (3 * nth), max_q = attn_max_queries(j->geo);
     g = g < 1 ? 1 : g > max_q ? max_q : g;
     // Each thread walks the units in order and runs those it claims (claims only increase): a thread that
@@ -261,7 +261,7 @@ int model_batch_check(const model_batch *b, int max_tokens, int n_vocab, int n_l
     return 0;
 }
 
-static int validate(const model_ctx *c, const model_kv *kv, const model_batch *b, tc_err *err) {
+static int validate(const model_ctx *c, const kv_store *kv, const model_batch *b, tc_err *err) {
     const model_hparams *hp = &c->m->hp;
     int rc = model_batch_check(b, c->max_tokens, hp->n_vocab, hp->n_layers, err);
     if (rc) return rc;
@@ -295,18 +295,18 @@ static void store_row(const model_ctx *c, tt_type type, void *dst, const float *
 // Rows i = t * n_kv + h, i = ith, ith + nth, ...: each writes its own cache slot, so threads never share one.
 static void store_kv_rows(const attn_job *j, int ith, int nth) {
     const model_ctx *c = j->c;
-    const model_kv *kv = j->kv;
+    const kv_store *kv = j->kv;
     const model_batch *b = j->b;
     const int layer = j->layer;
     const model_hparams *hp = &c->m->hp;
     const int hd = hp->head_dim, n_kv = hp->n_kv_heads, bs = kv->block_size;
-    const int32_t *const *tables = model_kv_layer_is_swa(kv, layer) ? b->block_tables_swa : b->block_tables;
+    const int32_t *const *tables = kv_store_layer_is_swa(kv, layer) ? b->block_tables_swa : b->block_tables;
     for (int i = ith; i < b->n_tokens * n_kv; i += nth) {
         int t = i / n_kv, h = i % n_kv;
         int blk = tables[b->seq[t]][b->pos[t] / bs], slot = b->pos[t] % bs;
-        store_row(c, kv->k_type, kv->k_l[layer] + model_kv_offset(kv, kv->k_row, blk, h, slot),
+        store_row(c, kv->k_type, kv->k_l[layer] + kv_store_offset(kv, kv->k_row, blk, h, slot),
                   j->k + ((size_t)t * n_kv + h) * hd, hd);
-        store_row(c, kv->v_type, kv->v_l[layer] + model_kv_offset(kv, kv->v_row, blk, h, slot),
+        store_row(c, kv->v_type, kv->v_l[layer] + kv_store_offset(kv, kv->v_row, blk, h, slot),
                   j->v + ((size_t)t * n_kv + h) * hd, hd);
     }
 }
@@ -522,7 +522,7 @@ int model_logits_rows(model_ctx *c, const float *normed, int n, float *logits, t
     return output_head(c, logits, normed, n, err);
 }
 
-int model_forward(model_ctx *c, model_kv *kv, const model_batch *b, float *logits, tc_err *err) {
+int model_forward(model_ctx *c, kv_store *kv, const model_batch *b, float *logits, tc_err *err) {
     return model_forward_layers(c, kv, b, c->m->hp.n_layers, logits, err);
 }
 
@@ -598,7 +598,7 @@ static int forward_resumed(model_ctx *c, const model_batch *b, int n_layers, tc_
     return run_layers(c, b, b->resume_layer, n_layers, err);
 }
 
-int model_forward_layers(model_ctx *c, model_kv *kv, const model_batch *b, int n_layers, float *logits, tc_err *err) {
+int model_forward_layers(model_ctx *c, kv_store *kv, const model_batch *b, int n_layers, float *logits, tc_err *err) {
     const model *m = c->m;
     const model_hparams *hp = &m->hp;
     if (n_layers < 1 || n_layers > hp->n_layers)

@@ -8,7 +8,7 @@
 
 #include "cli/cli.h"
 #include "backend/backend.h"
-#include "model/kv_center.h"
+#include "model/key_center.h"
 #include "model/model.h"
 
 int cli_logits(int argc, char **argv) {

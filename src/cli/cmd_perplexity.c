@@ -18,8 +18,8 @@
 
 #include "cli/cli.h"
 #include "cli/ppl.h"
+#include "model/key_center.h"
 #include "model/model.h"
-#include "model/kv_center.h"
 #include "tokenizer/tokenizer.h"
 
 typedef struct ppl_opts {

@@ -46,9 +46,9 @@ struct model_ctx {
     // q4_0 cache rows: least-squares block scales (tt_q4_0_from_float_mse), or the reference quantizer when
     // TACHYON_KV_QUANT=ref (the A/B switch).
     int kv_mse;
-    // K centering (kv_center.c): the negated mean key, set per forward when the K cache is quantized.
+    // K centering (key_center.c): the negated mean key, set per forward when the K cache is quantized.
     const float *center_k;
-    // and the per-channel balance (kv_center.h): keys times k_scale (n_layers, kv_dim), queries times q_scale
+    // and the per-channel balance (key_center.h): keys times k_scale (n_layers, kv_dim), queries times q_scale
     // (n_layers, q_dim), or NULL
     const float *k_scale, *q_scale;
     // Calibration capture (model_ctx_capture_k): sums (n_layers, kv_dim) of post-RoPE keys, or NULL; and sums
@@ -414,7 +414,7 @@ static int cpu_rope(void *be, fwd_buf qb, fwd_buf kb, int n, int layer) {
 }
 
 // What a quantized cache asks of the rows before they are stored: calibration capture, K centering and
-// balance, Hadamard rotation (kv_center.h, ops.h). Each row's values go through the same steps in the same
+// balance, Hadamard rotation (key_center.h, ops.h). Each row's values go through the same steps in the same
 // order whatever the batch.
 static void cache_transforms(model_ctx *c, float *qb, float *kb, float *vb, int n, int l) {
     const model_hparams *hp = &c->m->hp;
@@ -429,7 +429,7 @@ static void cache_transforms(model_ctx *c, float *qb, float *kb, float *vb, int 
             if (l == 0) ++*c->cap_n;
         }
         // A constant vector subtracted from every key shifts each query's scores by one constant: softmax,
-        // hence attention, is unchanged, and the quantized rows lose their shared offset (kv_center.h).
+        // hence attention, is unchanged, and the quantized rows lose their shared offset (key_center.h).
         if (c->center_k) ops_add(k, c->center_k + (size_t)l * kv_dim, kv_dim);
         if (c->k_scale) { // q'·k' = (q / s)·(k · s) = q·k, channel by channel
             const float *ks = c->k_scale + (size_t)l * kv_dim, *qs = c->q_scale + (size_t)l * q_dim;
@@ -616,7 +616,7 @@ int model_forward_layers(model_ctx *c, kv_store *kv, const model_batch *b, int n
     const int qk = kv->k_type != TT_F16 && kv->k_type != TT_F32, qv = kv->v_type != TT_F16 && kv->v_type != TT_F32;
     c->rot_k = c->rot_block && qk;
     c->rot_v = c->rot_block && qv;
-    // K centering and balance (kv_center.h): likewise only for a quantized K cache
+    // K centering and balance (key_center.h): likewise only for a quantized K cache
     c->center_k = qk ? m->k_center_neg : NULL;
     c->k_scale = qk ? m->k_scale : NULL;
     c->q_scale = qk ? m->q_scale : NULL;

@@ -25,7 +25,7 @@ struct model {
     model_weight output_norm; // (dim) F32
     model_weight *layers;     // (n_layers, ROLE_COUNT)
     const float *rope_freqs;  // (rope_dim/2) divisors of each rotation frequency (Llama 3.1 rope), or NULL
-    // K centering of a quantized K cache (kv_center.c): minus each layer's mean key, (n_layers, kv_dim), or NULL
+    // K centering of a quantized K cache (key_center.c): minus each layer's mean key, (n_layers, kv_dim), or NULL
     float *k_center_neg;
     // ...and its per-channel balance: keys times k_scale (n_layers, kv_dim), queries times q_scale (n_layers,
     // q_dim) = 1 / their kv head's k_scale; NULL when off. Same allocation as k_center_neg.
@@ -33,7 +33,7 @@ struct model {
     int k_center_tried; // model_kv_center_init ran (whatever its outcome)
 };
 
-// Calibration hook (kv_center.c): while set, every forward of c adds each layer's post-RoPE keys of
+// Calibration hook (key_center.c): while set, every forward of c adds each layer's post-RoPE keys of
 // positions >= skip_pos into sums (n_layers, kv_dim), their squares into k_sq, the squares of the post-RoPE
 // queries into q_sq (n_layers, q_dim), and counts the positions in *n. NULL sums: off.
 void model_ctx_capture_k(model_ctx *c, double *sums, double *k_sq, double *q_sq, long *n, int skip_pos);

@@ -1,4 +1,4 @@
-"""K centering and balancing of a quantized K cache (issue 12, src/model/kv_center.h), through `tachyon
+"""K centering and balancing of a quantized K cache (issue 12, src/model/key_center.h), through `tachyon
 perplexity --kl-base` on SmolLM2: keys written to a q8_0/q4_0 cache have the model's per-layer mean key
 (calibrated at load on a built-in text) subtracted, then keys and queries are scaled channel by channel by s
 and 1/s. Attention is mathematically unchanged (each query's scores move by one constant; q/s · k·s = q·k),

@@ -1,4 +1,5 @@
-// K centering and balancing for a quantized K cache.
+// K centering and balancing for a quantized K cache: a property of the model, calibrated by running the model
+// itself (its forward pass over a built-in text), so it lives here and not in src/kv/, which never calls the model.
 //
 // Keys share a large common offset (a per-channel mean: 50-85% of a key's energy in SmolLM2), which sets the
 // scale of every q4_0/q8_0 block and so costs most of the 4 bits. Subtracting ONE fixed vector m from every
@@ -20,8 +21,8 @@
 // row, add it to the output): tried, and it made a q4_0 V cache worse (SmolLM2 V-only KL 0.0065 -> 0.0096),
 // probably because the attention-sink rows, which take much of the weight, hold small values that centering
 // makes large (not checked further).
-#ifndef TACHYON_KV_CENTER_H
-#define TACHYON_KV_CENTER_H
+#ifndef TACHYON_MODEL_KEY_CENTER_H
+#define TACHYON_MODEL_KEY_CENTER_H
 
 #include "common/err.h"
 #include "model/model.h"

@@ -1,5 +1,5 @@
-// K centering for a quantized K cache (see kv_center.h).
-#include "model/kv_center.h"
+// K centering for a quantized K cache (see key_center.h).
+#include "model/key_center.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -9,7 +9,7 @@
 // for every request (prefix caching shares blocks across requests), so it is a property of the model: the
 // mean post-RoPE key of each layer over a fixed built-in English calibration text (about 520 tokens,
 // positions >= 4 so that attention-sink tokens do not skew it), computed once at load when a quantized K
-// cache is asked for. A cache of f16 keys is never centered (bit-identical to before).
+// cache is asked for. A cache of f16 keys is never centered (bit-identical to an uncentered run).
 // Then the channels are balanced (as SmoothQuant does for weights and activations): after centering, channel
 // i of every key is multiplied by s_i and channel i of every query of that kv head by 1/s_i, so q'·k' = q·k
 // exactly, with s_i = (rms query_i / rms centered key_i)^0.3 from the same calibration run: loud key channels

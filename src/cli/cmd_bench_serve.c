@@ -356,9 +356,9 @@ int cli_bench_serve(int argc, char **argv) {
     for (size_t i = 0; i < n_res; i++) {
         res[i].sum.max_inflight = res[i].run.max_inflight;
         if ((rc = lg_summarize(&res[i].sum, res[i].run.recs, res[i].run.n, res[i].run.duration,
-                                  o.has_slo ? &o.slo : NULL, &err)) ||
+                               o.has_slo ? &o.slo : NULL, &err)) ||
             (rc = lg_classes_compute(&res[i].cls, res[i].run.recs, res[i].run.n, res[i].run.duration,
-                                        o.has_slo ? &o.slo : NULL, &err)))
+                                     o.has_slo ? &o.slo : NULL, &err)))
             goto out;
         completed += res[i].sum.completed;
         if (tn) res[i].tenants_json = lg_tenant_json(tn, res[i].run.recs, res[i].run.n, res[i].run.duration);
@@ -373,10 +373,10 @@ int cli_bench_serve(int argc, char **argv) {
         }
         for (int k = 0; tn && k < n_servers; k++)
             lg_tenant_print(stdout, tn, res[p * n_servers + k].run.recs, res[p * n_servers + k].run.n,
-                               res[p * n_servers + k].run.duration);
+                            res[p * n_servers + k].run.duration);
         for (int k = 0; k < n_servers; k++) // several models or a router: which model answered (lg_model.c)
             lg_model_print(stdout, res[p * n_servers + k].run.recs, res[p * n_servers + k].run.n,
-                              res[p * n_servers + k].run.duration);
+                           res[p * n_servers + k].run.duration);
     }
     if (o.json_path) {
         json_t *cfg = config_json(&o, argc, argv);

@@ -52,7 +52,7 @@ static int in_class(const lg_record *r, int k, const int *prios, int np) {
 }
 
 int lg_classes_compute(lg_classes *out, const lg_record *recs, size_t n, double duration,
-                          const lg_slo *slo, tc_err *err) {
+                       const lg_slo *slo, tc_err *err) {
     memset(out, 0, sizeof *out);
     int prios[LG_MAX_PRIO], np = 0, has_len = 0;
     for (size_t i = 0; i < n; i++) {

@@ -33,7 +33,7 @@ typedef struct lg_class_sum {
     size_t completed, failed; // failed includes requests the server refused (503 from SLO admission)
     size_t good;              // completed and meeting every SLO that is set
     double goodput;           // good / duration, req/s (0 when no SLO is set)
-    lg_dist ttft;          // over completed requests, ms
+    lg_dist ttft;             // over completed requests, ms
 } lg_class_sum;
 
 typedef struct lg_classes {
@@ -43,6 +43,6 @@ typedef struct lg_classes {
 
 // Per-class summary of n records (warmup records skipped); no classes when the records carry none.
 int lg_classes_compute(lg_classes *out, const lg_record *recs, size_t n, double duration,
-                          const lg_slo *slo, tc_err *err);
+                       const lg_slo *slo, tc_err *err);
 
 #endif

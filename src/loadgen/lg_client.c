@@ -351,7 +351,7 @@ static int grow_done(runner *rn, int64_t idx) {
 }
 
 int lg_run_exec(lg_run *out, const lg_target *t, const lg_run_cfg *cfg, lg_workload *wl,
-                   tc_err *err) {
+                tc_err *err) {
     memset(out, 0, sizeof *out);
     if (cfg->num_requests < 0 && !(cfg->duration > 0))
         return tc_err_set(err, TC_ERR_INVALID, "give --num-requests or --duration");

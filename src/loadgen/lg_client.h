@@ -21,7 +21,7 @@ typedef struct lg_target {
     const char *api_key; // sent as "Authorization: Bearer KEY" when non-NULL, borrowed
     const struct lg_tenants *tenants; // (optional) borrowed: several keys, one per request (lg_tenant.h)
     int chat;            // 1: POST /v1/chat/completions; 0: POST /v1/completions
-    lg_pool *pool;    // optional, borrowed: connection cache shared by every run against this target
+    lg_pool *pool;       // optional, borrowed: connection cache shared by every run against this target
 } lg_target;
 
 typedef struct lg_run_cfg {
@@ -49,7 +49,7 @@ typedef struct lg_run {
 // Runs one benchmark against t. Per-request failures are recorded (never returned); the return value is
 // non-zero only when the run itself cannot proceed (out of memory, libcurl setup failed).
 int lg_run_exec(lg_run *out, const lg_target *t, const lg_run_cfg *cfg, lg_workload *wl,
-                   tc_err *err);
+                tc_err *err);
 void lg_run_free(lg_run *r);
 
 #endif

@@ -213,7 +213,7 @@ static int class_sweep_charts(FILE *f, const lg_result *res, size_t n, int sweep
 }
 
 int lg_write_html(const char *path, const char *title, const lg_result *res, size_t n, int sweep,
-                     tc_err *err) {
+                  tc_err *err) {
     FILE *f = fopen(path, "w");
     if (!f) return tc_err_set(err, TC_ERR_IO, "cannot write '%s'", path);
     fputs("<!doctype html><html><head><meta charset='utf-8'><title>", f);

@@ -33,6 +33,6 @@ int lg_write_json(const char *path, void *config_json, const lg_result *res, siz
 // against output throughput; with per-class results, goodput and p99 TTFT per class against the sweep value
 // (sweep == 2: an overload sweep, x = offered load as a multiple of the measured capacity).
 int lg_write_html(const char *path, const char *title, const lg_result *res, size_t n, int sweep,
-                     tc_err *err);
+                  tc_err *err);
 
 #endif

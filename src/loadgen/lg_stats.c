@@ -90,7 +90,7 @@ int lg_slo_met(const lg_record *r, const lg_slo *slo) {
 }
 
 int lg_summarize(lg_summary *out, const lg_record *recs, size_t n, double duration,
-                    const lg_slo *slo, tc_err *err) {
+                 const lg_slo *slo, tc_err *err) {
     int max_inflight = out->max_inflight;
     memset(out, 0, sizeof *out);
     out->max_inflight = max_inflight;

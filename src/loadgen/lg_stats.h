@@ -83,7 +83,7 @@ int lg_dist_compute(lg_dist *out, const double *seconds, size_t n);
 int lg_slo_met(const lg_record *r, const lg_slo *slo);
 // Summarises n records (warmup records, index < 0, are skipped). slo may be NULL.
 int lg_summarize(lg_summary *out, const lg_record *recs, size_t n, double duration,
-                    const lg_slo *slo, tc_err *err);
+                 const lg_slo *slo, tc_err *err);
 // Parses "ttft=MS,tpot=MS,e2e=MS" (any subset). Returns 0 or TC_ERR_INVALID.
 int lg_slo_parse(lg_slo *out, const char *s, tc_err *err);
 

@@ -40,7 +40,7 @@ typedef struct lg_wl_cfg {
     // scheduling workloads (lg_class.h)
     int64_t long_len;                  // mixed-length: tokens of a long prompt
     double long_frac;                  // mixed-length: fraction of long prompts (each request drawn at random)
-    const struct lg_prio_mix *prio; // NULL: no priority field; else each request draws one (borrowed)
+    const struct lg_prio_mix *prio;    // NULL: no priority field; else each request draws one (borrowed)
     const char *prio_field;            // the request field carrying it ("priority")
     double ttft_slo_ms;                // > 0: sent with every request as ttft_field
     const char *ttft_field;            // ("ttft_slo_ms")

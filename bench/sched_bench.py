@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Scheduling benchmarks of issue 13 (and the tenant flood of issue 14) on SmolLM2, one script.
+"""Scheduling benchmarks on SmolLM2, one script: overload, mixed lengths, priorities and a tenant flood.
 
   overload  Poisson arrivals at 1x, 2x, 5x the measured capacity, TTFT SLO 1 s sent per request:
             goodput and late accepted requests (TTFT > 1.2 s) of --sched slo vs fifo.

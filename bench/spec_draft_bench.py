@@ -5,7 +5,7 @@ noise hits every mode alike. Decode rate = (completion tokens - 1) / (last token
 
 usage: [MODES=off,draft,auto,self] TACHYON_BIN=build/tachyon .venv/bin/python bench/spec_draft_bench.py [ROUNDS] [MAX_TOKENS]
        TARGET=F16.gguf DRAFT=Q4_0.gguf ... : another target and a real (cheaper) draft: modes off, draft, auto + draft
-       (the issue's measurement: an F16 target and a Q4_0 draft made with `tachyon quantize`)"""
+       (e.g. an F16 target and a Q4_0 draft made from it with `tachyon quantize`)"""
 import json
 import os
 import statistics

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Two-tenant flood (issue 14): tenant B's TTFT alone vs while tenant A floods, with fair share (A and B are
+# Two-tenant flood: tenant B's TTFT alone vs while tenant A floods, with fair share (A and B are
 # different tenants in the key file) and without (both keys in one tenant: plain FIFO admission).
 # SmolLM2-135M Q4_1, --max-seqs 4. B: 12 requests at 0.5 req/s, 64 prompt / 16 output tokens.
 # A: 24 requests at once, 64 / 64. Rounds interleave solo, fair, fifo. Usage: bench/tenant_flood.sh [ROUNDS]

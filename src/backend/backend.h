@@ -1,10 +1,11 @@
 // The backend boundary of the forward pass: a model's weights on one device, a paged KV pool in that device's
 // memory, per-runner scratch, and the ragged-batch forward (model.h's contract: model_batch in, logits of the
 // requested rows out). Inside a step, every backend runs the same layer sequence (model/fwd.h: the
-// architecture's builder) with operations of its own: the CPU backend is src/model/ (model_ctx, model_kv,
-// model_forward, whose operations are forward.c's) behind this vtable; the CUDA backend (src/cuda/, built when
-// nvcc is found) implements the same slots with the tcu_fwd_* operations. Callers (the engine, the CLI's
-// generation session) hold backend handles and never see which device runs the step.
+// architecture's builder) with operations of its own: the CPU backend is src/model/ (model_ctx and
+// model_forward, whose operations are forward.c's, over kv/kv_store.h's storage) behind this vtable; the CUDA
+// backend (src/cuda/, built when nvcc is found) implements the same slots with the tcu_fwd_* operations.
+// Callers (the engine, the CLI's generation session) hold backend handles and never see which device runs the
+// step.
 #ifndef TACHYON_BACKEND_BACKEND_H
 #define TACHYON_BACKEND_BACKEND_H
 
@@ -30,7 +31,7 @@ typedef struct backend_ops {
     void (*weights_free)(void *w);
     // Bytes a KV pool may take when the user gave no --kv-mem: a quarter of the device's free memory.
     size_t (*kv_mem_default)(void *w);
-    // A paged KV pool (model.h: model_kv_new_swa's arguments and block layout).
+    // A paged KV pool (model.h: model_kv_new_swa's arguments; kv/kv_store.h: the block layout).
     int (*kv_new)(void *w, int n_blocks, int n_blocks_swa, int block_size, tt_type k_type, tt_type v_type,
                   void **kv, tc_err *err);
     void (*kv_free)(void *kv);

@@ -19,12 +19,12 @@ static size_t cpu_kv_mem_default(void *w) {
 
 static int cpu_kv_new(void *w, int n_blocks, int n_blocks_swa, int block_size, tt_type k_type, tt_type v_type,
                       void **kv, tc_err *err) {
-    return model_kv_new_swa(w, n_blocks, n_blocks_swa, block_size, k_type, v_type, (model_kv **)kv, err);
+    return model_kv_new_swa(w, n_blocks, n_blocks_swa, block_size, k_type, v_type, (kv_store **)kv, err);
 }
 
-static void cpu_kv_free(void *kv) { model_kv_free(kv); }
+static void cpu_kv_free(void *kv) { kv_store_free(kv); }
 
-static void cpu_kv_copy_block(void *kv, int src, int dst) { model_kv_copy_block(kv, src, dst); }
+static void cpu_kv_copy_block(void *kv, int src, int dst) { kv_store_copy_block(kv, src, dst); }
 
 static int cpu_ctx_new(void *w, int max_batch_tokens, int n_threads, void **ctx, tc_err *err) {
     return model_ctx_new(w, max_batch_tokens, n_threads, (model_ctx **)ctx, err);

@@ -38,7 +38,7 @@ int cli_kv_type(const char *cmd, const char *flag, const char *s, tt_type *k, tt
 // (no Hadamard rotation of a quantized KV cache, for A/B); "auto" leaves the environment alone. -1 on a bad value.
 int cli_kv_rotate(const char *cmd, const char *s);
 // --kv-center auto|off: "off" sets TACHYON_KV_CENTER=0 (keys of a quantized K cache stored without subtracting
-// the model's mean key, kv_center.h, for A/B); "auto" leaves the environment alone. -1 on a bad value.
+// the model's mean key, key_center.h, for A/B); "auto" leaves the environment alone. -1 on a bad value.
 int cli_kv_center(const char *cmd, const char *s);
 // --device cpu|cuda: parses s into *out; otherwise prints "tachyon CMD: --device expects cpu or cuda, got 's'"
 // and returns -1. (Whether the device is usable is known only when the backend opens: backend_new.)

@@ -25,7 +25,7 @@ int cli_num(const char *cmd, const char *flag, const char *s, double lo, double 
 int cli_kv_type(const char *cmd, const char *flag, const char *s, tt_type *k, tt_type *v) {
     tt_type t;
     tc_err err = {0};
-    if (model_kv_type_parse(s, &t, &err)) {
+    if (kv_type_parse(s, &t, &err)) {
         fprintf(stderr, "tachyon %s: %s expects f16, q8_0 or q4_0, got '%s'\n", cmd, flag, s);
         return -1;
     }

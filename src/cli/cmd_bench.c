@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/bench_spec.h"
+#include "cli/cmd_bench_spec.h"
 #include "cli/cli.h"
 #include "cli/cli_engine.h"
 #include "common/timeutil.h"

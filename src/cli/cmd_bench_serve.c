@@ -8,12 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/bench_class.h"
-#include "bench/bench_client.h"
-#include "bench/bench_report.h"
-#include "bench/bench_model.h"
-#include "bench/bench_tenant.h"
-#include "bench/bench_workload.h"
+#include "loadgen/lg_class.h"
+#include "loadgen/lg_client.h"
+#include "loadgen/lg_report.h"
+#include "loadgen/lg_model.h"
+#include "loadgen/lg_tenant.h"
+#include "loadgen/lg_workload.h"
 #include "cli/cli.h"
 
 #define MAX_POINTS 32
@@ -22,16 +22,16 @@ typedef struct opts {
     const char *url, *url2, *api_key, *model, *json_path, *html_path, *sweep;
     int chat, ignore_eos_set, ignore_eos, rounds, quiet;
     int64_t warmup;
-    bench_wl_cfg wl;
-    bench_run_cfg run;
-    bench_slo slo;
+    lg_wl_cfg wl;
+    lg_run_cfg run;
+    lg_slo slo;
     int has_slo;
     // scheduling workloads: classes, per-request fields, the overload sweep
-    bench_prio_mix prio;
+    lg_prio_mix prio;
     const char *prio_mix; // as given, for the JSON config
     int input_len_set;
     double capacity;      // req/s for --sweep overload=...; 0 = measure it first
-    bench_tenants tenants; // --tenant KEY[:WEIGHT] (repeated)
+    lg_tenants tenants; // --tenant KEY[:WEIGHT] (repeated)
 } opts;
 
 static void usage(FILE *f) {
@@ -89,10 +89,10 @@ static int parse(opts *o, int argc, char **argv) {
     o->chat = 1;
     o->rounds = 2;
     o->api_key = getenv("OPENAI_API_KEY");
-    o->wl = (bench_wl_cfg){.kind = BENCH_DS_RANDOM, .input_len = 256, .output_len = 128, .prefix_len = 512,
+    o->wl = (lg_wl_cfg){.kind = LG_DS_RANDOM, .input_len = 256, .output_len = 128, .prefix_len = 512,
                            .num_groups = 4, .turns = 4, .long_len = 4000, .long_frac = 0.1,
                            .prio_field = "priority", .ttft_field = "ttft_slo_ms"};
-    o->run = (bench_run_cfg){.rate = INFINITY, .burstiness = 1, .num_requests = -1, .timeout = 600};
+    o->run = (lg_run_cfg){.rate = INFINITY, .burstiness = 1, .num_requests = -1, .timeout = 600};
     double v;
     int c;
     tc_err err = {0};
@@ -115,12 +115,12 @@ static int parse(opts *o, int argc, char **argv) {
         case O_CONC: if (num("--max-concurrency", optarg, 0, &v) || !isfinite(v)) return -1; o->run.max_concurrency = (int)v; break;
         case O_WARM: if (num("--warmup", optarg, 0, &v) || !isfinite(v)) return -1; o->warmup = (int64_t)v; break;
         case O_SEED: if (num("--seed", optarg, 0, &v) || !isfinite(v)) return -1; o->run.seed = (uint64_t)v; break;
-        case O_DS: if (bench_ds_parse(optarg, &o->wl.kind, &o->wl.path, &err)) return fprintf(stderr, "bench-serve: %s\n", err.msg), -1; break;
+        case O_DS: if (lg_ds_parse(optarg, &o->wl.kind, &o->wl.path, &err)) return fprintf(stderr, "bench-serve: %s\n", err.msg), -1; break;
         case O_IN: if (num("--input-len", optarg, 1, &v) || !isfinite(v)) return -1; o->wl.input_len = (int64_t)v; o->input_len_set = 1; break;
         case O_LONGLEN: if (num("--long-len", optarg, 1, &v) || !isfinite(v)) return -1; o->wl.long_len = (int64_t)v; break;
         case O_LONGFRAC: if (num("--long-frac", optarg, 0, &o->wl.long_frac) || o->wl.long_frac > 1) return -1; break;
         case O_PMIX:
-            if (bench_prio_mix_parse(&o->prio, optarg, &err)) return fprintf(stderr, "bench-serve: %s\n", err.msg), -1;
+            if (lg_prio_mix_parse(&o->prio, optarg, &err)) return fprintf(stderr, "bench-serve: %s\n", err.msg), -1;
             o->prio_mix = optarg;
             o->wl.prio = &o->prio;
             break;
@@ -140,7 +140,7 @@ static int parse(opts *o, int argc, char **argv) {
         case O_IEOS: o->ignore_eos_set = 1, o->ignore_eos = 1; break;
         case O_NOIEOS: o->ignore_eos_set = 1, o->ignore_eos = 0; break;
         case O_SLO:
-            if (bench_slo_parse(&o->slo, optarg, &err)) return fprintf(stderr, "bench-serve: %s\n", err.msg), -1;
+            if (lg_slo_parse(&o->slo, optarg, &err)) return fprintf(stderr, "bench-serve: %s\n", err.msg), -1;
             o->has_slo = 1;
             break;
         case O_JSON: o->json_path = optarg; break;
@@ -150,7 +150,7 @@ static int parse(opts *o, int argc, char **argv) {
         case O_ROUNDS: if (num("--compare-rounds", optarg, 1, &v) || !isfinite(v)) return -1; o->rounds = (int)v; break;
         case O_QUIET: o->quiet = 1; break;
         case O_TENANT:
-            if (bench_tenant_add(&o->tenants, optarg, &err)) return fprintf(stderr, "bench-serve: %s\n", err.msg), -1;
+            if (lg_tenant_add(&o->tenants, optarg, &err)) return fprintf(stderr, "bench-serve: %s\n", err.msg), -1;
             break;
         case O_HELP: case 'h': usage(stdout); return 1;
         default: usage(stderr); return -1;
@@ -160,13 +160,13 @@ static int parse(opts *o, int argc, char **argv) {
     if (!o->url) return fprintf(stderr, "bench-serve: --url is required\n"), usage(stderr), -1;
     if (o->run.num_requests < 0 && !(o->run.duration > 0)) o->run.num_requests = 100;
     if (o->run.only_prio_set && !o->wl.prio) return fprintf(stderr, "bench-serve: --only-priority needs --priority-mix\n"), -1;
-    if (o->wl.kind == BENCH_DS_MIXED_LENGTH && !o->input_len_set) o->wl.input_len = 100;
+    if (o->wl.kind == LG_DS_MIXED_LENGTH && !o->input_len_set) o->wl.input_len = 100;
     if (o->wl.ttft_slo_ms > 0 && !(o->slo.ttft_ms > 0)) o->slo.ttft_ms = o->wl.ttft_slo_ms, o->has_slo = 1;
     // Copying workloads end where the copy ends: their natural length is part of what they measure.
     if (!o->ignore_eos_set)
-        o->ignore_eos = o->wl.kind != BENCH_DS_JSONL && o->wl.kind != BENCH_DS_REPETITIVE &&
-                        o->wl.kind != BENCH_DS_CODE_EDIT && o->wl.kind != BENCH_DS_CODE_EDIT_PRED &&
-                        o->wl.kind != BENCH_DS_QUOTE && o->wl.kind != BENCH_DS_CREATIVE;
+        o->ignore_eos = o->wl.kind != LG_DS_JSONL && o->wl.kind != LG_DS_REPETITIVE &&
+                        o->wl.kind != LG_DS_CODE_EDIT && o->wl.kind != LG_DS_CODE_EDIT_PRED &&
+                        o->wl.kind != LG_DS_QUOTE && o->wl.kind != LG_DS_CREATIVE;
     o->wl.ignore_eos = o->ignore_eos;
     o->wl.chat = o->chat;
     o->wl.model = o->model ? o->model : "default";
@@ -200,10 +200,10 @@ bad:
 }
 
 // Moves the records of src onto the end of dst (src is left empty).
-static int append_run(bench_run *dst, bench_run *src) {
+static int append_run(lg_run *dst, lg_run *src) {
     if (dst->n + src->n > dst->cap) {
         size_t cap = dst->n + src->n + 16;
-        bench_record *p = realloc(dst->recs, cap * sizeof *p);
+        lg_record *p = realloc(dst->recs, cap * sizeof *p);
         if (!p) return TC_ERR_NOMEM;
         dst->recs = p;
         dst->cap = cap;
@@ -218,25 +218,25 @@ static int append_run(bench_run *dst, bench_run *src) {
     return 0;
 }
 
-static int warmup(const opts *o, const bench_target *t, tc_err *err) {
+static int warmup(const opts *o, const lg_target *t, tc_err *err) {
     if (o->warmup <= 0) return 0;
-    bench_wl_cfg wc = o->wl;
+    lg_wl_cfg wc = o->wl;
     wc.seed = o->run.seed ^ 0x5741524D55500000ull; // a workload disjoint from the measured one
-    bench_workload *wl = NULL;
-    int rc = bench_workload_init(&wl, &wc, err);
+    lg_workload *wl = NULL;
+    int rc = lg_workload_init(&wl, &wc, err);
     if (rc) return rc;
-    bench_run_cfg rc_cfg = o->run;
+    lg_run_cfg rc_cfg = o->run;
     rc_cfg.num_requests = o->warmup, rc_cfg.duration = 0, rc_cfg.rate = INFINITY, rc_cfg.warmup = 1, rc_cfg.quiet = 1;
     rc_cfg.only_prio_set = 0;
-    bench_run r;
-    rc = bench_run_exec(&r, t, &rc_cfg, wl, err);
+    lg_run r;
+    rc = lg_run_exec(&r, t, &rc_cfg, wl, err);
     if (!rc) {
         size_t failed = 0;
         for (size_t i = 0; i < r.n; i++) failed += !r.recs[i].ok;
         if (!o->quiet) fprintf(stderr, "warmup against %s: %zu requests, %zu failed\n", t->url, r.n, failed);
     }
-    bench_run_free(&r);
-    bench_workload_free(wl);
+    lg_run_free(&r);
+    lg_workload_free(wl);
     return rc;
 }
 
@@ -247,13 +247,13 @@ static uint64_t round_seed(const opts *o, int idx) { return o->wl.seed + (uint64
 
 // The overload sweep's reference: completed requests per second of the workload sent all at once (within
 // --max-concurrency), against the first server. Not part of the results.
-static int measure_capacity(opts *o, const bench_target *t, bench_workload *wl, tc_err *err) {
+static int measure_capacity(opts *o, const lg_target *t, lg_workload *wl, tc_err *err) {
     if (o->capacity > 0) return 0;
-    bench_run_cfg cfg = o->run;
+    lg_run_cfg cfg = o->run;
     cfg.rate = INFINITY, cfg.quiet = 1;
-    bench_workload_reseed(wl, round_seed(o, -1));
-    bench_run r;
-    int rc = bench_run_exec(&r, t, &cfg, wl, err);
+    lg_workload_reseed(wl, round_seed(o, -1));
+    lg_run r;
+    int rc = lg_run_exec(&r, t, &cfg, wl, err);
     if (rc) return rc;
     size_t ok = 0;
     const char *why = NULL;
@@ -263,7 +263,7 @@ static int measure_capacity(opts *o, const bench_target *t, bench_workload *wl, 
     }
     if (ok && r.duration > 0) o->capacity = (double)ok / r.duration;
     if (!(o->capacity > 0)) rc = tc_err_set(err, TC_ERR_IO, "capacity run: every request failed (%.300s)", why ? why : "?");
-    bench_run_free(&r);
+    lg_run_free(&r);
     if (rc) return rc;
     if (!o->quiet) fprintf(stderr, "measured capacity: %.3f req/s (%zu requests at once)\n", o->capacity, ok);
     return 0;
@@ -285,7 +285,7 @@ static json_t *config_json(const opts *o, int argc, char **argv) {
     if (o->capacity > 0) json_object_set_new(c, "capacity_rps", json_real(o->capacity));
     if (o->prio_mix) json_object_set_new(c, "priority_mix", json_string(o->prio_mix));
     if (o->wl.ttft_slo_ms > 0) json_object_set_new(c, "ttft_slo_ms", json_real(o->wl.ttft_slo_ms));
-    if (o->wl.kind == BENCH_DS_MIXED_LENGTH)
+    if (o->wl.kind == LG_DS_MIXED_LENGTH)
         json_object_set_new(c, "mixed_length", json_pack("{s:I, s:I, s:f}", "short_len", (json_int_t)o->wl.input_len,
                                                          "long_len", (json_int_t)o->wl.long_len, "long_frac",
                                                          o->wl.long_frac));
@@ -303,23 +303,23 @@ int cli_bench_serve(int argc, char **argv) {
     int n_points = 1, is_rate = 1, sweeping = o.sweep != NULL;
     if (sweeping && parse_sweep(o.sweep, &is_rate, vals, &n_points)) return 2;
     int n_servers = o.url2 ? 2 : 1;
-    const bench_tenants *tn = o.tenants.n ? &o.tenants : NULL;
-    bench_target tg[2] = {{.url = o.url, .api_key = o.api_key, .chat = o.chat, .tenants = tn},
+    const lg_tenants *tn = o.tenants.n ? &o.tenants : NULL;
+    lg_target tg[2] = {{.url = o.url, .api_key = o.api_key, .chat = o.chat, .tenants = tn},
                           {.url = o.url2, .api_key = o.api_key, .chat = o.chat, .tenants = tn}};
-    bench_result *res = calloc((size_t)(n_points * n_servers), sizeof *res);
-    bench_workload *wl = NULL;
+    lg_result *res = calloc((size_t)(n_points * n_servers), sizeof *res);
+    lg_workload *wl = NULL;
     tc_err err = {0};
     int rc = 0, status = 0;
     if (!res) return fprintf(stderr, "bench-serve: out of memory\n"), 1;
     curl_global_init(CURL_GLOBAL_DEFAULT);
-    if ((rc = bench_workload_init(&wl, &o.wl, &err))) goto out;
+    if ((rc = lg_workload_init(&wl, &o.wl, &err))) goto out;
     for (int s = 0; s < n_servers; s++)
-        if ((rc = bench_pool_init(&tg[s].pool, &err))) goto out;
+        if ((rc = lg_pool_init(&tg[s].pool, &err))) goto out;
     for (int s = 0; s < n_servers; s++)
         if ((rc = warmup(&o, &tg[s], &err))) goto out;
     if (sweeping && is_rate == 2 && (rc = measure_capacity(&o, &tg[0], wl, &err))) goto out;
     for (int p = 0; p < n_points; p++) {
-        bench_run_cfg cfg = o.run;
+        lg_run_cfg cfg = o.run;
         char label[64] = "";
         if (sweeping) {
             if (is_rate == 2) cfg.rate = vals[p] * o.capacity; // Poisson unless --burstiness says otherwise
@@ -334,7 +334,7 @@ int cli_bench_serve(int argc, char **argv) {
         for (int r = 0; r < rounds; r++)
             for (int k = 0; k < n_servers; k++) {
                 int s = (r % 2 == 0) ? k : n_servers - 1 - k;
-                bench_result *br = &res[p * n_servers + s];
+                lg_result *br = &res[p * n_servers + s];
                 snprintf(br->label, sizeof br->label, "%s", label);
                 snprintf(br->server, sizeof br->server, "%s", n_servers == 2 ? (s == 0 ? "A" : "B") : "");
                 br->url = tg[s].url;
@@ -342,11 +342,11 @@ int cli_bench_serve(int argc, char **argv) {
                 if (!o.quiet)
                     fprintf(stderr, "running %s%s%s against %s (round %d/%d)\n", label[0] ? label : "benchmark",
                             br->server[0] ? " server " : "", br->server, tg[s].url, r + 1, rounds);
-                bench_workload_reseed(wl, round_seed(&o, p * rounds + r));
-                bench_run one;
-                if ((rc = bench_run_exec(&one, &tg[s], &cfg, wl, &err))) goto out;
+                lg_workload_reseed(wl, round_seed(&o, p * rounds + r));
+                lg_run one;
+                if ((rc = lg_run_exec(&one, &tg[s], &cfg, wl, &err))) goto out;
                 if ((rc = append_run(&br->run, &one))) {
-                    bench_run_free(&one);
+                    lg_run_free(&one);
                     tc_err_set(&err, rc, "out of memory");
                     goto out;
                 }
@@ -355,36 +355,36 @@ int cli_bench_serve(int argc, char **argv) {
     size_t n_res = (size_t)(n_points * n_servers), completed = 0;
     for (size_t i = 0; i < n_res; i++) {
         res[i].sum.max_inflight = res[i].run.max_inflight;
-        if ((rc = bench_summarize(&res[i].sum, res[i].run.recs, res[i].run.n, res[i].run.duration,
-                                  o.has_slo ? &o.slo : NULL, &err)) ||
-            (rc = bench_classes_compute(&res[i].cls, res[i].run.recs, res[i].run.n, res[i].run.duration,
-                                        o.has_slo ? &o.slo : NULL, &err)))
+        if ((rc = lg_summarize(&res[i].sum, res[i].run.recs, res[i].run.n, res[i].run.duration,
+                               o.has_slo ? &o.slo : NULL, &err)) ||
+            (rc = lg_classes_compute(&res[i].cls, res[i].run.recs, res[i].run.n, res[i].run.duration,
+                                     o.has_slo ? &o.slo : NULL, &err)))
             goto out;
         completed += res[i].sum.completed;
-        if (tn) res[i].tenants_json = bench_tenant_json(tn, res[i].run.recs, res[i].run.n, res[i].run.duration);
+        if (tn) res[i].tenants_json = lg_tenant_json(tn, res[i].run.recs, res[i].run.n, res[i].run.duration);
     }
     for (int p = 0; p < n_points; p++) {
         if (n_servers == 2) {
-            bench_print_table(stdout, &res[p * 2], &o.slo);
-            bench_print_table(stdout, &res[p * 2 + 1], &o.slo);
-            bench_print_compare(stdout, &res[p * 2], &res[p * 2 + 1], &o.slo);
+            lg_print_table(stdout, &res[p * 2], &o.slo);
+            lg_print_table(stdout, &res[p * 2 + 1], &o.slo);
+            lg_print_compare(stdout, &res[p * 2], &res[p * 2 + 1], &o.slo);
         } else {
-            bench_print_table(stdout, &res[p], &o.slo);
+            lg_print_table(stdout, &res[p], &o.slo);
         }
         for (int k = 0; tn && k < n_servers; k++)
-            bench_tenant_print(stdout, tn, res[p * n_servers + k].run.recs, res[p * n_servers + k].run.n,
-                               res[p * n_servers + k].run.duration);
-        for (int k = 0; k < n_servers; k++) // several models or a router: which model answered (bench_model.c)
-            bench_model_print(stdout, res[p * n_servers + k].run.recs, res[p * n_servers + k].run.n,
-                              res[p * n_servers + k].run.duration);
+            lg_tenant_print(stdout, tn, res[p * n_servers + k].run.recs, res[p * n_servers + k].run.n,
+                            res[p * n_servers + k].run.duration);
+        for (int k = 0; k < n_servers; k++) // several models or a router: which model answered (lg_model.c)
+            lg_model_print(stdout, res[p * n_servers + k].run.recs, res[p * n_servers + k].run.n,
+                           res[p * n_servers + k].run.duration);
     }
     if (o.json_path) {
         json_t *cfg = config_json(&o, argc, argv);
-        rc = bench_write_json(o.json_path, cfg, res, n_res, &err);
+        rc = lg_write_json(o.json_path, cfg, res, n_res, &err);
         json_decref(cfg);
         if (rc) goto out;
     }
-    if (o.html_path && (rc = bench_write_html(o.html_path, "tachyon bench-serve", res, n_res,
+    if (o.html_path && (rc = lg_write_html(o.html_path, "tachyon bench-serve", res, n_res,
                                                 sweeping ? (is_rate == 2 ? 2 : 1) : 0, &err)))
         goto out;
     if (completed == 0) {
@@ -397,13 +397,13 @@ out:
         status = 1;
     }
     for (int i = 0; i < n_points * n_servers; i++) {
-        bench_run_free(&res[i].run);
+        lg_run_free(&res[i].run);
         json_decref(res[i].tenants_json);
     }
     free(res);
-    bench_workload_free(wl);
-    bench_pool_free(tg[0].pool);
-    bench_pool_free(tg[1].pool);
+    lg_workload_free(wl);
+    lg_pool_free(tg[0].pool);
+    lg_pool_free(tg[1].pool);
     curl_global_cleanup();
     return status;
 }

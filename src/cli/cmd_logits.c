@@ -8,7 +8,7 @@
 
 #include "cli/cli.h"
 #include "backend/backend.h"
-#include "model/kv_center.h"
+#include "model/key_center.h"
 #include "model/model.h"
 
 int cli_logits(int argc, char **argv) {
@@ -46,7 +46,7 @@ int cli_logits(int argc, char **argv) {
     int status = 1;
     tt_type kt = TT_F16, kvt = TT_F16;
     if (!ids || !pos || !seq || !rows) goto fail;
-    if (model_kv_type_parse(kt_arg, &kt, &err) || model_kv_type_parse(vt_arg, &kvt, &err) ||
+    if (kv_type_parse(kt_arg, &kt, &err) || kv_type_parse(vt_arg, &kvt, &err) ||
         backend_device_parse(dev_arg, &dev, &err))
         goto fail;
     for (char *p = (char *)ids_arg, *end; *p; p = *end ? end + 1 : end) {

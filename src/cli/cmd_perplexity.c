@@ -18,8 +18,8 @@
 
 #include "cli/cli.h"
 #include "cli/ppl.h"
+#include "model/key_center.h"
 #include "model/model.h"
-#include "model/kv_center.h"
 #include "tokenizer/tokenizer.h"
 
 typedef struct ppl_opts {
@@ -123,7 +123,7 @@ typedef struct ppl_run {
     model *m;
     tok_vocab *v;
     model_ctx *mc;
-    model_kv *kv;
+    kv_store *kv;
     char *text;              // the whole file, NUL-terminated, (text_len + 1,)
     size_t text_len;
     int32_t *ids;            // the text's tokens, (n_ids,)
@@ -274,7 +274,7 @@ static void ppl_close(ppl_run *r) {
     if (r->fbase) fclose(r->fbase);
     free(r->text), free(r->ids), free(r->pos), free(r->seq), free(r->rows), free(r->table), free(r->logits);
     free(r->row), free(r->brow);
-    model_kv_free(r->kv);
+    kv_store_free(r->kv);
     model_ctx_free(r->mc);
     tok_free(r->v);
     model_free(r->m);

@@ -54,7 +54,7 @@ int tcu_model_new(const tcu_model_desc *d, tcu_model **out, char *msg, size_t ms
 void tcu_model_free(tcu_model *m);
 
 // n_blocks blocks of block_size positions × every layer × n_kv_heads rows of head_dim f16 values, K and V
-// (the CPU's layout: model_internal.h, model_kv_offset).
+// (the CPU's layout: kv/kv_store.h, kv_store_offset).
 int tcu_kv_new(tcu_model *m, int n_blocks, int block_size, tcu_kv **out, char *msg, size_t msg_cap);
 void tcu_kv_free(tcu_kv *kv);
 int tcu_kv_n_blocks(const tcu_kv *kv);

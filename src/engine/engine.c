@@ -7,7 +7,7 @@
 
 #include "common/timeutil.h"
 #include "engine/engine_impl.h"
-#include "model/kv_center.h"
+#include "model/key_center.h"
 #include "sched/sched_order.h"
 
 _Static_assert((int)SCHED_END_STOP == (int)ENGINE_FINISH_STOP && (int)SCHED_END_LENGTH == (int)ENGINE_FINISH_LENGTH &&
@@ -350,7 +350,7 @@ int engine_new(model *m, const engine_opts *o, engine **out, tc_err *err) {
     if ((rc = backend_kv_new(e->be, n_blocks, e->n_blocks_swa, o->block_size, o->kv_type_k, o->kv_type_v, &e->kv,
                              err)))
         goto fail;
-    // A quantized K cache stores keys minus the model's per-layer mean key (kv_center.h): calibrated once, after
+    // A quantized K cache stores keys minus the model's per-layer mean key (key_center.h): calibrated once, after
     // the device accepted the cache and before the warm-up's first forward.
     if ((rc = model_kv_center_init(m, o->kv_type_k, o->n_threads, err))) goto fail;
     if ((rc = backend_ctx_new(e->be, o->max_batch_tokens, o->n_threads, &e->mctx, err))) goto fail;

@@ -1,5 +1,5 @@
-// KV block bookkeeping (no KV data here: the storage is the backend's model_kv; this module decides which
-// sequence owns which block). A pool of n_blocks fixed-size blocks with reference counts; free blocks sit
+// KV block bookkeeping (no KV data here: the storage is the backend's KV pool, kv_store.h on the CPU; this
+// module decides which sequence owns which block). A pool of n_blocks fixed-size blocks with reference counts; free blocks sit
 // in one list in LRU order (head = evicted first). A block that holds a FULL block of computed tokens gets
 // a hash chained over its prefix: XXH3_64(seed = parent block's hash, the block's token ids). After its
 // last owner lets go it stays findable by that hash (prefix caching across requests) until the allocator

@@ -28,7 +28,7 @@ struct model_ctx {
     float *buf[FWD_BUF_COUNT]; // (max_tokens, fwd_buf_floats) each: the activations the sequence names (fwd.h)
     // The step being run (set by model_forward_layers for the operations): its batch or sub-batch, and cache
     const model_batch *b;
-    model_kv *kv;
+    kv_store *kv;
     float *rcos;  // (max_tokens, rope_dim/2)
     float *rsin;  // (max_tokens, rope_dim/2)
     float *inv_freq; // (rope_dim/2)
@@ -46,9 +46,9 @@ struct model_ctx {
     // q4_0 cache rows: least-squares block scales (tt_q4_0_from_float_mse), or the reference quantizer when
     // TACHYON_KV_QUANT=ref (the A/B switch).
     int kv_mse;
-    // K centering (kv_center.c): the negated mean key, set per forward when the K cache is quantized.
+    // K centering (key_center.c): the negated mean key, set per forward when the K cache is quantized.
     const float *center_k;
-    // and the per-channel balance (kv_center.h): keys times k_scale (n_layers, kv_dim), queries times q_scale
+    // and the per-channel balance (key_center.h): keys times k_scale (n_layers, kv_dim), queries times q_scale
     // (n_layers, q_dim), or NULL
     const float *k_scale, *q_scale;
     // Calibration capture (model_ctx_capture_k): sums (n_layers, kv_dim) of post-RoPE keys, or NULL; and sums
@@ -190,7 +190,7 @@ static int matmul_multi(model_ctx *c, float *const *outs, const float *x, int n,
 // converted once for all of them; runs are cut smaller when there would be fewer than 3 units per thread.
 typedef struct attn_job {
     model_ctx *c;
-    const model_kv *kv;
+    const kv_store *kv;
     const model_batch *b;
     const attn_geom *geo; // the layer's: global or sliding-window
     int layer;
@@ -206,7 +206,7 @@ static void attn_run(void *arg, int ith, int nth) {
     const model_hparams *hp = &c->m->hp;
     const int n_kv = hp->n_kv_heads, hd = hp->head_dim, q_dim = hp->n_heads * hd, rep = j->geo->n_rep;
     const uint8_t *kl = j->kv->k_l[j->layer], *vl = j->kv->v_l[j->layer];
-    const int32_t *const *tables = model_kv_layer_is_swa(j->kv, j->layer) ? b->block_tables_swa : b->block_tables;
+    const int32_t *const *tables = kv_store_layer_is_swa(j->kv, j->layer) ? b->block_tables_swa : b->block_tables;
     int g = b->n_tokens * n_kv / (3 * nth), max_q = attn_max_queries(j->geo);
     g = g < 1 ? 1 : g > max_q ? max_q : g;
     // Each thread walks the units in order and runs those it claims (claims only increase): a thread that
@@ -261,7 +261,7 @@ int model_batch_check(const model_batch *b, int max_tokens, int n_vocab, int n_l
     return 0;
 }
 
-static int validate(const model_ctx *c, const model_kv *kv, const model_batch *b, tc_err *err) {
+static int validate(const model_ctx *c, const kv_store *kv, const model_batch *b, tc_err *err) {
     const model_hparams *hp = &c->m->hp;
     int rc = model_batch_check(b, c->max_tokens, hp->n_vocab, hp->n_layers, err);
     if (rc) return rc;
@@ -295,18 +295,18 @@ static void store_row(const model_ctx *c, tt_type type, void *dst, const float *
 // Rows i = t * n_kv + h, i = ith, ith + nth, ...: each writes its own cache slot, so threads never share one.
 static void store_kv_rows(const attn_job *j, int ith, int nth) {
     const model_ctx *c = j->c;
-    const model_kv *kv = j->kv;
+    const kv_store *kv = j->kv;
     const model_batch *b = j->b;
     const int layer = j->layer;
     const model_hparams *hp = &c->m->hp;
     const int hd = hp->head_dim, n_kv = hp->n_kv_heads, bs = kv->block_size;
-    const int32_t *const *tables = model_kv_layer_is_swa(kv, layer) ? b->block_tables_swa : b->block_tables;
+    const int32_t *const *tables = kv_store_layer_is_swa(kv, layer) ? b->block_tables_swa : b->block_tables;
     for (int i = ith; i < b->n_tokens * n_kv; i += nth) {
         int t = i / n_kv, h = i % n_kv;
         int blk = tables[b->seq[t]][b->pos[t] / bs], slot = b->pos[t] % bs;
-        store_row(c, kv->k_type, kv->k_l[layer] + model_kv_offset(kv, kv->k_row, blk, h, slot),
+        store_row(c, kv->k_type, kv->k_l[layer] + kv_store_offset(kv, kv->k_row, blk, h, slot),
                   j->k + ((size_t)t * n_kv + h) * hd, hd);
-        store_row(c, kv->v_type, kv->v_l[layer] + model_kv_offset(kv, kv->v_row, blk, h, slot),
+        store_row(c, kv->v_type, kv->v_l[layer] + kv_store_offset(kv, kv->v_row, blk, h, slot),
                   j->v + ((size_t)t * n_kv + h) * hd, hd);
     }
 }
@@ -414,7 +414,7 @@ static int cpu_rope(void *be, fwd_buf qb, fwd_buf kb, int n, int layer) {
 }
 
 // What a quantized cache asks of the rows before they are stored: calibration capture, K centering and
-// balance, Hadamard rotation (kv_center.h, ops.h). Each row's values go through the same steps in the same
+// balance, Hadamard rotation (key_center.h, ops.h). Each row's values go through the same steps in the same
 // order whatever the batch.
 static void cache_transforms(model_ctx *c, float *qb, float *kb, float *vb, int n, int l) {
     const model_hparams *hp = &c->m->hp;
@@ -429,7 +429,7 @@ static void cache_transforms(model_ctx *c, float *qb, float *kb, float *vb, int 
             if (l == 0) ++*c->cap_n;
         }
         // A constant vector subtracted from every key shifts each query's scores by one constant: softmax,
-        // hence attention, is unchanged, and the quantized rows lose their shared offset (kv_center.h).
+        // hence attention, is unchanged, and the quantized rows lose their shared offset (key_center.h).
         if (c->center_k) ops_add(k, c->center_k + (size_t)l * kv_dim, kv_dim);
         if (c->k_scale) { // q'·k' = (q / s)·(k · s) = q·k, channel by channel
             const float *ks = c->k_scale + (size_t)l * kv_dim, *qs = c->q_scale + (size_t)l * q_dim;
@@ -522,7 +522,7 @@ int model_logits_rows(model_ctx *c, const float *normed, int n, float *logits, t
     return output_head(c, logits, normed, n, err);
 }
 
-int model_forward(model_ctx *c, model_kv *kv, const model_batch *b, float *logits, tc_err *err) {
+int model_forward(model_ctx *c, kv_store *kv, const model_batch *b, float *logits, tc_err *err) {
     return model_forward_layers(c, kv, b, c->m->hp.n_layers, logits, err);
 }
 
@@ -598,7 +598,7 @@ static int forward_resumed(model_ctx *c, const model_batch *b, int n_layers, tc_
     return run_layers(c, b, b->resume_layer, n_layers, err);
 }
 
-int model_forward_layers(model_ctx *c, model_kv *kv, const model_batch *b, int n_layers, float *logits, tc_err *err) {
+int model_forward_layers(model_ctx *c, kv_store *kv, const model_batch *b, int n_layers, float *logits, tc_err *err) {
     const model *m = c->m;
     const model_hparams *hp = &m->hp;
     if (n_layers < 1 || n_layers > hp->n_layers)
@@ -616,7 +616,7 @@ int model_forward_layers(model_ctx *c, model_kv *kv, const model_batch *b, int n
     const int qk = kv->k_type != TT_F16 && kv->k_type != TT_F32, qv = kv->v_type != TT_F16 && kv->v_type != TT_F32;
     c->rot_k = c->rot_block && qk;
     c->rot_v = c->rot_block && qv;
-    // K centering and balance (kv_center.h): likewise only for a quantized K cache
+    // K centering and balance (key_center.h): likewise only for a quantized K cache
     c->center_k = qk ? m->k_center_neg : NULL;
     c->k_scale = qk ? m->k_scale : NULL;
     c->q_scale = qk ? m->q_scale : NULL;

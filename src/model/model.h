@@ -10,6 +10,7 @@
 
 #include "common/err.h"
 #include "gguf/gguf.h"
+#include "kv/kv_store.h"
 #include "tensor/ttype.h"
 
 // Bounds of the mixture-of-experts counts a model may declare (the largest released: 512 experts, 10 used).
@@ -78,31 +79,21 @@ static inline int model_layer_has_rope(const model_hparams *hp, int l) {
     return hp->no_rope_step <= 0 || (l + 1) % hp->no_rope_step != 0;
 }
 
-// --- paged KV storage (backend memory). Block b holds positions [b*block_size, (b+1)*block_size) of
-// whichever sequence owns it, for every layer. Which sequence owns which block is the kv/ module's job.
-// K and V each have a storage type: TT_F16, or TT_Q8_0 / TT_Q4_0 (ggml block layouts, 32 values along the
-// head dimension per block; needs head_dim % 32 == 0), chosen separately as llama.cpp's -ctk / -ctv.
-typedef struct model_kv model_kv;
-// "f16", "q8_0", "q4_0" → type; TC_ERR_INVALID (message names the choices) otherwise.
-int model_kv_type_parse(const char *s, tt_type *out, tc_err *err);
+// --- the paged KV storage (kv/kv_store.h: blocks, row types, layout) bound to this model: the shape of one
+// position from the hyper-parameters, and which layers are sliding-window layers.
 // Bytes one block of block_size positions takes over all layers, K and V; 0 if a type does not fit the model.
 size_t model_kv_block_bytes(const model *m, int block_size, tt_type k_type, tt_type v_type);
-int model_kv_new(const model *m, int n_blocks, int block_size, tt_type k_type, tt_type v_type, model_kv **out,
+// A storage of n_blocks blocks for every layer (kv_store_new's errors). Owned: free with kv_store_free.
+int model_kv_new(const model *m, int n_blocks, int block_size, tt_type k_type, tt_type v_type, kv_store **out,
                  tc_err *err);
 // Sliding-window models (model_hparams.swa_window > 0): the local layers' K/V in a storage of their own,
 // n_blocks_swa blocks, addressed by model_batch.block_tables_swa, so that the local layers' memory is bounded
 // by the window (kv/ releases their blocks behind it) while the global layers keep the whole context.
 // The bytes of one block of each storage: model_kv_group_block_bytes. n_blocks_swa == 0: model_kv_new.
 int model_kv_new_swa(const model *m, int n_blocks, int n_blocks_swa, int block_size, tt_type k_type, tt_type v_type,
-                     model_kv **out, tc_err *err);
+                     kv_store **out, tc_err *err);
 // Bytes one block takes over the global (swa = 0) or the local (swa = 1) layers only.
 size_t model_kv_group_block_bytes(const model *m, int swa, int block_size, tt_type k_type, tt_type v_type);
-void model_kv_free(model_kv *kv);
-int model_kv_n_blocks(const model_kv *kv);
-int model_kv_block_size(const model_kv *kv);
-// (optional) copies every layer's K/V of block src to dst (copy-on-write of a shared partial block); with a
-// separate local storage, the global layers' only.
-void model_kv_copy_block(model_kv *kv, int src, int dst);
 
 typedef struct model_batch {
     int n_tokens;
@@ -149,11 +140,11 @@ typedef struct model_ctx model_ctx;
 int model_ctx_new(model *m, int max_batch_tokens, int n_threads, model_ctx **out, tc_err *err);
 void model_ctx_free(model_ctx *c);
 // Runs the batch, writes KV for every token, and fills logits (n_logits, n_vocab) row-major.
-int model_forward(model_ctx *c, model_kv *kv, const model_batch *b, float *logits, tc_err *err);
+int model_forward(model_ctx *c, kv_store *kv, const model_batch *b, float *logits, tc_err *err);
 // The same through the first n_layers layers only (1..n_layers of the model), then the final norm and the
 // output head: early exit, for self-speculation. KV is written for those layers only. With resumed rows
 // (model_batch.n_resume) the resume layer must be below n_layers.
-int model_forward_layers(model_ctx *c, model_kv *kv, const model_batch *b, int n_layers, float *logits, tc_err *err);
+int model_forward_layers(model_ctx *c, kv_store *kv, const model_batch *b, int n_layers, float *logits, tc_err *err);
 // The output projection alone: logits (n, n_vocab) of n final-normed hidden rows (model_batch.embd's rows),
 // n <= max_batch_tokens. Used to score given tokens (prompt logprobs) from rows computed by model_forward.
 int model_logits_rows(model_ctx *c, const float *normed, int n, float *logits, tc_err *err);

@@ -33,7 +33,7 @@ typedef struct tstate {
     char name[TN_NAME_MAX + 1];
     long rpm, tpm;         // current limits (0 = unlimited)
     float share;
-    uint64_t salt;         // prefix-cache salt (0 when no key file: --api-key alone shares the cache as before)
+    uint64_t salt;         // prefix-cache salt (0 when no key file: the clients of --api-key alone share one cache)
     rl_bucket req, tok;
     int in_flight;
     uint64_t n_req, n_limited, n_prompt, n_gen;

@@ -13,7 +13,7 @@ struct spec_drafter {
     model *m;          // borrowed
     int n_layers;      // layers a draft forward runs
     int n_vocab, dim;
-    model_kv *kv;      // owned (draft model)
+    kv_store *kv;      // owned (draft model)
     model_ctx *ctx;    // owned (draft model)
     kv_pool *pool;     // owned (draft model)
     int self;          // 1: self-speculation, in the target's tctx / tkv
@@ -158,7 +158,7 @@ void spec_drafter_free(spec_drafter *d) {
     if (!d) return;
     kv_pool_free(d->pool);
     model_ctx_free(d->ctx);
-    model_kv_free(d->kv);
+    kv_store_free(d->kv);
     free(d->b_tokens);
     free(d->b_pos);
     free(d->b_seq);

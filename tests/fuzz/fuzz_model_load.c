@@ -69,7 +69,7 @@ static void after_load(model *m) {
     }
     // one step: tokens 0 and n_vocab-1 at positions 0 and 1 of sequence 0, logits for the last one
     model_ctx *ctx = NULL;
-    model_kv *kv = NULL;
+    kv_store *kv = NULL;
     float *logits = NULL;
     memset(&err, 0, sizeof err);
     if (model_ctx_new(m, 2, 1, &ctx, &err)) {
@@ -89,7 +89,7 @@ static void after_load(model *m) {
     if (model_forward(ctx, kv, &b, logits, &err)) CHECK(err.msg[0]);
 out:
     free(logits);
-    model_kv_free(kv);
+    kv_store_free(kv);
     model_ctx_free(ctx);
 }
 

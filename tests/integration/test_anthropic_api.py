@@ -17,7 +17,7 @@ WEATHER = {"name": "get_weather", "description": "Get the current weather in a c
            "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}
 
 
-# The SDK's method signatures no longer take temperature / top_p / top_k; the API still does (extra_body).
+# The SDK's method signatures do not take temperature / top_p / top_k; the API does (extra_body).
 T0 = {"temperature": 0}
 
 

@@ -76,7 +76,7 @@ def test_high_priority_ttft_under_low_priority_load(make_server):
 
     def high_ttfts(n=len(gaps)):
         out = []
-        for i, g in enumerate(gaps[:n]):  # ~60-token prompts (issue 13's two-class benchmark used 64)
+        for i, g in enumerate(gaps[:n]):  # ~60-token prompts (bench/sched_bench.py's two-class workload uses 64)
             time.sleep(g)
             t0, times = stream_times(srv, "/v1/completions", {
                 "prompt": "Question %d: " % i + SENT * 3 + "Where does the farmer watch from?",

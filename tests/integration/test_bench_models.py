@@ -1,4 +1,4 @@
-"""bench-serve's per-model breakdown (issue 14): each record carries the model that answered (the response's
+"""bench-serve's per-model breakdown: each record carries the model that answered (the response's
 "model" and the x-tachyon-routed-model header), and the console table, the JSON and the HTML report split
 latency and throughput by it. Against the scripted fake server (which alternates two model names, one of them
 scripted 60 ms slower to first token) and once against a real two-model server behind a router alias."""

@@ -1,4 +1,4 @@
-"""--device (issue 16): the backend is chosen per process; cpu is the default and what every other test runs.
+"""--device: the backend is chosen per process; cpu is the default and what every other test runs.
 Where --device cuda cannot work (a binary built without nvcc, or no GPU), each command that takes the flag
 must refuse it with a clear message and a plain error exit — never a crash, never a server that starts without
 its backend. On a machine where CUDA works these failure checks skip (tests/ref/test_cuda_ref.py then runs)."""

@@ -1,4 +1,4 @@
-"""Hostile grammars against the real server on SmolLM2: what used to freeze the event loop or fail late is
+"""Hostile grammars against the real server on SmolLM2: what could freeze the event loop or fail late is
 refused fast with a 400 naming the reason, or compiled off the event loop while other requests are served.
   - an impossible grammar (no token of the vocabulary can start it, or it can never complete) is a 400 at
     request time, not a 500 "generation failed";

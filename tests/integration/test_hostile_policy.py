@@ -164,8 +164,8 @@ def test_dashboard_asks_for_the_key(make_server):
 # --- 6. admission and limits -------------------------------------------------------------------------
 
 def test_max_queue_bounds_waiting_work_only(make_server):
-    # 16 running slots and room for 2 waiting: a burst of 18 into an idle server is all admitted (it used to
-    # be refused beyond 2 because requests not yet scheduled counted as "queued" even with free slots).
+    # 16 running slots and room for 2 waiting: a burst of 18 into an idle server is all admitted (--max-queue
+    # bounds the requests that wait for a slot, not those that have a free slot but are not scheduled yet).
     srv = make_server(STORIES, "--max-seqs", 16, "--max-queue", 2, "--ctx-size", 512)
     body = {"prompt": "Once upon a time", "max_tokens": 250, "ignore_eos": True, "temperature": 0}
 

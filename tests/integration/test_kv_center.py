@@ -1,8 +1,8 @@
-"""K centering and balancing of a quantized K cache (issue 12, src/model/kv_center.h), through `tachyon
+"""K centering and balancing of a quantized K cache (src/model/key_center.h), through `tachyon
 perplexity --kl-base` on SmolLM2: keys written to a q8_0/q4_0 cache have the model's per-layer mean key
 (calibrated at load on a built-in text) subtracted, then keys and queries are scaled channel by channel by s
 and 1/s. Attention is mathematically unchanged (each query's scores move by one constant; q/s · k·s = q·k),
-and the 4-bit blocks no longer spend their levels on the keys' shared offset and loud channels.
+and the 4-bit blocks do not spend their levels on the keys' shared offset and loud channels.
 
 The tests: an f16 cache is never touched (bit-identical logits with centering on or off); centering cuts the
 KL of a q4_0 cache against f16 clearly below the plain cache's, and the balance cuts it further; a K-only q8_0

@@ -1,4 +1,4 @@
-"""Hadamard rotation of a quantized KV cache (issue 12), through `tachyon perplexity --kl-base` on SmolLM2:
+"""Hadamard rotation of a quantized KV cache, through `tachyon perplexity --kl-base` on SmolLM2:
 an f16 cache is never rotated (bit-identical logits with rotation on or off), a q8_0 cache stays close to f16,
 rotation cuts the KL of a q4_0 cache against f16 to well under what the unrotated cache costs, a V-only q4_0
 cache (rotated V rows, output rotated back) stays close, q4_0 rows written with least-squares block scales are

@@ -1,4 +1,4 @@
-"""Several models in one server (issue 14): stories260K ("tiny") and SmolLM2 ("smol") side by side, each with its
+"""Several models in one server: stories260K ("tiny") and SmolLM2 ("smol") side by side, each with its
 own engine. Routing by the request's `model` (outputs equal to each model served alone, greedy, also with both
 engines busy at once), /v1/models, the 404 model_not_found shape, a router alias ("auto") and its policy, graceful
 degradation under an induced overload (the test-only TACHYON_FAULT_ROUTE_TTFT makes every large model's

@@ -1,4 +1,4 @@
-"""Reliability under faults and hostile clients (issue 36): shutdown while embeddings run, embeddings cancelled
+"""Reliability under faults and hostile clients: shutdown while embeddings run, embeddings cancelled
 when the client leaves, a stream whose client stops reading, stalled requests answered 408, strict HTTP framing,
 lingering close for early refusals, and the small defects (SIGHUP without a key file, content null, wrong types
 of ignored fields, a huge /tokenize body). Loopback only; each test bounded in time."""

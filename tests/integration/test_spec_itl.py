@@ -2,7 +2,7 @@
 1`) `auto` drafts only while one stream decodes, as vLLM's speculative_disable_by_batch_size; with a higher limit,
 a multi-stream step's drafts stay within the recent p99 of the streams' inter-token gaps without drafts
 (src/speculation/spec_itl.h: the 10th largest of the last 1024 gaps), which in steady multi-stream decoding leaves no
-room: no drafts, no probes, the streams' gaps are those of `--spec off`. One stream alone drafts as before.
+room: no drafts, no probes, the streams' gaps are those of `--spec off`. One stream alone drafts as with the default limit.
 
 The engine is slowed by the test-only TACHYON_FAULT=step_sleep_ms:A:B hook (every step A ms + B ms per batch
 token longer) so that the step-cost model sees a clean line whatever the machine's load."""

@@ -1,4 +1,4 @@
-"""Summarization policy (`--summarize-with MODEL`, issue 13) through the real server with the openai client on
+"""Summarization policy (`--summarize-with MODEL`) through the real server with the openai client on
 SmolLM2 with a small context: with truncation "auto" the dropped turns are replaced by one generated summary
 message (x-tachyon-summary: generated), an identical conversation hits the cache (cached, /stats counter, same
 prompt), the system message and the last turn stay, other streams keep producing tokens while a summary is

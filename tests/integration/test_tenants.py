@@ -1,4 +1,4 @@
-"""API keys, tenants, rate limits, fair share and prefix-cache isolation (issue 14), through the real server
+"""API keys, tenants, rate limits, fair share and prefix-cache isolation, through the real server
 with the official openai client and raw HTTP on loopback. No timing thresholds: rate limits are set so a
 bucket cannot refill within the test (rpm/tpm refill per minute), and fair share is checked by the order in
 which requests finish."""
@@ -255,7 +255,7 @@ def test_cache_salt(make_server):
     assert run("s1") > 0
     assert run("s2") == 0  # another salt: no hit
     assert run() == 0      # unsalted requests never see salted blocks
-    assert run() > 0       # and share among themselves as before
+    assert run() > 0       # and share among themselves
     with pytest.raises(openai.BadRequestError) as ex:
         run(salt=5)
     assert ex.value.response.json()["error"]["param"] == "cache_salt"

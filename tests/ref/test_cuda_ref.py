@@ -1,4 +1,4 @@
-"""The CUDA backend (--device cuda) against the CPU backend and the numpy reference (issue 16).
+"""The CUDA backend (--device cuda) against the CPU backend and the numpy reference.
 
 These tests need a CUDA device and a binary built with nvcc; without either they SKIP, visibly, with the reason
 ("no CUDA device: …", as tachyon reports it), so a green run on a machine without a GPU says the CUDA kernels

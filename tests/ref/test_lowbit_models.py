@@ -1,4 +1,4 @@
-"""Real models of the decode-only weight types (issue 12: Q3_K, IQ4_NL, IQ4_XS) through `tachyon logits`, at
+"""Real models of the decode-only weight types (Q3_K, IQ4_NL, IQ4_XS) through `tachyon logits`, at
 every ISA level this host runs, against llama.cpp on the same file.
 
 The files are made here the way users get them: SmolLM2 widened to F16 by `tachyon quantize`, then quantized

@@ -162,7 +162,7 @@ static void check_family(const family_case *fc) {
     CHECK_MSG(rc == 0, "%s: %s", fam, err.msg);
     rc = chat_encode(v, fc->f, NULL, benign, 4, 1, fc->bos, &ref, &n_ref, &err);
     CHECK_MSG(rc == 0, "%s: %s", fam, err.msg);
-    // the attack is real: parsing the rendered text whole (the old behavior) finds more control tokens
+    // the attack is real: parsing the rendered text whole (blind to provenance) finds more control tokens
     rc = chat_render(fc->f, NULL, attack, 4, 1, fc->bos, &text, &err);
     CHECK_MSG(rc == 0, "%s: %s", fam, err.msg);
     if (text) rc = tok_encode(v, text, strlen(text), TOK_ENC_PARSE_SPECIAL, &old, &n_old, &err);

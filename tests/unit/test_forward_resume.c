@@ -27,7 +27,7 @@ typedef struct fixture {
     model *m;
     const model_hparams *hp;
     model_ctx *ctx;
-    model_kv *kv;
+    kv_store *kv;
     int32_t blocks[N_SEQS][4];
     const int32_t *tables[N_SEQS];
 } fixture;
@@ -64,7 +64,7 @@ static int fx_open(fixture *f, model *m) {
 
 static void fx_close(fixture *f) {
     model_ctx_free(f->ctx);
-    model_kv_free(f->kv);
+    kv_store_free(f->kv);
 }
 
 // The step's batch: every sequence's new rows after its prompt, logits for every row.

@@ -273,7 +273,7 @@ static void test_lanes(void) {
     CHECK_MSG(is >= 0 && p->items[is].n == 12, "aged long prompt, short lane (item %d)", is);
     ph_free(&h);
 
-    // (fifo keeps the old behaviour, the running chunk first: test_short_before_long)
+    // (fifo keeps the running chunk first: test_short_before_long)
 
     // slots: one slot, an aged waiting long prompt and a fresh short one: the long one is admitted (the short
     // one does not take the last slot from it), with the whole budget since the short one cannot run

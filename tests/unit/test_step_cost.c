@@ -17,7 +17,7 @@ static void test_fit(void) {
     CHECK_EQ_INT(step_cost_max_tokens(&c, 0.040 + 1e-9), 10);
     CHECK_EQ_INT(step_cost_max_tokens(&c, 0.001), 1); // even one token does not fit: still 1
     // A steady load (every step 3 tokens) for long enough that the spread of step sizes has decayed away:
-    // the slope stays the one learned (it used to turn the model off, and the ITL guard with it)...
+    // the slope stays the one learned (a decayed spread must not turn the model off, and the ITL guard with it)...
     for (int i = 0; i < 300; i++) step_cost_observe(&c, 3, 0.010 + 0.003 * 3);
     CHECK(step_cost_ready(&c));
     CHECK_NEAR(step_cost_predict(&c, 13), 0.049, 1e-6);

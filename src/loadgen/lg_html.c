@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/bench_report.h"
-#include "bench/bench_model.h"
+#include "loadgen/lg_report.h"
+#include "loadgen/lg_model.h"
 
 typedef struct series {
     char label[96];
@@ -102,10 +102,10 @@ static int cmpd(const void *a, const void *b) {
 
 // Latency samples (ms, sorted) of one metric over a result's measured, completed requests. which: 0 ttft,
 // 1 tpot, 2 itl, 3 e2e. Returns the count; *xs and *ys (cumulative fraction) are malloc'd.
-static size_t cdf(const bench_result *r, int which, double **xs, double **ys) {
+static size_t cdf(const lg_result *r, int which, double **xs, double **ys) {
     size_t n = 0;
     for (size_t i = 0; i < r->run.n; i++) {
-        const bench_record *q = &r->run.recs[i];
+        const lg_record *q = &r->run.recs[i];
         if (q->index < 0 || !q->ok) continue;
         n += which == 2 ? q->n_itl : (which == 1 ? q->output_tokens > 1 : 1);
     }
@@ -114,7 +114,7 @@ static size_t cdf(const bench_result *r, int which, double **xs, double **ys) {
     if (!*xs || !*ys) return 0;
     size_t k = 0;
     for (size_t i = 0; i < r->run.n; i++) {
-        const bench_record *q = &r->run.recs[i];
+        const lg_record *q = &r->run.recs[i];
         if (q->index < 0 || !q->ok) continue;
         if (which == 0) (*xs)[k++] = q->ttft * 1e3;
         else if (which == 1 && q->output_tokens > 1) (*xs)[k++] = q->tpot * 1e3;
@@ -127,12 +127,12 @@ static size_t cdf(const bench_result *r, int which, double **xs, double **ys) {
     return n;
 }
 
-static void label_of(const bench_result *r, char *buf, size_t cap) {
+static void label_of(const lg_result *r, char *buf, size_t cap) {
     snprintf(buf, cap, "%s%s%s", r->label[0] ? r->label : "run", r->server[0] ? " " : "", r->server);
 }
 
 // Per-class table of every result (priority / length classes).
-static void class_tables(FILE *f, const bench_result *res, size_t n) {
+static void class_tables(FILE *f, const lg_result *res, size_t n) {
     int any = 0;
     for (size_t i = 0; i < n; i++) any |= res[i].cls.n > 0;
     if (!any) return;
@@ -140,7 +140,7 @@ static void class_tables(FILE *f, const bench_result *res, size_t n) {
           "<th>goodput req/s</th><th>TTFT p50</th><th>TTFT p99</th></tr>\n", f);
     for (size_t i = 0; i < n; i++)
         for (int k = 0; k < res[i].cls.n; k++) {
-            const bench_class_sum *c = &res[i].cls.c[k];
+            const lg_class_sum *c = &res[i].cls.c[k];
             char lb[128];
             label_of(&res[i], lb, sizeof lb);
             fputs("<tr><td>", f);
@@ -155,15 +155,15 @@ static void class_tables(FILE *f, const bench_result *res, size_t n) {
 
 // Sweeps: goodput (all requests and per class) and p99 TTFT per class against the sweep value, one series per
 // (server, class). Returns 0 or TC_ERR_NOMEM.
-static int class_sweep_charts(FILE *f, const bench_result *res, size_t n, int sweep) {
-    const char *names[BENCH_MAX_CLASSES + 1];
+static int class_sweep_charts(FILE *f, const lg_result *res, size_t n, int sweep) {
+    const char *names[LG_MAX_CLASSES + 1];
     int nn = 0;
     names[nn++] = "all";
     for (size_t i = 0; i < n; i++)
         for (int k = 0; k < res[i].cls.n; k++) {
             int seen = 0;
             for (int j = 0; j < nn; j++) seen |= !strcmp(names[j], res[i].cls.c[k].name);
-            if (!seen && nn < BENCH_MAX_CLASSES + 1) names[nn++] = res[i].cls.c[k].name;
+            if (!seen && nn < LG_MAX_CLASSES + 1) names[nn++] = res[i].cls.c[k].name;
         }
     int has_slo = 0;
     for (size_t i = 0; i < n; i++) has_slo |= res[i].sum.has_slo;
@@ -212,8 +212,8 @@ static int class_sweep_charts(FILE *f, const bench_result *res, size_t n, int sw
     return 0;
 }
 
-int bench_write_html(const char *path, const char *title, const bench_result *res, size_t n, int sweep,
-                     tc_err *err) {
+int lg_write_html(const char *path, const char *title, const lg_result *res, size_t n, int sweep,
+                  tc_err *err) {
     FILE *f = fopen(path, "w");
     if (!f) return tc_err_set(err, TC_ERR_IO, "cannot write '%s'", path);
     fputs("<!doctype html><html><head><meta charset='utf-8'><title>", f);
@@ -226,7 +226,7 @@ int bench_write_html(const char *path, const char *title, const bench_result *re
           "<th>TTFT p50</th><th>TTFT p99</th><th>TPOT p50</th><th>TPOT p99</th><th>ITL p99</th><th>E2E p99</th></tr>\n",
           f);
     for (size_t i = 0; i < n; i++) {
-        const bench_summary *s = &res[i].sum;
+        const lg_summary *s = &res[i].sum;
         char lb[128];
         label_of(&res[i], lb, sizeof lb);
         fputs("<tr><td>", f);
@@ -240,10 +240,10 @@ int bench_write_html(const char *path, const char *title, const bench_result *re
     }
     fputs("</table><p>Latencies in ms. All times measured by the client on a monotonic clock.</p>\n", f);
     class_tables(f, res, n);
-    for (size_t i = 0; i < n; i++) { // several models or a router: which model answered (bench_model.c)
+    for (size_t i = 0; i < n; i++) { // several models or a router: which model answered (lg_model.c)
         char lb[128];
         label_of(&res[i], lb, sizeof lb);
-        bench_model_html(f, lb, res[i].run.recs, res[i].run.n, res[i].run.duration);
+        lg_model_html(f, lb, res[i].run.recs, res[i].run.n, res[i].run.duration);
     }
     int rc = 0;
     series *ss = calloc(n * 2 + 1, sizeof *ss);
@@ -273,7 +273,7 @@ int bench_write_html(const char *path, const char *title, const bench_result *re
                     size_t k = 0;
                     for (size_t i = 0; i < n; i++) {
                         if (strcmp(res[i].server, servers[sv])) continue;
-                        const bench_dist *d = metric == 0 ? &res[i].sum.ttft : &res[i].sum.tpot;
+                        const lg_dist *d = metric == 0 ? &res[i].sum.ttft : &res[i].sum.tpot;
                         x[k] = res[i].sum.output_throughput;
                         y[k++] = pc == 0 ? d->median : d->p99;
                     }

@@ -1,17 +1,17 @@
-#include "bench/bench_sse.h"
+#include "loadgen/lg_sse.h"
 
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
-void bench_sse_init(bench_sse *p, bench_sse_cb cb, void *ud) {
+void lg_sse_init(lg_sse *p, lg_sse_cb cb, void *ud) {
     memset(p, 0, sizeof *p);
     p->cb = cb;
     p->ud = ud;
     p->max_len = 16u << 20;
 }
 
-void bench_sse_free(bench_sse *p) {
+void lg_sse_free(lg_sse *p) {
     free(p->line);
     free(p->data);
     p->line = p->data = NULL;
@@ -30,7 +30,7 @@ static int grow(char **buf, size_t *cap, size_t need, size_t max, tc_err *err) {
     return 0;
 }
 
-static int dispatch(bench_sse *p, tc_err *err) {
+static int dispatch(lg_sse *p, tc_err *err) {
     if (!p->has_data) return 0;
     int rc = grow(&p->data, &p->data_cap, p->data_len + 1, p->max_len + 1, err);
     if (rc) return rc;
@@ -42,7 +42,7 @@ static int dispatch(bench_sse *p, tc_err *err) {
 }
 
 // One complete line (without its terminator). Fields other than data are ignored; ':' lines are comments.
-static int on_line(bench_sse *p, const char *l, size_t n, tc_err *err) {
+static int on_line(lg_sse *p, const char *l, size_t n, tc_err *err) {
     if (n == 0) return dispatch(p, err);
     if (l[0] == ':') return 0;
     size_t flen = 0;
@@ -61,7 +61,7 @@ static int on_line(bench_sse *p, const char *l, size_t n, tc_err *err) {
     return 0;
 }
 
-int bench_sse_feed(bench_sse *p, const char *buf, size_t n, tc_err *err) {
+int lg_sse_feed(lg_sse *p, const char *buf, size_t n, tc_err *err) {
     size_t i = 0;
     while (i < n) {
         if (p->skip_lf) {
@@ -99,7 +99,7 @@ int bench_sse_feed(bench_sse *p, const char *buf, size_t n, tc_err *err) {
     return 0;
 }
 
-int bench_sse_finish(bench_sse *p, tc_err *err) {
+int lg_sse_finish(lg_sse *p, tc_err *err) {
     if (p->line_len) {
         size_t len = p->line_len;
         p->line_len = 0;
@@ -111,7 +111,7 @@ int bench_sse_finish(bench_sse *p, tc_err *err) {
 
 // --- chunk JSON
 
-void bench_chunk_clear(bench_chunk *c) {
+void lg_chunk_clear(lg_chunk *c) {
     if (c->json_) json_decref((json_t *)c->json_);
     memset(c, 0, sizeof *c);
 }
@@ -125,7 +125,7 @@ static int64_t get_int(json_t *o, const char *k) {
     return d > -9.2e18 && d < 9.2e18 ? (int64_t)d : 0;
 }
 
-int bench_chunk_parse(bench_chunk *out, const char *data, size_t len, int chat, tc_err *err) {
+int lg_chunk_parse(lg_chunk *out, const char *data, size_t len, int chat, tc_err *err) {
     memset(out, 0, sizeof *out);
     while (len && (data[len - 1] == ' ' || data[len - 1] == '\n')) len--;
     if (len == 6 && !memcmp(data, "[DONE]", 6)) {
@@ -137,14 +137,14 @@ int bench_chunk_parse(bench_chunk *out, const char *data, size_t len, int chat, 
     if (!root) return tc_err_set(err, TC_ERR_FORMAT, "malformed SSE data: %s: '%.80s'", je.text, data);
     out->json_ = root;
     if (!json_is_object(root)) {
-        bench_chunk_clear(out);
+        lg_chunk_clear(out);
         return tc_err_set(err, TC_ERR_FORMAT, "malformed SSE data: not a JSON object: '%.80s'", data);
     }
     json_t *e = json_object_get(root, "error");
     if (e && !json_is_null(e)) {
         json_t *m = json_is_object(e) ? json_object_get(e, "message") : e;
         tc_err_set(err, TC_ERR_FORMAT, "server error in stream: %s", json_is_string(m) ? json_string_value(m) : "(no message)");
-        bench_chunk_clear(out);
+        lg_chunk_clear(out);
         return TC_ERR_FORMAT;
     }
     json_t *id = json_object_get(root, "id");

@@ -1,5 +1,5 @@
-#include "bench/bench_report.h"
-#include "bench/bench_model.h"
+#include "loadgen/lg_report.h"
+#include "loadgen/lg_model.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -21,7 +21,7 @@ static void sub(FILE *f, const char *t) {
             "--------------------------------------------------");
 }
 
-static void dist_block(FILE *f, const char *name, const char *title, const bench_dist *d) {
+static void dist_block(FILE *f, const char *name, const char *title, const lg_dist *d) {
     char k[64];
     sub(f, title);
     snprintf(k, sizeof k, "Mean %s (ms):", name), row_f(f, k, d->mean);
@@ -31,8 +31,8 @@ static void dist_block(FILE *f, const char *name, const char *title, const bench
     snprintf(k, sizeof k, "P99 %s (ms):", name), row_f(f, k, d->p99);
 }
 
-void bench_print_table(FILE *f, const bench_result *r, const bench_slo *slo) {
-    const bench_summary *s = &r->sum;
+void lg_print_table(FILE *f, const lg_result *r, const lg_slo *slo) {
+    const lg_summary *s = &r->sum;
     char t[128];
     snprintf(t, sizeof t, "Serving Benchmark Result%s%s%s%s", r->label[0] ? " " : "", r->label,
              r->server[0] ? " server " : "", r->server);
@@ -67,7 +67,7 @@ void bench_print_table(FILE *f, const bench_result *r, const bench_slo *slo) {
     if (r->cls.n) {
         fprintf(f, "%-14s%8s%8s%8s%12s%12s%12s\n", "class", "ok", "failed", "good", "goodput/s", "TTFT p50", "TTFT p99");
         for (int k = 0; k < r->cls.n; k++) {
-            const bench_class_sum *c = &r->cls.c[k];
+            const lg_class_sum *c = &r->cls.c[k];
             fprintf(f, "%-14s%8zu%8zu%8zu%12.2f%12.2f%12.2f\n", c->name, c->completed, c->failed, c->good, c->goodput,
                     c->ttft.median, c->ttft.p99);
         }
@@ -85,7 +85,7 @@ static void cmp_row(FILE *f, const char *k, double a, double b) {
     else fprintf(f, "%-36s%12.2f%12.2f%10s\n", k, a, b, "-");
 }
 
-static void cmp_dist(FILE *f, const char *name, const bench_dist *a, const bench_dist *b) {
+static void cmp_dist(FILE *f, const char *name, const lg_dist *a, const lg_dist *b) {
     char k[64];
     snprintf(k, sizeof k, "Mean %s (ms):", name), cmp_row(f, k, a->mean, b->mean);
     snprintf(k, sizeof k, "Median %s (ms):", name), cmp_row(f, k, a->median, b->median);
@@ -94,8 +94,8 @@ static void cmp_dist(FILE *f, const char *name, const bench_dist *a, const bench
     snprintf(k, sizeof k, "P99 %s (ms):", name), cmp_row(f, k, a->p99, b->p99);
 }
 
-void bench_print_compare(FILE *f, const bench_result *ra, const bench_result *rb, const bench_slo *slo) {
-    const bench_summary *a = &ra->sum, *b = &rb->sum;
+void lg_print_compare(FILE *f, const lg_result *ra, const lg_result *rb, const lg_slo *slo) {
+    const lg_summary *a = &ra->sum, *b = &rb->sum;
     char t[128];
     snprintf(t, sizeof t, "Serving Benchmark Comparison%s%s", ra->label[0] ? " " : "", ra->label);
     fprintf(f, "%.*s %s %.*s\n", 10, "==========", t, 10, "==========");
@@ -119,13 +119,13 @@ void bench_print_compare(FILE *f, const bench_result *ra, const bench_result *rb
 
 // --- JSON
 
-static json_t *dist_json(const bench_dist *d) {
+static json_t *dist_json(const lg_dist *d) {
     return json_pack("{s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "n", (json_int_t)d->n, "mean_ms", d->mean,
                      "std_ms", d->std, "median_ms", d->median, "p90_ms", d->p90, "p95_ms", d->p95, "p99_ms", d->p99,
                      "min_ms", d->min, "max_ms", d->max);
 }
 
-static json_t *summary_json(const bench_summary *s) {
+static json_t *summary_json(const lg_summary *s) {
     json_t *o = json_pack("{s:I, s:I, s:f, s:I, s:I, s:f, s:f, s:f, s:I, s:i}", "completed", (json_int_t)s->completed,
                           "failed", (json_int_t)s->failed, "duration_s", s->duration, "total_input_tokens",
                           (json_int_t)s->total_input, "total_output_tokens", (json_int_t)s->total_output,
@@ -150,10 +150,10 @@ static json_t *summary_json(const bench_summary *s) {
     return o;
 }
 
-static json_t *classes_json(const bench_classes *cl) {
+static json_t *classes_json(const lg_classes *cl) {
     json_t *a = json_array();
     for (int k = 0; a && k < cl->n; k++) {
-        const bench_class_sum *c = &cl->c[k];
+        const lg_class_sum *c = &cl->c[k];
         json_array_append_new(a, json_pack("{s:s, s:I, s:I, s:I, s:f, s:o}", "class", c->name, "completed",
                                            (json_int_t)c->completed, "failed", (json_int_t)c->failed, "good",
                                            (json_int_t)c->good, "goodput", c->goodput, "ttft", dist_json(&c->ttft)));
@@ -161,7 +161,7 @@ static json_t *classes_json(const bench_classes *cl) {
     return a;
 }
 
-static json_t *record_json(const bench_record *r) {
+static json_t *record_json(const lg_record *r) {
     json_t *itl = json_array();
     for (size_t i = 0; i < r->n_itl; i++) json_array_append_new(itl, json_real(r->itl[i] * 1e3));
     json_t *o = json_pack("{s:I, s:b, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:I, s:I, s:b, s:o}", "index",
@@ -178,13 +178,13 @@ static json_t *record_json(const bench_record *r) {
     if (r->routed_model) json_object_set_new(o, "routed_model", json_string(r->routed_model));
     if (r->has_priority) json_object_set_new(o, "priority", json_integer(r->priority));
     if (r->len_class)
-        json_object_set_new(o, "length_class", json_string(r->len_class == BENCH_LEN_LONG ? "long" : "short"));
+        json_object_set_new(o, "length_class", json_string(r->len_class == LG_LEN_LONG ? "long" : "short"));
     if (r->error && !json_is_string(json_object_get(o, "error"))) // not valid UTF-8
         json_object_set_new(o, "error", json_string("(error message not valid UTF-8)"));
     return o;
 }
 
-int bench_write_json(const char *path, void *config_json, const bench_result *res, size_t n, tc_err *err) {
+int lg_write_json(const char *path, void *config_json, const lg_result *res, size_t n, tc_err *err) {
     json_t *root = json_object(), *runs = json_array();
     if (!root || !runs) goto oom;
     if (config_json) json_object_set(root, "config", (json_t *)config_json);
@@ -197,7 +197,7 @@ int bench_write_json(const char *path, void *config_json, const bench_result *re
         json_object_set_new(run, "t0_monotonic_s", json_real(res[i].run.t0));
         json_object_set_new(run, "classes", classes_json(&res[i].cls));
         if (res[i].tenants_json) json_object_set(run, "tenants", (json_t *)res[i].tenants_json);
-        json_object_set_new(run, "models", bench_model_json(res[i].run.recs, res[i].run.n, res[i].run.duration));
+        json_object_set_new(run, "models", lg_model_json(res[i].run.recs, res[i].run.n, res[i].run.duration));
         json_object_set_new(run, "x", isfinite(res[i].x) ? json_real(res[i].x) : json_string("inf"));
         json_array_append_new(runs, run);
     }

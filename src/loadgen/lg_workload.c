@@ -1,13 +1,13 @@
-#include "bench/bench_workload.h"
+#include "loadgen/lg_workload.h"
 
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/bench_class.h"
-#include "bench/bench_rng.h"
-#include "bench/bench_spec_wl.h"
+#include "loadgen/lg_class.h"
+#include "loadgen/lg_rng.h"
+#include "loadgen/lg_spec_wl.h"
 
 // Common short English words: each is one token (with its leading space) in typical BPE and SPM vocabularies,
 // so N random words tokenize to roughly N tokens.
@@ -31,8 +31,8 @@ static const char *const WORDS[] = {
 };
 #define N_WORDS (sizeof WORDS / sizeof WORDS[0])
 
-struct bench_workload {
-    bench_wl_cfg cfg;
+struct lg_workload {
+    lg_wl_cfg cfg;
     char **lines; // jsonl: owned lines
     size_t n_lines;
     json_t **hist; // multi-turn: per conversation slot, the messages so far (owned), (num_groups,)
@@ -43,15 +43,15 @@ enum { S_LEN = 1, S_TEXT = 2, S_PREFIX = 3, S_CODE = 4, S_CLASS = 5, S_PRIO = 6 
 
 static uint64_t stream_id(int kind, int64_t idx) { return ((uint64_t)idx << 4) | (uint64_t)kind; }
 
-static int64_t spread(bench_rng *r, int64_t len, double ratio) {
+static int64_t spread(lg_rng *r, int64_t len, double ratio) {
     int64_t lo = (int64_t)((double)len * (1.0 - ratio)), hi = (int64_t)((double)len * (1.0 + ratio));
     if (lo < 1) lo = 1;
     if (hi < lo) hi = lo;
-    return bench_rng_range(r, lo, hi);
+    return lg_rng_range(r, lo, hi);
 }
 
 // Appends n random words (space-separated) to a growing buffer. Returns NULL on OOM (buffer freed).
-static char *words(char *buf, bench_rng *r, int64_t n) {
+static char *words(char *buf, lg_rng *r, int64_t n) {
     size_t len = buf ? strlen(buf) : 0, cap = len + (size_t)n * 9 + 2;
     char *b = realloc(buf, cap);
     if (!b) {
@@ -59,7 +59,7 @@ static char *words(char *buf, bench_rng *r, int64_t n) {
         return NULL;
     }
     for (int64_t i = 0; i < n; i++) {
-        const char *w = WORDS[bench_rng_u64(r) % N_WORDS];
+        const char *w = WORDS[lg_rng_u64(r) % N_WORDS];
         size_t wl = strlen(w);
         if (len) b[len++] = ' ';
         memcpy(b + len, w, wl);
@@ -74,11 +74,11 @@ static const char *const IDENTS[] = {"count", "total", "value", "index", "result
 #define N_IDENTS (sizeof IDENTS / sizeof IDENTS[0])
 
 // A code snippet of roughly `tokens` tokens and an instruction to rename one identifier in it.
-static char *code_edit_prompt(bench_rng *r, int64_t tokens) {
+static char *code_edit_prompt(lg_rng *r, int64_t tokens) {
     size_t cap = (size_t)tokens * 12 + 512, len = 0;
     char *b = malloc(cap);
     if (!b) return NULL;
-    const char *from = IDENTS[bench_rng_u64(r) % N_IDENTS];
+    const char *from = IDENTS[lg_rng_u64(r) % N_IDENTS];
     const char *to = "renamed_var";
     len += (size_t)snprintf(b + len, cap - len,
                             "Rewrite the following Python code, renaming the variable `%s` to `%s`. Change nothing "
@@ -86,8 +86,8 @@ static char *code_edit_prompt(bench_rng *r, int64_t tokens) {
                             from, to, from);
     int64_t lines = tokens / 12 + 1;
     for (int64_t i = 0; i < lines && len + 160 < cap; i++) {
-        const char *a = IDENTS[bench_rng_u64(r) % N_IDENTS], *c = IDENTS[bench_rng_u64(r) % N_IDENTS];
-        switch (bench_rng_u64(r) % 3) {
+        const char *a = IDENTS[lg_rng_u64(r) % N_IDENTS], *c = IDENTS[lg_rng_u64(r) % N_IDENTS];
+        switch (lg_rng_u64(r) % 3) {
         case 0: len += (size_t)snprintf(b + len, cap - len, "    %s = %s + %s * %d\n", a, from, c, (int)(i % 97)); break;
         case 1: len += (size_t)snprintf(b + len, cap - len, "    if %s > %s:\n        %s -= 1\n", from, a, c); break;
         default: len += (size_t)snprintf(b + len, cap - len, "    data.append(%s(%s, %s))\n", a, c, from); break;
@@ -97,18 +97,18 @@ static char *code_edit_prompt(bench_rng *r, int64_t tokens) {
     return b;
 }
 
-int bench_ds_parse(const char *s, bench_ds_kind *kind, const char **path, tc_err *err) {
+int lg_ds_parse(const char *s, lg_ds_kind *kind, const char **path, tc_err *err) {
     *path = NULL;
-    if (!strcmp(s, "random")) *kind = BENCH_DS_RANDOM;
-    else if (!strcmp(s, "shared-prefix")) *kind = BENCH_DS_SHARED_PREFIX;
-    else if (!strcmp(s, "multi-turn")) *kind = BENCH_DS_MULTI_TURN;
-    else if (!strcmp(s, "repetitive")) *kind = BENCH_DS_REPETITIVE;
-    else if (!strcmp(s, "mixed-length")) *kind = BENCH_DS_MIXED_LENGTH;
-    else if (!strncmp(s, "jsonl:", 6) && s[6]) *kind = BENCH_DS_JSONL, *path = s + 6;
-    else if (!strcmp(s, "code-edit")) *kind = BENCH_DS_CODE_EDIT;
-    else if (!strcmp(s, "code-edit-pred")) *kind = BENCH_DS_CODE_EDIT_PRED;
-    else if (!strcmp(s, "quote")) *kind = BENCH_DS_QUOTE;
-    else if (!strcmp(s, "creative")) *kind = BENCH_DS_CREATIVE;
+    if (!strcmp(s, "random")) *kind = LG_DS_RANDOM;
+    else if (!strcmp(s, "shared-prefix")) *kind = LG_DS_SHARED_PREFIX;
+    else if (!strcmp(s, "multi-turn")) *kind = LG_DS_MULTI_TURN;
+    else if (!strcmp(s, "repetitive")) *kind = LG_DS_REPETITIVE;
+    else if (!strcmp(s, "mixed-length")) *kind = LG_DS_MIXED_LENGTH;
+    else if (!strncmp(s, "jsonl:", 6) && s[6]) *kind = LG_DS_JSONL, *path = s + 6;
+    else if (!strcmp(s, "code-edit")) *kind = LG_DS_CODE_EDIT;
+    else if (!strcmp(s, "code-edit-pred")) *kind = LG_DS_CODE_EDIT_PRED;
+    else if (!strcmp(s, "quote")) *kind = LG_DS_QUOTE;
+    else if (!strcmp(s, "creative")) *kind = LG_DS_CREATIVE;
     else
         return tc_err_set(err, TC_ERR_INVALID,
                           "unknown dataset '%s' (random, shared-prefix, multi-turn, repetitive, mixed-length, jsonl:FILE, "
@@ -116,7 +116,7 @@ int bench_ds_parse(const char *s, bench_ds_kind *kind, const char **path, tc_err
     return 0;
 }
 
-static int load_jsonl(bench_workload *w, tc_err *err) {
+static int load_jsonl(lg_workload *w, tc_err *err) {
     FILE *f = fopen(w->cfg.path, "r");
     if (!f) return tc_err_set(err, TC_ERR_IO, "cannot open dataset '%s'", w->cfg.path);
     char *line = NULL;
@@ -154,30 +154,30 @@ static int load_jsonl(bench_workload *w, tc_err *err) {
     return rc;
 }
 
-int bench_workload_init(bench_workload **out, const bench_wl_cfg *cfg, tc_err *err) {
+int lg_workload_init(lg_workload **out, const lg_wl_cfg *cfg, tc_err *err) {
     *out = NULL;
     if (cfg->input_len < 1 || cfg->output_len < 1 || cfg->range_ratio < 0 || cfg->range_ratio >= 1 ||
         cfg->num_groups < 1 || cfg->turns < 1 || cfg->prefix_len < 0 ||
-        (cfg->kind == BENCH_DS_MIXED_LENGTH && (cfg->long_len < 1 || cfg->long_frac < 0 || cfg->long_frac > 1)))
+        (cfg->kind == LG_DS_MIXED_LENGTH && (cfg->long_len < 1 || cfg->long_frac < 0 || cfg->long_frac > 1)))
         return tc_err_set(err, TC_ERR_INVALID, "workload: lengths must be >= 1 and 0 <= range-ratio < 1");
-    bench_workload *w = calloc(1, sizeof *w);
+    lg_workload *w = calloc(1, sizeof *w);
     if (!w) return tc_err_set(err, TC_ERR_NOMEM, "out of memory");
     w->cfg = *cfg;
     int rc = 0;
-    if (cfg->kind == BENCH_DS_JSONL) rc = load_jsonl(w, err);
-    if (!rc && cfg->kind == BENCH_DS_MULTI_TURN) {
+    if (cfg->kind == LG_DS_JSONL) rc = load_jsonl(w, err);
+    if (!rc && cfg->kind == LG_DS_MULTI_TURN) {
         w->hist = calloc((size_t)cfg->num_groups, sizeof *w->hist);
         if (!w->hist) rc = tc_err_set(err, TC_ERR_NOMEM, "out of memory");
     }
     if (rc) {
-        bench_workload_free(w);
+        lg_workload_free(w);
         return rc;
     }
     *out = w;
     return 0;
 }
 
-void bench_workload_reset(bench_workload *w) {
+void lg_workload_reset(lg_workload *w) {
     if (!w->hist) return;
     for (int64_t i = 0; i < w->cfg.num_groups; i++) {
         json_decref(w->hist[i]);
@@ -185,59 +185,59 @@ void bench_workload_reset(bench_workload *w) {
     }
 }
 
-void bench_workload_reseed(bench_workload *w, uint64_t seed) {
-    bench_workload_reset(w);
+void lg_workload_reseed(lg_workload *w, uint64_t seed) {
+    lg_workload_reset(w);
     w->cfg.seed = seed;
 }
 
-void bench_workload_free(bench_workload *w) {
+void lg_workload_free(lg_workload *w) {
     if (!w) return;
-    bench_workload_reset(w);
+    lg_workload_reset(w);
     free(w->hist);
     for (size_t i = 0; i < w->n_lines; i++) free(w->lines[i]);
     free(w->lines);
     free(w);
 }
 
-void bench_workload_class(const bench_workload *w, int64_t idx, int *has_prio, int *prio, int *len_class) {
-    const bench_wl_cfg *c = &w->cfg;
-    bench_rng r;
+void lg_workload_class(const lg_workload *w, int64_t idx, int *has_prio, int *prio, int *len_class) {
+    const lg_wl_cfg *c = &w->cfg;
+    lg_rng r;
     *has_prio = c->prio != NULL;
     *prio = 0;
     if (c->prio) {
-        bench_rng_seed(&r, c->seed, stream_id(S_PRIO, idx));
-        *prio = bench_prio_mix_pick(c->prio, bench_rng_uniform(&r));
+        lg_rng_seed(&r, c->seed, stream_id(S_PRIO, idx));
+        *prio = lg_prio_mix_pick(c->prio, lg_rng_uniform(&r));
     }
-    *len_class = BENCH_LEN_NONE;
-    if (c->kind == BENCH_DS_MIXED_LENGTH) {
-        bench_rng_seed(&r, c->seed, stream_id(S_CLASS, idx));
-        *len_class = bench_rng_uniform(&r) < c->long_frac ? BENCH_LEN_LONG : BENCH_LEN_SHORT;
+    *len_class = LG_LEN_NONE;
+    if (c->kind == LG_DS_MIXED_LENGTH) {
+        lg_rng_seed(&r, c->seed, stream_id(S_CLASS, idx));
+        *len_class = lg_rng_uniform(&r) < c->long_frac ? LG_LEN_LONG : LG_LEN_SHORT;
     }
 }
 
-int64_t bench_workload_depends_on(const bench_workload *w, int64_t idx) {
-    if (w->cfg.kind != BENCH_DS_MULTI_TURN) return -1;
+int64_t lg_workload_depends_on(const lg_workload *w, int64_t idx) {
+    if (w->cfg.kind != LG_DS_MULTI_TURN) return -1;
     int64_t g = w->cfg.num_groups, turn = (idx / g) % w->cfg.turns;
     return turn > 0 ? idx - g : -1;
 }
 
-int bench_workload_wants_text(const bench_workload *w) { return w->cfg.kind == BENCH_DS_MULTI_TURN; }
+int lg_workload_wants_text(const lg_workload *w) { return w->cfg.kind == LG_DS_MULTI_TURN; }
 
 static json_t *msg(const char *role, const char *content) {
     return json_pack("{s:s, s:s}", "role", role, "content", content);
 }
 
 // The user text of multi-turn request idx.
-static char *turn_text(const bench_workload *w, int64_t idx) {
-    bench_rng r;
-    bench_rng_seed(&r, w->cfg.seed, stream_id(S_TEXT, idx));
+static char *turn_text(const lg_workload *w, int64_t idx) {
+    lg_rng r;
+    lg_rng_seed(&r, w->cfg.seed, stream_id(S_TEXT, idx));
     return words(NULL, &r, spread(&r, w->cfg.input_len, w->cfg.range_ratio));
 }
 
-int bench_workload_complete(bench_workload *w, int64_t idx, const char *text, size_t len, tc_err *err) {
-    if (w->cfg.kind != BENCH_DS_MULTI_TURN) return 0;
+int lg_workload_complete(lg_workload *w, int64_t idx, const char *text, size_t len, tc_err *err) {
+    if (w->cfg.kind != LG_DS_MULTI_TURN) return 0;
     int64_t slot = idx % w->cfg.num_groups;
-    if (bench_workload_depends_on(w, idx) < 0) { // first turn starts a new conversation
+    if (lg_workload_depends_on(w, idx) < 0) { // first turn starts a new conversation
         json_decref(w->hist[slot]);
         w->hist[slot] = json_array();
     }
@@ -283,19 +283,19 @@ static char *flatten(json_t *msgs) {
 // The messages of request idx by dataset kind (lr: its length stream, in_len its drawn prompt length), appended
 // to msgs; *text (owned; NULL: out of memory) the prompt's text, *pred (owned, or NULL) a predicted output;
 // *out_len (a jsonl max_tokens) and *est_input (the estimated prompt tokens) as the dataset sets them.
-static void wl_messages(bench_workload *w, int64_t idx, bench_rng *lr, int64_t in_len, json_t *msgs, char **text,
+static void wl_messages(lg_workload *w, int64_t idx, lg_rng *lr, int64_t in_len, json_t *msgs, char **text,
                         char **pred, int64_t *out_len, int64_t *est_input) {
-    const bench_wl_cfg *c = &w->cfg;
-    bench_rng r;
-    bench_rng_seed(&r, c->seed, stream_id(S_TEXT, idx));
+    const lg_wl_cfg *c = &w->cfg;
+    lg_rng r;
+    lg_rng_seed(&r, c->seed, stream_id(S_TEXT, idx));
     switch (c->kind) {
-    case BENCH_DS_RANDOM:
+    case LG_DS_RANDOM:
         *text = words(NULL, &r, in_len);
         if (*text) json_array_append_new(msgs, msg("user", *text));
         break;
-    case BENCH_DS_SHARED_PREFIX: {
-        bench_rng pr;
-        bench_rng_seed(&pr, c->seed, stream_id(S_PREFIX, idx % c->num_groups));
+    case LG_DS_SHARED_PREFIX: {
+        lg_rng pr;
+        lg_rng_seed(&pr, c->seed, stream_id(S_PREFIX, idx % c->num_groups));
         char *prefix = words(NULL, &pr, c->prefix_len);
         *text = words(NULL, &r, in_len);
         if (prefix && *text) {
@@ -306,10 +306,10 @@ static void wl_messages(bench_workload *w, int64_t idx, bench_rng *lr, int64_t i
         free(prefix);
         break;
     }
-    case BENCH_DS_MULTI_TURN: {
+    case LG_DS_MULTI_TURN: {
         *text = turn_text(w, idx);
         json_t *h = w->hist[idx % c->num_groups];
-        if (bench_workload_depends_on(w, idx) >= 0 && h) {
+        if (lg_workload_depends_on(w, idx) >= 0 && h) {
             size_t i;
             json_t *m;
             json_array_foreach(h, i, m) {
@@ -321,31 +321,31 @@ static void wl_messages(bench_workload *w, int64_t idx, bench_rng *lr, int64_t i
         if (*text) json_array_append_new(msgs, msg("user", *text));
         break;
     }
-    case BENCH_DS_MIXED_LENGTH: {
+    case LG_DS_MIXED_LENGTH: {
         int hp, pr, lc;
-        bench_workload_class(w, idx, &hp, &pr, &lc);
-        if (lc == BENCH_LEN_LONG) *est_input = in_len = spread(lr, c->long_len, c->range_ratio);
+        lg_workload_class(w, idx, &hp, &pr, &lc);
+        if (lc == LG_LEN_LONG) *est_input = in_len = spread(lr, c->long_len, c->range_ratio);
         *text = words(NULL, &r, in_len);
         if (*text) json_array_append_new(msgs, msg("user", *text));
         break;
     }
-    case BENCH_DS_REPETITIVE:
+    case LG_DS_REPETITIVE:
         *text = code_edit_prompt(&r, in_len);
         if (*text) json_array_append_new(msgs, msg("user", *text));
         break;
-    case BENCH_DS_CODE_EDIT:
-    case BENCH_DS_CODE_EDIT_PRED:
-    case BENCH_DS_QUOTE:
-    case BENCH_DS_CREATIVE: {
-        static const bench_spec_wl map[] = {BENCH_SPEC_CODE_EDIT, BENCH_SPEC_CODE_EDIT_PRED, BENCH_SPEC_QUOTE,
-                                            BENCH_SPEC_CREATIVE};
-        if (bench_spec_wl_build(map[c->kind - BENCH_DS_CODE_EDIT], &r, in_len, text, pred) == 0) {
+    case LG_DS_CODE_EDIT:
+    case LG_DS_CODE_EDIT_PRED:
+    case LG_DS_QUOTE:
+    case LG_DS_CREATIVE: {
+        static const lg_spec_wl map[] = {LG_SPEC_CODE_EDIT, LG_SPEC_CODE_EDIT_PRED, LG_SPEC_QUOTE,
+                                            LG_SPEC_CREATIVE};
+        if (lg_spec_wl_build(map[c->kind - LG_DS_CODE_EDIT], &r, in_len, text, pred) == 0) {
             json_array_append_new(msgs, msg("user", *text));
             *est_input = (int64_t)strlen(*text) / 4;
         }
         break;
     }
-    case BENCH_DS_JSONL: {
+    case LG_DS_JSONL: {
         json_t *o = json_loads(w->lines[(size_t)idx % w->n_lines], 0, NULL);
         json_t *p = json_object_get(o, "prompt"), *m = json_object_get(o, "messages");
         json_t *mt = json_object_get(o, "max_tokens");
@@ -369,9 +369,9 @@ static void wl_messages(bench_workload *w, int64_t idx, bench_rng *lr, int64_t i
 // The request's fields around its messages: model, messages (chat) or one prompt string (completions),
 // max_tokens, prediction (pred, or NULL), sampling and streaming, ignore_eos, the class's priority and the TTFT
 // target. 0, or TC_ERR_NOMEM with err set.
-static int wl_request(bench_workload *w, int64_t idx, json_t *msgs, int64_t out_len, const char *pred, json_t *req,
+static int wl_request(lg_workload *w, int64_t idx, json_t *msgs, int64_t out_len, const char *pred, json_t *req,
                       tc_err *err) {
-    const bench_wl_cfg *c = &w->cfg;
+    const lg_wl_cfg *c = &w->cfg;
     json_object_set_new(req, "model", json_string(c->model ? c->model : ""));
     if (c->chat) {
         json_object_set(req, "messages", msgs);
@@ -392,17 +392,17 @@ static int wl_request(bench_workload *w, int64_t idx, json_t *msgs, int64_t out_
         json_object_set_new(req, "min_tokens", json_integer(out_len));
     }
     int hp, pr, lc;
-    bench_workload_class(w, idx, &hp, &pr, &lc);
+    lg_workload_class(w, idx, &hp, &pr, &lc);
     if (hp) json_object_set_new(req, c->prio_field ? c->prio_field : "priority", json_integer(pr));
     if (c->ttft_slo_ms > 0)
         json_object_set_new(req, c->ttft_field ? c->ttft_field : "ttft_slo_ms", json_real(c->ttft_slo_ms));
     return 0;
 }
 
-int bench_workload_body(bench_workload *w, int64_t idx, char **body, int64_t *est_input, tc_err *err) {
-    const bench_wl_cfg *c = &w->cfg;
-    bench_rng lr;
-    bench_rng_seed(&lr, c->seed, stream_id(S_LEN, idx));
+int lg_workload_body(lg_workload *w, int64_t idx, char **body, int64_t *est_input, tc_err *err) {
+    const lg_wl_cfg *c = &w->cfg;
+    lg_rng lr;
+    lg_rng_seed(&lr, c->seed, stream_id(S_LEN, idx));
     int64_t in_len = spread(&lr, c->input_len, c->range_ratio);
     int64_t out_len = spread(&lr, c->output_len, c->range_ratio);
     json_t *msgs = json_array(), *req = json_object();

@@ -1,5 +1,5 @@
-// K centering for a quantized K cache (see kv_center.h).
-#include "model/kv_center.h"
+// K centering for a quantized K cache (see key_center.h).
+#include "model/key_center.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -56,7 +56,7 @@ static int calibrate(model *m, const int32_t *ids, int n, int n_threads, tc_err 
     if (n <= CALIB_SKIP + 16) return tc_err_set(err, TC_ERR_INVALID, "calibration text too short (%d tokens)", n);
     int n_blocks = (n + CALIB_BLOCK - 1) / CALIB_BLOCK;
     model_ctx *c = NULL;
-    model_kv *kv = NULL;
+    kv_store *kv = NULL;
     const size_t nt = (size_t)hp->n_layers * kv_dim, q_dim = (size_t)hp->n_heads * hp->head_dim;
     const size_t nq = (size_t)hp->n_layers * q_dim;
     double *sum = calloc(2 * nt + nq, sizeof(double)); // [keys | squared keys | squared queries]
@@ -112,7 +112,7 @@ static int calibrate(model *m, const int32_t *ids, int n, int n_threads, tc_err 
     }
 out:
     model_ctx_free(c);
-    model_kv_free(kv);
+    kv_store_free(kv);
     free(sum), free(table), free(pos), free(seq), free(neg);
     return rc;
 }

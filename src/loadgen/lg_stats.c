@@ -1,10 +1,10 @@
-#include "bench/bench_stats.h"
+#include "loadgen/lg_stats.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-void bench_record_free(bench_record *r) {
+void lg_record_free(lg_record *r) {
     if (!r) return;
     free(r->error);
     free(r->id);
@@ -18,7 +18,7 @@ void bench_record_free(bench_record *r) {
     r->n_itl = r->cap_itl = r->text_len = r->text_cap = 0;
 }
 
-int bench_record_push_itl(bench_record *r, double gap) {
+int lg_record_push_itl(lg_record *r, double gap) {
     if (r->n_itl == r->cap_itl) {
         size_t cap = r->cap_itl ? r->cap_itl * 2 : 64;
         double *p = realloc(r->itl, cap * sizeof *p);
@@ -30,7 +30,7 @@ int bench_record_push_itl(bench_record *r, double gap) {
     return 0;
 }
 
-void bench_record_finalize(bench_record *r) {
+void lg_record_finalize(lg_record *r) {
     r->e2e = r->t_end - r->t_send;
     r->ttft = r->t_first >= 0 ? r->t_first - r->t_send : 0;
     r->tpot = r->output_tokens > 1 ? (r->e2e - r->ttft) / (double)(r->output_tokens - 1) : 0;
@@ -38,7 +38,7 @@ void bench_record_finalize(bench_record *r) {
 
 // --- distributions
 
-double bench_percentile(const double *sorted, size_t n, double p) {
+double lg_percentile(const double *sorted, size_t n, double p) {
     if (n == 0) return 0;
     if (p <= 0) return sorted[0];
     if (p >= 100) return sorted[n - 1];
@@ -54,7 +54,7 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-int bench_dist_compute(bench_dist *out, const double *seconds, size_t n) {
+int lg_dist_compute(lg_dist *out, const double *seconds, size_t n) {
     memset(out, 0, sizeof *out);
     if (n == 0) return 0;
     double *v = malloc(n * sizeof *v);
@@ -70,17 +70,17 @@ int bench_dist_compute(bench_dist *out, const double *seconds, size_t n) {
     out->n = n;
     out->mean = mean;
     out->std = sqrt(ss / (double)n); // population std, as numpy's default
-    out->median = bench_percentile(v, n, 50);
-    out->p90 = bench_percentile(v, n, 90);
-    out->p95 = bench_percentile(v, n, 95);
-    out->p99 = bench_percentile(v, n, 99);
+    out->median = lg_percentile(v, n, 50);
+    out->p90 = lg_percentile(v, n, 90);
+    out->p95 = lg_percentile(v, n, 95);
+    out->p99 = lg_percentile(v, n, 99);
     out->min = v[0];
     out->max = v[n - 1];
     free(v);
     return 0;
 }
 
-int bench_slo_met(const bench_record *r, const bench_slo *slo) {
+int lg_slo_met(const lg_record *r, const lg_slo *slo) {
     if (!r->ok) return 0;
     if (!slo) return 1;
     if (slo->ttft_ms > 0 && r->ttft * 1e3 > slo->ttft_ms) return 0;
@@ -89,8 +89,8 @@ int bench_slo_met(const bench_record *r, const bench_slo *slo) {
     return 1;
 }
 
-int bench_summarize(bench_summary *out, const bench_record *recs, size_t n, double duration,
-                    const bench_slo *slo, tc_err *err) {
+int lg_summarize(lg_summary *out, const lg_record *recs, size_t n, double duration,
+                 const lg_slo *slo, tc_err *err) {
     int max_inflight = out->max_inflight;
     memset(out, 0, sizeof *out);
     out->max_inflight = max_inflight;
@@ -103,12 +103,12 @@ int bench_summarize(bench_summary *out, const bench_record *recs, size_t n, doub
     double *e2e = malloc((n + 1) * sizeof *e2e), *itl = malloc((n_itl + 1) * sizeof *itl);
     int rc = 0;
     if (!ttft || !tpot || !e2e || !itl) {
-        rc = tc_err_set(err, TC_ERR_NOMEM, "bench_summarize: out of memory");
+        rc = tc_err_set(err, TC_ERR_NOMEM, "lg_summarize: out of memory");
         goto done;
     }
     size_t nt = 0, np = 0, ni = 0;
     for (size_t i = 0; i < n; i++) {
-        const bench_record *r = &recs[i];
+        const lg_record *r = &recs[i];
         if (r->index < 0) continue;
         if (!r->ok) {
             out->failed++;
@@ -124,7 +124,7 @@ int bench_summarize(bench_summary *out, const bench_record *recs, size_t n, doub
         if (r->output_tokens > 1) tpot[np++] = r->tpot;
         if (r->n_itl) memcpy(itl + ni, r->itl, r->n_itl * sizeof *itl);
         ni += r->n_itl;
-        if (out->has_slo && bench_slo_met(r, slo)) out->good++;
+        if (out->has_slo && lg_slo_met(r, slo)) out->good++;
     }
     if (duration > 0) {
         out->req_throughput = (double)out->completed / duration;
@@ -132,9 +132,9 @@ int bench_summarize(bench_summary *out, const bench_record *recs, size_t n, doub
         out->total_throughput = (double)(out->total_input + out->total_output) / duration;
         out->goodput = (double)out->good / duration;
     }
-    if (bench_dist_compute(&out->ttft, ttft, nt) || bench_dist_compute(&out->tpot, tpot, np) ||
-        bench_dist_compute(&out->e2e, e2e, nt) || bench_dist_compute(&out->itl, itl, ni))
-        rc = tc_err_set(err, TC_ERR_NOMEM, "bench_summarize: out of memory");
+    if (lg_dist_compute(&out->ttft, ttft, nt) || lg_dist_compute(&out->tpot, tpot, np) ||
+        lg_dist_compute(&out->e2e, e2e, nt) || lg_dist_compute(&out->itl, itl, ni))
+        rc = tc_err_set(err, TC_ERR_NOMEM, "lg_summarize: out of memory");
 done:
     free(ttft);
     free(tpot);
@@ -143,7 +143,7 @@ done:
     return rc;
 }
 
-int bench_slo_parse(bench_slo *out, const char *s, tc_err *err) {
+int lg_slo_parse(lg_slo *out, const char *s, tc_err *err) {
     memset(out, 0, sizeof *out);
     const char *p = s;
     while (*p) {

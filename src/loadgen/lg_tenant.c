@@ -1,12 +1,12 @@
-// Per-tenant keys and breakdown for bench-serve (see bench_tenant.h).
-#include "bench/bench_tenant.h"
+// Per-tenant keys and breakdown for bench-serve (see lg_tenant.h).
+#include "loadgen/lg_tenant.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-int bench_tenant_add(bench_tenants *t, const char *spec, tc_err *err) {
-    if (t->n == BENCH_MAX_TENANTS) return tc_err_set(err, TC_ERR_INVALID, "--tenant: at most %d tenants", BENCH_MAX_TENANTS);
+int lg_tenant_add(lg_tenants *t, const char *spec, tc_err *err) {
+    if (t->n == LG_MAX_TENANTS) return tc_err_set(err, TC_ERR_INVALID, "--tenant: at most %d tenants", LG_MAX_TENANTS);
     const char *colon = strrchr(spec, ':');
     double w = 1;
     size_t klen = strlen(spec);
@@ -27,7 +27,7 @@ int bench_tenant_add(bench_tenants *t, const char *spec, tc_err *err) {
     return 0;
 }
 
-int bench_tenant_of(const bench_tenants *t, int64_t idx) {
+int lg_tenant_of(const lg_tenants *t, int64_t idx) {
     if (!t || t->n == 0) return -1;
     double W = 0;
     for (int i = 0; i < t->n; i++) W += t->weight[i];
@@ -41,7 +41,7 @@ int bench_tenant_of(const bench_tenants *t, int64_t idx) {
 }
 
 // The records of tenant i (shallow copies: the summary only reads them). *out malloc'd.
-static size_t subset(const bench_record *recs, size_t n, int i, bench_record **out) {
+static size_t subset(const lg_record *recs, size_t n, int i, lg_record **out) {
     *out = malloc((n ? n : 1) * sizeof **out);
     size_t m = 0;
     for (size_t k = 0; *out && k < n; k++)
@@ -49,16 +49,16 @@ static size_t subset(const bench_record *recs, size_t n, int i, bench_record **o
     return m;
 }
 
-void bench_tenant_print(FILE *f, const bench_tenants *t, const bench_record *recs, size_t n, double duration) {
+void lg_tenant_print(FILE *f, const lg_tenants *t, const lg_record *recs, size_t n, double duration) {
     if (!t || t->n == 0) return;
     fprintf(f, "%-18s %6s %9s %6s %8s %10s %10s %10s %10s %10s\n", "Per tenant", "weight", "completed", "failed",
             "req/s", "out tok/s", "TTFT p50", "TTFT p99", "E2EL p50", "E2EL p99");
     for (int i = 0; i < t->n; i++) {
-        bench_record *sub;
+        lg_record *sub;
         size_t m = subset(recs, n, i, &sub);
-        bench_summary s;
+        lg_summary s;
         tc_err err;
-        if (!sub || bench_summarize(&s, sub, m, duration, NULL, &err)) {
+        if (!sub || lg_summarize(&s, sub, m, duration, NULL, &err)) {
             free(sub);
             continue;
         }
@@ -70,21 +70,21 @@ void bench_tenant_print(FILE *f, const bench_tenants *t, const bench_record *rec
     fprintf(f, "(latencies in ms over completed requests; failed includes HTTP 429 from rate limits)\n");
 }
 
-static json_t *dist(const bench_dist *d) {
+static json_t *dist(const lg_dist *d) {
     return json_pack("{s:I, s:f, s:f, s:f, s:f}", "n", (json_int_t)d->n, "mean_ms", d->mean, "median_ms", d->median,
                      "p90_ms", d->p90, "p99_ms", d->p99);
 }
 
-json_t *bench_tenant_json(const bench_tenants *t, const bench_record *recs, size_t n, double duration) {
+json_t *lg_tenant_json(const lg_tenants *t, const lg_record *recs, size_t n, double duration) {
     json_t *o = json_object();
     for (int i = 0; o && t && i < t->n; i++) {
-        bench_record *sub;
+        lg_record *sub;
         size_t m = subset(recs, n, i, &sub);
-        bench_summary s;
+        lg_summary s;
         tc_err err;
         size_t n429 = 0;
         for (size_t k = 0; sub && k < m; k++) n429 += sub[k].index >= 0 && sub[k].http_status == 429;
-        if (sub && !bench_summarize(&s, sub, m, duration, NULL, &err))
+        if (sub && !lg_summarize(&s, sub, m, duration, NULL, &err))
             json_object_set_new(o, t->name[i],
                                 json_pack("{s:f, s:I, s:I, s:I, s:f, s:f, s:o, s:o, s:o}", "weight", t->weight[i],
                                           "completed", (json_int_t)s.completed, "failed", (json_int_t)s.failed,

@@ -1,13 +1,13 @@
-// libFuzzer target: the bench-serve SSE parser and the chunk JSON reader (bench_sse.h), which read whatever
+// libFuzzer target: the bench-serve SSE parser and the chunk JSON reader (lg_sse.h), which read whatever
 // the benchmarked server sends. The input is a stream; it is fed whole, then in pieces whose sizes come from
 // the input itself (bytes split anywhere, '\r' and '\n' of one CRLF in different pieces), and the events
-// delivered must be the same both ways. Every event goes through bench_chunk_parse in both modes (chat and
+// delivered must be the same both ways. Every event goes through lg_chunk_parse in both modes (chat and
 // completions). A third pass with a tiny max_len exercises the overlong-line errors.
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/bench_sse.h"
+#include "loadgen/lg_sse.h"
 
 #define CHECK(c)                                                                                             \
     do {                                                                                                     \
@@ -36,9 +36,9 @@ static int on_event(void *ud, const char *data, size_t len) {
     ev->len = need;
     ev->n_events++;
     for (int chat = 0; chat < 2; chat++) {
-        bench_chunk c;
+        lg_chunk c;
         tc_err err = {0};
-        int rc = bench_chunk_parse(&c, data, len, chat, &err);
+        int rc = lg_chunk_parse(&c, data, len, chat, &err);
         if (rc) {
             CHECK(rc == TC_ERR_FORMAT && err.msg[0] && !c.json_);
             continue;
@@ -47,27 +47,27 @@ static int on_event(void *ud, const char *data, size_t len) {
         else CHECK(c.content_len == 0);
         if (c.id) (void)strlen(c.id);
         CHECK(!c.done || !c.json_);
-        bench_chunk_clear(&c);
+        lg_chunk_clear(&c);
     }
     return 0;
 }
 
 // Feeds the stream in pieces of the given sizes (cycled); returns feed/finish's status.
 static int run(const uint8_t *d, size_t n, const uint8_t *sizes, size_t n_sizes, size_t max_len, events *ev) {
-    bench_sse p;
-    bench_sse_init(&p, on_event, ev);
+    lg_sse p;
+    lg_sse_init(&p, on_event, ev);
     if (max_len) p.max_len = max_len;
     tc_err err = {0};
     int rc = 0;
     for (size_t i = 0, k = 0; i < n && !rc; k++) {
         size_t step = n_sizes ? 1 + sizes[k % n_sizes] % 13 : n;
         if (step > n - i) step = n - i;
-        rc = bench_sse_feed(&p, (const char *)d + i, step, &err);
+        rc = lg_sse_feed(&p, (const char *)d + i, step, &err);
         i += step;
     }
-    if (!rc) rc = bench_sse_finish(&p, &err);
+    if (!rc) rc = lg_sse_finish(&p, &err);
     if (rc == TC_ERR_FORMAT || rc == TC_ERR_NOMEM) CHECK(err.msg[0]);
-    bench_sse_free(&p);
+    lg_sse_free(&p);
     return rc;
 }
 

@@ -1,6 +1,6 @@
-// tachyon bench's speculation modes (bench_spec.c): greedy decode of a real prompt under each mode.
-#ifndef TACHYON_CLI_BENCH_SPEC_H
-#define TACHYON_CLI_BENCH_SPEC_H
+// tachyon bench's speculation modes (cmd_bench_spec.c): greedy decode of a real prompt under each mode.
+#ifndef TACHYON_CLI_CMD_BENCH_SPEC_H
+#define TACHYON_CLI_CMD_BENCH_SPEC_H
 
 #include "backend/backend.h"
 #include "common/err.h"

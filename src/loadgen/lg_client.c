@@ -1,5 +1,5 @@
-#include "bench/bench_client.h"
-#include "bench/bench_tenant.h"
+#include "loadgen/lg_client.h"
+#include "loadgen/lg_tenant.h"
 
 #include <curl/curl.h>
 #include <math.h>
@@ -9,11 +9,11 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "bench/bench_rng.h"
-#include "bench/bench_sse.h"
+#include "loadgen/lg_rng.h"
+#include "loadgen/lg_sse.h"
 #include "common/timeutil.h"
 
-struct bench_pool {
+struct lg_pool {
     CURLSH *share;
 };
 
@@ -26,7 +26,7 @@ typedef struct xfer {
     char *body;           // owned request body
     size_t rec;           // index into run->recs
     int64_t idx;          // workload index
-    bench_sse sse;
+    lg_sse sse;
     double t_now;         // arrival time of the bytes being parsed, seconds since t0
     double t_last;        // previous content chunk, seconds since t0
     double t_done;        // when [DONE] arrived, seconds since t0; < 0 before
@@ -44,10 +44,10 @@ typedef struct xfer {
 } xfer;
 
 typedef struct runner {
-    const bench_target *t;
-    const bench_run_cfg *cfg;
-    bench_workload *wl;
-    bench_run *run;
+    const lg_target *t;
+    const lg_run_cfg *cfg;
+    lg_workload *wl;
+    lg_run *run;
     CURLM *multi;
     char url[2048];
     double t0;            // monotonic seconds
@@ -58,15 +58,15 @@ typedef struct runner {
     size_t n_done;
 } runner;
 
-static bench_record *rec_of(xfer *x) { return &x->rn->run->recs[x->rec]; }
+static lg_record *rec_of(xfer *x) { return &x->rn->run->recs[x->rec]; }
 
 // --- stream handling
 
 static int on_event(void *ud, const char *data, size_t len) {
     xfer *x = ud;
-    bench_record *r = rec_of(x);
-    bench_chunk c;
-    if (bench_chunk_parse(&c, data, len, x->rn->t->chat, &x->perr)) {
+    lg_record *r = rec_of(x);
+    lg_chunk c;
+    if (lg_chunk_parse(&c, data, len, x->rn->t->chat, &x->perr)) {
         x->failed_parse = 1;
         return TC_ERR_FORMAT;
     }
@@ -79,7 +79,7 @@ static int on_event(void *ud, const char *data, size_t len) {
     if (c.model && !r->model) r->model = strdup(c.model);
     if (c.content_len) {
         if (r->n_chunks == 0) r->t_first = x->t_now;
-        else rc = bench_record_push_itl(r, x->t_now - x->t_last);
+        else rc = lg_record_push_itl(r, x->t_now - x->t_last);
         x->t_last = x->t_now;
         r->n_chunks++;
         if (x->rn->want_text && !rc) {
@@ -104,7 +104,7 @@ static int on_event(void *ud, const char *data, size_t len) {
         x->usage_out = c.completion_tokens;
         if (c.has_pred) x->saw_pred = 1, x->pred_acc = c.accepted_pred, x->pred_rej = c.rejected_pred;
     }
-    bench_chunk_clear(&c);
+    lg_chunk_clear(&c);
     if (rc) {
         tc_err_set(&x->perr, rc, "out of memory");
         x->failed_parse = 1;
@@ -119,7 +119,7 @@ static size_t on_header(char *ptr, size_t size, size_t nmemb, void *ud) {
     static const char name[] = "x-tachyon-routed-model:";
     size_t k = sizeof name - 1;
     if (n > k && !strncasecmp(ptr, name, k)) {
-        bench_record *r = rec_of(x);
+        lg_record *r = rec_of(x);
         const char *v = ptr + k, *end = ptr + n;
         while (v < end && (*v == ' ' || *v == '\t')) v++;
         while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' ')) end--;
@@ -147,7 +147,7 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ud) {
         x->errbody[x->errbody_len] = 0;
         return n;
     }
-    if (bench_sse_feed(&x->sse, ptr, n, &x->perr)) {
+    if (lg_sse_feed(&x->sse, ptr, n, &x->perr)) {
         x->failed_parse = 1;
         return 0; // aborts the transfer
     }
@@ -166,15 +166,15 @@ static void xfer_free(xfer *x) {
         curl_easy_cleanup(x->easy);
     }
     curl_slist_free_all(x->headers);
-    bench_sse_free(&x->sse);
+    lg_sse_free(&x->sse);
     free(x->body);
     free(x);
 }
 
-static int push_record(bench_run *run, int64_t index, size_t *pos) {
+static int push_record(lg_run *run, int64_t index, size_t *pos) {
     if (run->n == run->cap) {
         size_t cap = run->cap ? run->cap * 2 : 256;
-        bench_record *p = realloc(run->recs, cap * sizeof *p);
+        lg_record *p = realloc(run->recs, cap * sizeof *p);
         if (!p) return TC_ERR_NOMEM;
         run->recs = p;
         run->cap = cap;
@@ -187,7 +187,7 @@ static int push_record(bench_run *run, int64_t index, size_t *pos) {
     return 0;
 }
 
-static void set_error(bench_record *r, const char *fmt, const char *a, const char *b) {
+static void set_error(lg_record *r, const char *fmt, const char *a, const char *b) {
     char buf[600];
     snprintf(buf, sizeof buf, fmt, a, b);
     free(r->error);
@@ -199,18 +199,18 @@ static int dispatch(runner *rn, int64_t idx, tc_err *err) {
     size_t pos;
     if (push_record(rn->run, rn->cfg->warmup ? -idx - 1 : idx, &pos))
         return tc_err_set(err, TC_ERR_NOMEM, "out of memory");
-    bench_record *r = &rn->run->recs[pos];
-    bench_workload_class(rn->wl, idx, &r->has_priority, &r->priority, &r->len_class);
+    lg_record *r = &rn->run->recs[pos];
+    lg_workload_class(rn->wl, idx, &r->has_priority, &r->priority, &r->len_class);
     xfer *x = calloc(1, sizeof *x);
     if (!x) return tc_err_set(err, TC_ERR_NOMEM, "out of memory");
     x->rn = rn;
     x->rec = pos;
     x->idx = idx;
     x->t_done = -1;
-    bench_sse_init(&x->sse, on_event, x);
+    lg_sse_init(&x->sse, on_event, x);
     tc_err berr = {0};
     int64_t est = 0;
-    if (bench_workload_body(rn->wl, idx, &x->body, &est, &berr)) {
+    if (lg_workload_body(rn->wl, idx, &x->body, &est, &berr)) {
         r->t_send = r->t_end = tc_now() - rn->t0;
         set_error(r, "building request: %s%s", berr.msg, "");
         rn->done[idx] = 1;
@@ -223,7 +223,7 @@ static int dispatch(runner *rn, int64_t idx, tc_err *err) {
     x->headers = curl_slist_append(x->headers, "Accept: text/event-stream");
     x->headers = curl_slist_append(x->headers, "Expect:"); // no 100-continue round trip for large bodies
     const char *key = rn->t->api_key;
-    if ((r->tenant = bench_tenant_of(rn->t->tenants, idx)) >= 0) key = rn->t->tenants->key[r->tenant];
+    if ((r->tenant = lg_tenant_of(rn->t->tenants, idx)) >= 0) key = rn->t->tenants->key[r->tenant];
     if (key) {
         char auth[1024];
         snprintf(auth, sizeof auth, "Authorization: Bearer %s", key);
@@ -266,7 +266,7 @@ static int dispatch(runner *rn, int64_t idx, tc_err *err) {
 
 // A transfer ended (successfully or not): fill in its record, tell the workload, free it.
 static int finish(runner *rn, xfer *x, CURLcode res, tc_err *err) {
-    bench_record *r = rec_of(x);
+    lg_record *r = rec_of(x);
     double now = tc_now() - rn->t0;
     if (!x->status) {
         long code = 0;
@@ -283,7 +283,7 @@ static int finish(runner *rn, xfer *x, CURLcode res, tc_err *err) {
         snprintf(st, sizeof st, "HTTP %d", x->status);
         set_error(r, "%s: %s", st, x->errbody);
     } else {
-        int rc = bench_sse_finish(&x->sse, &x->perr);
+        int rc = lg_sse_finish(&x->sse, &x->perr);
         if (rc) set_error(r, "%s%s", x->perr.msg, "");
         else if (x->t_done < 0) set_error(r, "%s%s", "stream ended without data: [DONE]", "");
         else r->ok = 1;
@@ -298,19 +298,19 @@ static int finish(runner *rn, xfer *x, CURLcode res, tc_err *err) {
     } else {
         r->output_tokens = r->n_chunks;
     }
-    bench_record_finalize(r);
+    lg_record_finalize(r);
     rn->done[x->idx] = 1;
     rn->inflight--;
     int rc = 0;
-    if (rn->want_text) rc = bench_workload_complete(rn->wl, x->idx, r->ok ? r->text : "", r->ok ? r->text_len : 0, err);
+    if (rn->want_text) rc = lg_workload_complete(rn->wl, x->idx, r->ok ? r->text : "", r->ok ? r->text_len : 0, err);
     xfer_free(x);
     return rc;
 }
 
 // --- connection pool
 
-int bench_pool_init(bench_pool **out, tc_err *err) {
-    bench_pool *p = calloc(1, sizeof *p);
+int lg_pool_init(lg_pool **out, tc_err *err) {
+    lg_pool *p = calloc(1, sizeof *p);
     if (!p || !(p->share = curl_share_init())) {
         free(p);
         return tc_err_set(err, TC_ERR_NOMEM, "curl_share_init failed");
@@ -321,7 +321,7 @@ int bench_pool_init(bench_pool **out, tc_err *err) {
     return 0;
 }
 
-void bench_pool_free(bench_pool *p) {
+void lg_pool_free(lg_pool *p) {
     if (!p) return;
     curl_share_cleanup(p->share);
     free(p);
@@ -350,19 +350,19 @@ static int grow_done(runner *rn, int64_t idx) {
     return 0;
 }
 
-int bench_run_exec(bench_run *out, const bench_target *t, const bench_run_cfg *cfg, bench_workload *wl,
-                   tc_err *err) {
+int lg_run_exec(lg_run *out, const lg_target *t, const lg_run_cfg *cfg, lg_workload *wl,
+                tc_err *err) {
     memset(out, 0, sizeof *out);
     if (cfg->num_requests < 0 && !(cfg->duration > 0))
         return tc_err_set(err, TC_ERR_INVALID, "give --num-requests or --duration");
-    runner rn = {.t = t, .cfg = cfg, .wl = wl, .run = out, .want_text = bench_workload_wants_text(wl)};
+    runner rn = {.t = t, .cfg = cfg, .wl = wl, .run = out, .want_text = lg_workload_wants_text(wl)};
     build_url(&rn);
     rn.multi = curl_multi_init();
     if (!rn.multi) return tc_err_set(err, TC_ERR, "curl_multi_init failed");
     long maxconn = cfg->max_concurrency > 0 ? cfg->max_concurrency : 1024;
     curl_multi_setopt(rn.multi, CURLMOPT_MAXCONNECTS, maxconn);
-    bench_rng arr;
-    bench_rng_seed(&arr, cfg->seed, 0xA551u);
+    lg_rng arr;
+    lg_rng_seed(&arr, cfg->seed, 0xA551u);
     int64_t *pend = NULL; // workload indices that have arrived but are not sent yet, FIFO
     size_t n_pend = 0, cap_pend = 0;
     int64_t next_idx = 0;
@@ -395,11 +395,11 @@ int bench_run_exec(bench_run *out, const bench_target *t, const bench_run_cfg *c
                 goto done;
             }
             int has_prio, prio, len_class;
-            if (cfg->only_prio_set && (bench_workload_class(wl, next_idx, &has_prio, &prio, &len_class), prio != cfg->only_prio))
+            if (cfg->only_prio_set && (lg_workload_class(wl, next_idx, &has_prio, &prio, &len_class), prio != cfg->only_prio))
                 rn.done[next_idx++] = 1; // another class's slot in the schedule: not sent
             else
                 pend[n_pend++] = next_idx++;
-            next_arrival += bench_rng_interarrival(&arr, cfg->rate, cfg->burstiness);
+            next_arrival += lg_rng_interarrival(&arr, cfg->rate, cfg->burstiness);
         }
         if (past_duration) { // requests not sent by the deadline are never sent
             generating = 0;
@@ -408,7 +408,7 @@ int bench_run_exec(bench_run *out, const bench_target *t, const bench_run_cfg *c
         // Send what the concurrency limit and multi-turn dependencies allow, oldest first.
         size_t keep = 0;
         for (size_t i = 0; i < n_pend; i++) {
-            int64_t idx = pend[i], dep = bench_workload_depends_on(wl, idx);
+            int64_t idx = pend[i], dep = lg_workload_depends_on(wl, idx);
             int can = (cfg->max_concurrency <= 0 || rn.inflight < cfg->max_concurrency) && (dep < 0 || rn.done[dep]);
             if (can) {
                 if ((rc = dispatch(&rn, idx, err))) goto done;
@@ -461,8 +461,8 @@ done:
     return rc;
 }
 
-void bench_run_free(bench_run *r) {
-    for (size_t i = 0; i < r->n; i++) bench_record_free(&r->recs[i]);
+void lg_run_free(lg_run *r) {
+    for (size_t i = 0; i < r->n; i++) lg_record_free(&r->recs[i]);
     free(r->recs);
     memset(r, 0, sizeof *r);
 }

@@ -1,4 +1,5 @@
-// K centering and balancing for a quantized K cache.
+// K centering and balancing for a quantized K cache: a property of the model, calibrated by running the model
+// itself (its forward pass over a built-in text), so it lives here and not in src/kv/, which never calls the model.
 //
 // Keys share a large common offset (a per-channel mean: 50-85% of a key's energy in SmolLM2), which sets the
 // scale of every q4_0/q8_0 block and so costs most of the 4 bits. Subtracting ONE fixed vector m from every
@@ -8,7 +9,7 @@
 // for every request (prefix caching shares blocks across requests), so it is a property of the model: the
 // mean post-RoPE key of each layer over a fixed built-in English calibration text (about 520 tokens,
 // positions >= 4 so that attention-sink tokens do not skew it), computed once at load when a quantized K
-// cache is asked for. A cache of f16 keys is never centered (bit-identical to before).
+// cache is asked for. A cache of f16 keys is never centered (bit-identical to an uncentered run).
 // Then the channels are balanced (as SmoothQuant does for weights and activations): after centering, channel
 // i of every key is multiplied by s_i and channel i of every query of that kv head by 1/s_i, so q'·k' = q·k
 // exactly, with s_i = (rms query_i / rms centered key_i)^0.3 from the same calibration run: loud key channels
@@ -20,8 +21,8 @@
 // row, add it to the output): tried, and it made a q4_0 V cache worse (SmolLM2 V-only KL 0.0065 -> 0.0096),
 // probably because the attention-sink rows, which take much of the weight, hold small values that centering
 // makes large (not checked further).
-#ifndef TACHYON_KV_CENTER_H
-#define TACHYON_KV_CENTER_H
+#ifndef TACHYON_MODEL_KEY_CENTER_H
+#define TACHYON_MODEL_KEY_CENTER_H
 
 #include "common/err.h"
 #include "model/model.h"

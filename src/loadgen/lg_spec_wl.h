@@ -4,17 +4,17 @@
 //   quote           a generated document and a question whose answer quotes one of its paragraphs;
 //   creative        free text from a short instruction: nothing to copy, speculation must not slow it down.
 // All text is generated from the request's random stream: no downloads, reproducible from the seed.
-#ifndef TACHYON_BENCH_SPEC_WL_H
-#define TACHYON_BENCH_SPEC_WL_H
+#ifndef TACHYON_LOADGEN_SPEC_WL_H
+#define TACHYON_LOADGEN_SPEC_WL_H
 
 #include <stdint.h>
 
-#include "bench/bench_rng.h"
+#include "loadgen/lg_rng.h"
 
-typedef enum { BENCH_SPEC_CODE_EDIT, BENCH_SPEC_CODE_EDIT_PRED, BENCH_SPEC_QUOTE, BENCH_SPEC_CREATIVE } bench_spec_wl;
+typedef enum { LG_SPEC_CODE_EDIT, LG_SPEC_CODE_EDIT_PRED, LG_SPEC_QUOTE, LG_SPEC_CREATIVE } lg_spec_wl;
 
 // The user prompt of about `tokens` tokens (owned, free()) and, for code-edit-pred, the predicted answer
 // (owned; NULL otherwise). Returns 0, or -1 when out of memory (nothing to free).
-int bench_spec_wl_build(bench_spec_wl kind, bench_rng *r, int64_t tokens, char **prompt, char **prediction);
+int lg_spec_wl_build(lg_spec_wl kind, lg_rng *r, int64_t tokens, char **prompt, char **prediction);
 
 #endif

@@ -1,7 +1,7 @@
 // Serving-benchmark statistics: per-request records, latency distributions (numpy-style linear-interpolated
 // percentiles), throughput and goodput. Pure functions over arrays; no I/O.
-#ifndef TACHYON_BENCH_STATS_H
-#define TACHYON_BENCH_STATS_H
+#ifndef TACHYON_LOADGEN_STATS_H
+#define TACHYON_LOADGEN_STATS_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -9,9 +9,9 @@
 #include "common/err.h"
 
 // One request as the client saw it. Times are seconds on the monotonic clock relative to the run's start (t0).
-typedef struct bench_record {
+typedef struct lg_record {
     int64_t index;           // request index in the workload (warmup requests are negative: -1, -2, ...)
-    int tenant;              // --tenant index whose key it was sent with (bench_tenant.h), -1 = none
+    int tenant;              // --tenant index whose key it was sent with (lg_tenant.h), -1 = none
     int ok;                  // 1 = completed with a full stream ([DONE] seen, HTTP 2xx)
     int http_status;         // 0 when no response arrived
     char *error;             // owned (malloc), NULL when ok
@@ -36,27 +36,27 @@ typedef struct bench_record {
     size_t text_len, text_cap;
     int has_priority;        // the request carried a priority (workload --priority-mix): its value
     int priority;
-    int len_class;           // BENCH_LEN_* (bench_class.h): short / long of the mixed-length dataset, or none
-} bench_record;
+    int len_class;           // LG_LEN_* (lg_class.h): short / long of the mixed-length dataset, or none
+} lg_record;
 
-void bench_record_free(bench_record *r); // frees owned fields, not r itself
+void lg_record_free(lg_record *r); // frees owned fields, not r itself
 // Appends one ITL sample (seconds). Returns 0 or TC_ERR_NOMEM.
-int bench_record_push_itl(bench_record *r, double gap);
+int lg_record_push_itl(lg_record *r, double gap);
 // Sets ttft/e2e/tpot from the timestamps and token counts.
-void bench_record_finalize(bench_record *r);
+void lg_record_finalize(lg_record *r);
 
 // A latency distribution, in milliseconds. n == 0 means no samples (all fields 0).
-typedef struct bench_dist {
+typedef struct lg_dist {
     size_t n;
     double mean, std, median, p90, p95, p99, min, max; // ms
-} bench_dist;
+} lg_dist;
 
 // Service-level objectives for goodput; a value <= 0 means "not set". Milliseconds.
-typedef struct bench_slo {
+typedef struct lg_slo {
     double ttft_ms, tpot_ms, e2e_ms;
-} bench_slo;
+} lg_slo;
 
-typedef struct bench_summary {
+typedef struct lg_summary {
     size_t completed, failed;
     double duration;          // seconds, run start to last completion
     int64_t total_input;      // tokens over completed requests
@@ -71,20 +71,20 @@ typedef struct bench_summary {
     size_t pred_reported;     // completed requests whose usage had prediction token counts
     int64_t accepted_pred, rejected_pred; // summed over those, tokens
     int max_inflight;         // most requests in flight at once (filled by the runner)
-    bench_dist ttft, tpot, itl, e2e;
-} bench_summary;
+    lg_dist ttft, tpot, itl, e2e;
+} lg_summary;
 
 // Percentile p in [0,100] of sorted (ascending) values, linear interpolation between closest ranks
 // (numpy's default): rank = p/100 * (n-1). n must be > 0.
-double bench_percentile(const double *sorted, size_t n, double p);
+double lg_percentile(const double *sorted, size_t n, double p);
 // Fills out from n values given in seconds (copied and sorted internally). Returns 0 or TC_ERR_NOMEM.
-int bench_dist_compute(bench_dist *out, const double *seconds, size_t n);
+int lg_dist_compute(lg_dist *out, const double *seconds, size_t n);
 // Whether a completed record meets every SLO that is set (TPOT of a 1-token output counts as 0).
-int bench_slo_met(const bench_record *r, const bench_slo *slo);
+int lg_slo_met(const lg_record *r, const lg_slo *slo);
 // Summarises n records (warmup records, index < 0, are skipped). slo may be NULL.
-int bench_summarize(bench_summary *out, const bench_record *recs, size_t n, double duration,
-                    const bench_slo *slo, tc_err *err);
+int lg_summarize(lg_summary *out, const lg_record *recs, size_t n, double duration,
+                 const lg_slo *slo, tc_err *err);
 // Parses "ttft=MS,tpot=MS,e2e=MS" (any subset). Returns 0 or TC_ERR_INVALID.
-int bench_slo_parse(bench_slo *out, const char *s, tc_err *err);
+int lg_slo_parse(lg_slo *out, const char *s, tc_err *err);
 
 #endif

@@ -365,6 +365,14 @@ static void test_fragments(void) {
                 for (int rep = 0; rep < 2; rep++) check_mask_exact(grammars[gi], p, prefixes[pi], v);
             gram_matcher_free(p);
         }
+    // a negated class: a fragment whose every completion is excluded is masked out
+    m = mk(grammars[2], v);
+    if (m) {
+        const uint32_t *bits = gram_matcher_mask(m);
+        CHECK(bits && !bit(bits, 16) && !bit(bits, 17) && !bit(bits, 19)); // FF00..FF3F, 4E00.., 9F80..9FBF
+        CHECK(bits && bit(bits, 7) && bit(bits, 8) && bit(bits, 12) && bit(bits, 29)); // ｜ (FF5C), ▁, 😀 may follow
+        gram_matcher_free(m);
+    }
     // invalid UTF-8 is never accepted, even where the grammar takes any character
     m = mk("root ::= .*", v);
     if (m) {

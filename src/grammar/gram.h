@@ -1,9 +1,12 @@
 // Grammar-constrained decoding: a GBNF grammar (llama.cpp's `grammar` syntax) compiled to rules of
 // elements, a pushdown matcher over Unicode code points (a set of element stacks, llama.cpp's approach),
 // and the token mask: which vocabulary tokens keep the grammar alive, computed by walking a trie of the
-// vocabulary's decoded strings with the stacks (once per distinct matcher state, then cached).
-// Tokens whose bytes are not complete UTF-8 and control tokens are never allowed under a grammar; the
-// end-of-generation tokens are allowed only where the grammar accepts.
+// vocabulary's decoded bytes with the stacks (once per distinct matcher state, then cached).
+// A token may hold part of a character (byte-level BPE vocabularies spell many characters only in UTF-8
+// fragments): it is allowed when its bytes can lead to characters the grammar accepts there, and the matcher
+// carries the unfinished character to the next token, which must complete it. Only well-formed UTF-8 is
+// ever accepted (no overlong forms or surrogates). Control tokens are never allowed under a grammar; the
+// end-of-generation tokens are allowed only where the grammar accepts (never inside a character).
 #ifndef TACHYON_GRAMMAR_GRAM_H
 #define TACHYON_GRAMMAR_GRAM_H
 
@@ -36,7 +39,8 @@ int gram_n_rules(const gram *g);
 int gram_n_elements(const gram *g);
 
 // Builds the trie from each token's decoded bytes (pieces[i], lens[i]; lens[i] < 0 or pieces[i] NULL: a
-// control token, never allowed). eog (n_eog) are allowed only where the grammar accepts. Copies everything.
+// control token, never allowed; bytes that can occur in no valid UTF-8: never allowed either). eog (n_eog)
+// are allowed only where the grammar accepts. Copies everything.
 int gram_vocab_new(const char *const *pieces, const int *lens, int n_vocab, const int32_t *eog, int n_eog,
                    gram_vocab **out, tc_err *err);
 void gram_vocab_free(gram_vocab *v);
@@ -54,9 +58,10 @@ int gram_matcher_token_ok(gram_matcher *m, int32_t tok);
 // Advances by the token's text; returns 0, or -1 (state unchanged) if the grammar rejects it. An
 // end-of-generation token leaves the state unchanged (returns 0 iff the grammar accepts).
 int gram_matcher_accept_token(gram_matcher *m, int32_t tok);
-// Advances by UTF-8 text (tests, prompts); -1 and state unchanged if rejected or not valid UTF-8.
+// Advances by the bytes of UTF-8 text (tests, prompts), as a token's: they may finish the character the
+// state ends inside and may end inside one. -1 and state unchanged if rejected or not valid UTF-8.
 int gram_matcher_accept_str(gram_matcher *m, const char *s, size_t n);
-int gram_matcher_can_end(const gram_matcher *m); // the text so far is a complete sentence
+int gram_matcher_can_end(const gram_matcher *m); // the text so far is a complete sentence (whole characters)
 int gram_matcher_done(const gram_matcher *m);    // complete, and nothing can follow
 // The allowed tokens as a bit set: bits[(n_vocab + 31) / 32], bit t set iff gram_matcher_token_ok(t).
 // Cached per matcher state; the pointer is borrowed until the next call on m. NULL when out of memory or

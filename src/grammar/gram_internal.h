@@ -47,9 +47,11 @@ static inline double gram_clock(void) {
 // are for messages; deadline: gram_clock() seconds past which compiling fails. TC_ERR_INVALID / TC_ERR_NOMEM.
 int gram_check(const gram *g, const char *const *names, double deadline, tc_err *err);
 
-// The vocabulary trie: node 0 is the root; a node's children are contiguous (child .. child + n_child).
+// The vocabulary trie over bytes: node 0 is the root; a node's children are contiguous (child .. child +
+// n_child), in byte order. Bytes rather than code points, so a token holding part of a character (a UTF-8
+// fragment) has its place: the mask walk decodes as it descends (gram_utf8.h).
 typedef struct gram_tnode {
-    uint32_t cp;      // code point on the edge into this node
+    uint8_t byte;     // the byte on the edge into this node
     int32_t child, n_child;
     int32_t tok_off, n_tok; // tokens whose text ends here: toks[tok_off .. tok_off + n_tok)
 } gram_tnode;
@@ -59,8 +61,8 @@ struct gram_vocab {
     gram_tnode *nodes; // (n_nodes)
     int n_nodes;
     int32_t *toks;     // (n_vocab at most) token ids grouped by node
-    uint32_t *cps;     // every token's code points
-    int32_t *cp_off, *cp_len; // (n_vocab) each token's code points in cps; cp_len < 0: never allowed
+    uint8_t *bytes;    // every token's text
+    int32_t *b_off, *b_len; // (n_vocab) each token's bytes in bytes; b_len < 0: never allowed
     uint8_t *is_eog;   // (n_vocab)
 };
 #endif

@@ -1,7 +1,9 @@
 // The pushdown matcher. State = a set of stacks of element positions (top = the next thing to match, always
-// a character set after expansion; an empty stack = the grammar may end here). A code point advances every
-// stack whose top accepts it. Sets live in one int32 arena as [len, e0 .. e(len-1)] records: the current
-// set at the front, scratch sets after it, so the trie walk pushes and pops sets like a call stack.
+// a character set after expansion; an empty stack = the grammar may end here), and the character a token
+// began and did not finish (its UTF-8 bytes so far, gram_utf8.h). A code point advances every stack whose
+// top accepts it; an unfinished character must be one some stack's top can still accept. Sets live in one
+// int32 arena as [len, e0 .. e(len-1)] records: the current set at the front, scratch sets after it, so the
+// trie walk pushes and pops sets like a call stack.
 // The work is bounded: a set holds at most GRAM_MAX_FANOUT stacks (duplicates found through a hash table of
 // the set being built), expansions nest at most GRAM_MAX_DEPTH deep, and each step (a mask, or one code
 // point of a token's text) takes at most GRAM_MAX_STEP_WORK units. Past a bound the matcher fails with a
@@ -13,6 +15,7 @@
 #include <xxhash.h>
 
 #include "grammar/gram_internal.h"
+#include "grammar/gram_utf8.h"
 
 #define GM_CACHE 16          // cached masks per matcher
 #define GM_SLOTS (2 * GRAM_MAX_FANOUT) // the dedupe table of the set being built (a power of two)
@@ -26,6 +29,7 @@ typedef struct gm_cache {
     uint64_t hash;
     int32_t *key; // (key_n) the set it was computed for; NULL = empty slot
     size_t key_n;
+    gram_utf8 part; // and the unfinished character
     uint32_t *bits;
 } gm_cache;
 
@@ -34,6 +38,7 @@ struct gram_matcher {
     const gram_vocab *v;  // borrowed
     iarr a;               // sets: [0, cur_n) the current one
     size_t cur_n;
+    gram_utf8 part;       // the character the text so far ends inside (part.need == 0: none)
     iarr t;               // stacks under construction
     int oom;
     int words;            // (n_vocab + 31) / 32
@@ -101,6 +106,31 @@ static int match_char(const gram_el *el, int pos, uint32_t c, int *next) {
     } while (el[pos].type == GE_CHAR_ALT);
     *next = pos;
     return found == positive;
+}
+
+// Does the character set at pos accept some code point of [lo, hi]? *work counts the members read.
+static int match_range(const gram_el *el, int pos, uint32_t lo, uint32_t hi, long *work) {
+    if (el[pos].type == GE_CHAR_ANY) return 1;
+    int positive = el[pos].type == GE_CHAR;
+    // negated: cur is the least code point of the range not yet known to be a member; passes repeat while
+    // it moves (members come in any order), at most once per member
+    uint32_t cur = lo;
+    for (int moved = 1; moved;) {
+        moved = 0;
+        int p = pos;
+        do {
+            uint32_t a = el[p].value, b = a;
+            if (el[p + 1].type == GE_CHAR_RNG_UPPER) b = el[p + 1].value, p += 2;
+            else p += 1;
+            ++*work;
+            if (positive && a <= hi && lo <= b) return 1;
+            if (!positive && a <= cur && cur <= b) {
+                if (b >= hi) return 0; // the rest of the range is members
+                cur = b + 1, moved = 1;
+            }
+        } while (el[p].type == GE_CHAR_ALT);
+    }
+    return !positive;
 }
 
 // Adds the stack t[off .. off+len) to the set being built at set_off (the end of the arena), unless present.
@@ -195,6 +225,19 @@ static int any_accepts(gram_matcher *m, size_t off, size_t n, uint32_t c) {
     return 0;
 }
 
+// Any stack of the set [off, off+n) accepts some code point of [lo, hi] (an unfinished character can still
+// become one the grammar takes here)?
+static int any_accepts_range(gram_matcher *m, size_t off, size_t n, uint32_t lo, uint32_t hi) {
+    if (spend(m, (long)n + 1)) return 0;
+    long members = 0;
+    int found = 0;
+    for (size_t i = off; i < off + n && !found; i += (size_t)m->a.p[i] + 1) {
+        int len = m->a.p[i];
+        if (len) found = match_range(m->g->el, m->a.p[i + (size_t)len], lo, hi, &members);
+    }
+    return !spend(m, members) && found;
+}
+
 int gram_matcher_new(gram *g, const gram_vocab *v, gram_matcher **out, tc_err *err) {
     *out = NULL;
     gram_matcher *m = calloc(1, sizeof *m);
@@ -243,70 +286,68 @@ void gram_matcher_free(gram_matcher *m) {
     free(m);
 }
 
-// Runs code points from the current set; on success makes the result current. commit=0: only checks.
-static int run(gram_matcher *m, const uint32_t *cps, int n, int commit) {
+// Runs bytes of text from the current state (its unfinished character first); on success makes the result
+// current. commit=0: only checks. Text that ends inside a character is accepted when some stack can accept
+// a character those bytes can still become.
+static int run(gram_matcher *m, const uint8_t *s, size_t nb, int commit) {
     size_t off = 0, len = m->cur_n;
-    for (int i = 0; i < n && len; i++) {
+    gram_utf8 st = m->part;
+    int ok = 1;
+    for (size_t i = 0; i < nb && len; i++) {
+        uint32_t cp;
+        int r = gram_utf8_feed(&st, s[i], &cp);
+        if (r == GRAM_UTF8_BAD) {
+            ok = 0;
+            break;
+        }
+        if (r == GRAM_UTF8_MORE) continue;
         size_t noff = m->a.n;
         m->work = 0; // the bound is per code point here (a token has a few)
-        len = step(m, off, len, cps[i]);
+        len = step(m, off, len, cp);
         off = noff;
     }
-    int ok = len > 0 && !m->oom && !m->fail[0];
+    ok = ok && len > 0 && !m->oom && !m->fail[0];
+    uint32_t lo, hi;
+    if (ok && gram_utf8_range(&st, &lo, &hi)) {
+        m->work = 0;
+        ok = any_accepts_range(m, off, len, lo, hi) && !m->fail[0];
+    }
     if (ok && commit) {
         memmove(m->a.p, m->a.p + off, len * sizeof(int32_t));
         m->cur_n = len;
+        m->part = st;
     }
     m->a.n = m->cur_n;
     return ok;
 }
 
 int gram_matcher_can_end(const gram_matcher *m) {
+    if (m->part.need) return 0; // inside a character
     for (size_t i = 0; i < m->cur_n; i += (size_t)m->a.p[i] + 1)
         if (m->a.p[i] == 0) return 1;
     return 0;
 }
 
-int gram_matcher_done(const gram_matcher *m) { return m->cur_n == 1 && m->a.p[0] == 0; }
+int gram_matcher_done(const gram_matcher *m) { return !m->part.need && m->cur_n == 1 && m->a.p[0] == 0; }
 
 int gram_matcher_token_ok(gram_matcher *m, int32_t tok) {
     const gram_vocab *v = m->v;
     if (tok < 0 || tok >= v->n_vocab) return 0;
     if (v->is_eog[tok]) return gram_matcher_can_end(m);
-    if (v->cp_len[tok] <= 0) return 0;
-    return run(m, v->cps + v->cp_off[tok], v->cp_len[tok], 0);
+    if (v->b_len[tok] <= 0) return 0;
+    return run(m, v->bytes + v->b_off[tok], (size_t)v->b_len[tok], 0);
 }
 
 int gram_matcher_accept_token(gram_matcher *m, int32_t tok) {
     const gram_vocab *v = m->v;
     if (tok < 0 || tok >= v->n_vocab) return -1;
     if (v->is_eog[tok]) return gram_matcher_can_end(m) ? 0 : -1;
-    if (v->cp_len[tok] <= 0) return -1;
-    return run(m, v->cps + v->cp_off[tok], v->cp_len[tok], 1) ? 0 : -1;
+    if (v->b_len[tok] <= 0) return -1;
+    return run(m, v->bytes + v->b_off[tok], (size_t)v->b_len[tok], 1) ? 0 : -1;
 }
 
 int gram_matcher_accept_str(gram_matcher *m, const char *s, size_t n) {
-    uint32_t buf[256];
-    uint32_t *cps = n <= 256 ? buf : malloc(n * sizeof *cps);
-    if (!cps) return -1;
-    int k = 0, rc = -1;
-    const unsigned char *u = (const unsigned char *)s;
-    for (size_t i = 0; i < n;) { // decode (validity as in the vocabulary)
-        unsigned c = u[i];
-        int len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-        if (!len || i + (size_t)len > n) goto out;
-        uint32_t v = len == 1 ? c : len == 2 ? (c & 0x1f) : len == 3 ? (c & 0x0f) : (c & 0x07);
-        for (int j = 1; j < len; j++) {
-            if ((u[i + (size_t)j] & 0xc0) != 0x80) goto out;
-            v = (v << 6) | (u[i + (size_t)j] & 0x3f);
-        }
-        cps[k++] = v;
-        i += (size_t)len;
-    }
-    rc = run(m, cps, k, 1) ? 0 : -1;
-out:
-    if (cps != buf) free(cps);
-    return rc;
+    return run(m, (const uint8_t *)s, n, 1) ? 0 : -1;
 }
 
 // --- the mask
@@ -318,20 +359,33 @@ static void mark(const gram_vocab *v, const gram_tnode *nd, uint32_t *bits) {
     }
 }
 
-// Marks every token under node whose text the set [off, off+n) can read.
-static void walk(gram_matcher *m, const gram_tnode *node, size_t off, size_t n, uint32_t *bits) {
+// Marks every token under node whose bytes the state (the set [off, off+n), the unfinished character st)
+// can read: a byte that completes a character steps the set; one that leaves it unfinished only checks that
+// some stack can accept a character it may become, so a fragment costs a scan of the set, not a new one.
+static void walk(gram_matcher *m, const gram_tnode *node, size_t off, size_t n, gram_utf8 st, uint32_t *bits) {
     const gram_vocab *v = m->v;
-    for (int k = 0; k < node->n_child; k++) {
+    for (int k = 0; k < node->n_child && !m->fail[0]; k++) {
         const gram_tnode *c = &v->nodes[node->child + k];
+        gram_utf8 cst = st;
+        uint32_t cp, lo, hi;
+        int r = gram_utf8_feed(&cst, c->byte, &cp);
+        if (r == GRAM_UTF8_BAD) continue;
+        if (r == GRAM_UTF8_MORE) {
+            gram_utf8_range(&cst, &lo, &hi);
+            if (!any_accepts_range(m, off, n, lo, hi)) continue;
+            mark(v, c, bits);
+            walk(m, c, off, n, cst, bits);
+            continue;
+        }
         if (c->n_child == 0) { // a leaf: no need to build the next set
-            if (any_accepts(m, off, n, c->cp)) mark(v, c, bits);
+            if (any_accepts(m, off, n, cp)) mark(v, c, bits);
             continue;
         }
         size_t noff = m->a.n;
-        size_t nn = step(m, off, n, c->cp);
+        size_t nn = step(m, off, n, cp);
         if (nn) {
             mark(v, c, bits);
-            walk(m, c, noff, nn, bits);
+            walk(m, c, noff, nn, cst, bits);
         }
         m->a.n = noff;
     }
@@ -345,10 +399,12 @@ static uint64_t hash_set(const int32_t *p, size_t n) {
 
 const uint32_t *gram_matcher_mask(gram_matcher *m) {
     if (m->fail[0]) return NULL;
-    uint64_t h = hash_set(m->a.p, m->cur_n);
+    const gram_utf8 *pt = &m->part;
+    uint64_t h = hash_set(m->a.p, m->cur_n) ^ ((uint64_t)pt->value << 8 | (uint64_t)pt->len << 4 | pt->need);
     for (int i = 0; i < GM_CACHE; i++) {
         gm_cache *c = &m->cache[i];
-        if (c->key && c->hash == h && c->key_n == m->cur_n && !memcmp(c->key, m->a.p, m->cur_n * sizeof(int32_t)))
+        if (c->key && c->hash == h && c->key_n == m->cur_n && c->part.value == pt->value && c->part.len == pt->len &&
+            c->part.need == pt->need && !memcmp(c->key, m->a.p, m->cur_n * sizeof(int32_t)))
             return c->bits;
     }
     gm_cache *c = &m->cache[m->cache_next];
@@ -363,10 +419,11 @@ const uint32_t *gram_matcher_mask(gram_matcher *m) {
     }
     memcpy(c->key, m->a.p, m->cur_n * sizeof(int32_t));
     c->key_n = m->cur_n;
+    c->part = m->part;
     c->hash = h;
     memset(c->bits, 0, (size_t)m->words * sizeof(uint32_t));
     m->work = 0;
-    walk(m, &m->v->nodes[0], 0, m->cur_n, c->bits);
+    walk(m, &m->v->nodes[0], 0, m->cur_n, m->part, c->bits);
     m->a.n = m->cur_n;
     if (m->fail[0] || m->oom) { // the walk stopped part way: the bits are not the mask
         free(c->key);

@@ -1,50 +1,46 @@
-// The vocabulary as a trie over code points, built once per model: tokens sorted by their code-point
-// strings, then each node's children laid out contiguously so the mask walk touches memory in order.
+// The vocabulary as a trie over bytes, built once per model: tokens sorted by their bytes, then each node's
+// children laid out contiguously so the mask walk touches memory in order.
 #include <stdlib.h>
 #include <string.h>
 
 #include "grammar/gram_internal.h"
+#include "grammar/gram_utf8.h"
 
-// Decodes complete, valid UTF-8; returns the number of code points, or -1.
-static int utf8_decode(const unsigned char *s, int n, uint32_t *out) {
-    int k = 0;
-    for (int i = 0; i < n;) {
-        unsigned c = s[i];
-        int m = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-        if (!m || i + m > n) return -1;
-        uint32_t v = m == 1 ? c : m == 2 ? (c & 0x1f) : m == 3 ? (c & 0x0f) : (c & 0x07);
-        for (int j = 1; j < m; j++) {
-            if ((s[i + j] & 0xc0) != 0x80) return -1;
-            v = (v << 6) | (s[i + j] & 0x3f);
-        }
-        if ((m == 2 && v < 0x80) || (m == 3 && v < 0x800) || (m == 4 && (v < 0x10000 || v > 0x10FFFF))) return -1;
-        out[k++] = v;
-        i += m;
-    }
-    return k;
+// A token's bytes can occur in valid UTF-8: any continuation bytes it starts with may finish a character
+// begun before it (at most three), what follows decodes, and its end may leave a character unfinished.
+// Other tokens can never be written under a grammar and stay out of the trie.
+static int utf8_fragment_ok(const unsigned char *s, int n) {
+    int i = 0;
+    while (i < n && i < 3 && (s[i] & 0xC0) == 0x80) i++;
+    gram_utf8 st = {0};
+    for (uint32_t cp; i < n; i++)
+        if (gram_utf8_feed(&st, s[i], &cp) == GRAM_UTF8_BAD) return 0;
+    return 1;
 }
 
 static const gram_vocab *sort_v; // qsort has no context argument; building is single-threaded per call
 static int cmp_tok(const void *a, const void *b) {
     int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-    const uint32_t *px = sort_v->cps + sort_v->cp_off[x], *py = sort_v->cps + sort_v->cp_off[y];
-    int nx = sort_v->cp_len[x], ny = sort_v->cp_len[y];
-    for (int i = 0; i < nx && i < ny; i++)
-        if (px[i] != py[i]) return px[i] < py[i] ? -1 : 1;
+    int nx = sort_v->b_len[x], ny = sort_v->b_len[y];
+    const uint8_t *px = sort_v->bytes + sort_v->b_off[x], *py = sort_v->bytes + sort_v->b_off[y];
+    int c = memcmp(px, py, (size_t)(nx < ny ? nx : ny));
+    if (c) return c;
     if (nx != ny) return nx < ny ? -1 : 1;
     return x < y ? -1 : x > y;
 }
 
-// Fills node `at` from sorted tokens [lo, hi) sharing their first `depth` code points.
+static uint8_t byte_at(const gram_vocab *v, int32_t tok, int depth) { return v->bytes[v->b_off[tok] + depth]; }
+
+// Fills node `at` from sorted tokens [lo, hi) sharing their first `depth` bytes.
 static void build(gram_vocab *v, int at, int lo, int hi, int depth) {
     gram_tnode *nd = &v->nodes[at];
     nd->tok_off = lo;
     nd->n_tok = 0;
-    while (lo < hi && v->cp_len[v->toks[lo]] == depth) lo++, nd->n_tok++;
+    while (lo < hi && v->b_len[v->toks[lo]] == depth) lo++, nd->n_tok++;
     int n = 0;
-    for (int i = lo; i < hi;) { // count distinct next code points
-        uint32_t c = v->cps[v->cp_off[v->toks[i]] + depth];
-        while (i < hi && v->cps[v->cp_off[v->toks[i]] + depth] == c) i++;
+    for (int i = lo; i < hi;) { // count distinct next bytes
+        uint8_t c = byte_at(v, v->toks[i], depth);
+        while (i < hi && byte_at(v, v->toks[i], depth) == c) i++;
         n++;
     }
     int first = v->n_nodes;
@@ -53,10 +49,10 @@ static void build(gram_vocab *v, int at, int lo, int hi, int depth) {
     v->nodes[at].n_child = n;
     int k = 0;
     for (int i = lo; i < hi; k++) {
-        uint32_t c = v->cps[v->cp_off[v->toks[i]] + depth];
+        uint8_t c = byte_at(v, v->toks[i], depth);
         int j = i;
-        while (j < hi && v->cps[v->cp_off[v->toks[j]] + depth] == c) j++;
-        v->nodes[first + k].cp = c;
+        while (j < hi && byte_at(v, v->toks[j], depth) == c) j++;
+        v->nodes[first + k].byte = c;
         build(v, first + k, i, j, depth + 1);
         i = j;
     }
@@ -72,13 +68,13 @@ int gram_vocab_new(const char *const *pieces, const int *lens, int n_vocab, cons
     long total = 0;
     for (int i = 0; i < n_vocab; i++)
         if (pieces[i] && lens[i] > 0) total += lens[i];
-    v->cps = malloc((size_t)(total + 1) * sizeof *v->cps);
-    v->cp_off = malloc((size_t)n_vocab * sizeof *v->cp_off);
-    v->cp_len = malloc((size_t)n_vocab * sizeof *v->cp_len);
+    v->bytes = malloc((size_t)(total + 1));
+    v->b_off = malloc((size_t)n_vocab * sizeof *v->b_off);
+    v->b_len = malloc((size_t)n_vocab * sizeof *v->b_len);
     v->is_eog = calloc((size_t)n_vocab, 1);
     v->toks = malloc((size_t)n_vocab * sizeof *v->toks);
-    v->nodes = malloc((size_t)(total + 1) * sizeof *v->nodes); // at most one node per code point, + root
-    if (!v->cps || !v->cp_off || !v->cp_len || !v->is_eog || !v->toks || !v->nodes) {
+    v->nodes = malloc((size_t)(total + 1) * sizeof *v->nodes); // at most one node per byte, + root
+    if (!v->bytes || !v->b_off || !v->b_len || !v->is_eog || !v->toks || !v->nodes) {
         gram_vocab_free(v);
         return tc_err_set(err, TC_ERR_NOMEM, "grammar: out of memory");
     }
@@ -87,13 +83,13 @@ int gram_vocab_new(const char *const *pieces, const int *lens, int n_vocab, cons
     long off = 0;
     int n_tok = 0;
     for (int i = 0; i < n_vocab; i++) {
-        v->cp_off[i] = (int32_t)off;
-        v->cp_len[i] = -1;
+        v->b_off[i] = (int32_t)off;
+        v->b_len[i] = -1;
         if (!pieces[i] || lens[i] <= 0 || v->is_eog[i]) continue; // control, empty or end-of-generation
-        int k = utf8_decode((const unsigned char *)pieces[i], lens[i], v->cps + off);
-        if (k <= 0) continue; // a fragment of a character: never under a grammar
-        v->cp_len[i] = k;
-        off += k;
+        if (!utf8_fragment_ok((const unsigned char *)pieces[i], lens[i])) continue;
+        memcpy(v->bytes + off, pieces[i], (size_t)lens[i]);
+        v->b_len[i] = lens[i];
+        off += lens[i];
         v->toks[n_tok++] = i;
     }
     sort_v = v;
@@ -108,9 +104,9 @@ int gram_vocab_new(const char *const *pieces, const int *lens, int n_vocab, cons
 
 void gram_vocab_free(gram_vocab *v) {
     if (!v) return;
-    free(v->cps);
-    free(v->cp_off);
-    free(v->cp_len);
+    free(v->bytes);
+    free(v->b_off);
+    free(v->b_len);
     free(v->is_eog);
     free(v->toks);
     free(v->nodes);

@@ -28,8 +28,8 @@ def schema_format(schema):
 
 
 def test_impossible_grammar_is_400(smol):
-    # no token's text is this code point on its own: nothing can be generated
-    st, j = post(smol, chat({"grammar": 'root ::= "\\U0010FFFF"'}))
+    # a surrogate code point: no well-formed UTF-8 spells it, so nothing can be generated
+    st, j = post(smol, chat({"grammar": 'root ::= "\\uD800"'}))
     assert st == 400, (st, j)
     assert j["error"]["param"] == "grammar" and "no token" in j["error"]["message"], j
     # the root never completes: every alternative needs itself again
@@ -39,6 +39,9 @@ def test_impossible_grammar_is_400(smol):
     # a grammar that is fine still works after them
     st, j = post(smol, chat({"grammar": 'root ::= "yes" | "no"'}))
     assert st == 200 and j["choices"][0]["message"]["content"] in ("yes", "no"), (st, j)
+    # a character no token holds whole is written from its UTF-8 bytes' tokens
+    st, j = post(smol, chat({"grammar": 'root ::= "\\U0010FFFF"'}))
+    assert st == 200 and j["choices"][0]["message"]["content"] == "\U0010FFFF", (st, j)
 
 
 def test_alternatives_past_the_limit_are_refused(smol):

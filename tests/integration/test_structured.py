@@ -36,6 +36,9 @@ SCHEMAS = {
              "properties": {"start": {"$ref": "#/$defs/pt"}, "path": {"type": "array", "items": {"$ref": "#/$defs/pt"}, "maxItems": 3}}},
     "enum_const": {"type": "object", "required": ["kind", "level"],
                    "properties": {"kind": {"const": "alert"}, "level": {"enum": [1, 2, 3]}}},
+    # SmolLM2's byte-level vocabulary spells these characters only in UTF-8 fragments
+    "unicode_enum": {"type": "object", "required": ["word"], "additionalProperties": False,
+                     "properties": {"word": {"enum": ["日本語", "🙂", "｜▁"]}}},
     "formats": {"type": "object", "required": ["day", "id"],
                 "properties": {"day": {"type": "string", "format": "date"}, "id": {"type": "string", "format": "uuid"}}},
 }
@@ -74,6 +77,23 @@ def test_json_schema_always_valid(client, name):
             assert c.finish_reason == "stop", (kw, c)
             doc = json.loads(c.message.content)
             jsonschema.validate(doc, schema)
+
+
+def test_unicode_enum_stream_equals_nonstream(client):
+    """An enum of CJK, an emoji and DeepSeek's marker characters, written a byte piece at a time: the value is
+    one of them, and the streamed text (split into deltas at character boundaries) equals the whole reply."""
+    schema = SCHEMAS["unicode_enum"]
+    rf = {"type": "json_schema", "json_schema": {"name": "word", "schema": schema, "strict": True}}
+    msgs = [{"role": "user", "content": "Pick a word."}]
+    for kw in [dict(temperature=0)] + [dict(temperature=1, seed=s) for s in (1, 2, 3, 4)]:
+        c = chat(client, msgs, response_format=rf, **kw).choices[0]
+        assert c.finish_reason == "stop", (kw, c)
+        doc = json.loads(c.message.content)
+        jsonschema.validate(doc, schema)
+        deltas = [ch.choices[0].delta.content or "" for ch in chat(client, msgs, response_format=rf, stream=True, **kw)
+                  if ch.choices]
+        assert "".join(deltas) == c.message.content, (kw, deltas)
+        assert all("\ufffd" not in d for d in deltas), deltas
 
 
 def test_json_object_parses(client):

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "grammar/gram.h"
+#include "grammar/gram_utf8.h"
 #include "test_util.h"
 
 static gram_matcher *mk(const char *src, const gram_vocab *v) {
@@ -187,9 +188,221 @@ static void test_mask(void) {
     gram_vocab_free(v);
 }
 
+// --- characters in UTF-8 fragments: byte-level BPE vocabularies hold "｜" (U+FF5C, EF BD 9C) and "▁"
+// (U+2581, E2 96 81) only as pieces of their bytes, which a grammar must be able to write
+
+static void test_utf8_decoder(void) {
+    struct {
+        const char *bytes;
+        int want; // the last byte's result
+        uint32_t cp_or_lo, hi; // GRAM_UTF8_CHAR: the code point; GRAM_UTF8_MORE: the range still possible
+    } cases[] = {
+        {"A", GRAM_UTF8_CHAR, 'A', 0},
+        {"\xef", GRAM_UTF8_MORE, 0xF000, 0xFFFF},
+        {"\xef\xbd", GRAM_UTF8_MORE, 0xFF40, 0xFF7F},
+        {"\xef\xbd\x9c", GRAM_UTF8_CHAR, 0xFF5C, 0},
+        {"\xe2\x96\x81", GRAM_UTF8_CHAR, 0x2581, 0},
+        {"\xe0", GRAM_UTF8_MORE, 0x800, 0xFFF},           // E0 80..9F would be overlong
+        {"\xed", GRAM_UTF8_MORE, 0xD000, 0xD7FF},         // ED A0..BF would be surrogates
+        {"\xf0", GRAM_UTF8_MORE, 0x10000, 0x3FFFF},
+        {"\xf4", GRAM_UTF8_MORE, 0x100000, 0x10FFFF},
+        {"\xf0\x9f\x98\x80", GRAM_UTF8_CHAR, 0x1F600, 0},
+        {"\xed\x9f\xbf", GRAM_UTF8_CHAR, 0xD7FF, 0},
+        {"\xc0", GRAM_UTF8_BAD, 0, 0},                   // overlong ASCII
+        {"\xc1", GRAM_UTF8_BAD, 0, 0},
+        {"\xe0\x80", GRAM_UTF8_BAD, 0, 0},               // overlong
+        {"\xf0\x8f", GRAM_UTF8_BAD, 0, 0},               // overlong
+        {"\xed\xa0", GRAM_UTF8_BAD, 0, 0},               // surrogate
+        {"\xf4\x90", GRAM_UTF8_BAD, 0, 0},               // above U+10FFFF
+        {"\xf5", GRAM_UTF8_BAD, 0, 0},
+        {"\x80", GRAM_UTF8_BAD, 0, 0},                   // a continuation with no lead
+        {"\xc3" "A", GRAM_UTF8_BAD, 0, 0},               // a lead without its continuation
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        gram_utf8 st = {0};
+        const char *b = cases[i].bytes;
+        size_t n = strlen(b);
+        int r = GRAM_UTF8_BAD;
+        uint32_t cp = 0, lo = 0, hi = 0;
+        for (size_t k = 0; k < n; k++) r = gram_utf8_feed(&st, (uint8_t)b[k], &cp);
+        CHECK_MSG(r == cases[i].want, "case %zu: result %d, want %d", i, r, cases[i].want);
+        if (r == GRAM_UTF8_CHAR) CHECK_MSG(cp == cases[i].cp_or_lo && !st.need, "case %zu: U+%X", i, cp);
+        if (r == GRAM_UTF8_MORE)
+            CHECK_MSG(gram_utf8_range(&st, &lo, &hi) && lo == cases[i].cp_or_lo && hi == cases[i].hi,
+                      "case %zu: range U+%X..U+%X", i, lo, hi);
+    }
+}
+
+// No token holds a whole "｜", "▁" or CJK character: only fragments, some across two characters.
+static const char *ftoks[] = {
+    "<", ">", "tool", "calls", "_", "a", "!",
+    "\xef",                 // 7: ｜'s lead
+    "\xef\xbd",             // 8: ｜'s first two bytes
+    "\x9c",                 // 9: ｜'s last
+    "\xbd\x9c",             // 10
+    "\x9c>",                // 11: completes ｜, then ASCII
+    "\xe2",                 // 12: ▁'s lead
+    "\x96\x81",             // 13
+    "\x96\x81\xef\xbd",     // 14: completes ▁ and starts ｜
+    "\x81" "calls",         // 15
+    "\xef\xbc",             // 16: EF BC: U+FF00..FF3F, never ｜
+    "\xe4\xb8",             // 17: a CJK prefix (U+4E00..4E3F)
+    "\xad",                 // 18: 中 = E4 B8 AD
+    "\xe9\xbe",             // 19: U+9F80..9FBF
+    "\xa5",                 // 20
+    "\xc0\x80",             // 21: overlong NUL
+    "\xe0\x80\x80",         // 22: overlong
+    "\xed\xa0\x80",         // 23: a surrogate, U+D800
+    "\xed",                 // 24
+    "\xa0\x80",             // 25
+    "\xf4\x90\x80\x80",     // 26: above U+10FFFF
+    "\xe0",                 // 27
+    "\xa0",                 // 28
+    "\xf0\x9f\x98",         // 29: 😀 = F0 9F 98 80
+    "\x80",                 // 30
+    "\xff",                 // 31
+    "\xe4\xb8\xad!",        // 32
+};
+#define N_FTOK ((int)(sizeof ftoks / sizeof ftoks[0]))
+
+static gram_vocab *fragment_vocab(void) {
+    const char *pieces[N_FTOK + 1];
+    int lens[N_FTOK + 1];
+    for (int i = 0; i < N_FTOK; i++) pieces[i] = ftoks[i], lens[i] = (int)strlen(ftoks[i]);
+    pieces[N_FTOK] = "</s>", lens[N_FTOK] = 4;
+    int32_t eog = N_FTOK;
+    gram_vocab *v = NULL;
+    tc_err err = {0};
+    CHECK_MSG(gram_vocab_new(pieces, lens, N_FTOK + 1, &eog, 1, &v, &err) == 0, "%s", err.msg);
+    return v;
+}
+
+static int bit(const uint32_t *bits, int t) { return (int)((bits[t >> 5] >> (t & 31)) & 1); }
+
+// The mask equals token_ok and a fresh matcher replaying the text (accept_str: no trie, no cache).
+static void check_mask_exact(const char *src, gram_matcher *m, const char *text, const gram_vocab *v) {
+    const uint32_t *bits = gram_matcher_mask(m);
+    CHECK_MSG(bits, "%s", gram_matcher_error(m) ? gram_matcher_error(m) : "no mask");
+    for (int t = 0; bits && t <= N_FTOK; t++) {
+        gram_matcher *b = mk(src, v);
+        int want = b && gram_matcher_accept_str(b, text, strlen(text)) == 0;
+        if (t == N_FTOK) want = want && gram_matcher_can_end(b);
+        else want = want && gram_matcher_accept_str(b, ftoks[t], strlen(ftoks[t])) == 0;
+        gram_matcher_free(b);
+        CHECK_MSG(bit(bits, t) == want, "%s after \"%s\": token %d: mask %d, replay %d", src, text, t, bit(bits, t),
+                  want);
+        CHECK_EQ_INT(gram_matcher_token_ok(m, t), want);
+    }
+}
+
+// Generates greedily (the longest allowed token, checking every mask) until the grammar is done; the text.
+static void force(const char *src, const gram_vocab *v, char *out, size_t cap) {
+    gram_matcher *m = mk(src, v);
+    size_t n = 0;
+    out[0] = 0;
+    for (int step = 0; m && step < 64 && !gram_matcher_done(m); step++) {
+        check_mask_exact(src, m, out, v);
+        const uint32_t *bits = gram_matcher_mask(m);
+        int best = -1;
+        for (int t = 0; bits && t < N_FTOK; t++)
+            if (bit(bits, t) && (best < 0 || strlen(ftoks[t]) > strlen(ftoks[best]))) best = t;
+        CHECK_MSG(best >= 0, "%s: no token can continue \"%s\"", src, out);
+        if (best < 0 || gram_matcher_accept_token(m, best)) break;
+        size_t k = strlen(ftoks[best]);
+        if (n + k >= cap) break;
+        memcpy(out + n, ftoks[best], k + 1);
+        n += k;
+    }
+    CHECK_MSG(m && gram_matcher_done(m) && gram_matcher_accept_token(m, N_FTOK) == 0, "%s: not done at \"%s\"",
+              src, out);
+    gram_matcher_free(m);
+}
+
+static void test_fragments(void) {
+    gram_vocab *v = fragment_vocab();
+    if (!v) return;
+    char out[256];
+    // DeepSeek's markers, forced through fragments only
+    force("root ::= \"<\xef\xbd\x9ctool\xe2\x96\x81\x63\x61lls\xef\xbd\x9c>\"", v, out, sizeof out);
+    CHECK_MSG(!strcmp(out, "<\xef\xbd\x9ctool\xe2\x96\x81\x63\x61lls\xef\xbd\x9c>"), "got \"%s\"", out);
+    force("root ::= \"\xe2\x96\x81\xef\xbd\x9c\"", v, out, sizeof out); // a token completes ▁ and starts ｜
+    CHECK_MSG(!strcmp(out, "\xe2\x96\x81\xef\xbd\x9c"), "got \"%s\"", out);
+    // a class range of multi-byte characters (CJK ideographs) and an emoji
+    force("root ::= [\\u4e00-\\u9fa5]{2} \"!\"", v, out, sizeof out);
+    CHECK_MSG(!strcmp(out, "\xe4\xb8\x9c\xe4\xb8\xad!"), "got \"%s\"", out); // 东 (E4 B8 9C), then 中!
+    force("root ::= \"\xf0\x9f\x98\x80\"", v, out, sizeof out);
+
+    // which fragments lead to an accepted character, step by step
+    const char *lit = "root ::= \"<\xef\xbd\x9c\" [a-z]*";
+    gram_matcher *m = mk(lit, v);
+    if (m) {
+        CHECK(gram_matcher_accept_token(m, 0) == 0);  // <
+        CHECK(gram_matcher_token_ok(m, 7) && gram_matcher_token_ok(m, 8));
+        CHECK(!gram_matcher_token_ok(m, 16));         // EF BC: U+FF00..FF3F
+        CHECK(!gram_matcher_token_ok(m, 17));         // a CJK prefix
+        CHECK(!gram_matcher_token_ok(m, 9));          // a continuation with nothing pending
+        CHECK(gram_matcher_accept_token(m, 8) == 0);  // EF BD: ｜ pending
+        CHECK(!gram_matcher_can_end(m) && !gram_matcher_token_ok(m, N_FTOK)); // never inside a character
+        CHECK(gram_matcher_token_ok(m, 9) && !gram_matcher_token_ok(m, 5) && !gram_matcher_token_ok(m, 10));
+        CHECK(gram_matcher_accept_token(m, 11) == -1); // "\x9c>": ">" is not [a-z]
+        CHECK(gram_matcher_accept_token(m, 9) == 0);
+        CHECK(gram_matcher_can_end(m));
+        gram_matcher_free(m);
+    }
+    // masks against replay, prefixes ending inside characters included
+    static const char *grammars[] = {
+        "root ::= \"<\xef\xbd\x9c\" (\"tool\" | \"\xe2\x96\x81\")* \">\"",
+        "root ::= [\\u4e00-\\u4e3f\\uff5c]* \"!\"",
+        "root ::= [^\\uff00-\\uff3f\\u4e00-\\u9fff]*",
+        "root ::= .*",
+    };
+    static const char *prefixes[] = {"", "<", "<\xef", "<\xef\xbd", "<\xef\xbd\x9ctool\xe2", "\xe4", "\xe4\xb8",
+                                      "\xef\xbd\x9c\xe4\xb8\xad", "a\xf0\x9f", "\xed", "\xe0"};
+    for (int gi = 0; gi < 4; gi++)
+        for (int pi = 0; pi < (int)(sizeof prefixes / sizeof prefixes[0]); pi++) {
+            gram_matcher *p = mk(grammars[gi], v);
+            if (p && gram_matcher_accept_str(p, prefixes[pi], strlen(prefixes[pi])) == 0)
+                for (int rep = 0; rep < 2; rep++) check_mask_exact(grammars[gi], p, prefixes[pi], v);
+            gram_matcher_free(p);
+        }
+    // a negated class: a fragment whose every completion is excluded is masked out
+    m = mk(grammars[2], v);
+    if (m) {
+        const uint32_t *bits = gram_matcher_mask(m);
+        CHECK(bits && !bit(bits, 16) && !bit(bits, 17) && !bit(bits, 19)); // FF00..FF3F, 4E00.., 9F80..9FBF
+        CHECK(bits && bit(bits, 7) && bit(bits, 8) && bit(bits, 12) && bit(bits, 29)); // ｜ (FF5C), ▁, 😀 may follow
+        gram_matcher_free(m);
+    }
+    // invalid UTF-8 is never accepted, even where the grammar takes any character
+    m = mk("root ::= .*", v);
+    if (m) {
+        const uint32_t *bits = gram_matcher_mask(m);
+        int bad[] = {9, 10, 21, 22, 23, 25, 26, 28, 30, 31};
+        for (int i = 0; bits && i < (int)(sizeof bad / sizeof bad[0]); i++)
+            CHECK_MSG(!bit(bits, bad[i]), "token %d allowed", bad[i]);
+        CHECK(bits && bit(bits, 24) && bit(bits, 27) && bit(bits, 29)); // leads that can still be valid
+        CHECK(gram_matcher_accept_str(m, "\xed\xa0\x80", 3) == -1);   // U+D800
+        CHECK(gram_matcher_accept_str(m, "\xc0\xaf", 2) == -1);       // overlong '/'
+        CHECK(gram_matcher_accept_token(m, 24) == 0);                 // ED
+        CHECK(!gram_matcher_token_ok(m, 25) && !gram_matcher_token_ok(m, 28)); // ED A0: a surrogate
+        CHECK(gram_matcher_accept_str(m, "\x9f\xbf", 2) == 0);        // U+D7FF
+        CHECK(gram_matcher_accept_token(m, 27) == 0);                 // E0
+        CHECK(!gram_matcher_token_ok(m, 30) && gram_matcher_token_ok(m, 28)); // E0 80 overlong, E0 A0 fine
+        gram_matcher_free(m);
+    }
+    // a grammar of surrogates only: no valid UTF-8 spells it
+    m = mk("root ::= [\\ud800-\\udfff]", v);
+    tc_err err = {0};
+    CHECK(m && gram_matcher_check_start(m, &err) == TC_ERR_INVALID);
+    gram_matcher_free(m);
+    gram_vocab_free(v);
+}
+
 int main(void) {
     test_match();
     test_errors();
     test_mask();
+    test_utf8_decoder();
+    test_fragments();
     TEST_MAIN_END();
 }

@@ -334,6 +334,47 @@ static int set_gptoss_keys(gguf_writer *w, const char *arch) {
     return e;
 }
 
+// The file's metadata: general.*, the shape's "<arch>.*" keys, the vocabulary. Nonzero: out of memory.
+static int set_metadata(gguf_writer *w, const synth_shape *sh, const synth_qtype *qt, const char *arch, char **vocab,
+                        float *scores, int32_t *types) {
+    char name[96], key[96];
+    const int head_dim = sh->dim / sh->n_heads;
+    snprintf(name, sizeof name, "synthetic-%s-%s", sh->name, qt->name);
+    int e = 0;
+    e |= gguf_writer_set_str(w, "general.architecture", arch);
+    e |= gguf_writer_set_str(w, "general.name", name);
+    e |= gguf_writer_set_u32(w, "general.file_type", (uint32_t)qt->ftype);
+    e |= gguf_writer_set_u32(w, "general.quantization_version", 2);
+    e |= set_arch_u32(w, arch, "context_length", (uint32_t)sh->ctx);
+    e |= set_arch_u32(w, arch, "embedding_length", (uint32_t)sh->dim);
+    e |= set_arch_u32(w, arch, "block_count", (uint32_t)sh->n_layers);
+    e |= set_arch_u32(w, arch, "feed_forward_length", (uint32_t)sh->ffn);
+    e |= set_arch_u32(w, arch, "rope.dimension_count", (uint32_t)head_dim);
+    e |= set_arch_u32(w, arch, "attention.head_count", (uint32_t)sh->n_heads);
+    e |= set_arch_u32(w, arch, "attention.head_count_kv", (uint32_t)sh->n_kv_heads);
+    e |= set_arch_u32(w, arch, "vocab_size", (uint32_t)sh->vocab);
+    if (sh->n_expert) {
+        e |= set_arch_u32(w, arch, "expert_count", (uint32_t)sh->n_expert);
+        e |= set_arch_u32(w, arch, "expert_used_count", (uint32_t)sh->n_used);
+        e |= set_arch_u32(w, arch, "expert_feed_forward_length", (uint32_t)sh->expert_ffn);
+    }
+    if (!strcmp(arch, "gpt-oss")) e |= set_gptoss_keys(w, arch);
+    snprintf(key, sizeof key, "%s.attention.layer_norm_rms_epsilon", arch);
+    e |= gguf_writer_set_f32(w, key, sh->eps);
+    snprintf(key, sizeof key, "%s.rope.freq_base", arch);
+    e |= gguf_writer_set_f32(w, key, sh->rope_base);
+    e |= gguf_writer_set_str(w, "tokenizer.ggml.model", "llama");
+    e |= gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)vocab, (uint64_t)sh->vocab);
+    e |= gguf_writer_set_arr(w, "tokenizer.ggml.scores", GGUF_TYPE_FLOAT32, scores, (uint64_t)sh->vocab);
+    e |= gguf_writer_set_arr(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, types, (uint64_t)sh->vocab);
+    e |= gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", 1);
+    e |= gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", 2);
+    e |= gguf_writer_set_u32(w, "tokenizer.ggml.unknown_token_id", 0);
+    e |= gguf_writer_set_bool(w, "tokenizer.ggml.add_bos_token", 1);
+    e |= gguf_writer_set_bool(w, "tokenizer.ggml.add_eos_token", 0);
+    return e;
+}
+
 int cli_synth(int argc, char **argv) {
     const char *out = NULL, *shape_name = "tinyllama", *type_name = "q8_0";
     uint64_t seed = 42;
@@ -377,41 +418,9 @@ int cli_synth(int argc, char **argv) {
         fprintf(stderr, "synth: out of memory\n");
         goto done;
     }
-    char name[96], key[96];
+    char name[96];
     int head_dim = sh->dim / sh->n_heads, kv_dim = head_dim * sh->n_kv_heads;
-    snprintf(name, sizeof name, "synthetic-%s-%s", sh->name, qt->name);
-    int e = 0;
-    e |= gguf_writer_set_str(w, "general.architecture", arch);
-    e |= gguf_writer_set_str(w, "general.name", name);
-    e |= gguf_writer_set_u32(w, "general.file_type", (uint32_t)qt->ftype);
-    e |= gguf_writer_set_u32(w, "general.quantization_version", 2);
-    e |= set_arch_u32(w, arch, "context_length", (uint32_t)sh->ctx);
-    e |= set_arch_u32(w, arch, "embedding_length", (uint32_t)sh->dim);
-    e |= set_arch_u32(w, arch, "block_count", (uint32_t)sh->n_layers);
-    e |= set_arch_u32(w, arch, "feed_forward_length", (uint32_t)sh->ffn);
-    e |= set_arch_u32(w, arch, "rope.dimension_count", (uint32_t)head_dim);
-    e |= set_arch_u32(w, arch, "attention.head_count", (uint32_t)sh->n_heads);
-    e |= set_arch_u32(w, arch, "attention.head_count_kv", (uint32_t)sh->n_kv_heads);
-    e |= set_arch_u32(w, arch, "vocab_size", (uint32_t)sh->vocab);
-    if (sh->n_expert) {
-        e |= set_arch_u32(w, arch, "expert_count", (uint32_t)sh->n_expert);
-        e |= set_arch_u32(w, arch, "expert_used_count", (uint32_t)sh->n_used);
-        e |= set_arch_u32(w, arch, "expert_feed_forward_length", (uint32_t)sh->expert_ffn);
-    }
-    if (gptoss) e |= set_gptoss_keys(w, arch);
-    snprintf(key, sizeof key, "%s.attention.layer_norm_rms_epsilon", arch);
-    e |= gguf_writer_set_f32(w, key, sh->eps);
-    snprintf(key, sizeof key, "%s.rope.freq_base", arch);
-    e |= gguf_writer_set_f32(w, key, sh->rope_base);
-    e |= gguf_writer_set_str(w, "tokenizer.ggml.model", "llama");
-    e |= gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)vocab, (uint64_t)sh->vocab);
-    e |= gguf_writer_set_arr(w, "tokenizer.ggml.scores", GGUF_TYPE_FLOAT32, scores, (uint64_t)sh->vocab);
-    e |= gguf_writer_set_arr(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, types, (uint64_t)sh->vocab);
-    e |= gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", 1);
-    e |= gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", 2);
-    e |= gguf_writer_set_u32(w, "tokenizer.ggml.unknown_token_id", 0);
-    e |= gguf_writer_set_bool(w, "tokenizer.ggml.add_bos_token", 1);
-    e |= gguf_writer_set_bool(w, "tokenizer.ggml.add_eos_token", 0);
+    int e = set_metadata(w, sh, qt, arch, vocab, scores, types);
     if (e) {
         fprintf(stderr, "synth: cannot set metadata (out of memory)\n");
         goto done;

@@ -50,6 +50,9 @@ static int cuda_weights_new(model *m, void **out, tc_err *err) {
     char msg[sizeof err->msg];
     int rc = tcu_device_check(msg, sizeof msg);
     if (rc) return tc_err_set(err, rc, "%s", msg);
+    if (hp->attn_sinks || hp->swiglu_limit > 0)
+        return tc_err_set(err, TC_ERR_UNSUPPORTED, "--device cuda: %s has attention sinks and clamped-SwiGLU experts, "
+                          "which the CUDA backend does not implement yet; use --device cpu", hp->arch);
     if (hp->swa_window > 0)
         return tc_err_set(err, TC_ERR_UNSUPPORTED, "--device cuda: %s uses sliding-window attention, which the CUDA "
                           "backend does not implement yet; use --device cpu", hp->arch);

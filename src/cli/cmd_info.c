@@ -55,9 +55,13 @@ int cli_info(int argc, char **argv) {
     printf("rope            %s, dims %d, base %g, scale %g; norm eps %g; %s embeddings\n",
            hp->rope_neox ? "neox" : "normal", hp->rope_dim, hp->rope_base, hp->rope_scale, hp->norm_eps,
            hp->tied_embeddings ? "tied" : "separate output");
-    if (hp->swa_window > 0)
+    if (hp->swa_window > 0 && hp->rope_base_swa > 0)
         printf("sliding window  %d positions on local layers (every %d%s layer global), local rope base %g\n",
                hp->swa_window, hp->swa_pattern, hp->swa_pattern == 1 ? "st" : "th", hp->rope_base_swa);
+    else if (hp->swa_window > 0)
+        printf("sliding window  %d positions on local layers (every %d%s layer global), the global layers' rope\n",
+               hp->swa_window, hp->swa_pattern, hp->swa_pattern == 1 ? "st" : "th");
+    if (hp->attn_sinks) printf("attention sinks one learned logit per query head in every softmax\n");
     if (hp->attn_softcap > 0 || hp->final_softcap > 0)
         printf("soft-capping    attention scores %g, logits %g (c·tanh(x/c); 0: none)\n", hp->attn_softcap,
                hp->final_softcap);
@@ -65,8 +69,8 @@ int cli_info(int argc, char **argv) {
         printf("no-rope layers  every %d%s layer attends without RoPE\n", hp->no_rope_step,
                hp->no_rope_step == 1 ? "st" : "th");
     if (hp->yarn_factor > 0)
-        printf("yarn            factor %g over original context %d, beta fast %g slow %g\n", hp->yarn_factor,
-               hp->rope_orig_ctx, hp->yarn_beta_fast, hp->yarn_beta_slow);
+        printf("yarn            factor %g over original context %d, beta fast %g slow %g, cos/sin times %g\n",
+               hp->yarn_factor, hp->rope_orig_ctx, hp->yarn_beta_fast, hp->yarn_beta_slow, hp->rope_mscale);
     if (hp->attn_temp_scale > 0)
         printf("attn temperature 1 + %g·ln(1 + floor(pos / %d)) on queries\n", hp->attn_temp_scale, hp->rope_orig_ctx);
     if (gguf_find_tensor(g, "rope_factors_long.weight"))
@@ -77,6 +81,9 @@ int cli_info(int argc, char **argv) {
                hp->expert_ffn_dim);
         if (hp->shexp_ffn_dim) printf(", shared expert ffn %d", hp->shexp_ffn_dim);
         printf("; top-k weights %s\n", hp->moe_norm_w ? "renormalised" : "as the softmax gives them");
+        if (hp->swiglu_limit > 0)
+            printf("expert swiglu   clamped at %g, alpha %g: min(g, c)·σ(alpha·min(g, c))·(clamp(u, ±c) + 1)\n",
+                   hp->swiglu_limit, hp->swiglu_alpha);
     }
     int count[TT_COUNT] = {0};
     uint64_t bytes[TT_COUNT] = {0};

@@ -1,6 +1,6 @@
-// tachyon synth: writes a synthetic GGUF of a real model shape (Llama, or the Qwen3-MoE tiny correctness shape;
-// random weights ~ N(0, 0.02), norms 1.0, a valid SPM-style vocabulary) so benchmarks and tests can use it
-// without downloading a model. Tensors are generated
+// tachyon synth: writes a synthetic GGUF of a real model shape (Llama, or the Qwen3-MoE and gpt-oss tiny
+// correctness shapes; random weights ~ N(0, 0.02), norms 1.0, a valid SPM-style vocabulary) so benchmarks and
+// tests can use it without downloading a model. Tensors are generated
 // and quantized while the file is written (gguf writer fill callback), split over threads by rows; the random
 // stream of every row is seeded from (seed, tensor, row), so the output does not depend on the thread count.
 #include <math.h>
@@ -33,6 +33,7 @@ static const synth_shape shapes[] = {
     {"smollm2-135m", 576, 30, 9, 3, 1536, 49152, 8192, 100000.0f, 1e-5f, 1, NULL, 0, 0, 0, 0.0f},
     {"tiny", 256, 2, 4, 2, 512, 512, 512, 10000.0f, 1e-5f, 0, NULL, 0, 0, 0, 0.0f},
     {"qwen3moe-tiny", 256, 2, 4, 2, 512, 512, 512, 1000000.0f, 1e-6f, 0, "qwen3moe", 8, 2, 256, 0.3f},
+    {"gptoss-tiny", 256, 2, 4, 2, 256, 512, 512, 150000.0f, 1e-5f, 0, "gpt-oss", 8, 2, 256, 0.3f},
 };
 
 #define SYNTH_SD 0.02f
@@ -61,11 +62,11 @@ static uint32_t k_fallback(uint32_t t, int64_t ne0) {
     return t;
 }
 
-// ROLE_ROUTER: an MoE router, which llama.cpp keeps in F32
-typedef enum { ROLE_EMBD, ROLE_OUTPUT, ROLE_NORM, ROLE_ATTN_V, ROLE_FFN_DOWN, ROLE_OTHER, ROLE_ROUTER } synth_role;
+// ROLE_ROUTER: an MoE router, which llama.cpp keeps in F32; ROLE_BIAS: a bias or gpt-oss's sinks, random F32
+typedef enum { ROLE_EMBD, ROLE_OUTPUT, ROLE_NORM, ROLE_ATTN_V, ROLE_FFN_DOWN, ROLE_OTHER, ROLE_ROUTER, ROLE_BIAS } synth_role;
 
 static uint32_t pick_type(int ftype, synth_role role, int layer, int n_layers, int64_t ne0) {
-    if (role == ROLE_NORM || role == ROLE_ROUTER) return TT_F32;
+    if (role == ROLE_NORM || role == ROLE_ROUTER || role == ROLE_BIAS) return TT_F32;
     switch (ftype) {
     case FTYPE_F16: return TT_F16;
     case FTYPE_Q8_0: return TT_Q8_0;
@@ -223,7 +224,7 @@ static char **make_vocab(int n, float *scores, int32_t *types) {
 // --- command
 
 static void usage(void) {
-    fprintf(stderr, "usage: tachyon synth -o OUT.gguf [--shape tinyllama|smollm2-135m|tiny|qwen3moe-tiny] "
+    fprintf(stderr, "usage: tachyon synth -o OUT.gguf [--shape tinyllama|smollm2-135m|tiny|qwen3moe-tiny|gptoss-tiny] "
                     "[--type q8_0|q4_k_m|q4_0|f16] [--seed S] [--threads N]\n");
 }
 
@@ -245,7 +246,7 @@ static void add3(tensor_list *l, const char *name, synth_role role, int layer, i
     }
     uint32_t type = pick_type(l->ftype, role, layer, l->n_layers, ne0);
     int64_t ne[3] = {ne0, ne1, ne2};
-    uint32_t n_dims = ne2 > 1 ? 3 : ne1 > 1 || role != ROLE_NORM ? 2 : 1;
+    uint32_t n_dims = ne2 > 1 ? 3 : ne1 > 1 || (role != ROLE_NORM && role != ROLE_BIAS) ? 2 : 1;
     l->ti[l->n] = (synth_tinfo){type, ne0, ne1 * ne2, role == ROLE_NORM, l->sd > 0 ? l->sd : SYNTH_SD};
     l->rc = gguf_writer_add_tensor(l->w, name, type, n_dims, ne, NULL, tt_row_size(type, ne0) * (uint64_t)(ne1 * ne2));
     if (l->rc) fprintf(stderr, "synth: cannot add tensor %s (type %s, ne %lld x %lld)\n", name, tt_name(type),
@@ -278,6 +279,100 @@ static void add_moe_layer(tensor_list *l, const synth_shape *sh, int i, int head
     add3(l, name, ROLE_FFN_DOWN, i, sh->expert_ffn, sh->dim, sh->n_expert);
     snprintf(name, sizeof name, "blk.%d.ffn_up_exps.weight", i);
     add3(l, name, ROLE_OTHER, i, sh->dim, sh->expert_ffn, sh->n_expert);
+}
+
+// gpt-oss's layer (llama.cpp's tensor names and shapes): q/k/v/o with biases, a sink logit per query head, the
+// pre-FFN norm under the name post_attention_norm, the router and the experts' 3-D tensors, each with a bias.
+static void add_gptoss_layer(tensor_list *l, const synth_shape *sh, int i, int head_dim) {
+    const int64_t d = sh->dim, q = (int64_t)sh->n_heads * head_dim, kv = (int64_t)sh->n_kv_heads * head_dim;
+    const int64_t ne = sh->n_expert, ff = sh->expert_ffn;
+    const struct {
+        const char *fmt;
+        synth_role role;
+        int64_t ne0, ne1, ne2;
+        float sd; // 0: SYNTH_SD
+    } t[] = {
+        {"blk.%d.attn_norm.weight", ROLE_NORM, d, 1, 1, 0},
+        {"blk.%d.post_attention_norm.weight", ROLE_NORM, d, 1, 1, 0},
+        {"blk.%d.attn_q.weight", ROLE_OTHER, d, q, 1, 0},
+        {"blk.%d.attn_k.weight", ROLE_OTHER, d, kv, 1, 0},
+        {"blk.%d.attn_v.weight", ROLE_ATTN_V, d, kv, 1, 0},
+        {"blk.%d.attn_output.weight", ROLE_OTHER, q, d, 1, 0},
+        {"blk.%d.attn_q.bias", ROLE_BIAS, q, 1, 1, 0},
+        {"blk.%d.attn_k.bias", ROLE_BIAS, kv, 1, 1, 0},
+        {"blk.%d.attn_v.bias", ROLE_BIAS, kv, 1, 1, 0},
+        {"blk.%d.attn_output.bias", ROLE_BIAS, d, 1, 1, 0},
+        {"blk.%d.attn_sinks.weight", ROLE_BIAS, sh->n_heads, 1, 1, 1.0f}, // logits of the scores' size
+        {"blk.%d.ffn_gate_inp.weight", ROLE_ROUTER, d, ne, 1, 0},
+        {"blk.%d.ffn_gate_inp.bias", ROLE_BIAS, ne, 1, 1, 0},
+        {"blk.%d.ffn_gate_exps.weight", ROLE_OTHER, d, ff, ne, 0},
+        {"blk.%d.ffn_gate_exps.bias", ROLE_BIAS, ff, ne, 1, 0},
+        {"blk.%d.ffn_down_exps.weight", ROLE_FFN_DOWN, ff, d, ne, 0},
+        {"blk.%d.ffn_down_exps.bias", ROLE_BIAS, d, ne, 1, 0},
+        {"blk.%d.ffn_up_exps.weight", ROLE_OTHER, d, ff, ne, 0},
+        {"blk.%d.ffn_up_exps.bias", ROLE_BIAS, ff, ne, 1, 0},
+    };
+    char name[96];
+    for (size_t k = 0; k < sizeof t / sizeof t[0]; k++) {
+        snprintf(name, sizeof name, t[k].fmt, i);
+        l->sd = t[k].sd;
+        add3(l, name, t[k].role, i, t[k].ne0, t[k].ne1, t[k].ne2);
+    }
+    l->sd = 0.0f;
+}
+
+// gpt-oss's metadata beyond the common keys: its window (128, the real models'), YaRN as the real models carry
+// it (factor 32 over an original context of 4096).
+static int set_gptoss_keys(gguf_writer *w, const char *arch) {
+    char key[96];
+    int e = set_arch_u32(w, arch, "attention.sliding_window", 128);
+    snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
+    e |= gguf_writer_set_str(w, key, "yarn");
+    snprintf(key, sizeof key, "%s.rope.scaling.factor", arch);
+    e |= gguf_writer_set_f32(w, key, 32.0f);
+    e |= set_arch_u32(w, arch, "rope.scaling.original_context_length", 4096);
+    return e;
+}
+
+// The file's metadata: general.*, the shape's "<arch>.*" keys, the vocabulary. Nonzero: out of memory.
+static int set_metadata(gguf_writer *w, const synth_shape *sh, const synth_qtype *qt, const char *arch, char **vocab,
+                        float *scores, int32_t *types) {
+    char name[96], key[96];
+    const int head_dim = sh->dim / sh->n_heads;
+    snprintf(name, sizeof name, "synthetic-%s-%s", sh->name, qt->name);
+    int e = 0;
+    e |= gguf_writer_set_str(w, "general.architecture", arch);
+    e |= gguf_writer_set_str(w, "general.name", name);
+    e |= gguf_writer_set_u32(w, "general.file_type", (uint32_t)qt->ftype);
+    e |= gguf_writer_set_u32(w, "general.quantization_version", 2);
+    e |= set_arch_u32(w, arch, "context_length", (uint32_t)sh->ctx);
+    e |= set_arch_u32(w, arch, "embedding_length", (uint32_t)sh->dim);
+    e |= set_arch_u32(w, arch, "block_count", (uint32_t)sh->n_layers);
+    e |= set_arch_u32(w, arch, "feed_forward_length", (uint32_t)sh->ffn);
+    e |= set_arch_u32(w, arch, "rope.dimension_count", (uint32_t)head_dim);
+    e |= set_arch_u32(w, arch, "attention.head_count", (uint32_t)sh->n_heads);
+    e |= set_arch_u32(w, arch, "attention.head_count_kv", (uint32_t)sh->n_kv_heads);
+    e |= set_arch_u32(w, arch, "vocab_size", (uint32_t)sh->vocab);
+    if (sh->n_expert) {
+        e |= set_arch_u32(w, arch, "expert_count", (uint32_t)sh->n_expert);
+        e |= set_arch_u32(w, arch, "expert_used_count", (uint32_t)sh->n_used);
+        e |= set_arch_u32(w, arch, "expert_feed_forward_length", (uint32_t)sh->expert_ffn);
+    }
+    if (!strcmp(arch, "gpt-oss")) e |= set_gptoss_keys(w, arch);
+    snprintf(key, sizeof key, "%s.attention.layer_norm_rms_epsilon", arch);
+    e |= gguf_writer_set_f32(w, key, sh->eps);
+    snprintf(key, sizeof key, "%s.rope.freq_base", arch);
+    e |= gguf_writer_set_f32(w, key, sh->rope_base);
+    e |= gguf_writer_set_str(w, "tokenizer.ggml.model", "llama");
+    e |= gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)vocab, (uint64_t)sh->vocab);
+    e |= gguf_writer_set_arr(w, "tokenizer.ggml.scores", GGUF_TYPE_FLOAT32, scores, (uint64_t)sh->vocab);
+    e |= gguf_writer_set_arr(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, types, (uint64_t)sh->vocab);
+    e |= gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", 1);
+    e |= gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", 2);
+    e |= gguf_writer_set_u32(w, "tokenizer.ggml.unknown_token_id", 0);
+    e |= gguf_writer_set_bool(w, "tokenizer.ggml.add_bos_token", 1);
+    e |= gguf_writer_set_bool(w, "tokenizer.ggml.add_eos_token", 0);
+    return e;
 }
 
 int cli_synth(int argc, char **argv) {
@@ -314,48 +409,18 @@ int cli_synth(int argc, char **argv) {
     float *scores = malloc((size_t)sh->vocab * sizeof *scores);
     int32_t *types = malloc((size_t)sh->vocab * sizeof *types);
     char **vocab = scores && types ? make_vocab(sh->vocab, scores, types) : NULL;
-    int64_t max_tensors = 3 + 12 * (int64_t)sh->n_layers; // a MoE layer: 6 attention, 2 q/k norms, 4 FFN
+    int64_t max_tensors = 3 + 19 * (int64_t)sh->n_layers; // a gpt-oss layer has 19 (add_gptoss_layer)
     tensor_list l = {w, calloc((size_t)max_tensors, sizeof(synth_tinfo)), 0, max_tensors, qt->ftype, sh->n_layers,
                      0, 0.0f};
     const char *arch = sh->arch ? sh->arch : "llama";
+    const int gptoss = !strcmp(arch, "gpt-oss");
     if (!w || !vocab || !l.ti) {
         fprintf(stderr, "synth: out of memory\n");
         goto done;
     }
-    char name[96], key[96];
+    char name[96];
     int head_dim = sh->dim / sh->n_heads, kv_dim = head_dim * sh->n_kv_heads;
-    snprintf(name, sizeof name, "synthetic-%s-%s", sh->name, qt->name);
-    int e = 0;
-    e |= gguf_writer_set_str(w, "general.architecture", arch);
-    e |= gguf_writer_set_str(w, "general.name", name);
-    e |= gguf_writer_set_u32(w, "general.file_type", (uint32_t)qt->ftype);
-    e |= gguf_writer_set_u32(w, "general.quantization_version", 2);
-    e |= set_arch_u32(w, arch, "context_length", (uint32_t)sh->ctx);
-    e |= set_arch_u32(w, arch, "embedding_length", (uint32_t)sh->dim);
-    e |= set_arch_u32(w, arch, "block_count", (uint32_t)sh->n_layers);
-    e |= set_arch_u32(w, arch, "feed_forward_length", (uint32_t)sh->ffn);
-    e |= set_arch_u32(w, arch, "rope.dimension_count", (uint32_t)head_dim);
-    e |= set_arch_u32(w, arch, "attention.head_count", (uint32_t)sh->n_heads);
-    e |= set_arch_u32(w, arch, "attention.head_count_kv", (uint32_t)sh->n_kv_heads);
-    e |= set_arch_u32(w, arch, "vocab_size", (uint32_t)sh->vocab);
-    if (sh->n_expert) {
-        e |= set_arch_u32(w, arch, "expert_count", (uint32_t)sh->n_expert);
-        e |= set_arch_u32(w, arch, "expert_used_count", (uint32_t)sh->n_used);
-        e |= set_arch_u32(w, arch, "expert_feed_forward_length", (uint32_t)sh->expert_ffn);
-    }
-    snprintf(key, sizeof key, "%s.attention.layer_norm_rms_epsilon", arch);
-    e |= gguf_writer_set_f32(w, key, sh->eps);
-    snprintf(key, sizeof key, "%s.rope.freq_base", arch);
-    e |= gguf_writer_set_f32(w, key, sh->rope_base);
-    e |= gguf_writer_set_str(w, "tokenizer.ggml.model", "llama");
-    e |= gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)vocab, (uint64_t)sh->vocab);
-    e |= gguf_writer_set_arr(w, "tokenizer.ggml.scores", GGUF_TYPE_FLOAT32, scores, (uint64_t)sh->vocab);
-    e |= gguf_writer_set_arr(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, types, (uint64_t)sh->vocab);
-    e |= gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", 1);
-    e |= gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", 2);
-    e |= gguf_writer_set_u32(w, "tokenizer.ggml.unknown_token_id", 0);
-    e |= gguf_writer_set_bool(w, "tokenizer.ggml.add_bos_token", 1);
-    e |= gguf_writer_set_bool(w, "tokenizer.ggml.add_eos_token", 0);
+    int e = set_metadata(w, sh, qt, arch, vocab, scores, types);
     if (e) {
         fprintf(stderr, "synth: cannot set metadata (out of memory)\n");
         goto done;
@@ -374,8 +439,9 @@ int cli_synth(int argc, char **argv) {
             {"blk.%d.ffn_gate.weight", ROLE_OTHER, 2},      {"blk.%d.ffn_down.weight", ROLE_FFN_DOWN, 4},
             {"blk.%d.ffn_up.weight", ROLE_OTHER, 2},
         };
-        const size_t n_lt = sh->n_expert ? 6 : sizeof lt / sizeof lt[0]; // MoE: the dense FFN's three are experts
-        if (sh->n_expert) add_moe_layer(&l, sh, i, head_dim);
+        const size_t n_lt = gptoss ? 0 : sh->n_expert ? 6 : sizeof lt / sizeof lt[0]; // MoE: FFN in experts
+        if (gptoss) add_gptoss_layer(&l, sh, i, head_dim);
+        else if (sh->n_expert) add_moe_layer(&l, sh, i, head_dim);
         for (size_t k = 0; k < n_lt; k++) {
             snprintf(name, sizeof name, lt[k].fmt, i);
             int64_t ne0 = lt[k].rows == 4 ? sh->ffn : sh->dim;

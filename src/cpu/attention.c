@@ -89,7 +89,7 @@ void attn_tile_scalar(float *out, const float *q, const void *k_layer, const voi
         }
     }
     for (int r = 0; r < nr; r++) {
-        float inv = l[r] > 0 ? 1.0f / l[r] : 0.0f;
+        const float inv = attn_out_scale(m[r], l[r], geo->sinks, kv_head * nr + r);
         for (int i = 0; i < hd; i++) out[(size_t)r * hd + i] *= inv;
     }
 }

@@ -23,6 +23,10 @@ typedef struct attn_geom {
     float scale;    // softmax scale, usually 1/sqrt(head_dim)
     int window;     // sliding window: attend to the last `window` positions only; 0: all positions
     float softcap;  // soft-capping of the scaled scores (Gemma 2): s = softcap·tanh(s / softcap); 0: none
+    // Attention sinks (gpt-oss): a learned logit per query head, (n_kv_heads·n_rep) floats (head kv_head·n_rep + r),
+    // that joins each softmax's denominator with no value: out = Σ exp(s_j)·v_j / (Σ exp(s_j) + exp(sink)).
+    // NULL: none. Borrowed (the layer's weights).
+    const float *sinks;
     int k_type, v_type; // tt_type of the cache rows: TT_Q8_0, TT_Q4_0; any other value reads f16 (so a
                         // geometry that leaves them 0 means an f16 cache)
 } attn_geom;
@@ -30,6 +34,19 @@ typedef struct attn_geom {
 // A scaled score soft-capped (attn_geom.softcap > 0): every kernel applies this same scalar function to each
 // score, so the kernels differ only by how they sum q·k.
 static inline float attn_softcap(float s, float cap) { return cap * tanhf(s / cap); }
+
+// What every kernel multiplies a head's accumulated output by at the end of its online softmax, with m its
+// running max and l its sum of exp(s - m): 1 / l, or with a sink logit (sinks != NULL: sinks[h]) 1 / (l +
+// exp(sink - m)), taken over max(m, sink) so that neither exponential overflows.
+static inline float attn_out_scale(float m, float l, const float *sinks, int h) {
+    if (!sinks) return l > 0 ? 1.0f / l : 0.0f;
+    const float sk = sinks[h];
+    if (sk > m) {
+        const float c = expf(m - sk);
+        return c / (l * c + 1.0f);
+    }
+    return 1.0f / (l + expf(sk - m));
+}
 
 // First position a query attends to when it sees n_pos positions (sliding window, else 0).
 static inline int attn_first_pos(const attn_geom *geo, int n_pos) {

@@ -148,7 +148,7 @@ void attn_tile_neon(float *out, const float *q, const void *k_layer, const void 
         }
     }
     for (int r = 0; r < nr; r++) {
-        const float inv = l[r] > 0 ? 1.0f / l[r] : 0.0f;
+        const float inv = attn_out_scale(m[r], l[r], geo->sinks, kv_head * nr + r);
         float *o = out + (size_t)r * hd;
         for (int i = 0; i < hd; i += 4) vst1q_f32(o + i, vmulq_n_f32(vld1q_f32(o + i), inv));
     }

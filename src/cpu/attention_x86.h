@@ -383,7 +383,7 @@ void ATTN_X86_MULTI_FN(float *out, size_t out_stride, const float *q, size_t q_s
         }
     }
     for (int r = 0; r < nh; r++) {
-        V inv = SET1(l[r] > 0 ? 1.0f / l[r] : 0.0f);
+        V inv = SET1(attn_out_scale(m[r], l[r], geo->sinks, kv_head * nr + r % nr));
         for (int c = 0; c < nv; c++) STOREF(oh[r] + c * W, MUL(LOADF(oh[r] + c * W), inv));
     }
 }

@@ -85,6 +85,13 @@ void ops_swiglu(float *g, const float *u, int n) { ops_glu_isa(g, u, n, 0, ops_i
 
 void ops_geglu(float *g, const float *u, int n) { ops_glu_isa(g, u, n, 1, ops_isa()); }
 
+void ops_swiglu_clamped(float *g, const float *u, int n, float alpha, float limit) {
+    for (int i = 0; i < n; i++) {
+        const float x = fminf(g[i], limit), y = fminf(fmaxf(u[i], -limit), limit);
+        g[i] = x / (1.0f + expf(-alpha * x)) * (y + 1.0f);
+    }
+}
+
 void ops_scale(float *x, float s, int n) {
     for (int i = 0; i < n; i++) x[i] *= s;
 }

@@ -21,6 +21,9 @@ void ops_rope(float *x, int n_heads, int head_dim, int rope_dim, const float *co
 void ops_swiglu(float *g, const float *u, int n);
 // g (n) = gelu(g) * u, GELU in its tanh approximation (Gemma's GeGLU); same dispatch
 void ops_geglu(float *g, const float *u, int n);
+// g (n) = the clamped SwiGLU of gpt-oss's experts: with x = min(g, limit) and y = clamp(u, -limit, limit),
+// x·σ(alpha·x)·(y + 1). Scalar (libm expf) at every level.
+void ops_swiglu_clamped(float *g, const float *u, int n, float alpha, float limit);
 // Either (gelu 0/1) at a fixed level (scalar: the libm reference), for tests.
 void ops_glu_isa(float *g, const float *u, int n, int gelu, cpu_isa isa);
 #if defined(__x86_64__)

@@ -17,6 +17,10 @@ static const char *const role_suffix[ROLE_COUNT] = {
     [ROLE_FFN_UP_EXPS] = "ffn_up_exps.weight",   [ROLE_FFN_DOWN_EXPS] = "ffn_down_exps.weight",
     [ROLE_FFN_GATE_INP_SHEXP] = "ffn_gate_inp_shexp.weight", [ROLE_FFN_GATE_SHEXP] = "ffn_gate_shexp.weight",
     [ROLE_FFN_UP_SHEXP] = "ffn_up_shexp.weight", [ROLE_FFN_DOWN_SHEXP] = "ffn_down_shexp.weight",
+    [ROLE_ATTN_OUT_BIAS] = "attn_output.bias",   [ROLE_ATTN_SINKS] = "attn_sinks.weight",
+    [ROLE_FFN_NORM_PA] = "post_attention_norm.weight", [ROLE_FFN_GATE_INP_BIAS] = "ffn_gate_inp.bias",
+    [ROLE_FFN_GATE_EXPS_BIAS] = "ffn_gate_exps.bias", [ROLE_FFN_UP_EXPS_BIAS] = "ffn_up_exps.bias",
+    [ROLE_FFN_DOWN_EXPS_BIAS] = "ffn_down_exps.bias",
 };
 
 #define R ARCH_REQUIRED
@@ -79,6 +83,19 @@ static const arch_desc archs[] = {
      .role = {ATTN_ROLES, MOE_ROLES, [ROLE_ATTN_Q_BIAS] = R, [ROLE_ATTN_K_BIAS] = R, [ROLE_ATTN_V_BIAS] = R,
       [ROLE_FFN_GATE_INP_SHEXP] = R, [ROLE_FFN_GATE_SHEXP] = R, [ROLE_FFN_UP_SHEXP] = R, [ROLE_FFN_DOWN_SHEXP] = R},
      .rope_neox = 1, .moe = 1, .layer = fwd_layer_moe},
+    // gpt-oss (gpt-oss-20b, -120b), as llama.cpp's openai-moe graph and HF's GptOss modeling code: biases on q, k,
+    // v and the output projection; a learned sink logit per query head in every softmax; sliding-window attention
+    // (128 where the GGUF has no window) on the even layers; NeoX RoPE with YaRN and its magnitude scaling on every
+    // layer alike; the FFN normed by post_attention_norm, then n_expert_used of n_expert experts: the top k of the
+    // router's logits (plus its bias), weighted by the softmax over those k, which is the softmax over all experts
+    // renormalised over the k (moe_norm_w); experts with biases and the clamped SwiGLU (limit 7, alpha 1.702).
+    {.name = "gpt-oss",
+     .role = {[ROLE_ATTN_NORM] = R, [ROLE_ATTN_Q] = R, [ROLE_ATTN_K] = R, [ROLE_ATTN_V] = R, [ROLE_ATTN_OUT] = R,
+      [ROLE_ATTN_Q_BIAS] = R, [ROLE_ATTN_K_BIAS] = R, [ROLE_ATTN_V_BIAS] = R, [ROLE_ATTN_OUT_BIAS] = R,
+      [ROLE_ATTN_SINKS] = R, [ROLE_FFN_NORM_PA] = R, MOE_ROLES, [ROLE_FFN_GATE_INP_BIAS] = R,
+      [ROLE_FFN_GATE_EXPS_BIAS] = R, [ROLE_FFN_UP_EXPS_BIAS] = R, [ROLE_FFN_DOWN_EXPS_BIAS] = R},
+     .rope_neox = 1, .swa_pattern = 2, .swa_window = 128, .swa_rope_global = 1, .yarn = 1, .yarn_mscale = 1,
+     .moe = 1, .moe_norm_w = 1, .swiglu_limit = 7.0f, .swiglu_alpha = 1.702f, .layer = fwd_layer_moe},
 };
 #undef R
 #undef O
@@ -91,4 +108,4 @@ const arch_desc *arch_find(const char *name, int len) {
     return NULL;
 }
 
-const char *arch_supported_list(void) { return "llama, qwen2, qwen3, gemma2, gemma3, smollm3, phi3, mistral3, qwen3moe, qwen2moe"; }
+const char *arch_supported_list(void) { return "llama, qwen2, qwen3, gemma2, gemma3, smollm3, phi3, mistral3, qwen3moe, qwen2moe, gpt-oss"; }

@@ -33,6 +33,17 @@ typedef enum {
     ROLE_FFN_GATE_SHEXP,     // (shexp_ffn, dim)
     ROLE_FFN_UP_SHEXP,       // (shexp_ffn, dim)
     ROLE_FFN_DOWN_SHEXP,     // (dim, shexp_ffn)
+    // gpt-oss: the output projection's bias, a learned attention sink per query head (F32 (n_heads): one more
+    // logit in each head's softmax, with no value), the pre-FFN RMSNorm under the name its converter gives it
+    // (post_attention_norm: HF's post_attention_layernorm), and biases on the router and on every expert's
+    // gate, up and down projections (F32 (n_expert, rows): expert e's bias is row e)
+    ROLE_ATTN_OUT_BIAS,      // (dim)
+    ROLE_ATTN_SINKS,         // (n_heads)
+    ROLE_FFN_NORM_PA,        // (dim)
+    ROLE_FFN_GATE_INP_BIAS,  // (n_expert)
+    ROLE_FFN_GATE_EXPS_BIAS, // (n_expert, expert_ffn)
+    ROLE_FFN_UP_EXPS_BIAS,   // (n_expert, expert_ffn)
+    ROLE_FFN_DOWN_EXPS_BIAS, // (n_expert, dim)
     ROLE_COUNT
 } arch_role;
 
@@ -51,6 +62,8 @@ typedef struct arch_desc {
     int swa_pattern;              // every swa_pattern-th layer is global (full attention), the others local;
                                   // "<arch>.attention.sliding_window_pattern" overrides; 0: all layers global
     float rope_base_swa;          // RoPE base of local layers (0: same as global)
+    int swa_rope_global;          // local layers rotate exactly as global ones (gpt-oss: YaRN and its scaling
+                                  // included); 0: local layers have their own base and unscaled positions
     int swa_window;               // the window where the GGUF has none (0: no sliding window then)
     // Soft-capping of the attention scores and of the logits (c·tanh(x/c)): the defaults where the GGUF has no
     // "<arch>.attn_logit_softcapping" / "<arch>.final_logit_softcapping"; 0: the architecture has none
@@ -59,11 +72,17 @@ typedef struct arch_desc {
     // one ffn_up matrix (2·ffn_dim rows, gate first); the loader binds their row ranges as the separate roles.
     int fused;
     int yarn;                     // takes YaRN RoPE scaling and Llama 4's attention temperature (Mistral 3)
+    // YaRN's magnitude scaling: cos and sin times 1 + 0.1·ln(factor), the net attention factor llama.cpp applies
+    // to a YaRN file without a yarn_log_multiplier (HF: attention_factor = get_mscale(factor)); gpt-oss
+    int yarn_mscale;
     int no_rope_step;             // layers l with (l + 1) % no_rope_step == 0 skip RoPE (SmolLM3: 4); 0: none
     // Mixture of experts: the FFN is routed (ROLE_FFN_*_EXPS); the top-k routing weights are renormalised to
     // sum to 1 when moe_norm_w (qwen3moe), used as the softmax gave them otherwise (qwen2moe).
     int moe;
     int moe_norm_w;
+    // The experts' clamped SwiGLU (gpt-oss): gate ≤ limit, up within ±limit, gate·σ(alpha·gate)·(up + 1);
+    // 0: plain SwiGLU. llama.cpp fixes both for gpt-oss (no GGUF key carries them).
+    float swiglu_limit, swiglu_alpha;
     // The transformer block as a sequence of operations (fwd.h: fwd_layer_fn, e.g. fwd_layer_std): the one
     // place the architecture's forward pass is written, for every backend.
     int (*layer)(const struct fwd_graph *g, int layer);

@@ -32,7 +32,7 @@ struct model_ctx {
     float *rcos;  // (max_tokens, rope_dim/2)
     float *rsin;  // (max_tokens, rope_dim/2)
     float *inv_freq; // (rope_dim/2)
-    // Local (sliding-window) layers have their own RoPE base; with no window these alias the global ones.
+    // Local (sliding-window) layers with their own RoPE base (model_layer_own_rope), else NULL
     float *rcos_swa, *rsin_swa, *inv_freq_swa; // as rcos, rsin, inv_freq
     void *mm_scratch;
     moe_scratch *moe; // mixture-of-experts models only (moe.h), else NULL
@@ -116,7 +116,7 @@ int model_ctx_new(model *m, int max_batch_tokens, int n_threads, model_ctx **out
     c->sub_tok = malloc(n * sizeof(int32_t));
     c->sub_pos = malloc(n * sizeof(int32_t));
     c->sub_seq = malloc(n * sizeof(int32_t));
-    if (hp->swa_window > 0) {
+    if (hp->rope_base_swa > 0) {
         c->rcos_swa = malloc(n * half * sizeof(float));
         c->rsin_swa = malloc(n * half * sizeof(float));
         c->inv_freq_swa = malloc(half * sizeof(float));
@@ -138,7 +138,7 @@ int model_ctx_new(model *m, int max_batch_tokens, int n_threads, model_ctx **out
     }
     if (!c->pool || !bufs_ok || !c->rcos || !c->rsin ||
         !c->inv_freq || !c->mm_scratch || !c->sub_row || !c->sub_tok || !c->sub_pos || !c->sub_seq ||
-        (hp->swa_window > 0 && (!c->rcos_swa || !c->rsin_swa || !c->inv_freq_swa))) {
+        (hp->rope_base_swa > 0 && (!c->rcos_swa || !c->rsin_swa || !c->inv_freq_swa))) {
         model_ctx_free(c);
         return tc_err_set(err, TC_ERR_NOMEM, "cannot allocate scratch for %d batch tokens", max_batch_tokens);
     }
@@ -148,7 +148,7 @@ int model_ctx_new(model *m, int max_batch_tokens, int n_threads, model_ctx **out
     c->kv_mse = !(kq && !strcmp(kq, "ref"));
     ops_rope_inv_freq(c->inv_freq, hp->rope_dim, hp->rope_base, m->rope_freqs);
     if (hp->yarn_factor > 0) rope_yarn(c->inv_freq, hp);
-    if (hp->swa_window > 0) ops_rope_inv_freq(c->inv_freq_swa, hp->rope_dim, hp->rope_base_swa, m->rope_freqs);
+    if (hp->rope_base_swa > 0) ops_rope_inv_freq(c->inv_freq_swa, hp->rope_dim, hp->rope_base_swa, m->rope_freqs);
     *out = c;
     return 0;
 }
@@ -399,8 +399,8 @@ static int cpu_rope(void *be, fwd_buf qb, fwd_buf kb, int n, int layer) {
     model_ctx *c = be;
     const model_hparams *hp = &c->m->hp;
     const int hd = hp->head_dim, half = hp->rope_dim / 2, q_dim = hp->n_heads * hd, kv_dim = hp->n_kv_heads * hd;
-    const int swa = model_layer_is_swa(hp, layer);
-    const float *rcos = swa ? c->rcos_swa : c->rcos, *rsin = swa ? c->rsin_swa : c->rsin;
+    const int own = model_layer_own_rope(hp, layer);
+    const float *rcos = own ? c->rcos_swa : c->rcos, *rsin = own ? c->rsin_swa : c->rsin;
     for (int t = 0; t < n; t++) {
         const float *cs = rcos + (size_t)t * half, *sn = rsin + (size_t)t * half;
         ops_rope(c->buf[qb] + (size_t)t * q_dim, hp->n_heads, hd, hp->rope_dim, cs, sn, hp->rope_neox);
@@ -454,7 +454,9 @@ static int cpu_attention(void *be, fwd_buf out, fwd_buf q, fwd_buf k, fwd_buf v,
     attn_job job = {.c = c, .kv = c->kv, .b = c->b, .layer = layer, .out = c->buf[out], .q = c->buf[q],
                     .k = c->buf[k], .v = c->buf[v]};
     store_kv(c, &job);
-    job.geo = model_layer_is_swa(hp, layer) ? &c->geo_swa : &c->geo;
+    attn_geom geo = model_layer_is_swa(hp, layer) ? c->geo_swa : c->geo;
+    geo.sinks = model_layer_w(c->m, layer, ROLE_ATTN_SINKS)->data; // the layer's, or NULL
+    job.geo = &geo;
     cpu_pool_run(c->pool, attn_run, &job);
     if (c->rot_v) // H·H = I: back to the model's basis before the output projection
         for (int t = 0; t < n; t++) ops_hadamard_heads(c->buf[out] + (size_t)t * q_dim, hp->n_heads, hp->head_dim, c->rot_block);
@@ -549,7 +551,7 @@ static void rope_rows(model_ctx *c, const model_batch *b) {
     for (int t = 0; t < b->n_tokens; t++) {
         ops_rope_angles(c->rcos + (size_t)t * half, c->rsin + (size_t)t * half, b->pos[t], hp->rope_dim,
                         hp->rope_scale, c->inv_freq);
-        if (hp->swa_window > 0) // local layers: their own base, positions never scaled (as llama.cpp)
+        if (hp->rope_base_swa > 0) // local layers: their own base, positions never scaled (as llama.cpp)
             ops_rope_angles(c->rcos_swa + (size_t)t * half, c->rsin_swa + (size_t)t * half, b->pos[t], hp->rope_dim,
                             1.0f, c->inv_freq_swa);
         if (hp->rope_mscale != 1.0f) { // LongRoPE's attention factor: the rotated dims of q and k scaled

@@ -43,8 +43,9 @@ static int has(const fwd_graph *g, int l, arch_role r) { return model_layer_w(g-
         if (rc_) return rc_;                                                                                 \
     } while (0)
 
-// The attention half of the pre-norm block: RMSNorm, q/k/v (optional biases and q/k norms), RoPE, attention,
-// output projection (optional post-norm), residual add into FWD_X.
+// The attention half of the pre-norm block: RMSNorm, q/k/v (optional biases and q/k norms), RoPE, attention
+// (with the layer's sinks where it has them: the backend's attention reads them), output projection (optional
+// bias, optional post-norm), residual add into FWD_X.
 static int attn_block(const fwd_graph *g, int l) {
     const fwd_ops *o = g->ops;
     void *be = g->be;
@@ -64,6 +65,7 @@ static int attn_block(const fwd_graph *g, int l) {
     if (model_layer_has_rope(hp, l)) TRY(o->rope(be, FWD_Q, FWD_K, n, l));
     TRY(o->attention(be, FWD_XB, FWD_Q, FWD_K, FWD_V, n, l));
     TRY(o->matmul(be, proj, FWD_XB, n, l, w_out, 1));
+    if (has(g, l, ROLE_ATTN_OUT_BIAS)) TRY(o->add_bias(be, FWD_Q, n, dim, l, ROLE_ATTN_OUT_BIAS));
     if (has(g, l, ROLE_ATTN_POST_NORM)) TRY(o->norm(be, FWD_Q, FWD_Q, n, dim, l, ROLE_ATTN_POST_NORM, eps));
     TRY(o->add(be, FWD_X, FWD_Q, n * dim));
     return 0;
@@ -92,8 +94,10 @@ int fwd_layer_moe(const fwd_graph *g, int l) {
     const fwd_ops *o = g->ops;
     const model_hparams *hp = &g->m->hp;
     if (!o->moe) return TC_ERR_UNSUPPORTED;
+    // gpt-oss's converter names the pre-FFN norm post_attention_norm (ROLE_FFN_NORM_PA)
+    const arch_role fn = has(g, l, ROLE_FFN_NORM) ? ROLE_FFN_NORM : ROLE_FFN_NORM_PA;
     TRY(attn_block(g, l));
-    TRY(o->norm(g->be, FWD_XB, FWD_X, g->n, hp->dim, l, ROLE_FFN_NORM, hp->norm_eps));
+    TRY(o->norm(g->be, FWD_XB, FWD_X, g->n, hp->dim, l, fn, hp->norm_eps));
     TRY(o->moe(g->be, FWD_Q, FWD_XB, g->n, l));
     TRY(o->add(g->be, FWD_X, FWD_Q, g->n * hp->dim));
     return 0;

@@ -49,7 +49,9 @@ typedef struct fwd_ops {
     int (*rope)(void *be, fwd_buf q, fwd_buf k, int n, int layer);
     // Writes k and v (n, kv_dim) into the layer's paged KV cache at each row's (sequence, position), then
     // out (n, q_dim) = softmax(q·Kᵀ·scale)·V per query head over the positions each row sees (its sequence's,
-    // up to its own; the window's on a sliding-window layer). q and k may be changed (cache transforms).
+    // up to its own; the window's on a sliding-window layer). A layer with attention sinks (ROLE_ATTN_SINKS)
+    // adds exp(sink_h) to head h's softmax denominator (a logit with no value). q and k may be changed (cache
+    // transforms).
     int (*attention)(void *be, fwd_buf out, fwd_buf q, fwd_buf k, fwd_buf v, int n, int layer);
     // x (count) += y (count)
     int (*add)(void *be, fwd_buf x, fwd_buf y, int count);
@@ -62,7 +64,9 @@ typedef struct fwd_ops {
     // top n_expert_used experts of weight_e · down_e(SiLU(gate_e·x) · up_e·x), x (n, dim) = the normed input.
     // Routing: softmax over all n_expert of the router's logits (ffn_gate_inp · x), the top n_expert_used,
     // their weights renormalised to sum 1 when hparams.moe_norm_w; plus, when the layer has a shared expert,
-    // sigmoid(gate_inp_shexp · x) · down_s(SiLU(gate_s·x) · up_s·x). A row's result does not depend on the other
+    // sigmoid(gate_inp_shexp · x) · down_s(SiLU(gate_s·x) · up_s·x). Where the layer has them, the router's bias
+    // is added to its logits and each expert's biases to its gate, up and down outputs (gpt-oss), and with
+    // hparams.swiglu_limit > 0 the SwiGLU is the clamped one (model.h). A row's result does not depend on the other
     // rows. A backend without it leaves it NULL: the sequence then fails with TC_ERR_UNSUPPORTED.
     int (*moe)(void *be, fwd_buf dst, fwd_buf x, int n, int layer);
 } fwd_ops;
@@ -95,7 +99,8 @@ int fwd_out_norm(const fwd_graph *g);
 // projection (optional post-norm), residual; RMSNorm, gate/up projections, SwiGLU or tanh-GeGLU, down
 // projection (optional post-norm), residual.
 int fwd_layer_std(const fwd_graph *g, int layer);
-// The block of qwen3moe and qwen2moe: fwd_layer_std's attention half, then RMSNorm, the MoE FFN
+// The block of qwen3moe, qwen2moe and gpt-oss: fwd_layer_std's attention half (gpt-oss: with the output
+// projection's bias and attention sinks), then RMSNorm (ffn_norm, or gpt-oss's post_attention_norm), the MoE FFN
 // (fwd_ops.moe), residual.
 int fwd_layer_moe(const fwd_graph *g, int layer);
 

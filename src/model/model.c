@@ -53,6 +53,8 @@ static int read_moe_hparams(model *m, tc_err *err) {
         }
     }
     hp->moe_norm_w = m->arch->moe_norm_w;
+    hp->swiglu_limit = m->arch->swiglu_limit;
+    hp->swiglu_alpha = m->arch->swiglu_alpha;
     return 0;
 }
 
@@ -81,7 +83,8 @@ static int read_attn_hparams(model *m, tc_err *err) {
             if (u > (1u << 16)) return tc_err_set(err, TC_ERR_FORMAT, "invalid sliding_window_pattern");
             hp->swa_pattern = (int)u;
         }
-        hp->rope_base_swa = m->arch->rope_base_swa > 0 ? m->arch->rope_base_swa : hp->rope_base;
+        if (!m->arch->swa_rope_global)
+            hp->rope_base_swa = m->arch->rope_base_swa > 0 ? m->arch->rope_base_swa : hp->rope_base;
     }
     // soft-capping, where the architecture has it: a cap is a positive finite number
     struct { const char *key; float def, *dst; } caps[] = {
@@ -137,6 +140,7 @@ static int read_rope_scaling(model *m, tc_err *err) {
     if (get_arch_f32(g, a, "rope.scaling.attn_factor", &hp->rope_mscale) == 0 &&
         !(hp->rope_mscale > 0 && isfinite(hp->rope_mscale)))
         return tc_err_set(err, TC_ERR_FORMAT, "invalid %s.rope.scaling.attn_factor", a);
+    if (m->arch->yarn_mscale && hp->yarn_factor > 1.0f) hp->rope_mscale *= 1.0f + 0.1f * logf(hp->yarn_factor);
     // Llama 4's attention temperature, as Mistral 3 carries it: queries at position p times
     // 1 + scale·ln(1 + floor(p / original context))
     if (m->arch->yarn && get_arch_f32(g, a, "attention.temperature_scale", &f) == 0) {
@@ -195,6 +199,7 @@ static int read_hparams(model *m, tc_err *err) {
     hp->no_rope_step = m->arch->no_rope_step;
     hp->ffn_gelu = m->arch->ffn_gelu;
     hp->embd_scale = m->arch->embd_scale ? sqrtf((float)hp->dim) : 1.0f;
+    hp->attn_sinks = m->arch->role[ROLE_ATTN_SINKS] != ARCH_ABSENT;
     if ((rc = read_attn_hparams(m, err))) return rc;
     return m->arch->moe ? read_moe_hparams(m, err) : 0;
 }
@@ -300,6 +305,10 @@ static int bind_weights(model *m, tc_err *err) {
         [ROLE_FFN_UP_EXPS] = {eff, hp->dim, 0, ne}, [ROLE_FFN_DOWN_EXPS] = {hp->dim, eff, 0, ne},
         [ROLE_FFN_GATE_INP_SHEXP] = {1, hp->dim, 1}, [ROLE_FFN_GATE_SHEXP] = {sff, hp->dim, 0},
         [ROLE_FFN_UP_SHEXP] = {sff, hp->dim, 0},  [ROLE_FFN_DOWN_SHEXP] = {hp->dim, sff, 0},
+        [ROLE_ATTN_OUT_BIAS] = {1, hp->dim, 1},   [ROLE_ATTN_SINKS] = {1, hp->n_heads, 1},
+        [ROLE_FFN_NORM_PA] = {1, hp->dim, 1},     [ROLE_FFN_GATE_INP_BIAS] = {1, ne, 1},
+        [ROLE_FFN_GATE_EXPS_BIAS] = {ne, eff, 1}, [ROLE_FFN_UP_EXPS_BIAS] = {ne, eff, 1},
+        [ROLE_FFN_DOWN_EXPS_BIAS] = {ne, hp->dim, 1},
     };
     for (int r = 0; r < ROLE_COUNT; r++)
         if (!shape[r].depth) shape[r].depth = 1;

@@ -40,7 +40,8 @@ typedef struct model_hparams {
     // Sliding-window attention: local layers see only the last swa_window positions (0: every layer global).
     int swa_window;
     int swa_pattern;   // layer l is global when (l + 1) % swa_pattern == 0; 0 with a window: all local
-    float rope_base_swa; // RoPE base of local layers (their positions are never scaled)
+    // RoPE base of local layers (their positions are never scaled); 0: local layers rotate as global ones
+    float rope_base_swa;
     int rope_orig_ctx; // rope.scaling.original_context_length (YaRN, LongRoPE, temperature), else ctx_train
     // YaRN (Mistral 3): positions unscaled, each frequency mixed between itself and itself / yarn_factor by the
     // ramp between the dims that turn beta_fast and beta_slow times over the original context; 0: none
@@ -55,6 +56,9 @@ typedef struct model_hparams {
     // expert_ffn_dim, routed per layer; moe_norm_w: the top-k weights are renormalised to sum 1; a shared expert
     // of shexp_ffn_dim (0: none) runs on every row.
     int n_expert, n_expert_used, expert_ffn_dim, moe_norm_w, shexp_ffn_dim;
+    // The experts' clamped SwiGLU (gpt-oss): gate ≤ limit, up within ±limit, gate·σ(alpha·gate)·(up + 1); 0: SwiGLU
+    float swiglu_limit, swiglu_alpha;
+    int attn_sinks; // 1: every layer has a learned sink logit per query head (gpt-oss)
     uint64_t n_params;
     uint64_t weight_bytes; // bytes of all tensors
 } model_hparams;
@@ -72,6 +76,11 @@ const gguf_ctx *model_gguf(const model *m); // borrowed, valid while m lives
 // 1 when layer l attends within the sliding window only.
 static inline int model_layer_is_swa(const model_hparams *hp, int l) {
     return hp->swa_window > 0 && (hp->swa_pattern <= 0 || (l + 1) % hp->swa_pattern != 0);
+}
+
+// 1 when layer l rotates q and k with the local layers' own RoPE (base rope_base_swa, positions unscaled).
+static inline int model_layer_own_rope(const model_hparams *hp, int l) {
+    return hp->rope_base_swa > 0 && model_layer_is_swa(hp, l);
 }
 
 // 1 when layer l rotates q and k (every layer but SmolLM3's every no_rope_step-th).

@@ -82,18 +82,37 @@ static cpu_matmul_args mm_args(float *out, const float *x, int n, const model_we
                              .d = (int)w->rows, .w_type = w->type, .w = data, .scratch = scratch, .w_packed = packed};
 }
 
-// y (n, dim) = down(SiLU(gate·x) · up·x) for one expert (e >= 0: slice e of the 3-D tensors) or the shared one.
-static int expert_ffn(cpu_pool *pool, void *mm, moe_scratch *s, const model_weight *wg, const model_weight *wu,
-                      const model_weight *wd, int e, const float *x, int n) {
+// x (n, len) += bias row e of b (F32 (n_expert, len)) on every row; nothing when the layer has no such bias.
+static void add_expert_bias(float *x, int n, int len, const model_weight *b, int e) {
+    if (!b || !b->data) return;
+    const float *row = (const float *)b->data + (size_t)e * len;
+    for (int t = 0; t < n; t++) ops_add(x + (size_t)t * len, row, len);
+}
+
+// The biases of one routed expert's gate, up and down projections (gpt-oss), or NULL each.
+typedef struct expert_bias {
+    const model_weight *g, *u, *d;
+} expert_bias;
+
+// y (n, dim) = down(SiLU(gate·x) · up·x) for one expert (e >= 0: slice e of the 3-D tensors, with its biases in
+// eb where the layer has them, and the clamped SwiGLU where hp says so) or the shared one (e < 0).
+static int expert_ffn(cpu_pool *pool, void *mm, moe_scratch *s, const model_hparams *hp, const model_weight *wg,
+                      const model_weight *wu, const model_weight *wd, const expert_bias *eb, int e, const float *x,
+                      int n) {
     const void *pg = e >= 0 ? model_weight_expert(wg, e) : wg->data, *pu = e >= 0 ? model_weight_expert(wu, e) : wu->data;
     const void *pd = e >= 0 ? model_weight_expert(wd, e) : wd->data;
+    const int ff = (int)wg->rows;
     cpu_matmul_args a[2] = {mm_args(s->g, x, n, wg, pg, e >= 0 ? NULL : wg->packed, mm),
                             mm_args(s->u, x, n, wu, pu, e >= 0 ? NULL : wu->packed, mm)};
     int rc = cpu_matmul_multi(pool, a, 2);
     if (rc) return rc;
-    ops_swiglu(s->g, s->u, n * (int)wg->rows);
+    if (eb) add_expert_bias(s->g, n, ff, eb->g, e), add_expert_bias(s->u, n, ff, eb->u, e);
+    if (e >= 0 && hp->swiglu_limit > 0) ops_swiglu_clamped(s->g, s->u, n * ff, hp->swiglu_alpha, hp->swiglu_limit);
+    else ops_swiglu(s->g, s->u, n * ff);
     cpu_matmul_args d = mm_args(s->y, s->g, n, wd, pd, e >= 0 ? NULL : wd->packed, mm);
-    return cpu_matmul(pool, &d);
+    if ((rc = cpu_matmul(pool, &d))) return rc;
+    if (eb) add_expert_bias(s->y, n, (int)wd->rows, eb->d, e);
+    return 0;
 }
 
 // Counting sort of the (row, slot) entries by expert; within an expert, rows ascend.
@@ -113,18 +132,21 @@ int moe_ffn(cpu_pool *pool, void *mm, moe_scratch *s, const model *m, int l, flo
     cpu_matmul_args ra = mm_args(s->logits, x, n, router, router->data, NULL, mm);
     int rc = cpu_matmul(pool, &ra);
     if (rc) return rc;
+    add_expert_bias(s->logits, n, ne, model_layer_w(m, l, ROLE_FFN_GATE_INP_BIAS), 0); // (1, n_expert) or none
     for (int t = 0; t < n; t++)
         moe_route(s->logits + (size_t)t * ne, ne, k, hp->moe_norm_w, s->ids + (size_t)t * k, s->wts + (size_t)t * k);
     group_by_expert(s, ne, k, n);
     memset(out, 0, (size_t)n * dim * sizeof(float));
     const model_weight *wg = model_layer_w(m, l, ROLE_FFN_GATE_EXPS), *wu = model_layer_w(m, l, ROLE_FFN_UP_EXPS);
     const model_weight *wd = model_layer_w(m, l, ROLE_FFN_DOWN_EXPS);
+    const expert_bias eb = {model_layer_w(m, l, ROLE_FFN_GATE_EXPS_BIAS), model_layer_w(m, l, ROLE_FFN_UP_EXPS_BIAS),
+                            model_layer_w(m, l, ROLE_FFN_DOWN_EXPS_BIAS)};
     for (int e = 0; e < ne; e++) {
         const int i0 = s->start[e], cnt = s->start[e + 1] - i0;
         if (!cnt) continue;
         for (int i = 0; i < cnt; i++)
             memcpy(s->xg + (size_t)i * dim, x + (size_t)(s->order[i0 + i] / k) * dim, (size_t)dim * sizeof(float));
-        if ((rc = expert_ffn(pool, mm, s, wg, wu, wd, e, s->xg, cnt))) return rc;
+        if ((rc = expert_ffn(pool, mm, s, hp, wg, wu, wd, &eb, e, s->xg, cnt))) return rc;
         for (int i = 0; i < cnt; i++) {
             const int ent = s->order[i0 + i];
             const float w = s->wts[ent], *y = s->y + (size_t)i * dim;
@@ -135,8 +157,9 @@ int moe_ffn(cpu_pool *pool, void *mm, moe_scratch *s, const model *m, int l, flo
     const model_weight *sgate = model_layer_w(m, l, ROLE_FFN_GATE_INP_SHEXP);
     if (!sgate->data) return 0;
     // the shared expert, on every row, scaled by sigmoid(gate_inp_shexp · x)
-    if ((rc = expert_ffn(pool, mm, s, model_layer_w(m, l, ROLE_FFN_GATE_SHEXP), model_layer_w(m, l, ROLE_FFN_UP_SHEXP),
-                         model_layer_w(m, l, ROLE_FFN_DOWN_SHEXP), -1, x, n)))
+    if ((rc = expert_ffn(pool, mm, s, hp, model_layer_w(m, l, ROLE_FFN_GATE_SHEXP),
+                         model_layer_w(m, l, ROLE_FFN_UP_SHEXP), model_layer_w(m, l, ROLE_FFN_DOWN_SHEXP), NULL, -1, x,
+                         n)))
         return rc;
     const float *gv = sgate->data;
     for (int t = 0; t < n; t++) {

@@ -1,5 +1,6 @@
-"""Mixture-of-experts models through the public interfaces, on the synthetic qwen3moe-tiny shape that
-`tachyon synth` writes (8 experts, 2 used, Q8_0 experts read as slices of their 3-D tensors):
+"""Mixture-of-experts models through the public interfaces, on the synthetic qwen3moe-tiny and gptoss-tiny shapes
+that `tachyon synth` writes (8 experts, 2 used, Q8_0 experts read as slices of their 3-D tensors; gpt-oss with its
+biases, attention sinks, a sliding window of 128 on alternate layers, YaRN and the clamped SwiGLU):
   - `tachyon info` names the architecture and the expert counts;
   - greedy output through the server is the same for requests run together in one batch (rows routed to
     different experts, each expert's rows grouped) as for each alone, and as `tachyon run`;
@@ -17,22 +18,29 @@ PROMPTS = ["a b c d e f", "the river of town", "one two three four five six seve
 N = 12
 
 
-@pytest.fixture(scope="module")
-def moe_model(tmp_path_factory):
+INFO = {"qwen3moe-tiny": ["architecture    qwen3moe", "experts         2 used of 8 per layer, expert ffn 256"],
+        "gptoss-tiny": ["architecture    gpt-oss", "experts         2 used of 8 per layer, expert ffn 256",
+                        "attention sinks one learned logit per query head", "expert swiglu   clamped at 7",
+                        "sliding window  128 positions", "yarn            factor 32 over original context 4096"]}
+
+
+@pytest.fixture(scope="module", params=sorted(INFO))
+def moe_model(request, tmp_path_factory):
     if not os.path.exists(BIN):
         pytest.skip("no binary at %s" % BIN)
-    path = str(tmp_path_factory.mktemp("moe") / "qwen3moe-tiny-q8_0.gguf")
-    p = subprocess.run([BIN, "synth", "-o", path, "--shape", "qwen3moe-tiny", "--type", "q8_0"],
+    path = str(tmp_path_factory.mktemp("moe") / f"{request.param}-q8_0.gguf")
+    p = subprocess.run([BIN, "synth", "-o", path, "--shape", request.param, "--type", "q8_0"],
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
-    return path
+    return request.param, path
 
 
 def test_info_names_the_experts(moe_model):
-    p = subprocess.run([BIN, "info", "-m", moe_model], capture_output=True, text=True, timeout=60)
+    shape, path = moe_model
+    p = subprocess.run([BIN, "info", "-m", path], capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
-    assert "architecture    qwen3moe" in p.stdout, p.stdout
-    assert "experts         2 used of 8 per layer, expert ffn 256" in p.stdout, p.stdout
+    for line in INFO[shape]:
+        assert line in p.stdout, p.stdout
 
 
 def run_alone(model, prompt):
@@ -43,6 +51,7 @@ def run_alone(model, prompt):
 
 
 def test_greedy_batched_equals_alone(make_server, moe_model):
+    _, moe_model = moe_model
     srv = make_server(moe_model, "--ctx-size", 256, "--threads", 2, "--max-seqs", 4)
 
     def gen(prompt):
@@ -65,7 +74,8 @@ def test_greedy_batched_equals_alone(make_server, moe_model):
 
 
 def test_cuda_refuses_moe(moe_model):
+    _, moe_model = moe_model
     p = subprocess.run([BIN, "logits", "-m", moe_model, "--ids", "1,2,3", "-o", os.devnull, "--device", "cuda"],
                        capture_output=True, text=True, timeout=60)
     assert p.returncode != 0
-    assert "mixture-of-experts" in p.stderr or "without CUDA" in p.stderr or "no CUDA device" in p.stderr, p.stderr
+    assert "mixture-of-experts" in p.stderr or "attention sinks" in p.stderr or "without CUDA" in p.stderr or "no CUDA device" in p.stderr, p.stderr

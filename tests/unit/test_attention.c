@@ -2,7 +2,7 @@
 // kernel against a naive double-precision softmax (materialized scores) on the rows dequantized by the
 // reference to_float, and every SIMD level this CPU has against the scalar kernel, over GQA group sizes,
 // head dims, block sizes, positions that end mid-block, sliding windows (starting mid-block), soft-capped
-// scores (Gemma 2) and a shuffled block table.
+// scores (Gemma 2), attention sinks (gpt-oss) and a shuffled block table.
 #include <math.h>
 #include <stdlib.h>
 
@@ -21,6 +21,7 @@ typedef struct case_data {
     size_t k_row, v_row; // bytes per row
     int32_t *table;    // (n_blocks) a permutation: logical block i lives in physical block table[i]
     float *q;          // (n_rep, head_dim)
+    float sinks[2 * ATTN_MAX_REP]; // a sink logit per query head (up to 2 KV heads), set as g.sinks by some cases
 } case_data;
 
 static void make_case(case_data *c, int n_kv, int n_rep, int hd, int bs, int n_pos, tt_type kt, tt_type vt) {
@@ -46,6 +47,7 @@ static void make_case(case_data *c, int n_kv, int n_rep, int hd, int bs, int n_p
     }
     c->q = malloc(sizeof(float) * (size_t)n_rep * hd);
     for (int i = 0; i < n_rep * hd; i++) c->q[i] = 2.0f * frand();
+    for (int i = 0; i < 2 * ATTN_MAX_REP; i++) c->sinks[i] = 1.0f + 3.0f * frand(); // the scores' range
 }
 
 static void free_case(case_data *c) { free(c->k), free(c->v), free(c->table), free(c->q); }
@@ -81,6 +83,10 @@ static void naive(const case_data *c, int kv_head, double *out) {
             if (g->softcap > 0) sc[p] = g->softcap * tanh(sc[p] / g->softcap); // Gemma 2's soft-capping
             if (sc[p] > mx) mx = sc[p];
         }
+        // an attention sink (gpt-oss): one more logit in the softmax, with no value
+        const double sink = g->sinks ? g->sinks[kv_head * g->n_rep + r] : -INFINITY;
+        if (sink > mx) mx = sink;
+        if (g->sinks) sum += exp(sink - mx);
         for (int p = first; p < c->n_pos; p++) sum += sc[p] = exp(sc[p] - mx);
         for (int i = 0; i < g->head_dim; i++) {
             double acc = 0;
@@ -141,6 +147,7 @@ static void test_multi(void) {
                             make_case(&c, n_kv, rep, hd, bs, poss[p] + max_q, types[ty][0], types[ty][1]);
                             c.g.window = wins[w];
                             c.g.softcap = w == 1 ? 2.5f : 0.0f;
+                            c.g.sinks = w == 2 ? c.sinks : NULL;
                             float *q = malloc(sizeof(float) * (size_t)max_q * stride);
                             float *got = calloc((size_t)max_q * stride, sizeof(float));
                             float *want = malloc(sizeof(float) * (size_t)rep * hd);
@@ -192,6 +199,7 @@ int main(void) {
                     make_case(&c, 2, reps[a], hds[b], bss[s], poss[p], kt, vt);
                     c.g.window = wins[w];
                     c.g.softcap = p % 2 ? 2.5f : 0.0f; // scores here reach well past the cap
+                    c.g.sinks = w % 2 ? c.sinks : NULL;
                     size_t n = (size_t)reps[a] * hds[b];
                     float *ref = malloc(n * sizeof(float)), *got = malloc(n * sizeof(float));
                     double *exact = malloc(n * sizeof(double));
@@ -201,8 +209,9 @@ int main(void) {
                     double worst = 0;
                     for (size_t i = 0; i < n; i++) worst = fmax(worst, fabs(ref[i] - exact[i]));
                     // online softmax in float vs exact double: outputs are convex combinations of |v| <= 1
-                    CHECK_MSG(worst < 2e-5, "scalar vs naive: %s/%s rep %d hd %d bs %d pos %d window %d softcap %g: %g",
-                              tt_name(kt), tt_name(vt), reps[a], hds[b], bss[s], poss[p], wins[w], c.g.softcap, worst);
+                    CHECK_MSG(worst < 2e-5, "scalar vs naive: %s/%s rep %d hd %d bs %d pos %d window %d softcap %g "
+                              "sinks %d: %g", tt_name(kt), tt_name(vt), reps[a], hds[b], bss[s], poss[p], wins[w],
+                              c.g.softcap, c.g.sinks != NULL, worst);
                     tu_isa_ran(CPU_ISA_SCALAR);
                     for (int isa = TU_ISA_FIRST_SIMD; isa <= (int)hw; isa++) {
                         tu_isa_ran((cpu_isa)isa);

@@ -138,6 +138,22 @@ static const char QWEN3MOE_L1[] = "norm XB=X 3x8 L1 attn_norm.weight 0.5\n"
                                   "moe Q=XB 3 L1\n"
                                   "add X+=Q 24\n";
 
+// gpt-oss: q/k/v biases, attention (its sinks are the attention operation's), the output projection's bias, the
+// FFN normed by post_attention_norm (no post-norm of the attention output), the MoE FFN
+static const char GPTOSS_L1[] = "norm XB=X 3x8 L1 attn_norm.weight 0.5\n"
+                                "matmul Q=XB@attn_q.weight K=XB@attn_k.weight V=XB@attn_v.weight n3 L1\n"
+                                "bias Q 3x16 L1 attn_q.bias\n"
+                                "bias K 3x8 L1 attn_k.bias\n"
+                                "bias V 3x8 L1 attn_v.bias\n"
+                                "rope Q K 3 L1\n"
+                                "attention XB=Q,K,V 3 L1\n"
+                                "matmul Q=XB@attn_output.weight n3 L1\n"
+                                "bias Q 3x8 L1 attn_output.bias\n"
+                                "add X+=Q 24\n"
+                                "norm XB=X 3x8 L1 post_attention_norm.weight 0.5\n"
+                                "moe Q=XB 3 L1\n"
+                                "add X+=Q 24\n";
+
 static void test_sequences(void) {
     static model_weight layers[N_LAYERS * ROLE_COUNT];
     model m;
@@ -203,6 +219,11 @@ static void test_sequences(void) {
     CHECK_EQ_INT(run(&r, &m, &failed), 0);
     CHECK_MSG(!strncmp(r.log, QWEN2_L0_HEAD, strlen(QWEN2_L0_HEAD)) && strstr(r.log, "moe Q=XB 3 L0\nadd X+=Q 24\n"),
               "qwen2moe:\n%s", r.log);
+    fake_model(&m, layers, "gpt-oss", 0);
+    CHECK_EQ_INT(run(&r, &m, &failed), 0);
+    m1 = strstr(r.log, "norm XB=X 3x8 L1 attn_norm");
+    CHECK_MSG(m1 && !strcmp(m1, GPTOSS_L1), "gpt-oss layer 1:\n%s", m1 ? m1 : r.log);
+    CHECK_EQ_INT(r.calls, 2 * 13);
     // a backend without the MoE operation: the layer fails as unsupported, before any operation runs
     fwd_ops no_moe = REC_OPS;
     no_moe.moe = NULL;
@@ -246,7 +267,7 @@ static void test_driver(void) {
 int main(void) {
     // every architecture in the table has a layer sequence
     static const char *const names[] = {"llama",  "qwen2", "qwen3",    "gemma2",  "gemma3",
-                                         "smollm3", "phi3",  "mistral3", "qwen3moe", "qwen2moe"};
+                                         "smollm3", "phi3",  "mistral3", "qwen3moe", "qwen2moe", "gpt-oss"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         const arch_desc *a = arch_find(names[i], (int)strlen(names[i]));
         CHECK_MSG(a && a->layer, "%s has no layer builder", names[i]);

@@ -4,7 +4,7 @@
 // The GLU activations (SwiGLU, tanh-GeGLU) at every ISA level against the libm reference (the scalar level):
 // error <= 4e-6 relative + 2e-7·|x·u| (the reference's own cancellation for x < 0) over x in [-90, 90], no NaN/inf, the same value at
 // any position and length (the tail goes through the vector code), and the SIMD levels agree bit for bit
-// (AVX2 == AVX-512; NEON == dotprod == i8mm).
+// (AVX2 == AVX-512; NEON == dotprod == i8mm). gpt-oss's clamped SwiGLU against its definition.
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,10 +122,31 @@ static void test_glu(int gelu) {
     }
 }
 
+// gpt-oss's clamped SwiGLU from its definition in double: x = min(g, limit), y = clamp(u, ±limit),
+// x·σ(alpha·x)·(y + 1), over values well inside and well beyond the clamp on both sides.
+static void test_swiglu_clamped(void) {
+    enum { N = 64 };
+    float g[N], u[N];
+    double want[N];
+    for (int i = 0; i < N; i++) {
+        g[i] = 12.0f * frand(), u[i] = 12.0f * frand();
+        double x = g[i] < 7.0 ? g[i] : 7.0, y = u[i] < -7.0 ? -7.0 : u[i] > 7.0 ? 7.0 : u[i];
+        want[i] = x / (1.0 + exp(-1.702 * x)) * (y + 1.0);
+    }
+    ops_swiglu_clamped(g, u, N, 1.702f, 7.0f);
+    for (int i = 0; i < N; i++)
+        CHECK_MSG(fabs(g[i] - want[i]) <= 1e-5 * (1.0 + fabs(want[i])), "clamped swiglu %d: %g vs %g", i, g[i], want[i]);
+    float big[2] = {50.0f, -3.0f}, ub[2] = {-20.0f, 30.0f}; // gate and up both beyond the limits
+    ops_swiglu_clamped(big, ub, 2, 1.702f, 7.0f);
+    CHECK_MSG(fabs(big[0] - 7.0 / (1.0 + exp(-1.702 * 7.0)) * -6.0) < 1e-4, "clamped above: %g", big[0]);
+    CHECK_MSG(fabs(big[1] - -3.0 / (1.0 + exp(1.702 * 3.0)) * 8.0) < 1e-5, "up clamped: %g", big[1]);
+}
+
 int main(void) {
     srand(12);
     test_glu(0);
     test_glu(1);
+    test_swiglu_clamped();
     for (int n = 1; n <= 512; n *= 2) test_matches_matrix(n), test_involution_and_orthonormal(n);
     test_block_size();
     test_reduces_q4_error();

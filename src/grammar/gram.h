@@ -34,7 +34,7 @@ typedef struct gram_matcher gram_matcher; // per-request state
 // *out owned: gram_free. A compiled grammar is immutable and reference counted, so threads may share it.
 int gram_parse(const char *src, size_t len, const char *root, gram **out, tc_err *err);
 gram *gram_ref(gram *g); // another reference (returns g); each is released by gram_free
-void gram_free(gram *g);  // releases one reference; the last frees
+void gram_free(gram *g); // releases one reference; the last frees
 int gram_n_rules(const gram *g);
 int gram_n_elements(const gram *g);
 
@@ -49,8 +49,8 @@ int gram_vocab_n(const gram_vocab *v);
 // A matcher at the start of the grammar. Takes ownership of one reference to g (released with the matcher,
 // also on error: gram_ref first to keep one); v is borrowed and must outlive the matcher. The matcher bounds
 // its work per step (GRAM_MAX_FANOUT stacks, GRAM_MAX_DEPTH nesting, GRAM_MAX_STEP_WORK per mask or code
-// point): past a bound it fails (gram_matcher_error says which) instead of dropping alternatives. *out
-// owned: gram_matcher_free.
+// point, or GRAM_STEP_WORK_PER_NODE per node of the vocabulary's trie when more): past a bound it fails
+// (gram_matcher_error says which) instead of dropping alternatives. *out owned: gram_matcher_free.
 int gram_matcher_new(gram *g, const gram_vocab *v, gram_matcher **out, tc_err *err);
 void gram_matcher_free(gram_matcher *m);
 // 1 if the token keeps the grammar alive (for an end-of-generation token: the grammar accepts here).
@@ -74,7 +74,12 @@ const char *gram_matcher_error(const gram_matcher *m);
 int gram_matcher_check_start(gram_matcher *m, tc_err *err);
 
 // Work units (stack expansions, stacks stepped, stack words copied) one token mask may take: 50 to 100 ms
-// on a current x86 core; ordinary JSON schemas' masks take a small fraction of it.
+// on a current x86 core; ordinary JSON schemas' masks take a small fraction of it. A mask where most of the
+// vocabulary is open (inside a JSON string) visits every node of the vocabulary's byte trie with the few
+// stacks of the string's rules, about 20 units per node, so a large vocabulary gets GRAM_STEP_WORK_PER_NODE
+// units per trie node when that is more (Gemma 3's 262k tokens: ~590k nodes; SmolLM2's 49k stay under the
+// fixed bound).
 #define GRAM_MAX_STEP_WORK (1L << 23)
+#define GRAM_STEP_WORK_PER_NODE 32L
 
 #endif

@@ -17,7 +17,7 @@
 #include "grammar/gram_internal.h"
 #include "grammar/gram_utf8.h"
 
-#define GM_CACHE 16          // cached masks per matcher
+#define GM_CACHE 16                    // cached masks per matcher
 #define GM_SLOTS (2 * GRAM_MAX_FANOUT) // the dedupe table of the set being built (a power of two)
 
 typedef struct iarr {
@@ -34,23 +34,24 @@ typedef struct gm_cache {
 } gm_cache;
 
 struct gram_matcher {
-    gram *g;              // owned
-    const gram_vocab *v;  // borrowed
-    iarr a;               // sets: [0, cur_n) the current one
+    gram *g;             // owned
+    const gram_vocab *v; // borrowed
+    iarr a;              // sets: [0, cur_n) the current one
     size_t cur_n;
-    gram_utf8 part;       // the character the text so far ends inside (part.need == 0: none)
-    iarr t;               // stacks under construction
+    gram_utf8 part; // the character the text so far ends inside (part.need == 0: none)
+    iarr t;         // stacks under construction
     int oom;
-    int words;            // (n_vocab + 31) / 32
+    int words; // (n_vocab + 31) / 32
     gm_cache cache[GM_CACHE];
     int cache_next;
     // the set being built: its stacks' offsets in a, by hash; a slot is live iff its stamp is set_stamp
     uint32_t slot_stamp[GM_SLOTS];
     uint32_t slot_off[GM_SLOTS];
     uint32_t set_stamp;
-    int set_n;              // stacks in the set being built
-    long work;              // units spent in the current call
-    char fail[160];         // why the matcher stopped; "" while it works
+    int set_n;      // stacks in the set being built
+    long work;      // units spent in the current call
+    long budget;    // units one call may spend (gram.h: GRAM_MAX_STEP_WORK, more for a large vocabulary)
+    char fail[160]; // why the matcher stopped; "" while it works
 };
 
 static void gm_fail(gram_matcher *m, const char *msg) {
@@ -68,7 +69,7 @@ static void set_begin(gram_matcher *m) {
 
 // Counts work; 1 when the call is over its budget (the matcher has failed).
 static int spend(gram_matcher *m, long units) {
-    if ((m->work += units) <= GRAM_MAX_STEP_WORK) return m->fail[0] != 0;
+    if ((m->work += units) <= m->budget) return m->fail[0] != 0;
     gm_fail(m, "a token step took more than the work limit (the grammar is too ambiguous at this point)");
     return 1;
 }
@@ -76,7 +77,8 @@ static int spend(gram_matcher *m, long units) {
 static int ia_reserve(gram_matcher *m, iarr *x, size_t more) {
     if (x->n + more <= x->cap) return 0;
     size_t cap = x->cap ? x->cap : 256;
-    while (cap < x->n + more) cap *= 2;
+    while (cap < x->n + more)
+        cap *= 2;
     int32_t *p = realloc(x->p, cap * sizeof *p);
     if (!p) {
         m->oom = 1;
@@ -86,7 +88,9 @@ static int ia_reserve(gram_matcher *m, iarr *x, size_t more) {
     return 0;
 }
 
-static int is_char_el(uint32_t t) { return t == GE_CHAR || t == GE_CHAR_NOT || t == GE_CHAR_ANY; }
+static int is_char_el(uint32_t t) {
+    return t == GE_CHAR || t == GE_CHAR_NOT || t == GE_CHAR_ANY;
+}
 
 // Does the character set at pos accept c? *next gets the position after the set.
 static int match_char(const gram_el *el, int pos, uint32_t c, int *next) {
@@ -120,8 +124,10 @@ static int match_range(const gram_el *el, int pos, uint32_t lo, uint32_t hi, lon
         int p = pos;
         do {
             uint32_t a = el[p].value, b = a;
-            if (el[p + 1].type == GE_CHAR_RNG_UPPER) b = el[p + 1].value, p += 2;
-            else p += 1;
+            if (el[p + 1].type == GE_CHAR_RNG_UPPER)
+                b = el[p + 1].value, p += 2;
+            else
+                p += 1;
             ++*work;
             if (positive && a <= hi && lo <= b) return 1;
             if (!positive && a <= cur && cur <= b) {
@@ -185,7 +191,8 @@ static void expand(gram_matcher *m, size_t set_off, size_t off, int len, int dep
         m->t.n = noff + (size_t)nlen;
         expand(m, set_off, noff, nlen, depth + 1);
         m->t.n = noff;
-        while (g->el[alt].type != GE_END && g->el[alt].type != GE_ALT) alt++;
+        while (g->el[alt].type != GE_END && g->el[alt].type != GE_ALT)
+            alt++;
         if (g->el[alt].type == GE_END) break;
         alt++;
     }
@@ -206,7 +213,8 @@ static size_t step(gram_matcher *m, size_t off, size_t n, uint32_t c) {
         if (ia_reserve(m, &m->t, (size_t)len + 1)) break;
         memcpy(m->t.p + t0, m->a.p + i + 1, (size_t)(len - 1) * sizeof(int32_t));
         int nlen = len - 1;
-        if (m->g->el[next].type != GE_END && m->g->el[next].type != GE_ALT) m->t.p[t0 + (size_t)nlen++] = next;
+        if (m->g->el[next].type != GE_END && m->g->el[next].type != GE_ALT)
+            m->t.p[t0 + (size_t)nlen++] = next;
         m->t.n = t0 + (size_t)nlen;
         expand(m, out, t0, nlen, 0);
         m->t.n = t0;
@@ -248,6 +256,9 @@ int gram_matcher_new(gram *g, const gram_vocab *v, gram_matcher **out, tc_err *e
     m->g = g;
     m->v = v;
     m->words = v ? (v->n_vocab + 31) / 32 : 0;
+    m->budget = GRAM_MAX_STEP_WORK;
+    if (v && (long)v->n_nodes * GRAM_STEP_WORK_PER_NODE > m->budget)
+        m->budget = (long)v->n_nodes * GRAM_STEP_WORK_PER_NODE;
     // the start: one stack per alternative of the root rule
     int alt = g->rule_off[g->root];
     set_begin(m);
@@ -258,7 +269,8 @@ int gram_matcher_new(gram *g, const gram_vocab *v, gram_matcher **out, tc_err *e
         m->t.n = (size_t)len;
         expand(m, 0, 0, len, 0);
         m->t.n = 0;
-        while (g->el[alt].type != GE_END && g->el[alt].type != GE_ALT) alt++;
+        while (g->el[alt].type != GE_END && g->el[alt].type != GE_ALT)
+            alt++;
         if (g->el[alt].type == GE_END) break;
         alt++;
     }
@@ -328,7 +340,9 @@ int gram_matcher_can_end(const gram_matcher *m) {
     return 0;
 }
 
-int gram_matcher_done(const gram_matcher *m) { return !m->part.need && m->cur_n == 1 && m->a.p[0] == 0; }
+int gram_matcher_done(const gram_matcher *m) {
+    return !m->part.need && m->cur_n == 1 && m->a.p[0] == 0;
+}
 
 int gram_matcher_token_ok(gram_matcher *m, int32_t tok) {
     const gram_vocab *v = m->v;
@@ -362,7 +376,8 @@ static void mark(const gram_vocab *v, const gram_tnode *nd, uint32_t *bits) {
 // Marks every token under node whose bytes the state (the set [off, off+n), the unfinished character st)
 // can read: a byte that completes a character steps the set; one that leaves it unfinished only checks that
 // some stack can accept a character it may become, so a fragment costs a scan of the set, not a new one.
-static void walk(gram_matcher *m, const gram_tnode *node, size_t off, size_t n, gram_utf8 st, uint32_t *bits) {
+static void walk(gram_matcher *m, const gram_tnode *node, size_t off, size_t n, gram_utf8 st,
+                 uint32_t *bits) {
     const gram_vocab *v = m->v;
     for (int k = 0; k < node->n_child && !m->fail[0]; k++) {
         const gram_tnode *c = &v->nodes[node->child + k];
@@ -393,7 +408,8 @@ static void walk(gram_matcher *m, const gram_tnode *node, size_t off, size_t n, 
 
 static uint64_t hash_set(const int32_t *p, size_t n) {
     uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ (uint32_t)p[i]) * 1099511628211ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (uint32_t)p[i]) * 1099511628211ull;
     return h;
 }
 
@@ -403,8 +419,9 @@ const uint32_t *gram_matcher_mask(gram_matcher *m) {
     uint64_t h = hash_set(m->a.p, m->cur_n) ^ ((uint64_t)pt->value << 8 | (uint64_t)pt->len << 4 | pt->need);
     for (int i = 0; i < GM_CACHE; i++) {
         gm_cache *c = &m->cache[i];
-        if (c->key && c->hash == h && c->key_n == m->cur_n && c->part.value == pt->value && c->part.len == pt->len &&
-            c->part.need == pt->need && !memcmp(c->key, m->a.p, m->cur_n * sizeof(int32_t)))
+        if (c->key && c->hash == h && c->key_n == m->cur_n && c->part.value == pt->value &&
+            c->part.len == pt->len && c->part.need == pt->need &&
+            !memcmp(c->key, m->a.p, m->cur_n * sizeof(int32_t)))
             return c->bits;
     }
     gm_cache *c = &m->cache[m->cache_next];
@@ -450,7 +467,8 @@ int gram_matcher_check_start(gram_matcher *m, tc_err *err) {
     if (gram_matcher_can_end(m)) return 0;
     for (int w = 0; w < m->words; w++)
         if (bits[w]) return 0;
-    return tc_err_set(err, TC_ERR_INVALID,
-                      "grammar: no token of the model's vocabulary can start the output the grammar requires, so "
-                      "nothing can be generated");
+    return tc_err_set(
+        err, TC_ERR_INVALID,
+        "grammar: no token of the model's vocabulary can start the output the grammar requires, so "
+        "nothing can be generated");
 }

@@ -37,3 +37,27 @@ def test_chat_completions_greedy(make_server):
                                            max_tokens=n, temperature=0)
     assert again.choices[0].message.content == got
     assert got.startswith(case["user"]), f"{got!r} does not start like llama.cpp's {case['text']!r}"
+
+
+def test_structured_output_large_vocabulary(make_server):
+    """A json_schema response on Gemma 3's 262k-token vocabulary: the mask inside a string value leaves most of
+    the vocabulary open, and its work must fit the grammar's bound for this vocabulary (a bound sized for
+    SmolLM2's 49k tokens ended the request with a 500)."""
+    openai = pytest.importorskip("openai")
+    if not os.path.exists(GEMMA):
+        pytest.skip("Gemma 3 model not present (run make models)")
+    gemma = make_server(GEMMA, "--ctx-size", 1024)
+    client = openai.OpenAI(base_url=gemma.base + "/v1", api_key="unused")
+    schema = {"type": "object", "properties": {"name": {"type": "string"}, "color": {"type": "string"}},
+              "required": ["name", "color"], "additionalProperties": False}
+    kw = dict(model=client.models.list().data[0].id, max_tokens=40, temperature=0,
+              messages=[{"role": "user", "content": "Describe a cat as JSON with a name and a color."}],
+              response_format={"type": "json_schema", "json_schema": {"name": "cat", "schema": schema,
+                                                                      "strict": True}})
+    r = client.chat.completions.create(**kw)
+    assert r.choices[0].finish_reason == "stop", r
+    obj = json.loads(r.choices[0].message.content)
+    assert set(obj) == {"name", "color"} and all(isinstance(v, str) for v in obj.values()), obj
+    streamed = "".join(c.choices[0].delta.content or "" for c in client.chat.completions.create(stream=True, **kw)
+                       if c.choices)
+    assert streamed == r.choices[0].message.content

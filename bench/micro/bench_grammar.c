@@ -52,6 +52,11 @@ int main(int argc, char **argv) {
         t0 = tc_now();
         const uint32_t *bits = gram_matcher_mask(m);
         double t_mask = tc_now() - t0;
+        if (!bits) {
+            printf("state %-45s mask failed: %s\n", prefixes[k], gram_matcher_error(m));
+            gram_matcher_free(m);
+            continue;
+        }
         int allowed = 0;
         for (int i = 0; i < nv; i++) allowed += (bits[i >> 5] >> (i & 31)) & 1;
         t0 = tc_now();

@@ -107,7 +107,7 @@ def test_own_base_file_round_trip(own):
         head = f.read(20)
     assert head[:8] == b"_logits_"
     n_ctx, n_vocab, n_chunk = (int.from_bytes(head[i:i + 4], "little") for i in (8, 12, 16))
-    assert (n_ctx, n_vocab, n_chunk) == (128, 512, 8)
+    assert (n_ctx, n_vocab, n_chunk) == (128, 272, 8)
     rows = n_chunk * (n_ctx - 1 - n_ctx // 2)
     assert os.path.getsize(base) == 20 + 4 * n_ctx * n_chunk + rows * 2 * (n_vocab + 4)
     out = kld(model, base).stdout
@@ -129,7 +129,7 @@ def test_damaged_base_files(own):
         "magic": (b"_logitz_" + data[8:], "_logits_"),
         "vocab": (data[:12] + (1000).to_bytes(4, "little") + data[16:], "vocabulary"),
         "chunks": (data[:16] + (0x7fffffff).to_bytes(4, "little") + data[20:], "truncated"),
-        "token": (data[:24] + (512).to_bytes(4, "little") + data[28:], "outside the vocabulary"),
+        "token": (data[:24] + (272).to_bytes(4, "little") + data[28:], "outside the vocabulary"),
         "empty": (b"", "_logits_"),
     }
     for what, (content, msg) in cases.items():
@@ -141,7 +141,7 @@ def test_damaged_base_files(own):
     smol = os.path.join(ROOT, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
     if os.path.exists(smol):
         r = kld(smol, base, check=False)
-        assert r.returncode == 1 and "vocabulary of 512 tokens; this model has 49152" in r.stderr, r.stderr
+        assert r.returncode == 1 and "vocabulary of 272 tokens; this model has 49152" in r.stderr, r.stderr
     # usage errors
     r = subprocess.run([BIN, "perplexity", "-m", model, "--kl-divergence"], capture_output=True, text=True)
     assert r.returncode == 2 and "--kl-divergence needs --kl-divergence-base" in r.stderr

@@ -10,6 +10,9 @@
 // --save-logits keeps every scored row's distribution (ppl.h) so that another run — another KV type or
 // weight type — can be compared with --kl-base: mean KL(base || this run) with a 95% interval, top-1
 // agreement and the ratio of the two perplexities.
+// --kl-divergence-base FILE writes llama-perplexity's base file (kld.h) as llama-perplexity would; with
+// --kl-divergence it reads one (written by llama-perplexity or by tachyon), evaluates the file's own tokens and
+// chunks, and prints llama-perplexity's per-chunk table and KL summary, so the two engines can be compared.
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -17,6 +20,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/kld.h"
 #include "cli/ppl.h"
 #include "model/key_center.h"
 #include "model/model.h"
@@ -24,7 +28,8 @@
 
 typedef struct ppl_opts {
     const char *model, *text, *save, *base;
-    int ctx, chunks, threads, batch, json;
+    const char *kld_base; // --kl-divergence-base: written, or read with --kl-divergence (kld_read)
+    int ctx, chunks, threads, batch, json, kld_read;
     tt_type kv_k, kv_v;
 } ppl_opts;
 
@@ -33,8 +38,12 @@ static void ppl_usage(void) {
                     "                          [--kv-type|--kv-type-k|--kv-type-v f16|q8_0|q4_0] [--kv-rotate auto|off]\n"
                     "                          [--kv-center auto|off]\n"
                     "                          [--save-logits FILE] [--kl-base FILE] [--json]\n"
+                    "                          [--kl-divergence-base FILE [--kl-divergence]]\n"
                     "  scores the second half of each CTX-token chunk (as llama-perplexity); --save-logits keeps\n"
-                    "  each scored row's top-%d log-probabilities, --kl-base compares this run with such a file\n",
+                    "  each scored row's top-%d log-probabilities, --kl-base compares this run with such a file;\n"
+                    "  --kl-divergence-base writes llama-perplexity's base file, and with --kl-divergence reads one\n"
+                    "  (from llama-perplexity or tachyon: its tokens and -c, no -f) and prints llama-perplexity's KL\n"
+                    "  statistics\n",
             PPL_TOPK);
 }
 
@@ -43,7 +52,8 @@ static int ppl_parse(int argc, char **argv, ppl_opts *o) {
         {"model", 1, 0, 'm'}, {"file", 1, 0, 'f'}, {"ctx-size", 1, 0, 'c'}, {"threads", 1, 0, 't'},
         {"batch", 1, 0, 'b'}, {"chunks", 1, 0, 1}, {"kv-type", 1, 0, 2}, {"kv-type-k", 1, 0, 3},
         {"kv-type-v", 1, 0, 4}, {"save-logits", 1, 0, 5}, {"kl-base", 1, 0, 6}, {"json", 0, 0, 7},
-        {"kv-rotate", 1, 0, 8}, {"kv-center", 1, 0, 9}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+        {"kv-rotate", 1, 0, 8}, {"kv-center", 1, 0, 9}, {"kl-divergence-base", 1, 0, 10},
+        {"kl-divergence", 0, 0, 11}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     memset(o, 0, sizeof *o);
     o->ctx = 512, o->threads = 2, o->batch = 128, o->chunks = -1;
     o->kv_k = o->kv_v = TT_F16;
@@ -66,11 +76,18 @@ static int ppl_parse(int argc, char **argv, ppl_opts *o) {
         case 7: o->json = 1; break;
         case 8: bad = cli_kv_rotate("perplexity", optarg); break;
         case 9: bad = cli_kv_center("perplexity", optarg); break;
+        case 10: o->kld_base = optarg; break;
+        case 11: o->kld_read = 1; break;
         default: ppl_usage(); return -1;
         }
         if (bad) return -1;
     }
-    if (!o->model || !o->text || optind < argc) {
+    if (o->kld_read && (!o->kld_base || o->save || o->base || o->json)) {
+        fprintf(stderr, "tachyon perplexity: --kl-divergence needs --kl-divergence-base FILE and takes no "
+                        "--save-logits, --kl-base or --json\n");
+        return -1;
+    }
+    if (!o->model || (!o->text && !o->kld_read) || optind < argc) {
         if (optind < argc) fprintf(stderr, "tachyon perplexity: unexpected argument '%s'\n", argv[optind]);
         ppl_usage();
         return -1;
@@ -131,6 +148,9 @@ typedef struct ppl_run {
     int32_t *table;          // the one sequence's block table, (n_blocks,)
     float *logits;           // (batch, n_vocab)
     FILE *fsave, *fbase;     // --save-logits (written), --kl-base (read); NULL when not given
+    FILE *fkld;              // --kl-divergence-base (read with --kl-divergence, else written); NULL when not given
+    uint16_t *krow;          // one row of that file, (kld_row_len(n_vocab),)
+    kld_acc ka;              // the comparison with it (--kl-divergence)
     ppl_row *row, *brow;     // this run's scored row, the base's
     ppl_header bh;           // the base file's header
     ppl_acc a;
@@ -139,9 +159,24 @@ typedef struct ppl_run {
     int batch, n_blocks;
 } ppl_run;
 
+// --kl-divergence: the base file's header and tokens are the run's chunks, and its context is -c.
+static int ppl_load_kld(ppl_opts *o, ppl_run *r, tc_err *err) {
+    if (!(r->fkld = fopen(o->kld_base, "rb")))
+        return tc_err_set(err, TC_ERR_IO, "cannot read the --kl-divergence-base file %s", o->kld_base);
+    if (model_load(o->model, &r->m, err) || tok_load(model_gguf(r->m), &r->v, err)) return -1;
+    const model_hparams *hp = model_get_hparams(r->m);
+    r->n_vocab = hp->n_vocab, r->add_bos = tok_add_bos(r->v) && tok_bos(r->v) >= 0;
+    kld_header h;
+    if (kld_read_header(r->fkld, o->kld_base, r->n_vocab, hp->ctx_train, &h, &r->ids, err)) return -1;
+    o->ctx = h.n_ctx, r->n_chunks = h.n_chunk, r->n_ids = h.n_ctx * h.n_chunk;
+    r->first = o->ctx / 2, r->per_chunk = o->ctx - 1 - r->first;
+    return kld_acc_init(&r->ka, (size_t)r->n_chunks * (size_t)r->per_chunk, err);
+}
+
 // Reads the text and the base file's header, loads the model and tokenizes; checks that the text holds a chunk
 // and that the base file matches this run. 0, or a TC_ERR_* with err set.
-static int ppl_load(const ppl_opts *o, ppl_run *r, tc_err *err) {
+static int ppl_load(ppl_opts *o, ppl_run *r, tc_err *err) {
+    if (o->kld_read) return ppl_load_kld(o, r, err);
     if (read_text(o->text, &r->text, &r->text_len, err)) return -1;
     if (o->base && !(r->fbase = fopen(o->base, "rb")))
         return tc_err_set(err, TC_ERR_IO, "cannot read the --kl-base file %s", o->base);
@@ -160,6 +195,9 @@ static int ppl_load(const ppl_opts *o, ppl_run *r, tc_err *err) {
         return tc_err_set(err, TC_ERR_INVALID, "%s has %d tokens, fewer than one chunk of -c %d; use a longer text "
                           "or a smaller -c", o->text, r->n_ids, o->ctx);
     r->first = o->ctx / 2, r->per_chunk = o->ctx - 1 - r->first;
+    if (o->kld_base && r->n_ids < 2 * o->ctx) // llama-perplexity refuses such a text too
+        return tc_err_set(err, TC_ERR_INVALID, "%s has %d tokens; writing a KL-divergence base file with -c %d "
+                          "needs at least %d (as llama-perplexity)", o->text, r->n_ids, o->ctx, 2 * o->ctx);
     const ppl_header *bh = &r->bh;
     if (r->fbase && (bh->n_vocab != (uint32_t)r->n_vocab || bh->n_ctx != (uint32_t)o->ctx ||
                      bh->n_rows != (uint32_t)r->n_chunks * r->per_chunk))
@@ -186,12 +224,34 @@ static int ppl_alloc(const ppl_opts *o, ppl_run *r, tc_err *err) {
     if (!r->pos || !r->seq || !r->rows || !r->table || !r->logits || !r->row || !r->brow)
         return tc_err_set(err, TC_ERR_NOMEM, "out of memory");
     for (int i = 0; i < r->n_blocks; i++) r->table[i] = i;
+    if (o->kld_base && !(r->krow = malloc(kld_row_len(r->n_vocab) * sizeof *r->krow)))
+        return tc_err_set(err, TC_ERR_NOMEM, "out of memory");
+    if (o->kld_base && !o->kld_read) {
+        kld_header h = {o->ctx, r->n_vocab, r->n_chunks};
+        if (!(r->fkld = fopen(o->kld_base, "wb"))) return tc_err_set(err, TC_ERR_IO, "cannot write %s", o->kld_base);
+        if (kld_write_header(r->fkld, &h, r->ids, err)) return -1;
+    }
     if (o->save) {
         ppl_header h = {(uint32_t)r->n_vocab, (uint32_t)o->ctx, PPL_TOPK, (uint32_t)(r->n_chunks * r->per_chunk),
                         (uint32_t)r->n_chunks};
         if (!(r->fsave = fopen(o->save, "wb"))) return tc_err_set(err, TC_ERR_IO, "cannot write %s", o->save);
         if (ppl_write_header(r->fsave, &h, err)) return -1;
     }
+    return 0;
+}
+
+// One row of the --kl-divergence-base file: compared with this run's logits (n_vocab,), or written from them.
+static int ppl_kld_row(const ppl_opts *o, ppl_run *r, const float *logits, int32_t target, tc_err *err) {
+    size_t n = kld_row_len(r->n_vocab);
+    if (o->kld_read) {
+        if (fread(r->krow, sizeof *r->krow, n, r->fkld) != n)
+            return tc_err_set(err, TC_ERR_IO, "%s: cannot read row %zu", o->kld_base, r->ka.count);
+        kld_row_compare(logits, r->n_vocab, r->krow, target, &r->ka);
+        return 0;
+    }
+    kld_encode_row(logits, r->n_vocab, target, r->krow);
+    if (fwrite(r->krow, sizeof *r->krow, n, r->fkld) != n)
+        return tc_err_set(err, TC_ERR_IO, "cannot write %s", o->kld_base);
     return 0;
 }
 
@@ -203,6 +263,7 @@ static int ppl_score_batch(const ppl_opts *o, ppl_run *r, const int32_t *chunk, 
     for (int i = 0; i < nl; i++) {
         float *lr = r->logits + (size_t)i * r->n_vocab;
         int p = done + r->rows[i];
+        if (r->fkld && ppl_kld_row(o, r, lr, chunk[p + 1], err)) return -1;
         ppl_score_row(lr, r->n_vocab, chunk[p + 1], row);
         a->nll -= row->logp_target, a->nll2 += (double)row->logp_target * row->logp_target, a->n++;
         if (r->fsave && ppl_write_row(r->fsave, row, err)) return -1;
@@ -241,8 +302,14 @@ static int ppl_chunk(const ppl_opts *o, ppl_run *r, int c, tc_err *err) {
 }
 
 // The result on stdout: perplexity ± its standard error, and with --kl-base the comparison (text or --json).
-static void ppl_print(const ppl_opts *o, const ppl_run *r) {
+static void ppl_print(const ppl_opts *o, ppl_run *r) {
     const ppl_acc *a = &r->a;
+    if (o->kld_read) {
+        printf("\n");
+        if (kld_print_summary(stdout, &r->ka))
+            fprintf(stderr, "perplexity: %zu rows compared; the KL statistics need at least 100\n", r->ka.count);
+        return;
+    }
     double mean = a->nll / a->n, var = a->nll2 / a->n - mean * mean, ppl = exp(mean);
     double ppl_se = a->n > 1 && var > 0 ? ppl * sqrt(var / (a->n - 1)) : 0;
     if (o->json) {
@@ -272,6 +339,9 @@ static void ppl_print(const ppl_opts *o, const ppl_run *r) {
 static void ppl_close(ppl_run *r) {
     if (r->fsave) fclose(r->fsave);
     if (r->fbase) fclose(r->fbase);
+    if (r->fkld) fclose(r->fkld);
+    free(r->krow);
+    kld_acc_free(&r->ka);
     free(r->text), free(r->ids), free(r->pos), free(r->seq), free(r->rows), free(r->table), free(r->logits);
     free(r->row), free(r->brow);
     kv_store_free(r->kv);
@@ -291,11 +361,22 @@ int cli_perplexity(int argc, char **argv) {
     if (!o.json)
         fprintf(stderr, "perplexity: %d tokens, %d chunks of %d, scoring %d tokens per chunk, kv %s/%s\n", r.n_ids,
                 r.n_chunks, o.ctx, r.per_chunk, tt_name(o.kv_k), tt_name(o.kv_v));
+    if (o.kld_read) kld_print_chunk_header(stdout);
     for (int c = 0; c < r.n_chunks; c++) {
         if (ppl_chunk(&o, &r, c, &err)) goto fail;
-        if (!o.json) fprintf(stderr, "[%d]%.4f%s", c + 1, exp(r.a.nll / r.a.n), c + 1 == r.n_chunks ? "\n" : ",");
+        if (o.kld_read) kld_print_chunk(stdout, &r.ka, c + 1);
+        else if (!o.json)
+            fprintf(stderr, "[%d]%.4f%s", c + 1, exp(r.a.nll / r.a.n), c + 1 == r.n_chunks ? "\n" : ",");
     }
     ppl_print(&o, &r);
+    if (r.fkld && !o.kld_read) {
+        int bad = fclose(r.fkld) != 0;
+        r.fkld = NULL;
+        if (bad) {
+            tc_err_set(&err, TC_ERR_IO, "cannot write %s", o.kld_base);
+            goto fail;
+        }
+    }
     if (r.fsave) {
         int bad = fclose(r.fsave) != 0;
         r.fsave = NULL;
@@ -309,6 +390,7 @@ int cli_perplexity(int argc, char **argv) {
 fail:
     fprintf(stderr, "tachyon perplexity: %s\n", err.msg[0] ? err.msg : "out of memory");
     if (r.fsave) fclose(r.fsave), r.fsave = NULL, remove(o.save); // no half-written base file left behind
+    if (r.fkld && !o.kld_read) fclose(r.fkld), r.fkld = NULL, remove(o.kld_base);
 done:
     ppl_close(&r);
     return status;

@@ -1,6 +1,7 @@
-// tachyon synth: writes a synthetic GGUF of a real model shape (Llama, or the Qwen3-MoE and gpt-oss tiny
-// correctness shapes; random weights ~ N(0, 0.02), norms 1.0, a valid SPM-style vocabulary) so benchmarks and
-// tests can use it without downloading a model. Tensors are generated
+// tachyon synth: writes a synthetic GGUF of a real model shape (Llama sizes, and a tiny correctness shape of
+// every supported architecture, `<arch>-tiny`, with the metadata and tensors llama.cpp's converter writes for it;
+// random weights ~ N(0, 0.02), norms 1.0, a valid SPM-style vocabulary) so benchmarks and tests can use it
+// without downloading a model. Tensors are generated
 // and quantized while the file is written (gguf writer fill callback), split over threads by rows; the random
 // stream of every row is seeded from (seed, tensor, row), so the output does not depend on the thread count.
 #include <math.h>
@@ -26,20 +27,59 @@ typedef struct {
     // standard deviation of the output projection's weights (0: that of every weight): larger makes the
     // next-token distributions peaked, so that a comparison with another engine can fail
     float out_sd;
+    // the architecture's extra tensors: per-head q/k RMSNorms; q/k/v biases; norms after attention and FFN
+    // (Gemma); fused attn_qkv and gate+up in ffn_up (Phi-3); a shared expert of shexp_ffn (Qwen2-MoE)
+    int qk_norm, qkv_bias, post_norms, fused, shexp_ffn;
+    // metadata: the sliding window (0: none) and the RoPE base of its layers (0: not written); soft-capping
+    // (0: not written); rotated dims per head (0: all); YaRN scaling (factor 0: none) over yarn_ctx positions
+    int swa;
+    float rope_base_swa, attn_softcap, final_softcap;
+    int rope_dim;
+    float yarn_factor;
+    int yarn_ctx;
 } synth_shape;
 
+// One row per shape. The <arch>-tiny shapes are the correctness shapes of tests/ref/test_kld_llamacpp.py: peaked
+// next-token distributions (out_sd), enough layers for the architecture's layer pattern (Gemma 3's sixth global
+// layer, SmolLM3's fourth without RoPE), a window shorter than the test's context.
+// A vocabulary of 272 (the 259 special and byte tokens, 13 filler pieces) keeps llama.cpp's KL-divergence files of
+// the test small: they store 2 bytes a vocabulary entry for every scored position.
+#define TINY_BASE .dim = 256, .n_heads = 4, .n_kv_heads = 2, .ffn = 512, .ctx = 512, .out_sd = 0.3f
+#define TINY TINY_BASE, .vocab = 272
 static const synth_shape shapes[] = {
-    {"tinyllama", 2048, 22, 32, 4, 5632, 32000, 2048, 10000.0f, 1e-5f, 0, NULL, 0, 0, 0, 0.0f},
-    {"smollm2-135m", 576, 30, 9, 3, 1536, 49152, 8192, 100000.0f, 1e-5f, 1, NULL, 0, 0, 0, 0.0f},
-    {"tiny", 256, 2, 4, 2, 512, 512, 512, 10000.0f, 1e-5f, 0, NULL, 0, 0, 0, 0.0f},
-    {"qwen3moe-tiny", 256, 2, 4, 2, 512, 512, 512, 1000000.0f, 1e-6f, 0, "qwen3moe", 8, 2, 256, 0.3f},
-    {"gptoss-tiny", 256, 2, 4, 2, 256, 512, 512, 150000.0f, 1e-5f, 0, "gpt-oss", 8, 2, 256, 0.3f},
+    {"tinyllama", .dim = 2048, .n_layers = 22, .n_heads = 32, .n_kv_heads = 4, .ffn = 5632, .vocab = 32000,
+     .ctx = 2048, .rope_base = 10000.0f, .eps = 1e-5f},
+    {"smollm2-135m", .dim = 576, .n_layers = 30, .n_heads = 9, .n_kv_heads = 3, .ffn = 1536, .vocab = 49152,
+     .ctx = 8192, .rope_base = 100000.0f, .eps = 1e-5f, .tied = 1},
+    {"tiny", .dim = 256, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .ffn = 512, .vocab = 512, .ctx = 512,
+     .rope_base = 10000.0f, .eps = 1e-5f},
+    {"qwen3moe-tiny", TINY_BASE, .vocab = 512, .n_layers = 2, .rope_base = 1000000.0f, .eps = 1e-6f, .arch = "qwen3moe", .n_expert = 8,
+     .n_used = 2, .expert_ffn = 256, .qk_norm = 1},
+    {"llama-tiny", TINY, .n_layers = 2, .rope_base = 10000.0f, .eps = 1e-5f, .arch = "llama"},
+    {"qwen2-tiny", TINY, .n_layers = 2, .rope_base = 1000000.0f, .eps = 1e-6f, .arch = "qwen2", .qkv_bias = 1},
+    {"qwen3-tiny", TINY, .n_layers = 2, .rope_base = 1000000.0f, .eps = 1e-6f, .arch = "qwen3", .qk_norm = 1},
+    {"gemma2-tiny", TINY, .n_layers = 2, .rope_base = 10000.0f, .eps = 1e-6f, .tied = 1, .arch = "gemma2",
+     .post_norms = 1, .swa = 64, .attn_softcap = 50.0f, .final_softcap = 30.0f},
+    {"gemma3-tiny", TINY, .n_layers = 6, .rope_base = 1000000.0f, .eps = 1e-6f, .tied = 1, .arch = "gemma3",
+     .qk_norm = 1, .post_norms = 1, .swa = 64, .rope_base_swa = 10000.0f},
+    {"smollm3-tiny", TINY, .n_layers = 4, .rope_base = 5000000.0f, .eps = 1e-6f, .tied = 1, .arch = "smollm3"},
+    {"phi3-tiny", TINY, .n_layers = 2, .rope_base = 10000.0f, .eps = 1e-5f, .arch = "phi3", .fused = 1,
+     .rope_dim = 48},
+    {"mistral3-tiny", TINY, .n_layers = 2, .rope_base = 1000000.0f, .eps = 1e-5f, .arch = "mistral3",
+     .yarn_factor = 4.0f, .yarn_ctx = 128},
+    {"qwen2moe-tiny", TINY, .n_layers = 2, .rope_base = 1000000.0f, .eps = 1e-6f, .arch = "qwen2moe",
+     .n_expert = 8, .n_used = 2, .expert_ffn = 256, .qkv_bias = 1, .shexp_ffn = 512},
+    {"gptoss-tiny", .dim = 256, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .ffn = 256, .vocab = 512,
+     .ctx = 512, .rope_base = 150000.0f, .eps = 1e-5f, .arch = "gpt-oss", .n_expert = 8, .n_used = 2,
+     .expert_ffn = 256, .out_sd = 0.3f, .swa = 128, .yarn_factor = 32.0f, .yarn_ctx = 4096},
 };
+#undef TINY
+#undef TINY_BASE
 
 #define SYNTH_SD 0.02f
 
 // llama.cpp file types (general.file_type)
-enum { FTYPE_F16 = 1, FTYPE_Q4_0 = 2, FTYPE_Q8_0 = 7, FTYPE_Q4_K_M = 15 };
+enum { FTYPE_F32 = 0, FTYPE_F16 = 1, FTYPE_Q4_0 = 2, FTYPE_Q8_0 = 7, FTYPE_Q4_K_M = 15 };
 
 typedef struct {
     const char *name;
@@ -47,7 +87,7 @@ typedef struct {
 } synth_qtype;
 
 static const synth_qtype qtypes[] = {
-    {"q8_0", FTYPE_Q8_0}, {"q4_k_m", FTYPE_Q4_K_M}, {"q4_0", FTYPE_Q4_0}, {"f16", FTYPE_F16}};
+    {"q8_0", FTYPE_Q8_0}, {"q4_k_m", FTYPE_Q4_K_M}, {"q4_0", FTYPE_Q4_0}, {"f16", FTYPE_F16}, {"f32", FTYPE_F32}};
 
 // --- tensor types (approximating llama.cpp's llama_tensor_get_type)
 
@@ -62,11 +102,12 @@ static uint32_t k_fallback(uint32_t t, int64_t ne0) {
     return t;
 }
 
-// ROLE_ROUTER: an MoE router, which llama.cpp keeps in F32; ROLE_BIAS: a bias or gpt-oss's sinks, random F32
-typedef enum { ROLE_EMBD, ROLE_OUTPUT, ROLE_NORM, ROLE_ATTN_V, ROLE_FFN_DOWN, ROLE_OTHER, ROLE_ROUTER, ROLE_BIAS } synth_role;
+// ROLE_ROUTER: an MoE router, which llama.cpp keeps in F32; ROLE_VEC: a random F32 vector (a bias, the shared
+// expert's gate)
+typedef enum { ROLE_EMBD, ROLE_OUTPUT, ROLE_NORM, ROLE_ATTN_V, ROLE_FFN_DOWN, ROLE_OTHER, ROLE_ROUTER, ROLE_VEC } synth_role;
 
 static uint32_t pick_type(int ftype, synth_role role, int layer, int n_layers, int64_t ne0) {
-    if (role == ROLE_NORM || role == ROLE_ROUTER || role == ROLE_BIAS) return TT_F32;
+    if (role == ROLE_NORM || role == ROLE_ROUTER || role == ROLE_VEC || ftype == FTYPE_F32) return TT_F32;
     switch (ftype) {
     case FTYPE_F16: return TT_F16;
     case FTYPE_Q8_0: return TT_Q8_0;
@@ -224,8 +265,10 @@ static char **make_vocab(int n, float *scores, int32_t *types) {
 // --- command
 
 static void usage(void) {
-    fprintf(stderr, "usage: tachyon synth -o OUT.gguf [--shape tinyllama|smollm2-135m|tiny|qwen3moe-tiny|gptoss-tiny] "
-                    "[--type q8_0|q4_k_m|q4_0|f16] [--seed S] [--threads N]\n");
+    fprintf(stderr, "usage: tachyon synth -o OUT.gguf [--shape S] [--type q8_0|q4_k_m|q4_0|f16|f32] [--seed S] "
+                    "[--threads N]\n  shapes:");
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) fprintf(stderr, " %s", shapes[i].name);
+    fprintf(stderr, "\n");
 }
 
 typedef struct {
@@ -246,7 +289,7 @@ static void add3(tensor_list *l, const char *name, synth_role role, int layer, i
     }
     uint32_t type = pick_type(l->ftype, role, layer, l->n_layers, ne0);
     int64_t ne[3] = {ne0, ne1, ne2};
-    uint32_t n_dims = ne2 > 1 ? 3 : ne1 > 1 || (role != ROLE_NORM && role != ROLE_BIAS) ? 2 : 1;
+    uint32_t n_dims = ne2 > 1 ? 3 : ne1 > 1 || (role != ROLE_NORM && role != ROLE_VEC) ? 2 : 1;
     l->ti[l->n] = (synth_tinfo){type, ne0, ne1 * ne2, role == ROLE_NORM, l->sd > 0 ? l->sd : SYNTH_SD};
     l->rc = gguf_writer_add_tensor(l->w, name, type, n_dims, ne, NULL, tt_row_size(type, ne0) * (uint64_t)(ne1 * ne2));
     if (l->rc) fprintf(stderr, "synth: cannot add tensor %s (type %s, ne %lld x %lld)\n", name, tt_name(type),
@@ -258,19 +301,17 @@ static void add(tensor_list *l, const char *name, synth_role role, int layer, in
     add3(l, name, role, layer, ne0, ne1, 1);
 }
 
-// "<arch>.<suffix>" = v
-static int set_arch_u32(gguf_writer *w, const char *arch, const char *suffix, uint32_t v) {
-    char key[96];
-    snprintf(key, sizeof key, "%s.%s", arch, suffix);
-    return gguf_writer_set_u32(w, key, v);
-}
-
 // The layer tensors of a mixture-of-experts shape beyond the attention ones: q/k norms, the router, the
 // experts' 3-D tensors.
-static void add_moe_layer(tensor_list *l, const synth_shape *sh, int i, int head_dim) {
+static void add_qk_norms(tensor_list *l, int i, int head_dim) {
     char name[96];
     static const char *const norms[] = {"blk.%d.attn_q_norm.weight", "blk.%d.attn_k_norm.weight"};
     for (int k = 0; k < 2; k++) snprintf(name, sizeof name, norms[k], i), add(l, name, ROLE_NORM, i, head_dim, 1);
+}
+
+static void add_moe_layer(tensor_list *l, const synth_shape *sh, int i, int head_dim) {
+    char name[96];
+    if (sh->qk_norm) add_qk_norms(l, i, head_dim);
     snprintf(name, sizeof name, "blk.%d.ffn_gate_inp.weight", i);
     add(l, name, ROLE_ROUTER, i, sh->dim, sh->n_expert);
     snprintf(name, sizeof name, "blk.%d.ffn_gate_exps.weight", i);
@@ -298,19 +339,19 @@ static void add_gptoss_layer(tensor_list *l, const synth_shape *sh, int i, int h
         {"blk.%d.attn_k.weight", ROLE_OTHER, d, kv, 1, 0},
         {"blk.%d.attn_v.weight", ROLE_ATTN_V, d, kv, 1, 0},
         {"blk.%d.attn_output.weight", ROLE_OTHER, q, d, 1, 0},
-        {"blk.%d.attn_q.bias", ROLE_BIAS, q, 1, 1, 0},
-        {"blk.%d.attn_k.bias", ROLE_BIAS, kv, 1, 1, 0},
-        {"blk.%d.attn_v.bias", ROLE_BIAS, kv, 1, 1, 0},
-        {"blk.%d.attn_output.bias", ROLE_BIAS, d, 1, 1, 0},
-        {"blk.%d.attn_sinks.weight", ROLE_BIAS, sh->n_heads, 1, 1, 1.0f}, // logits of the scores' size
+        {"blk.%d.attn_q.bias", ROLE_VEC, q, 1, 1, 0},
+        {"blk.%d.attn_k.bias", ROLE_VEC, kv, 1, 1, 0},
+        {"blk.%d.attn_v.bias", ROLE_VEC, kv, 1, 1, 0},
+        {"blk.%d.attn_output.bias", ROLE_VEC, d, 1, 1, 0},
+        {"blk.%d.attn_sinks.weight", ROLE_VEC, sh->n_heads, 1, 1, 1.0f}, // logits of the scores' size
         {"blk.%d.ffn_gate_inp.weight", ROLE_ROUTER, d, ne, 1, 0},
-        {"blk.%d.ffn_gate_inp.bias", ROLE_BIAS, ne, 1, 1, 0},
+        {"blk.%d.ffn_gate_inp.bias", ROLE_VEC, ne, 1, 1, 0},
         {"blk.%d.ffn_gate_exps.weight", ROLE_OTHER, d, ff, ne, 0},
-        {"blk.%d.ffn_gate_exps.bias", ROLE_BIAS, ff, ne, 1, 0},
+        {"blk.%d.ffn_gate_exps.bias", ROLE_VEC, ff, ne, 1, 0},
         {"blk.%d.ffn_down_exps.weight", ROLE_FFN_DOWN, ff, d, ne, 0},
-        {"blk.%d.ffn_down_exps.bias", ROLE_BIAS, d, ne, 1, 0},
+        {"blk.%d.ffn_down_exps.bias", ROLE_VEC, d, ne, 1, 0},
         {"blk.%d.ffn_up_exps.weight", ROLE_OTHER, d, ff, ne, 0},
-        {"blk.%d.ffn_up_exps.bias", ROLE_BIAS, ff, ne, 1, 0},
+        {"blk.%d.ffn_up_exps.bias", ROLE_VEC, ff, ne, 1, 0},
     };
     char name[96];
     for (size_t k = 0; k < sizeof t / sizeof t[0]; k++) {
@@ -321,58 +362,71 @@ static void add_gptoss_layer(tensor_list *l, const synth_shape *sh, int i, int h
     l->sd = 0.0f;
 }
 
-// gpt-oss's metadata beyond the common keys: its window (128, the real models'), YaRN as the real models carry
-// it (factor 32 over an original context of 4096).
-static int set_gptoss_keys(gguf_writer *w, const char *arch) {
+// The architecture's tensors beyond llama's block: q/k/v biases, q/k norms of dense shapes, Gemma's post norms,
+// Qwen2-MoE's shared expert.
+static void add_extra_layer(tensor_list *l, const synth_shape *sh, int i, int head_dim) {
+    char name[96];
+    int kv_dim = head_dim * sh->n_kv_heads;
+    if (sh->qkv_bias) {
+        static const char *const b[] = {"blk.%d.attn_q.bias", "blk.%d.attn_k.bias", "blk.%d.attn_v.bias"};
+        for (int k = 0; k < 3; k++)
+            snprintf(name, sizeof name, b[k], i), add(l, name, ROLE_VEC, i, k ? kv_dim : sh->dim, 1);
+    }
+    if (sh->qk_norm && !sh->n_expert) add_qk_norms(l, i, head_dim);
+    if (sh->post_norms) {
+        snprintf(name, sizeof name, "blk.%d.post_attention_norm.weight", i), add(l, name, ROLE_NORM, i, sh->dim, 1);
+        snprintf(name, sizeof name, "blk.%d.post_ffw_norm.weight", i), add(l, name, ROLE_NORM, i, sh->dim, 1);
+    }
+    if (sh->shexp_ffn) {
+        snprintf(name, sizeof name, "blk.%d.ffn_gate_inp_shexp.weight", i), add(l, name, ROLE_VEC, i, sh->dim, 1);
+        snprintf(name, sizeof name, "blk.%d.ffn_gate_shexp.weight", i);
+        add(l, name, ROLE_OTHER, i, sh->dim, sh->shexp_ffn);
+        snprintf(name, sizeof name, "blk.%d.ffn_down_shexp.weight", i);
+        add(l, name, ROLE_FFN_DOWN, i, sh->shexp_ffn, sh->dim);
+        snprintf(name, sizeof name, "blk.%d.ffn_up_shexp.weight", i);
+        add(l, name, ROLE_OTHER, i, sh->dim, sh->shexp_ffn);
+    }
+}
+
+// The architecture's hyper-parameters, "<arch>.*", under the names llama.cpp's converter writes.
+static int set_arch_meta(gguf_writer *w, const synth_shape *sh, const char *arch) {
     char key[96];
-    int e = set_arch_u32(w, arch, "attention.sliding_window", 128);
-    snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
-    e |= gguf_writer_set_str(w, key, "yarn");
-    snprintf(key, sizeof key, "%s.rope.scaling.factor", arch);
-    e |= gguf_writer_set_f32(w, key, 32.0f);
-    e |= set_arch_u32(w, arch, "rope.scaling.original_context_length", 4096);
+    int e = 0, head_dim = sh->dim / sh->n_heads;
+#define KEY(suffix) (snprintf(key, sizeof key, "%s." suffix, arch), key)
+    e |= gguf_writer_set_u32(w, KEY("context_length"), (uint32_t)sh->ctx);
+    e |= gguf_writer_set_u32(w, KEY("embedding_length"), (uint32_t)sh->dim);
+    e |= gguf_writer_set_u32(w, KEY("block_count"), (uint32_t)sh->n_layers);
+    e |= gguf_writer_set_u32(w, KEY("feed_forward_length"), (uint32_t)sh->ffn);
+    e |= gguf_writer_set_u32(w, KEY("rope.dimension_count"), (uint32_t)(sh->rope_dim ? sh->rope_dim : head_dim));
+    e |= gguf_writer_set_u32(w, KEY("attention.head_count"), (uint32_t)sh->n_heads);
+    e |= gguf_writer_set_u32(w, KEY("attention.head_count_kv"), (uint32_t)sh->n_kv_heads);
+    e |= gguf_writer_set_u32(w, KEY("vocab_size"), (uint32_t)sh->vocab);
+    if (sh->n_expert) {
+        e |= gguf_writer_set_u32(w, KEY("expert_count"), (uint32_t)sh->n_expert);
+        e |= gguf_writer_set_u32(w, KEY("expert_used_count"), (uint32_t)sh->n_used);
+        e |= gguf_writer_set_u32(w, KEY("expert_feed_forward_length"), (uint32_t)sh->expert_ffn);
+    }
+    e |= gguf_writer_set_f32(w, KEY("attention.layer_norm_rms_epsilon"), sh->eps);
+    e |= gguf_writer_set_f32(w, KEY("rope.freq_base"), sh->rope_base);
+    if (sh->swa) e |= gguf_writer_set_u32(w, KEY("attention.sliding_window"), (uint32_t)sh->swa);
+    if (sh->rope_base_swa > 0) e |= gguf_writer_set_f32(w, KEY("rope.freq_base_swa"), sh->rope_base_swa);
+    if (sh->attn_softcap > 0) e |= gguf_writer_set_f32(w, KEY("attn_logit_softcapping"), sh->attn_softcap);
+    if (sh->final_softcap > 0) e |= gguf_writer_set_f32(w, KEY("final_logit_softcapping"), sh->final_softcap);
+    if (sh->shexp_ffn) e |= gguf_writer_set_u32(w, KEY("expert_shared_feed_forward_length"), (uint32_t)sh->shexp_ffn);
+    if (sh->yarn_factor > 0) {
+        e |= gguf_writer_set_str(w, KEY("rope.scaling.type"), "yarn");
+        e |= gguf_writer_set_f32(w, KEY("rope.scaling.factor"), sh->yarn_factor);
+        e |= gguf_writer_set_u32(w, KEY("rope.scaling.original_context_length"), (uint32_t)sh->yarn_ctx);
+    }
+#undef KEY
     return e;
 }
 
-// The file's metadata: general.*, the shape's "<arch>.*" keys, the vocabulary. Nonzero: out of memory.
-static int set_metadata(gguf_writer *w, const synth_shape *sh, const synth_qtype *qt, const char *arch, char **vocab,
-                        float *scores, int32_t *types) {
-    char name[96], key[96];
-    const int head_dim = sh->dim / sh->n_heads;
-    snprintf(name, sizeof name, "synthetic-%s-%s", sh->name, qt->name);
-    int e = 0;
-    e |= gguf_writer_set_str(w, "general.architecture", arch);
-    e |= gguf_writer_set_str(w, "general.name", name);
-    e |= gguf_writer_set_u32(w, "general.file_type", (uint32_t)qt->ftype);
-    e |= gguf_writer_set_u32(w, "general.quantization_version", 2);
-    e |= set_arch_u32(w, arch, "context_length", (uint32_t)sh->ctx);
-    e |= set_arch_u32(w, arch, "embedding_length", (uint32_t)sh->dim);
-    e |= set_arch_u32(w, arch, "block_count", (uint32_t)sh->n_layers);
-    e |= set_arch_u32(w, arch, "feed_forward_length", (uint32_t)sh->ffn);
-    e |= set_arch_u32(w, arch, "rope.dimension_count", (uint32_t)head_dim);
-    e |= set_arch_u32(w, arch, "attention.head_count", (uint32_t)sh->n_heads);
-    e |= set_arch_u32(w, arch, "attention.head_count_kv", (uint32_t)sh->n_kv_heads);
-    e |= set_arch_u32(w, arch, "vocab_size", (uint32_t)sh->vocab);
-    if (sh->n_expert) {
-        e |= set_arch_u32(w, arch, "expert_count", (uint32_t)sh->n_expert);
-        e |= set_arch_u32(w, arch, "expert_used_count", (uint32_t)sh->n_used);
-        e |= set_arch_u32(w, arch, "expert_feed_forward_length", (uint32_t)sh->expert_ffn);
-    }
-    if (!strcmp(arch, "gpt-oss")) e |= set_gptoss_keys(w, arch);
-    snprintf(key, sizeof key, "%s.attention.layer_norm_rms_epsilon", arch);
-    e |= gguf_writer_set_f32(w, key, sh->eps);
-    snprintf(key, sizeof key, "%s.rope.freq_base", arch);
-    e |= gguf_writer_set_f32(w, key, sh->rope_base);
-    e |= gguf_writer_set_str(w, "tokenizer.ggml.model", "llama");
-    e |= gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)vocab, (uint64_t)sh->vocab);
-    e |= gguf_writer_set_arr(w, "tokenizer.ggml.scores", GGUF_TYPE_FLOAT32, scores, (uint64_t)sh->vocab);
-    e |= gguf_writer_set_arr(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, types, (uint64_t)sh->vocab);
-    e |= gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", 1);
-    e |= gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", 2);
-    e |= gguf_writer_set_u32(w, "tokenizer.ggml.unknown_token_id", 0);
-    e |= gguf_writer_set_bool(w, "tokenizer.ggml.add_bos_token", 1);
-    e |= gguf_writer_set_bool(w, "tokenizer.ggml.add_eos_token", 0);
-    return e;
+static double file_mib(const char *path) {
+    FILE *f = fopen(path, "rb");
+    long size = -1;
+    if (f) fseek(f, 0, SEEK_END), size = ftell(f), fclose(f);
+    return size / 1048576.0;
 }
 
 int cli_synth(int argc, char **argv) {
@@ -409,7 +463,8 @@ int cli_synth(int argc, char **argv) {
     float *scores = malloc((size_t)sh->vocab * sizeof *scores);
     int32_t *types = malloc((size_t)sh->vocab * sizeof *types);
     char **vocab = scores && types ? make_vocab(sh->vocab, scores, types) : NULL;
-    int64_t max_tensors = 3 + 19 * (int64_t)sh->n_layers; // a gpt-oss layer has 19 (add_gptoss_layer)
+    // a layer: at most 6 attention, 3 biases, 2 q/k norms, 2 post norms, 4 FFN, 4 shared-expert tensors
+    int64_t max_tensors = 3 + 21 * (int64_t)sh->n_layers;
     tensor_list l = {w, calloc((size_t)max_tensors, sizeof(synth_tinfo)), 0, max_tensors, qt->ftype, sh->n_layers,
                      0, 0.0f};
     const char *arch = sh->arch ? sh->arch : "llama";
@@ -420,13 +475,30 @@ int cli_synth(int argc, char **argv) {
     }
     char name[96];
     int head_dim = sh->dim / sh->n_heads, kv_dim = head_dim * sh->n_kv_heads;
-    int e = set_metadata(w, sh, qt, arch, vocab, scores, types);
+    snprintf(name, sizeof name, "synthetic-%s-%s", sh->name, qt->name);
+    int e = 0;
+    e |= gguf_writer_set_str(w, "general.architecture", arch);
+    e |= gguf_writer_set_str(w, "general.name", name);
+    e |= gguf_writer_set_u32(w, "general.file_type", (uint32_t)qt->ftype);
+    e |= gguf_writer_set_u32(w, "general.quantization_version", 2);
+    e |= set_arch_meta(w, sh, arch);
+    e |= gguf_writer_set_str(w, "tokenizer.ggml.model", "llama");
+    e |= gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)vocab, (uint64_t)sh->vocab);
+    e |= gguf_writer_set_arr(w, "tokenizer.ggml.scores", GGUF_TYPE_FLOAT32, scores, (uint64_t)sh->vocab);
+    e |= gguf_writer_set_arr(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, types, (uint64_t)sh->vocab);
+    e |= gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", 1);
+    e |= gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", 2);
+    e |= gguf_writer_set_u32(w, "tokenizer.ggml.unknown_token_id", 0);
+    e |= gguf_writer_set_bool(w, "tokenizer.ggml.add_bos_token", 1);
+    e |= gguf_writer_set_bool(w, "tokenizer.ggml.add_eos_token", 0);
     if (e) {
         fprintf(stderr, "synth: cannot set metadata (out of memory)\n");
         goto done;
     }
 
+    l.sd = sh->tied ? sh->out_sd / 3 : 0.0f; // a tied output head is the embedding: peaked through it
     add(&l, "token_embd.weight", ROLE_EMBD, 0, sh->dim, sh->vocab);
+    l.sd = 0.0f;
     for (int i = 0; i < sh->n_layers; i++) {
         static const struct {
             const char *fmt;
@@ -443,11 +515,16 @@ int cli_synth(int argc, char **argv) {
         if (gptoss) add_gptoss_layer(&l, sh, i, head_dim);
         else if (sh->n_expert) add_moe_layer(&l, sh, i, head_dim);
         for (size_t k = 0; k < n_lt; k++) {
+            // fused (Phi-3): attn_qkv instead of q, k, v; ffn_up of gate and up instead of gate, up
+            if (sh->fused && (k == 2 || k == 3 || k == 6)) continue;
             snprintf(name, sizeof name, lt[k].fmt, i);
             int64_t ne0 = lt[k].rows == 4 ? sh->ffn : sh->dim;
             int64_t ne1 = (int64_t[]){sh->dim, kv_dim, sh->ffn, 1, sh->dim}[lt[k].rows];
+            if (sh->fused && k == 1) snprintf(name, sizeof name, "blk.%d.attn_qkv.weight", i), ne1 += 2 * kv_dim;
+            if (sh->fused && k == 8) ne1 *= 2;
             add(&l, name, lt[k].role, i, ne0, ne1);
         }
+        add_extra_layer(&l, sh, i, head_dim);
     }
     add(&l, "output_norm.weight", ROLE_NORM, 0, sh->dim, 1);
     l.sd = sh->out_sd;
@@ -461,12 +538,8 @@ int cli_synth(int argc, char **argv) {
         fprintf(stderr, "%ssynth: %s\n", isatty(2) ? "\n" : "", err.msg);
         goto done;
     }
-    FILE *f = fopen(out, "rb");
-    long size = -1;
-    if (f) fseek(f, 0, SEEK_END), size = ftell(f), fclose(f);
     fprintf(stderr, "%ssynth: wrote %s: %s shape, %s, %lld tensors, %.1f MiB in %.1f s\n", isatty(2) ? "\n" : "",
-            out, sh->name, qt->name,
-            (long long)l.n, size / 1048576.0, now_s() - sc.t0);
+            out, sh->name, qt->name, (long long)l.n, file_mib(out), now_s() - sc.t0);
     rc = 0;
 done:
     for (int i = 0; vocab && i < sh->vocab; i++) free(vocab[i]);

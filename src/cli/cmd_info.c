@@ -22,6 +22,12 @@ static void info_print_isa(void) {
     printf(")\n");
 }
 
+// The English ordinal suffix of n: 1st, 2nd, 3rd, 4th, 11th, 12th, 13th, 21st, ...
+static const char *ordinal(int n) {
+    if (n % 100 >= 11 && n % 100 <= 13) return "th";
+    return n % 10 == 1 ? "st" : n % 10 == 2 ? "nd" : n % 10 == 3 ? "rd" : "th";
+}
+
 int cli_info(int argc, char **argv) {
     const char *path = NULL;
     int cpu_only = 0;
@@ -57,17 +63,17 @@ int cli_info(int argc, char **argv) {
            hp->tied_embeddings ? "tied" : "separate output");
     if (hp->swa_window > 0 && hp->rope_base_swa > 0)
         printf("sliding window  %d positions on local layers (every %d%s layer global), local rope base %g\n",
-               hp->swa_window, hp->swa_pattern, hp->swa_pattern == 1 ? "st" : "th", hp->rope_base_swa);
+               hp->swa_window, hp->swa_pattern, ordinal(hp->swa_pattern), hp->rope_base_swa);
     else if (hp->swa_window > 0)
         printf("sliding window  %d positions on local layers (every %d%s layer global), the global layers' rope\n",
-               hp->swa_window, hp->swa_pattern, hp->swa_pattern == 1 ? "st" : "th");
+               hp->swa_window, hp->swa_pattern, ordinal(hp->swa_pattern));
     if (hp->attn_sinks) printf("attention sinks one learned logit per query head in every softmax\n");
     if (hp->attn_softcap > 0 || hp->final_softcap > 0)
         printf("soft-capping    attention scores %g, logits %g (c·tanh(x/c); 0: none)\n", hp->attn_softcap,
                hp->final_softcap);
     if (hp->no_rope_step > 0)
         printf("no-rope layers  every %d%s layer attends without RoPE\n", hp->no_rope_step,
-               hp->no_rope_step == 1 ? "st" : "th");
+               ordinal(hp->no_rope_step));
     if (hp->yarn_factor > 0)
         printf("yarn            factor %g over original context %d, beta fast %g slow %g, cos/sin times %g\n",
                hp->yarn_factor, hp->rope_orig_ctx, hp->yarn_beta_fast, hp->yarn_beta_slow, hp->rope_mscale);

@@ -121,7 +121,7 @@ def test_gptoss_info(tmp_path):
     write_gptoss(path, seed=3)
     p = subprocess.run([BIN, "info", "-m", path], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
-    for line in ("architecture    gpt-oss", "sliding window  8 positions on local layers (every 2th layer global), "
+    for line in ("architecture    gpt-oss", "sliding window  8 positions on local layers (every 2nd layer global), "
                  "the global layers' rope", "attention sinks one learned logit per query head",
                  "experts         3 used of 8 per layer, expert ffn 32", "expert swiglu   clamped at 7, alpha 1.702",
                  "yarn            factor 4 over original context 16"):

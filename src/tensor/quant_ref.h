@@ -65,6 +65,10 @@ void tt_iq4_nl_to_float(const void *src, float *dst, int64_t n);
 float tt_iq4_nl_vec_dot(int n, const void *x, const void *y); // y: Q8_0
 void tt_iq4_xs_to_float(const void *src, float *dst, int64_t n);
 float tt_iq4_xs_vec_dot(int n, const void *x, const void *y); // y: Q8_K
+// --- MXFP4 (quant_ref_mxfp4.c): gpt-oss expert weights, x Q8_0; quantizer as ggml's reference
+void tt_mxfp4_to_float(const void *src, float *dst, int64_t n);
+void tt_mxfp4_from_float(const float *src, void *dst, int64_t n);
+float tt_mxfp4_vec_dot(int n, const void *x, const void *y); // y: Q8_0
 // Q3_K's 12 packed scale bytes -> the 16 signed scales (sc - 32).
 void tt_q3k_scales(const uint8_t *scales, int8_t sc[16]);
 // IQ4_XS sub-block s (0..7) scale, ls - 32.

@@ -11,7 +11,7 @@
 //   F32, F16, BF16   -> F32    (ggml uses F16/BF16 activations for F16/BF16 weights; we keep activations in
 //                              f32 and widen the weights instead: simpler, and more accurate)
 // Q8_1 and Q8_K are activation-only formats: they have to_float/from_float but no vec_dot.
-//   Q2_K, Q3_K, IQ4_XS -> Q8_K;  IQ4_NL -> Q8_0                                 (as ggml)
+//   Q2_K, Q3_K, IQ4_XS -> Q8_K;  IQ4_NL, MXFP4 -> Q8_0                          (as ggml)
 // Q2_K, Q3_K, IQ4_NL, IQ4_XS are decode-only (no from_float): tachyon runs such files, it does not make them.
 static const tt_traits tt_table[TT_COUNT] = {
     [TT_F32] = {"f32", 1, sizeof(float), 0, tt_f32_to_float, tt_f32_from_float, TT_F32, tt_f32_vec_dot},
@@ -42,6 +42,8 @@ static const tt_traits tt_table[TT_COUNT] = {
                    tt_iq4_nl_vec_dot},
     [TT_IQ4_XS] = {"iq4_xs", QK_K, sizeof(tt_block_iq4_xs), 1, tt_iq4_xs_to_float, NULL, TT_Q8_K,
                    tt_iq4_xs_vec_dot},
+    [TT_MXFP4] = {"mxfp4", QK_MXFP4, sizeof(tt_block_mxfp4), 1, tt_mxfp4_to_float, tt_mxfp4_from_float, TT_Q8_0,
+                   tt_mxfp4_vec_dot},
     [TT_Q8_K] = {"q8_K", QK_K, sizeof(tt_block_q8_K), 1, tt_q8_K_to_float, tt_q8_K_from_float, TT_Q8_K, NULL},
 };
 

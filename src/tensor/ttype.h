@@ -26,6 +26,7 @@ typedef enum {
     TT_IQ4_NL = 20,
     TT_IQ4_XS = 23,
     TT_BF16 = 30,
+    TT_MXFP4 = 39,
     TT_COUNT = 40
 } tt_type;
 
@@ -61,6 +62,12 @@ typedef struct { tt_f16 d; uint8_t qs[QK4_NL / 2]; } tt_block_iq4_nl;
 // x = d * (ls - 32) * tt_iq4nl_values[q], ls 6 bits per 32 (low 4 bits in scales_l, high 2 in scales_h)
 typedef struct { tt_f16 d; uint16_t scales_h; uint8_t scales_l[QK_K / 64]; uint8_t qs[QK_K / 2]; } tt_block_iq4_xs;
 
+#define QK_MXFP4 32
+// x = 2^(e - 127) * e2m1(q): OCP microscaling FP4, one E8M0 exponent byte per 32 values, 4-bit E2M1 codes
+// (low nibbles are elements 0..15, high nibbles 16..31). The codes are stored doubled as integers
+// (tt_mxfp4_values) and the scale halved (tt_e8m0_half), as ggml does, so the dot is an int8 dot.
+typedef struct { uint8_t e; uint8_t qs[QK_MXFP4 / 2]; } tt_block_mxfp4;
+
 static_assert(sizeof(tt_block_q4_0) == 18, "q4_0 size");
 static_assert(sizeof(tt_block_q4_1) == 20, "q4_1 size");
 static_assert(sizeof(tt_block_q5_0) == 22, "q5_0 size");
@@ -75,9 +82,12 @@ static_assert(sizeof(tt_block_q2_K) == 84, "q2_K size");
 static_assert(sizeof(tt_block_q3_K) == 110, "q3_K size");
 static_assert(sizeof(tt_block_iq4_nl) == 18, "iq4_nl size");
 static_assert(sizeof(tt_block_iq4_xs) == 136, "iq4_xs size");
+static_assert(sizeof(tt_block_mxfp4) == 17, "mxfp4 size");
 
 // The IQ4_NL / IQ4_XS codebook (ggml's kvalues_iq4nl).
 extern const int8_t tt_iq4nl_values[16];
+// The E2M1 values times two (ggml's kvalues_mxfp4): 0, 0.5, 1, 1.5, 2, 3, 4, 6 and their negatives.
+extern const int8_t tt_mxfp4_values[16];
 
 // n is always a multiple of the type's block size.
 typedef void (*tt_to_float_fn)(const void *src, float *dst, int64_t n);
@@ -120,6 +130,12 @@ static inline float tt_f32_from_bits(uint32_t u) {
 }
 
 float tt_bf16_to_f32(tt_bf16 h);
+
+// Half the value of an E8M0 scale byte, 2^(e - 128) (exact; e = 0 and 1 give f32 subnormals), the factor of
+// the doubled MXFP4 codes. ggml's GGML_E8M0_TO_FP32_HALF; e = 255 (E8M0's NaN) is 2^127 as there.
+static inline float tt_e8m0_half(uint8_t e) {
+    return tt_f32_from_bits(e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23);
+}
 tt_bf16 tt_f32_to_bf16(float f);
 
 #endif

@@ -6,7 +6,7 @@ call goes through the traits table (`tt_get`), so the table rows are exercised t
 
 What is asserted:
   * dequantization is bit-identical to gguf.quants.dequantize for every type both sides know (F32, F16,
-    BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K) on random bytes forming valid blocks (every f16
+    BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, Q2_K, Q3_K, IQ4_NL, IQ4_XS, MXFP4) on random bytes forming valid blocks (every f16
     scale field a random finite f16), exhaustively for all 65536 F16 and BF16 values, and on real tensors of
     models/SmolLM2-135M-Instruct.Q4_1.gguf (every tensor: 210 Q4_1, the Q8_0 token embedding, 61 F32);
   * quantization is byte-identical to gguf.quants.quantize for the types gguf can quantize (F16, BF16,
@@ -49,15 +49,16 @@ class Traits(ctypes.Structure):  # struct tt_traits in src/tensor/ttype.h
 
 
 SUPPORTED = [Q.F32, Q.F16, Q.BF16, Q.Q4_0, Q.Q4_1, Q.Q5_0, Q.Q5_1, Q.Q8_0, Q.Q8_1, Q.Q4_K, Q.Q5_K, Q.Q6_K, Q.Q8_K,
-             Q.Q2_K, Q.Q3_K, Q.IQ4_NL, Q.IQ4_XS]
+             Q.Q2_K, Q.Q3_K, Q.IQ4_NL, Q.IQ4_XS, Q.MXFP4]
 # Types gguf can decode (Q8_1 / Q8_K are activation formats it does not implement).
 DEQUANT_TYPES = [Q.F32, Q.F16, Q.BF16, Q.Q4_0, Q.Q4_1, Q.Q5_0, Q.Q5_1, Q.Q8_0, Q.Q4_K, Q.Q5_K, Q.Q6_K,
-                 Q.Q2_K, Q.Q3_K, Q.IQ4_NL, Q.IQ4_XS]
+                 Q.Q2_K, Q.Q3_K, Q.IQ4_NL, Q.IQ4_XS, Q.MXFP4]
 QUANT_TYPES = [Q.F16, Q.BF16, Q.Q4_0, Q.Q4_1, Q.Q5_0, Q.Q5_1, Q.Q8_0]
 # Byte offsets of the f16 scale fields inside one block.
 F16_FIELDS = {Q.Q4_0: [0], Q.Q4_1: [0, 2], Q.Q5_0: [0], Q.Q5_1: [0, 2], Q.Q8_0: [0],
               Q.Q4_K: [0, 2], Q.Q5_K: [0, 2], Q.Q6_K: [208],
-              Q.Q2_K: [80, 82], Q.Q3_K: [108], Q.IQ4_NL: [0], Q.IQ4_XS: [0]}
+              Q.Q2_K: [80, 82], Q.Q3_K: [108], Q.IQ4_NL: [0], Q.IQ4_XS: [0],
+              Q.MXFP4: []}  # MXFP4's scale is an E8M0 byte: every value is a valid scale
 # Max |x - dequant(quant(x))| / amax(256-element super-block) for N(0,1) data, as in tests/unit/test_tensor.c.
 KQUANT_BOUND = {Q.Q4_K: 0.10, Q.Q5_K: 0.065, Q.Q6_K: 0.022}
 

@@ -63,6 +63,8 @@ static const tt_case tt_cases[] = {
     {TT_Q5_K, sizeof(tt_block_q5_K), 1, 0.065},
     {TT_Q6_K, sizeof(tt_block_q6_K), 1, 0.022},
     {TT_Q8_K, sizeof(tt_block_q8_K), 0, 0.0040},
+    // MXFP4: amax in [4, 8) scale units with 6 the largest code, so up to 2 units (a quarter of amax) lost
+    {TT_MXFP4, sizeof(tt_block_mxfp4), 1, 0.25},
 };
 #define N_CASES (int)(sizeof tt_cases / sizeof tt_cases[0])
 
@@ -505,8 +507,30 @@ static void test_vec_dot_decode_only(void) {
     }
 }
 
+// MXFP4's scale and ties, as ggml's reference: amax 8 gives e = 128 (values 2 * E2M1 = 0, 1, 2, 3, 4, 6, 8,
+// 12), a tie keeps the first code of the table (the smaller magnitude, +0 over -0), element l + 16 is the high
+// nibble of byte l.
+static void test_mxfp4_rules(void) {
+    float x[32] = {0};
+    x[0] = 8.0f, x[1] = 5.0f, x[2] = -7.0f, x[3] = 0.5f, x[4] = -0.0f, x[5] = 2.9f, x[16] = -1.0f, x[17] = 16.5f;
+    tt_block_mxfp4 b;
+    tt_mxfp4_from_float(x, &b, 32);
+    CHECK_EQ_INT(b.e, 129); // amax 16.5: floor(log2) = 4, + 125
+    x[17] = 0.0f;
+    tt_mxfp4_from_float(x, &b, 32);
+    CHECK_EQ_INT(b.e, 128);
+    const int want[6] = {6, 4, 13, 0, 0, 3}; // 8, 4 (tie 4/6), -6 (tie -6/-8), 0 (tie 0/1), +0, 3
+    for (int l = 0; l < 6; l++) CHECK_EQ_INT(b.qs[l] & 0x0f, want[l]);
+    CHECK_EQ_INT(b.qs[0] >> 4, 9); // element 16: -1
+    float y[32];
+    tt_mxfp4_to_float(&b, y, 32);
+    CHECK(y[0] == 8.0f && y[1] == 4.0f && y[2] == -6.0f && y[5] == 3.0f && y[16] == -1.0f);
+    CHECK(tt_e8m0_half(0) == 0x1p-128f && tt_e8m0_half(1) == 0x1p-127f && tt_e8m0_half(254) == 0x1p126f);
+}
+
 int main(void) {
     test_table();
+    test_mxfp4_rules();
     test_row_size();
     test_f16();
     test_bf16();

@@ -35,7 +35,7 @@ static uint32_t rnd(void) {
 static float rndf(void) { return (float)((rnd() & 0xffffff) / 16777216.0 * 2.0 - 1.0); }
 
 static const uint32_t types[] = {TT_Q4_0, TT_Q4_1, TT_Q5_0, TT_Q5_1, TT_Q8_0, TT_Q4_K,  TT_Q5_K,  TT_Q6_K,
-                                 TT_F32,  TT_F16,  TT_BF16, TT_Q2_K, TT_Q3_K, TT_IQ4_NL, TT_IQ4_XS};
+                                 TT_F32,  TT_F16,  TT_BF16, TT_Q2_K, TT_Q3_K, TT_IQ4_NL, TT_IQ4_XS, TT_MXFP4};
 static const char *level_name[3] = {"neon", "dotprod", "i8mm"};
 
 // As tests/unit/test_cpu_matmul.c: even rows quantized from floats, odd rows random bytes with sane scales.
@@ -52,7 +52,8 @@ static void make_weights(uint32_t t, int d, int k, uint8_t *w, float *tmp) {
             uint8_t *blk = row + o;
             tt_f16 s1 = tt_f32_to_f16(0.01f + 0.001f * (float)(rnd() % 50));
             tt_f16 s2 = tt_f32_to_f16(0.005f * (float)(rnd() % 20));
-            if (t == TT_Q6_K) memcpy(blk + 208, &s1, 2);
+            if (t == TT_MXFP4) blk[0] = (uint8_t)(118 + rnd() % 12); // E8M0 byte: 2^-9 .. 2^2
+            else if (t == TT_Q6_K) memcpy(blk + 208, &s1, 2);
             else if (t == TT_Q3_K) memcpy(blk + 108, &s1, 2);
             else if (t == TT_Q2_K) memcpy(blk + 80, &s1, 2), memcpy(blk + 82, &s2, 2);
             else {

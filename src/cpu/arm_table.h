@@ -24,6 +24,7 @@ static const cpu_kernels ARM_TABLE = {
             [TT_Q3_K] = ARM_FN(gemm_q3_k),
             [TT_IQ4_NL] = ARM_FN(gemm_iq4_nl),
             [TT_IQ4_XS] = ARM_FN(gemm_iq4_xs),
+            [TT_MXFP4] = ARM_FN(gemm_mxfp4),
             [TT_F32] = ARM_FN(gemm_f32),
             [TT_F16] = ARM_FN(gemm_f16),
             [TT_BF16] = ARM_FN(gemm_bf16),

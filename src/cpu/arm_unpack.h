@@ -1,7 +1,8 @@
 // Weight blocks for the ARM GEMM tiles (arm_gemm.h): each quantized type seen as super-blocks of 32-element
 // sub-blocks, unpacked to signed int8 values whose dot with the activation's int8 values is exact, plus the
 // integer scales (per 16 or 32 elements) and the float scale / min of the super-block.
-//   legacy (32 per block): Q4_0 q-8, Q4_1 q, Q5_0 q-16, Q5_1 q, Q8_0 q, IQ4_NL codebook value
+//   legacy (32 per block): Q4_0 q-8, Q4_1 q, Q5_0 q-16, Q5_1 q, Q8_0 q, IQ4_NL codebook value,
+//                          MXFP4 doubled E2M1 value (float scale 2^(e - 128) from the E8M0 byte)
 //   K-quants (256):        Q4_K / Q5_K q with 6-bit sc and min per 32; Q6_K q-32 with int8 sc per 16;
 //                          Q2_K q with 4-bit sc and min per 16; Q3_K q-4*(hmask clear) with sc-32 per 16;
 //                          IQ4_XS codebook value with ls-32 per 32
@@ -23,6 +24,7 @@ AI size_t arm_wsize(const int T) {
     case TT_Q5_1: return sizeof(tt_block_q5_1);
     case TT_Q8_0: return sizeof(tt_block_q8_0);
     case TT_IQ4_NL: return sizeof(tt_block_iq4_nl);
+    case TT_MXFP4: return sizeof(tt_block_mxfp4);
     case TT_Q4_K: return sizeof(tt_block_q4_K);
     case TT_Q5_K: return sizeof(tt_block_q5_K);
     case TT_Q6_K: return sizeof(tt_block_q6_K);
@@ -90,6 +92,8 @@ AI void arm_wdecode(const uint8_t *p, const int T, arm_wblk *wb) {
         wb->d = arm_h2f_at(p);
         for (int s = 0; s < 8; s++)
             wb->sc[s] = (((b->scales_l[s / 2] >> (4 * (s % 2))) & 0x0f) | ((b->scales_h >> (2 * s)) & 3) << 4) - 32;
+    } else if (T == TT_MXFP4) {
+        wb->d = tt_e8m0_half(p[0]);
     } else {
         wb->d = arm_h2f_at(p);
         if (arm_act1(T)) wb->m = arm_h2f_at(p + 2);
@@ -109,7 +113,11 @@ AI void arm_bit4(const uint8_t *qh, uint8x16_t *lo, uint8x16_t *hi) {
 AI void arm_unpack(const uint8_t *p, int s, const int T, int8x16_t *lo, int8x16_t *hi) {
     const uint8x16_t m4 = vdupq_n_u8(0x0f);
     const int8x16_t book = vld1q_s8(tt_iq4nl_values);
-    if (T == TT_Q4_0 || T == TT_Q4_1 || T == TT_IQ4_NL || T == TT_IQ4_XS) {
+    if (T == TT_MXFP4) {
+        const int8x16_t fp4 = vld1q_s8(tt_mxfp4_values);
+        uint8x16_t v = vld1q_u8(p + 1);
+        *lo = vqtbl1q_s8(fp4, vandq_u8(v, m4)), *hi = vqtbl1q_s8(fp4, vshrq_n_u8(v, 4));
+    } else if (T == TT_Q4_0 || T == TT_Q4_1 || T == TT_IQ4_NL || T == TT_IQ4_XS) {
         const size_t off = T == TT_Q4_1 ? 4 : T == TT_IQ4_XS ? offsetof(tt_block_iq4_xs, qs) + 16 * (size_t)s : 2;
         uint8x16_t v = vld1q_u8(p + off), l = vandq_u8(v, m4), h = vshrq_n_u8(v, 4);
         if (T == TT_IQ4_NL || T == TT_IQ4_XS) *lo = vqtbl1q_s8(book, l), *hi = vqtbl1q_s8(book, h);

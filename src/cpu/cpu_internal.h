@@ -36,7 +36,7 @@ typedef void (*cpu_quant_fn)(const float *x, void *y, int64_t k); // one row of 
         [TT_Q4_0] = TT_Q8_0, [TT_Q4_1] = TT_Q8_1, [TT_Q5_0] = TT_Q8_0, [TT_Q5_1] = TT_Q8_1,                    \
         [TT_Q8_0] = TT_Q8_0, [TT_Q4_K] = TT_Q8_K, [TT_Q5_K] = TT_Q8_K, [TT_Q6_K] = TT_Q8_K,                    \
         [TT_Q2_K] = TT_Q8_K, [TT_Q3_K] = TT_Q8_K, [TT_IQ4_NL] = TT_Q8_0, [TT_IQ4_XS] = TT_Q8_K,                \
-        [TT_F32] = TT_F32, [TT_F16] = TT_F32, [TT_BF16] = TT_F32,                                              \
+        [TT_MXFP4] = TT_Q8_0, [TT_F32] = TT_F32, [TT_F16] = TT_F32, [TT_BF16] = TT_F32,                        \
     }
 // clang-format on
 

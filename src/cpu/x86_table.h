@@ -24,6 +24,7 @@ static const cpu_kernels X86_TABLE = {
             [TT_Q3_K] = X86_FN(gemm_q3_k),
             [TT_IQ4_NL] = X86_FN(gemm_iq4_nl),
             [TT_IQ4_XS] = X86_FN(gemm_iq4_xs),
+            [TT_MXFP4] = X86_FN(gemm_mxfp4),
             [TT_F32] = X86_FN(gemm_f32),
             [TT_F16] = X86_FN(gemm_f16),
             [TT_BF16] = X86_FN(gemm_bf16),

@@ -18,6 +18,8 @@ static const gq_target targets[] = {
     {GQ_PLAIN, TT_Q8_0, 7, "Q8_0"},  {GQ_PLAIN, TT_Q4_0, 2, "Q4_0"},   {GQ_PLAIN, TT_Q4_1, 3, "Q4_1"},
     {GQ_PLAIN, TT_Q5_0, 8, "Q5_0"},  {GQ_PLAIN, TT_Q5_1, 9, "Q5_1"},   {GQ_PLAIN, TT_Q4_K, 14, "Q4_K"},
     {GQ_PLAIN, TT_Q5_K, 16, "Q5_K"}, {GQ_PLAIN, TT_Q6_K, 18, "Q6_K"},  {GQ_Q4_K_M, TT_Q4_K, 15, "Q4_K_M"},
+    // every matrix MXFP4; 38 is llama.cpp's MXFP4_MOE, the file type of MXFP4 (gpt-oss) files
+    {GQ_PLAIN, TT_MXFP4, 38, "MXFP4"},
 };
 #define N_TARGETS (sizeof targets / sizeof targets[0])
 
@@ -30,7 +32,7 @@ int gq_target_parse(const char *s, gq_target *out) {
     return TC_ERR_INVALID;
 }
 
-const char *gq_target_names(void) { return "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q4_K_M"; }
+const char *gq_target_names(void) { return "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q4_K_M, MXFP4"; }
 
 // --- the type plan
 

@@ -29,7 +29,7 @@ import numpy as np
 import gguf
 from gguf import GGMLQuantizationType as Q
 
-Q8_0_ACT = {Q.Q8_0, Q.Q4_0, Q.Q5_0, Q.IQ4_NL}
+Q8_0_ACT = {Q.Q8_0, Q.Q4_0, Q.Q5_0, Q.IQ4_NL, Q.MXFP4}
 Q8_1_ACT = {Q.Q4_1, Q.Q5_1}
 Q8_K_ACT = {Q.Q4_K, Q.Q5_K, Q.Q6_K, Q.Q2_K, Q.Q3_K, Q.IQ4_XS}
 

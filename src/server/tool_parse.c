@@ -208,6 +208,20 @@ static void parse_named(tp_ctx *c, const char *p, const char *end) {
 
 // Drops the start of a call marker that ends the text (the output was cut inside "<tool_ca"): two bytes at
 // least, so text that merely ends with "<" or "[" stays, or the whole text.
+// A cut inside a multi-byte character of a marker reaches the text as one or more U+FFFD (the decoder's
+// stand-in for the unfinished bytes): the tail "<marker's first k bytes><U+FFFD...>" where the marker's byte k
+// starts a multi-byte character is that marker cut short. Its length, or 0.
+static size_t cut_marker_tail(const char *p, size_t n, const char *m, size_t ml) {
+    static const char fffd[] = "\xEF\xBF\xBD";
+    size_t end = n;
+    while (end >= 3 && !memcmp(p + end - 3, fffd, 3) && n - end < 9)
+        end -= 3;
+    if (end == n) return 0;
+    for (size_t k = ml ? ml - 1 : 0; k >= 1; k--)
+        if (k <= end && ((unsigned char)m[k] & 0xC0) == 0xC0 && !memcmp(p + end - k, m, k)) return n - end + k;
+    return 0;
+}
+
 static void drop_partial_marker(tp_ctx *c) {
     const char *mk[] = {c->row->open, c->row->call_open, c->row->call_close, c->row->close, c->row->sep};
     tc_strbuf *b = &c->content;
@@ -215,6 +229,12 @@ static void drop_partial_marker(tp_ctx *c) {
         char buf[MARK_CAP];
         const char *m = tp_trim_marker(mk[i], buf, sizeof buf);
         size_t ml = strlen(m);
+        size_t cut = cut_marker_tail(b->p, b->n, m, ml);
+        if (cut) {
+            b->n -= cut;
+            b->p[b->n] = 0;
+            continue;
+        }
         size_t k = ml ? ml - 1 : 0;
         if (k > b->n) k = b->n;
         for (; k >= 1; k--)

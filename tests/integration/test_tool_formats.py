@@ -160,10 +160,7 @@ def test_length_cut_keeps_complete_calls(fam, request):
     finish_reason "length"; parallel calls with the end-of-generation tokens banned go on until max_tokens:
     the calls complete before the cut are tool_calls, the one cut short is dropped, never content."""
     name, _, client = fam
-    if name == "deepseek-r1":
-        # the cut falls inside a marker's "｜" (EF BD of EF BD 9C): the last decode writes the unfinished bytes
-        # as U+FFFD, so the tool-call parser sees no marker prefix to drop and the markup becomes content
-        request.applymarker(pytest.mark.xfail(reason="a cut inside a marker's character reaches content as U+FFFD"))
+    # deepseek-r1: the cut falls inside a marker's "｜" (EF BD of EF BD 9C), which the last decode writes as U+FFFD
     one = chat(client, tools=[WEATHER], tool_choice=NAMED, temperature=0)
     n1 = one.usage.completion_tokens  # the call: the end-of-generation token that followed is not counted
     want = [(t.function.name, t.function.arguments) for t in one.choices[0].message.tool_calls]

@@ -417,6 +417,28 @@ static void check_marker_pieces(void) {
                   tool_fmt_name(P[i].f), P[i].piece);
 }
 
+// A cut inside a multi-byte character of a marker: the decoder's U+FFFD after the marker's first bytes is the
+// marker cut short, not content; a U+FFFD after other text stays.
+static void check_cut_inside_marker_char(json_t *tools) {
+    static const struct {
+        const char *text, *want;
+    } C[] = {
+        {"Sure.<\xEF\xBF\xBD", "Sure."},
+        {"Sure.<\xEF\xBF\xBD\xEF\xBF\xBD", "Sure."},
+        {"Sure. \xEF\xBF\xBD", "Sure. \xEF\xBF\xBD"},
+        {"Sure.\xEF\xBF\xBD", "Sure.\xEF\xBF\xBD"},
+    };
+    tool_parse_opts o = {.id_base = "call", .tools = tools};
+    for (size_t i = 0; i < sizeof C / sizeof *C; i++) {
+        tool_parsed tp;
+        CHECK(tool_fmt_parse(TOOL_FMT_DEEPSEEK_R1, C[i].text, strlen(C[i].text), &o, &tp) == 0);
+        CHECK_MSG(tp.content && !strcmp(tp.content, C[i].want), "case %zu: content %s", i,
+                  tp.content ? tp.content : "(none)");
+        CHECK(tp.calls == NULL);
+        tool_parsed_free(&tp);
+    }
+}
+
 int main(void) {
     json_t *tools = json_loads(TOOLS, 0, NULL);
     CHECK(tools != NULL);
@@ -427,6 +449,7 @@ int main(void) {
     check_detection();
     check_marker_pieces();
     check_pythonic(tools);
+    check_cut_inside_marker_char(tools);
     json_decref(tools);
     TEST_MAIN_END();
 }

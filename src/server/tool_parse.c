@@ -209,8 +209,8 @@ static void parse_named(tp_ctx *c, const char *p, const char *end) {
 // Drops the start of a call marker that ends the text (the output was cut inside "<tool_ca"): two bytes at
 // least, so text that merely ends with "<" or "[" stays, or the whole text.
 // A cut inside a multi-byte character of a marker reaches the text as one or more U+FFFD (the decoder's
-// stand-in for the unfinished bytes): the tail "<marker's first k bytes><U+FFFD...>" where the marker's byte k
-// starts a multi-byte character is that marker cut short. Its length, or 0.
+// stand-in for the unfinished bytes): the tail "<marker's first k bytes><U+FFFD...>" where the marker's byte
+// k starts a multi-byte character is that marker cut short. Its length, or 0.
 static size_t cut_marker_tail(const char *p, size_t n, const char *m, size_t ml) {
     static const char fffd[] = "\xEF\xBF\xBD";
     size_t end = n;
@@ -218,7 +218,8 @@ static size_t cut_marker_tail(const char *p, size_t n, const char *m, size_t ml)
         end -= 3;
     if (end == n) return 0;
     for (size_t k = ml ? ml - 1 : 0; k >= 1; k--)
-        if (k <= end && ((unsigned char)m[k] & 0xC0) == 0xC0 && !memcmp(p + end - k, m, k)) return n - end + k;
+        if (k <= end && ((unsigned char)m[k] & 0xC0) == 0xC0 && !memcmp(p + end - k, m, k))
+            return n - end + k;
     return 0;
 }
 

@@ -206,8 +206,6 @@ static void parse_named(tp_ctx *c, const char *p, const char *end) {
 
 // --- the entry point -----------------------------------------------------------------------------------
 
-// Drops the start of a call marker that ends the text (the output was cut inside "<tool_ca"): two bytes at
-// least, so text that merely ends with "<" or "[" stays, or the whole text.
 // A cut inside a multi-byte character of a marker reaches the text as one or more U+FFFD (the decoder's
 // stand-in for the unfinished bytes): the tail "<marker's first k bytes><U+FFFD...>" where the marker's byte
 // k starts a multi-byte character is that marker cut short. Its length, or 0.
@@ -223,6 +221,8 @@ static size_t cut_marker_tail(const char *p, size_t n, const char *m, size_t ml)
     return 0;
 }
 
+// Drops the start of a call marker that ends the text (the output was cut inside "<tool_ca"): two bytes at
+// least, so text that merely ends with "<" or "[" stays, or the whole text.
 static void drop_partial_marker(tp_ctx *c) {
     const char *mk[] = {c->row->open, c->row->call_open, c->row->call_close, c->row->close, c->row->sep};
     tc_strbuf *b = &c->content;

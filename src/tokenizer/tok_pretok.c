@@ -21,16 +21,27 @@ struct tok_pretok {
 // The regexes, as llama.cpp uses them per pre-tokenizer type. \s is widened to Unicode White_Space at compile
 // time (PCRE2's UCP \s lacks U+0085, which HF/Oniguruma and llama.cpp count as space).
 #define RX_GPT2 "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)"
-#define RX_LLAMA3_HEAD "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|"
+#define RX_LLAMA3_HEAD                                                                                       \
+    "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|"
 #define RX_LLAMA3_TAIL "| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
 #define RX_LLAMA3 RX_LLAMA3_HEAD "\\p{N}{1,3}" RX_LLAMA3_TAIL
 #define RX_QWEN2 RX_LLAMA3_HEAD "\\p{N}" RX_LLAMA3_TAIL
 #define RX_CJK "[\\x{4E00}-\\x{9FA5}\\x{0800}-\\x{4E00}\\x{AC00}-\\x{D7FF}]+"
 #define RX_PORO " ?[^(\\s|.,!?\\x{2026}\\x{3002}\\x{FF0C}\\x{3001}\\x{0964}\\x{06D4}\\x{060C})]+"
-#define RX_TEKKEN                                                                                                \
-    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+|"                   \
-    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*|"                   \
+#define RX_TEKKEN                                                                                            \
+    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+|"             \
+    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*|"             \
     "\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+
+// o200k (gpt-oss, GPT-4o): tiktoken's pattern as tokenizer.json writes it; the case-insensitive
+// contraction group is PCRE2's own (?i:...)
+#define RX_O200K_UPPER "[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]"
+#define RX_O200K_LOWER "[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]"
+#define RX_O200K_CONTRACTION "(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
+#define RX_O200K                                                                                             \
+    "[^\\r\\n\\p{L}\\p{N}]?" RX_O200K_UPPER "*" RX_O200K_LOWER "+" RX_O200K_CONTRACTION "|"                  \
+    "[^\\r\\n\\p{L}\\p{N}]?" RX_O200K_UPPER "+" RX_O200K_LOWER "*" RX_O200K_CONTRACTION "|"                  \
+    "\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
 
 typedef struct {
     const char *names; // '|'-separated tokenizer.ggml.pre values
@@ -64,6 +75,7 @@ static const pretok_def defs[] = {
     {"poro-chat|bloom|gpt3-finnish", 0, {RX_PORO}},
     {"viking", 0, {RX_PORO, "\\p{N}"}},
     {"tekken", 1, {RX_TEKKEN}},
+    {"gpt-4o", 1, {RX_O200K}},
 };
 
 static int name_in(const char *names, const char *name) {
@@ -108,7 +120,8 @@ static void widen_space(const char *rx, char *out) {
 
 void tok_pretok_free(tok_pretok *p) {
     if (!p) return;
-    for (int i = 0; i < p->n_rx; i++) pcre2_code_free(p->rx[i]);
+    for (int i = 0; i < p->n_rx; i++)
+        pcre2_code_free(p->rx[i]);
     pcre2_match_context_free(p->mctx);
     free(p);
 }
@@ -119,7 +132,9 @@ int tok_pretok_new(const char *pre_name, tok_pretok **out, int *ignore_merges, t
     const pretok_def *d = NULL;
     for (size_t i = 0; i < sizeof defs / sizeof defs[0] && !d; i++)
         if (name_in(defs[i].names, name)) d = &defs[i];
-    if (!d) return tc_err_set(err, TC_ERR_UNSUPPORTED, "unsupported pre-tokenizer '%s' (tokenizer.ggml.pre)", name);
+    if (!d)
+        return tc_err_set(err, TC_ERR_UNSUPPORTED, "unsupported pre-tokenizer '%s' (tokenizer.ggml.pre)",
+                          name);
     tok_pretok *p = calloc(1, sizeof *p);
     if (!p) return tc_err_set(err, TC_ERR_NOMEM, "out of memory");
     p->mctx = pcre2_match_context_create(NULL);
@@ -134,14 +149,15 @@ int tok_pretok_new(const char *pre_name, tok_pretok **out, int *ignore_merges, t
         int ec;
         PCRE2_SIZE eo;
         p->rx[i] = pcre2_compile((PCRE2_SPTR)w, PCRE2_ZERO_TERMINATED,
-                                 PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF | PCRE2_DOLLAR_ENDONLY, &ec, &eo,
-                                 NULL);
+                                 PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF | PCRE2_DOLLAR_ENDONLY, &ec,
+                                 &eo, NULL);
         free(w);
         if (!p->rx[i]) {
             PCRE2_UCHAR msg[256];
             pcre2_get_error_message(ec, msg, sizeof msg);
             tok_pretok_free(p);
-            return tc_err_set(err, TC_ERR, "pre-tokenizer '%s' regex %d: %s at %zu", name, i, (char *)msg, (size_t)eo);
+            return tc_err_set(err, TC_ERR, "pre-tokenizer '%s' regex %d: %s at %zu", name, i, (char *)msg,
+                              (size_t)eo);
         }
         p->n_rx = i + 1;
         (void)pcre2_jit_compile(p->rx[i], PCRE2_JIT_COMPLETE); // falls back to the interpreter if unavailable
@@ -171,8 +187,8 @@ static int span_push(span_vec *v, uint32_t off, uint32_t len) {
 }
 
 // Splits one piece by one regex into matches and gaps, appended to out.
-static int split_one(const tok_pretok *p, const pcre2_code *rx, pcre2_match_data *md, const char *text, tok_span sp,
-                     span_vec *out) {
+static int split_one(const tok_pretok *p, const pcre2_code *rx, pcre2_match_data *md, const char *text,
+                     tok_span sp, span_vec *out) {
     PCRE2_SPTR subj = (PCRE2_SPTR)(text + sp.off);
     PCRE2_SIZE len = sp.len, pos = 0, last = 0;
     while (pos < len) {
@@ -193,16 +209,19 @@ static int split_one(const tok_pretok *p, const pcre2_code *rx, pcre2_match_data
     return 0;
 }
 
-int tok_pretok_split(const tok_pretok *p, const char *text, size_t len, tok_span **out, size_t *n, tc_err *err) {
+int tok_pretok_split(const tok_pretok *p, const char *text, size_t len, tok_span **out, size_t *n,
+                     tc_err *err) {
     *out = NULL, *n = 0;
     if (len == 0) return 0;
-    if (len > UINT32_MAX / 2) return tc_err_set(err, TC_ERR_INVALID, "text too long to tokenize (%zu bytes)", len);
+    if (len > UINT32_MAX / 2)
+        return tc_err_set(err, TC_ERR_INVALID, "text too long to tokenize (%zu bytes)", len);
     span_vec cur = {0}, next = {0};
     pcre2_match_data *md = pcre2_match_data_create(1, NULL);
     int rc = (!md || span_push(&cur, 0, (uint32_t)len)) ? TC_ERR_NOMEM : 0;
     for (int r = 0; r < p->n_rx && !rc; r++) {
         next.n = 0;
-        for (size_t i = 0; i < cur.n && !rc; i++) rc = split_one(p, p->rx[r], md, text, cur.s[i], &next);
+        for (size_t i = 0; i < cur.n && !rc; i++)
+            rc = split_one(p, p->rx[r], md, text, cur.s[i], &next);
         span_vec t = cur;
         cur = next, next = t;
     }

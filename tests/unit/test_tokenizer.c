@@ -406,10 +406,16 @@ static void test_pretok(void) {
     SPLIT("qwen2", "a123456b", "a", "1", "2", "3", "4", "5", "6", "b");
     SPLIT("qwen2", "Hello\n\nWorld", "Hello", "\n\n", "World");
     SPLIT("smollm", "abc 2024!", "abc", " ", "2", "0", "2", "4", "!");
+    // o200k (gpt-oss): splits as HF tokenizers' Split(Regex(tokenizer.json's pattern), "isolated") gives them
+    SPLIT("gpt-4o", "I'm OK, YOU'RE fine", "I'm", " OK", ",", " YOU'RE", " fine");
+    SPLIT("gpt-4o", "HelloWorld 12345 abc", "Hello", "World", " ", "123", "45", " abc");
+    SPLIT("gpt-4o", "x!!!\n  y", "x", "!!!\n", " ", " y");
+    SPLIT("gpt-4o", "path/to/file\n\nnext", "path", "/to", "/file", "\n\n", "next");
+    SPLIT("gpt-4o", "Ünïcödé CamelCase", "Ünïcödé", " Camel", "Case");
     // every name resolves and compiles; an unknown one is refused by name
     const char *names[] = {"default", "llama3", "llama-bpe", "dbrx", "deepseek-llm", "deepseek-coder", "deepseek-v3",
                            "falcon", "mpt", "starcoder", "gpt-2", "phi-2", "refact", "command-r", "qwen2", "stablelm2",
-                           "olmo", "gpt-neox", "smollm", "poro-chat", "viking", "tekken", "chatglm-bpe", "exaone"};
+                           "olmo", "gpt-neox", "smollm", "poro-chat", "viking", "tekken", "chatglm-bpe", "exaone", "gpt-4o"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         tok_pretok *p = NULL;
         int im;

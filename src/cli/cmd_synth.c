@@ -79,7 +79,7 @@ static const synth_shape shapes[] = {
 #define SYNTH_SD 0.02f
 
 // llama.cpp file types (general.file_type)
-enum { FTYPE_F32 = 0, FTYPE_F16 = 1, FTYPE_Q4_0 = 2, FTYPE_Q8_0 = 7, FTYPE_Q4_K_M = 15 };
+enum { FTYPE_F32 = 0, FTYPE_F16 = 1, FTYPE_Q4_0 = 2, FTYPE_Q8_0 = 7, FTYPE_Q4_K_M = 15, FTYPE_MXFP4_MOE = 38 };
 
 typedef struct {
     const char *name;
@@ -87,7 +87,8 @@ typedef struct {
 } synth_qtype;
 
 static const synth_qtype qtypes[] = {
-    {"q8_0", FTYPE_Q8_0}, {"q4_k_m", FTYPE_Q4_K_M}, {"q4_0", FTYPE_Q4_0}, {"f16", FTYPE_F16}, {"f32", FTYPE_F32}};
+    {"q8_0", FTYPE_Q8_0}, {"q4_k_m", FTYPE_Q4_K_M}, {"q4_0", FTYPE_Q4_0}, {"f16", FTYPE_F16}, {"f32", FTYPE_F32},
+    {"mxfp4", FTYPE_MXFP4_MOE}};
 
 // --- tensor types (approximating llama.cpp's llama_tensor_get_type)
 
@@ -110,7 +111,8 @@ static uint32_t pick_type(int ftype, synth_role role, int layer, int n_layers, i
     if (role == ROLE_NORM || role == ROLE_ROUTER || role == ROLE_VEC || ftype == FTYPE_F32) return TT_F32;
     switch (ftype) {
     case FTYPE_F16: return TT_F16;
-    case FTYPE_Q8_0: return TT_Q8_0;
+    case FTYPE_Q8_0:
+    case FTYPE_MXFP4_MOE: return TT_Q8_0; // (MXFP4_MOE: the experts are MXFP4, add3)
     case FTYPE_Q4_0: return role == ROLE_OUTPUT ? k_fallback(TT_Q6_K, ne0) : TT_Q4_0;
     default: // Q4_K_M
         if (role == ROLE_OUTPUT) return k_fallback(TT_Q6_K, ne0);
@@ -265,7 +267,7 @@ static char **make_vocab(int n, float *scores, int32_t *types) {
 // --- command
 
 static void usage(void) {
-    fprintf(stderr, "usage: tachyon synth -o OUT.gguf [--shape S] [--type q8_0|q4_k_m|q4_0|f16|f32] [--seed S] "
+    fprintf(stderr, "usage: tachyon synth -o OUT.gguf [--shape S] [--type q8_0|q4_k_m|q4_0|f16|f32|mxfp4] [--seed S] "
                     "[--threads N]\n  shapes:");
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) fprintf(stderr, " %s", shapes[i].name);
     fprintf(stderr, "\n");
@@ -288,6 +290,7 @@ static void add3(tensor_list *l, const char *name, synth_role role, int layer, i
         return;
     }
     uint32_t type = pick_type(l->ftype, role, layer, l->n_layers, ne0);
+    if (l->ftype == FTYPE_MXFP4_MOE && ne2 > 1) type = TT_MXFP4; // llama.cpp's MXFP4_MOE: expert matrices
     int64_t ne[3] = {ne0, ne1, ne2};
     uint32_t n_dims = ne2 > 1 ? 3 : ne1 > 1 || (role != ROLE_NORM && role != ROLE_VEC) ? 2 : 1;
     l->ti[l->n] = (synth_tinfo){type, ne0, ne1 * ne2, role == ROLE_NORM, l->sd > 0 ? l->sd : SYNTH_SD};

@@ -29,6 +29,7 @@ TEXT = os.path.join(DIR, "text.txt")
 SHAPES = ["llama-tiny", "qwen2-tiny", "qwen3-tiny", "gemma2-tiny", "gemma3-tiny", "smollm3-tiny", "phi3-tiny",
           "mistral3-tiny", "qwen3moe-tiny", "qwen2moe-tiny", "gptoss-tiny"]
 TYPES = ["q8_0", "q4_k_m"]
+TYPES_OF = {"gptoss-tiny": TYPES + ["mxfp4"]}  # gpt-oss ships MXFP4 experts (llama.cpp's MXFP4_MOE)
 SEED, CTX, CHUNKS = 42, 256, 8
 
 
@@ -50,7 +51,7 @@ def main():
     manifest = json.load(open(mpath)) if os.path.exists(mpath) else {}
     with tempfile.TemporaryDirectory() as tmp:
         for shape in shapes:
-            for qtype in TYPES:
+            for qtype in TYPES_OF.get(shape, TYPES):
                 model, base = os.path.join(tmp, "m.gguf"), os.path.join(tmp, "base.kld")
                 synth(shape, qtype, model)
                 cmd = [lp, "-m", model, "-f", TEXT, "-c", str(CTX), "--chunks", str(CHUNKS), "-t", "2",

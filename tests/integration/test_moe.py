@@ -24,15 +24,20 @@ INFO = {"qwen3moe-tiny": ["architecture    qwen3moe", "experts         2 used of
                         "sliding window  128 positions", "yarn            factor 32 over original context 4096"]}
 
 
-@pytest.fixture(scope="module", params=sorted(INFO))
+# (shape, weight type): gpt-oss also as released, MXFP4 experts (synth's mxfp4 = llama.cpp's MXFP4_MOE)
+MODELS = [(shape, "q8_0") for shape in sorted(INFO)] + [("gptoss-tiny", "mxfp4")]
+
+
+@pytest.fixture(scope="module", params=MODELS, ids=["%s-%s" % m for m in MODELS])
 def moe_model(request, tmp_path_factory):
     if not os.path.exists(BIN):
         pytest.skip("no binary at %s" % BIN)
-    path = str(tmp_path_factory.mktemp("moe") / f"{request.param}-q8_0.gguf")
-    p = subprocess.run([BIN, "synth", "-o", path, "--shape", request.param, "--type", "q8_0"],
+    shape, qtype = request.param
+    path = str(tmp_path_factory.mktemp("moe") / f"{shape}-{qtype}.gguf")
+    p = subprocess.run([BIN, "synth", "-o", path, "--shape", shape, "--type", qtype],
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
-    return request.param, path
+    return shape, path
 
 
 def test_info_names_the_experts(moe_model):

@@ -94,7 +94,7 @@ static const arch_desc archs[] = {
       [ROLE_ATTN_Q_BIAS] = R, [ROLE_ATTN_K_BIAS] = R, [ROLE_ATTN_V_BIAS] = R, [ROLE_ATTN_OUT_BIAS] = R,
       [ROLE_ATTN_SINKS] = R, [ROLE_FFN_NORM_PA] = R, MOE_ROLES, [ROLE_FFN_GATE_INP_BIAS] = R,
       [ROLE_FFN_GATE_EXPS_BIAS] = R, [ROLE_FFN_UP_EXPS_BIAS] = R, [ROLE_FFN_DOWN_EXPS_BIAS] = R},
-     .rope_neox = 1, .swa_pattern = 2, .swa_window = 128, .swa_rope_global = 1, .yarn = 1, .yarn_mscale = 1,
+     .rope_neox = 1, .swa_pattern = 2, .swa_window = 128, .swa_rope_global = 1, .yarn = 1,
      .moe = 1, .moe_norm_w = 1, .swiglu_limit = 7.0f, .swiglu_alpha = 1.702f, .layer = fwd_layer_moe},
 };
 #undef R

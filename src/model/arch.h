@@ -72,9 +72,6 @@ typedef struct arch_desc {
     // one ffn_up matrix (2·ffn_dim rows, gate first); the loader binds their row ranges as the separate roles.
     int fused;
     int yarn;                     // takes YaRN RoPE scaling and Llama 4's attention temperature (Mistral 3)
-    // YaRN's magnitude scaling: cos and sin times 1 + 0.1·ln(factor), the net attention factor llama.cpp applies
-    // to a YaRN file without a yarn_log_multiplier (HF: attention_factor = get_mscale(factor)); gpt-oss
-    int yarn_mscale;
     int no_rope_step;             // layers l with (l + 1) % no_rope_step == 0 skip RoPE (SmolLM3: 4); 0: none
     // Mixture of experts: the FFN is routed (ROLE_FFN_*_EXPS); the top-k routing weights are renormalised to
     // sum to 1 when moe_norm_w (qwen3moe), used as the softmax gave them otherwise (qwen2moe).

@@ -140,7 +140,16 @@ static int read_rope_scaling(model *m, tc_err *err) {
     if (get_arch_f32(g, a, "rope.scaling.attn_factor", &hp->rope_mscale) == 0 &&
         !(hp->rope_mscale > 0 && isfinite(hp->rope_mscale)))
         return tc_err_set(err, TC_ERR_FORMAT, "invalid %s.rope.scaling.attn_factor", a);
-    if (m->arch->yarn_mscale && hp->yarn_factor > 1.0f) hp->rope_mscale *= 1.0f + 0.1f * logf(hp->yarn_factor);
+    // YaRN's magnitude on cos and sin, as llama.cpp nets it out (HF's attention_factor): with m(x) = 1 + 0.1·x·
+    // ln(factor), m(1) / m(yarn_log_multiplier) when the file gives that multiplier (Ministral 3: 1, so 1),
+    // else m(1) (gpt-oss, and any YaRN file without it)
+    if (hp->yarn_factor > 1.0f) {
+        float lm = 0.0f, l = logf(hp->yarn_factor);
+        get_arch_f32(g, a, "rope.scaling.yarn_log_multiplier", &lm);
+        if (!isfinite(lm) || lm < 0)
+            return tc_err_set(err, TC_ERR_FORMAT, "invalid %s.rope.scaling.yarn_log_multiplier", a);
+        hp->rope_mscale *= lm > 0 ? (1.0f + 0.1f * l) / (1.0f + 0.1f * lm * l) : 1.0f + 0.1f * l;
+    }
     // Llama 4's attention temperature, as Mistral 3 carries it: queries at position p times
     // 1 + scale·ln(1 + floor(p / original context))
     if (m->arch->yarn && get_arch_f32(g, a, "attention.temperature_scale", &f) == 0) {

@@ -25,6 +25,8 @@ weights; Q8_1 with an f32 scale for Q4_1/Q5_1), and K/V are stored as f16. With 
 the engine compute the same real-number function and differ only by float32 rounding, so a tight bound
 holds; with it off, the bound is the (larger) cost of 8-bit activations themselves.
 """
+import math
+
 import numpy as np
 import gguf
 from gguf import GGMLQuantizationType as Q
@@ -106,8 +108,7 @@ class LlamaRef:
             self.rope_pos_scale = 1.0 / float(val(f"{arch}.rope.scaling.factor", 1.0))
         elif kind == "yarn" and arch == "mistral3":
             # HF's _compute_yarn_parameters (truncate): interpolated 1/(factor·base^(2d/D)) and extrapolated
-            # 1/base^(2d/D) frequencies mixed by a ramp over the correction range; attention factor 1, as
-            # Ministral 3's config (mscale == mscale_all_dims) gives it
+            # 1/base^(2d/D) frequencies mixed by a ramp over the correction range (the attention factor below)
             self.yarn = (float(val(f"{arch}.rope.scaling.factor")), orig_ctx,
                          float(val(f"{arch}.rope.scaling.yarn_beta_fast", 32.0)),
                          float(val(f"{arch}.rope.scaling.yarn_beta_slow", 1.0)))
@@ -121,6 +122,12 @@ class LlamaRef:
             orig = int(val(f"{arch}.rope.scaling.original_context_length", ctx))
             self.rope_freqs = self.w("rope_factors_long.weight" if ctx > orig else "rope_factors_short.weight")[0]
         self.rope_mscale = float(val(f"{arch}.rope.scaling.attn_factor", 1.0))
+        if self.yarn:
+            # HF's yarn attention_factor: get_mscale(factor, mscale) / get_mscale(factor, mscale_all_dim), which
+            # the GGUF carries as yarn_log_multiplier = mscale_all_dim (mscale 1); without it, get_mscale(factor)
+            lf = math.log(self.yarn[0])
+            lm = float(val(f"{arch}.rope.scaling.yarn_log_multiplier", 0.0))
+            self.rope_mscale *= (1 + 0.1 * lf) / (1 + 0.1 * lm * lf) if lm > 0 else 1 + 0.1 * lf
         # Mistral 3's llama_4_scaling_beta (HF's Ministral3 _get_llama_4_attn_scale): q times
         # 1 + beta·ln(1 + floor(pos / original context))
         self.attn_temp = (float(val(f"{arch}.attention.temperature_scale", 0.0)), orig_ctx) if arch == "mistral3" \

@@ -65,9 +65,8 @@ def golden_models(tmp_path_factory):
     return get
 
 
-# mistral3-tiny (YaRN over 128 original positions): mean KLD 0.0025-0.0029 but the same top token only 96-97%
-# against llama.cpp at both levels: a known difference, kept visible as an expected failure until it is found.
-KNOWN = {n: "mistral3 YaRN: same top 96-97% vs llama.cpp" for n in MANIFEST if n.startswith("mistral3-")}
+# known differences from llama.cpp, kept visible as expected failures until they are found (none now)
+KNOWN = {}
 
 
 @pytest.mark.skipif(not MANIFEST, reason="no golden base files (tests/ref/make_kld_golden.py)")

@@ -235,7 +235,9 @@ static int synth_fill(void *user, int64_t index, const char *name, void *dst, ui
 
 // --- vocabulary: <unk>, <s>, </s>, 256 byte tokens, then unique filler pieces "▁a", "▁b", … "▁aa", …
 
-static char **make_vocab(int n, float *scores, int32_t *types) {
+// extra (may be NULL): a control token that ends the vocabulary, one its architecture's loaders look up by name
+// (Phi-3's <|endoftext|>: llama.cpp sets its attributes for a model named phi3 and fails without it).
+static char **make_vocab(int n, float *scores, int32_t *types, const char *extra) {
     char **tok = calloc((size_t)n, sizeof *tok);
     if (!tok) return NULL;
     for (int i = 0; i < n; i++) {
@@ -244,6 +246,7 @@ static char **make_vocab(int n, float *scores, int32_t *types) {
         else if (i == 1) snprintf(s, sizeof s, "<s>"), types[i] = 3;
         else if (i == 2) snprintf(s, sizeof s, "</s>"), types[i] = 3;
         else if (i < 259) snprintf(s, sizeof s, "<0x%02X>", i - 3), types[i] = 6;
+        else if (extra && i == n - 1) snprintf(s, sizeof s, "%s", extra), types[i] = 3;
         else {
             // bijective base-26 numbering of k = i - 259: a..z, aa..zz, aaa…
             char letters[16];
@@ -262,6 +265,12 @@ static char **make_vocab(int n, float *scores, int32_t *types) {
         }
     }
     return tok;
+}
+
+// The vocabulary of a shape: make_vocab's, with <|endoftext|> for Phi-3.
+static char **shape_vocab(const synth_shape *sh, float *scores, int32_t *types) {
+    int phi3 = sh->arch && !strcmp(sh->arch, "phi3");
+    return make_vocab(sh->vocab, scores, types, phi3 ? "<|endoftext|>" : NULL);
 }
 
 // --- command
@@ -465,7 +474,7 @@ int cli_synth(int argc, char **argv) {
     gguf_writer *w = gguf_writer_new();
     float *scores = malloc((size_t)sh->vocab * sizeof *scores);
     int32_t *types = malloc((size_t)sh->vocab * sizeof *types);
-    char **vocab = scores && types ? make_vocab(sh->vocab, scores, types) : NULL;
+    char **vocab = scores && types ? shape_vocab(sh, scores, types) : NULL;
     // a layer: at most 6 attention, 3 biases, 2 q/k norms, 2 post norms, 4 FFN, 4 shared-expert tensors
     int64_t max_tensors = 3 + 21 * (int64_t)sh->n_layers;
     tensor_list l = {w, calloc((size_t)max_tensors, sizeof(synth_tinfo)), 0, max_tensors, qt->ftype, sh->n_layers,

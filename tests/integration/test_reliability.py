@@ -169,7 +169,10 @@ def test_stream_reader_that_stops_is_cut(make_server):
                 break
             assert time.time() - t0 < 20, "a stream nobody reads is still generating after 20 s"
             time.sleep(0.2)
-        assert metric(srv, "tachyon:num_requests_running") == 0
+        # The cancel reaches the engine at its next step boundary: the slot is freed soon after, not at once.
+        while metric(srv, "tachyon:num_requests_running") != 0:
+            assert time.time() - t0 < 30, "a cancelled stream still holds its slot"
+            time.sleep(0.1)
     finally:
         s.close()
     assert "stopped reading" in srv.read_log()

@@ -37,6 +37,9 @@ typedef struct {
     int rope_dim;
     float yarn_factor;
     int yarn_ctx;
+    // Qwen3.5 (gated DeltaNet): the recurrent layers' head size, key heads, value heads and conv kernel; every
+    // full_attn-th layer is a (gated, partially rotated) attention layer; 0: no recurrent layers
+    int ssm_state, ssm_groups, ssm_vheads, ssm_conv, full_attn;
 } synth_shape;
 
 // One row per shape. The <arch>-tiny shapes are the correctness shapes of tests/ref/test_kld_llamacpp.py: peaked
@@ -72,6 +75,10 @@ static const synth_shape shapes[] = {
     {"gptoss-tiny", .dim = 256, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .ffn = 256, .vocab = 512,
      .ctx = 512, .rope_base = 150000.0f, .eps = 1e-5f, .arch = "gpt-oss", .n_expert = 8, .n_used = 2,
      .expert_ffn = 256, .out_sd = 0.3f, .swa = 128, .yarn_factor = 32.0f, .yarn_ctx = 4096},
+    // Qwen3.5: layers 0-2 gated DeltaNet (2 key heads shared by 4 value heads of 32, as the real models share
+    // them), layer 3 gated attention with a quarter of each head rotated (IMRoPE sections 3+3+2 pairs)
+    {"qwen35-tiny", TINY, .n_layers = 4, .rope_base = 10000000.0f, .eps = 1e-6f, .arch = "qwen35", .qk_norm = 1,
+     .rope_dim = 16, .ssm_state = 32, .ssm_groups = 2, .ssm_vheads = 4, .ssm_conv = 4, .full_attn = 4},
 };
 #undef TINY
 #undef TINY_BASE
@@ -105,10 +112,12 @@ static uint32_t k_fallback(uint32_t t, int64_t ne0) {
 
 // ROLE_ROUTER: an MoE router, which llama.cpp keeps in F32; ROLE_VEC: a random F32 vector (a bias, the shared
 // expert's gate)
-typedef enum { ROLE_EMBD, ROLE_OUTPUT, ROLE_NORM, ROLE_ATTN_V, ROLE_FFN_DOWN, ROLE_OTHER, ROLE_ROUTER, ROLE_VEC } synth_role;
+// ROLE_NEG: a negative F32 vector (SYNTH_FILL_NEG)
+typedef enum { ROLE_EMBD, ROLE_OUTPUT, ROLE_NORM, ROLE_ATTN_V, ROLE_FFN_DOWN, ROLE_OTHER, ROLE_ROUTER, ROLE_VEC, ROLE_NEG } synth_role;
 
 static uint32_t pick_type(int ftype, synth_role role, int layer, int n_layers, int64_t ne0) {
-    if (role == ROLE_NORM || role == ROLE_ROUTER || role == ROLE_VEC || ftype == FTYPE_F32) return TT_F32;
+    if (role == ROLE_NORM || role == ROLE_ROUTER || role == ROLE_VEC || role == ROLE_NEG || ftype == FTYPE_F32)
+        return TT_F32;
     switch (ftype) {
     case FTYPE_F16: return TT_F16;
     case FTYPE_Q8_0:
@@ -147,9 +156,13 @@ static void gauss(float *dst, int64_t n, uint64_t s, float sd) {
 typedef struct {
     uint32_t type;
     int64_t ne0, rows; // row length (elements) and row count (over all experts of a 3-D tensor)
-    int is_norm;
+    int is_norm;       // SYNTH_FILL_*
     float sd;          // of the random values
 } synth_tinfo;
+
+// What a tensor holds: N(0, sd) values, ones (a norm), or -(|N(0, sd)| + 0.1) (a decay rate that must be
+// negative: Qwen3.5's ssm_a, -exp(A_log))
+enum { SYNTH_FILL_GAUSS = 0, SYNTH_FILL_ONES = 1, SYNTH_FILL_NEG = 2 };
 
 typedef struct {
     const synth_tinfo *ti; // (n_tensors,) in the order the tensors were added
@@ -184,10 +197,12 @@ static void *synth_rows(void *arg) {
         int64_t nr = j->row1 - r < SYNTH_CHUNK_ROWS ? j->row1 - r : SYNTH_CHUNK_ROWS;
         for (int64_t k = 0; k < nr; k++) {
             float *row = buf + k * j->ne0;
-            if (j->is_norm)
+            if (j->is_norm == SYNTH_FILL_ONES)
                 for (int64_t c = 0; c < j->ne0; c++) row[c] = 1.0f;
             else gauss(row, j->ne0, j->seed ^ ((uint64_t)j->index << 40) ^ (uint64_t)(r + k) * 0x2545f4914f6cdd1dull,
                        j->sd);
+            if (j->is_norm == SYNTH_FILL_NEG)
+                for (int64_t c = 0; c < j->ne0; c++) row[c] = -(fabsf(row[c]) + 0.1f);
         }
         tr->from_float(buf, j->dst + (size_t)(r - j->row0) * j->row_bytes, nr * j->ne0);
     }
@@ -301,8 +316,9 @@ static void add3(tensor_list *l, const char *name, synth_role role, int layer, i
     uint32_t type = pick_type(l->ftype, role, layer, l->n_layers, ne0);
     if (l->ftype == FTYPE_MXFP4_MOE && ne2 > 1) type = TT_MXFP4; // llama.cpp's MXFP4_MOE: expert matrices
     int64_t ne[3] = {ne0, ne1, ne2};
-    uint32_t n_dims = ne2 > 1 ? 3 : ne1 > 1 || (role != ROLE_NORM && role != ROLE_VEC) ? 2 : 1;
-    l->ti[l->n] = (synth_tinfo){type, ne0, ne1 * ne2, role == ROLE_NORM, l->sd > 0 ? l->sd : SYNTH_SD};
+    uint32_t n_dims = ne2 > 1 ? 3 : ne1 > 1 || (role != ROLE_NORM && role != ROLE_VEC && role != ROLE_NEG) ? 2 : 1;
+    int fill = role == ROLE_NORM ? SYNTH_FILL_ONES : role == ROLE_NEG ? SYNTH_FILL_NEG : SYNTH_FILL_GAUSS;
+    l->ti[l->n] = (synth_tinfo){type, ne0, ne1 * ne2, fill, l->sd > 0 ? l->sd : SYNTH_SD};
     l->rc = gguf_writer_add_tensor(l->w, name, type, n_dims, ne, NULL, tt_row_size(type, ne0) * (uint64_t)(ne1 * ne2));
     if (l->rc) fprintf(stderr, "synth: cannot add tensor %s (type %s, ne %lld x %lld)\n", name, tt_name(type),
                        (long long)ne0, (long long)ne1);
@@ -374,6 +390,54 @@ static void add_gptoss_layer(tensor_list *l, const synth_shape *sh, int i, int h
     l->sd = 0.0f;
 }
 
+// Qwen3.5's layer (llama.cpp's names and shapes): attn_norm, post_attention_norm (the pre-FFN norm) and the FFN
+// on every layer; a recurrent layer has the qkv projection (q and k of ssm_groups heads, v of ssm_vheads heads),
+// the output gate z, the causal conv1d (F32, (conv, channels)), dt bias, the decay ssm_a (negative), the beta and
+// alpha projections, the gated RMSNorm of a head and the output projection; an attention layer has q with its
+// per-head gate ((q, gate) per head: 2·q_dim rows), k, v, the output and per-head q/k norms.
+static void add_qwen35_layer(tensor_list *l, const synth_shape *sh, int i, int head_dim) {
+    const int64_t d = sh->dim, q = (int64_t)sh->n_heads * head_dim, kv = (int64_t)sh->n_kv_heads * head_dim;
+    const int64_t kd = (int64_t)sh->ssm_state * sh->ssm_groups, vd = (int64_t)sh->ssm_state * sh->ssm_vheads;
+    const int64_t hv = sh->ssm_vheads;
+    const int recurrent = (i + 1) % sh->full_attn != 0;
+    const struct {
+        const char *fmt;
+        synth_role role;
+        int64_t ne0, ne1;
+        float sd; // 0: SYNTH_SD
+        int when; // 0: every layer, 1: recurrent layers, 2: attention layers
+    } t[] = {
+        {"blk.%d.attn_norm.weight", ROLE_NORM, d, 1, 0, 0},
+        {"blk.%d.post_attention_norm.weight", ROLE_NORM, d, 1, 0, 0},
+        {"blk.%d.attn_qkv.weight", ROLE_OTHER, d, 2 * kd + vd, 0, 1},
+        {"blk.%d.attn_gate.weight", ROLE_OTHER, d, vd, 0, 1},
+        {"blk.%d.ssm_conv1d.weight", ROLE_VEC, sh->ssm_conv, 2 * kd + vd, 0.5f, 1}, // conv outputs of ~x's size
+        {"blk.%d.ssm_dt.bias", ROLE_VEC, hv, 1, 1.0f, 1},
+        {"blk.%d.ssm_a", ROLE_NEG, hv, 1, 1.0f, 1},
+        {"blk.%d.ssm_beta.weight", ROLE_OTHER, d, hv, 0.1f, 1},
+        {"blk.%d.ssm_alpha.weight", ROLE_OTHER, d, hv, 0.1f, 1},
+        {"blk.%d.ssm_norm.weight", ROLE_NORM, sh->ssm_state, 1, 0, 1},
+        {"blk.%d.ssm_out.weight", ROLE_OTHER, vd, d, 0, 1},
+        {"blk.%d.attn_q.weight", ROLE_OTHER, d, 2 * q, 0, 2},
+        {"blk.%d.attn_k.weight", ROLE_OTHER, d, kv, 0, 2},
+        {"blk.%d.attn_v.weight", ROLE_ATTN_V, d, kv, 0, 2},
+        {"blk.%d.attn_output.weight", ROLE_OTHER, q, d, 0, 2},
+        {"blk.%d.attn_q_norm.weight", ROLE_NORM, head_dim, 1, 0, 2},
+        {"blk.%d.attn_k_norm.weight", ROLE_NORM, head_dim, 1, 0, 2},
+        {"blk.%d.ffn_gate.weight", ROLE_OTHER, d, sh->ffn, 0, 0},
+        {"blk.%d.ffn_down.weight", ROLE_FFN_DOWN, sh->ffn, d, 0, 0},
+        {"blk.%d.ffn_up.weight", ROLE_OTHER, d, sh->ffn, 0, 0},
+    };
+    char name[96];
+    for (size_t k = 0; k < sizeof t / sizeof t[0]; k++) {
+        if (t[k].when && (t[k].when == 1) != recurrent) continue;
+        snprintf(name, sizeof name, t[k].fmt, i);
+        l->sd = t[k].sd;
+        add(l, name, t[k].role, i, t[k].ne0, t[k].ne1);
+    }
+    l->sd = 0.0f;
+}
+
 // The architecture's tensors beyond llama's block: q/k/v biases, q/k norms of dense shapes, Gemma's post norms,
 // Qwen2-MoE's shared expert.
 static void add_extra_layer(tensor_list *l, const synth_shape *sh, int i, int head_dim) {
@@ -429,6 +493,21 @@ static int set_arch_meta(gguf_writer *w, const synth_shape *sh, const char *arch
         e |= gguf_writer_set_str(w, KEY("rope.scaling.type"), "yarn");
         e |= gguf_writer_set_f32(w, KEY("rope.scaling.factor"), sh->yarn_factor);
         e |= gguf_writer_set_u32(w, KEY("rope.scaling.original_context_length"), (uint32_t)sh->yarn_ctx);
+    }
+    if (sh->ssm_state) {
+        // IMRoPE's sections (pairs per t/h/w/e): t, h and w share the text position, so they cover every rotated
+        // pair and the model rotates like NeoX over rope_dim dims
+        const int pairs = (sh->rope_dim ? sh->rope_dim : head_dim) / 2;
+        const int32_t sections[4] = {(pairs + 2) / 3, (pairs + 1) / 3, pairs / 3, 0};
+        e |= gguf_writer_set_u32(w, KEY("attention.key_length"), (uint32_t)head_dim);
+        e |= gguf_writer_set_u32(w, KEY("attention.value_length"), (uint32_t)head_dim);
+        e |= gguf_writer_set_arr(w, KEY("rope.dimension_sections"), GGUF_TYPE_INT32, sections, 4);
+        e |= gguf_writer_set_u32(w, KEY("ssm.conv_kernel"), (uint32_t)sh->ssm_conv);
+        e |= gguf_writer_set_u32(w, KEY("ssm.state_size"), (uint32_t)sh->ssm_state);
+        e |= gguf_writer_set_u32(w, KEY("ssm.group_count"), (uint32_t)sh->ssm_groups);
+        e |= gguf_writer_set_u32(w, KEY("ssm.time_step_rank"), (uint32_t)sh->ssm_vheads);
+        e |= gguf_writer_set_u32(w, KEY("ssm.inner_size"), (uint32_t)(sh->ssm_state * sh->ssm_vheads));
+        e |= gguf_writer_set_u32(w, KEY("full_attention_interval"), (uint32_t)sh->full_attn);
     }
 #undef KEY
     return e;
@@ -523,6 +602,10 @@ int cli_synth(int argc, char **argv) {
             {"blk.%d.ffn_gate.weight", ROLE_OTHER, 2},      {"blk.%d.ffn_down.weight", ROLE_FFN_DOWN, 4},
             {"blk.%d.ffn_up.weight", ROLE_OTHER, 2},
         };
+        if (sh->ssm_state) {
+            add_qwen35_layer(&l, sh, i, head_dim);
+            continue;
+        }
         const size_t n_lt = gptoss ? 0 : sh->n_expert ? 6 : sizeof lt / sizeof lt[0]; // MoE: FFN in experts
         if (gptoss) add_gptoss_layer(&l, sh, i, head_dim);
         else if (sh->n_expert) add_moe_layer(&l, sh, i, head_dim);

@@ -66,6 +66,9 @@ static int cuda_weights_new(model *m, void **out, tc_err *err) {
     if (hp->n_expert > 0) // fwd_ops.moe is the CPU's only
         return tc_err_set(err, TC_ERR_UNSUPPORTED, "--device cuda: %s is a mixture-of-experts model, whose expert FFN "
                           "the CUDA backend does not implement yet; use --device cpu", hp->arch);
+    if (hp->ssm_state > 0) // fwd_ops.gdn, gate_split and mul_sigmoid are the CPU's only
+        return tc_err_set(err, TC_ERR_UNSUPPORTED, "--device cuda: %s has gated DeltaNet (linear attention) layers, "
+                          "which the CUDA backend does not implement yet; use --device cpu", hp->arch);
     cuda_weights *w = calloc(1, sizeof *w);
     tcu_weight *layer_w = calloc((size_t)hp->n_layers * ROLE_COUNT, sizeof *layer_w);
     float *inv_freq = malloc(((size_t)hp->rope_dim / 2 + 1) * sizeof(float));

@@ -91,6 +91,7 @@ void kv_store_free(kv_store *kv) {
     free(kv->k_l);
     free(kv->v_l);
     free(kv->swa_l);
+    free(kv->rs);
     free(kv);
 }
 

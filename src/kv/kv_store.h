@@ -31,6 +31,11 @@ typedef struct kv_store {
     uint8_t *k_swa, *v_swa; // (n_local, n_blocks_swa, n_kv_heads, block_size) rows, or NULL
     uint8_t **k_l, **v_l;   // (n_layers) each layer's base in k/k_swa and v/v_swa
     uint8_t *swa_l;         // (n_layers) 1: the layer lives in k_swa/v_swa
+    // Recurrent state of hybrid models beside the blocks (model.h: model_rs_*): rs_slots slots of rs_floats,
+    // zeroed pages untouched until a sequence uses its slot; NULL when the model has none. Owned, freed with kv.
+    float *rs;
+    int rs_slots;
+    size_t rs_floats;
 } kv_store;
 
 // "f16", "q8_0", "q4_0" → type; TC_ERR_INVALID (message names the choices) otherwise.

@@ -21,6 +21,11 @@ static const char *const role_suffix[ROLE_COUNT] = {
     [ROLE_FFN_NORM_PA] = "post_attention_norm.weight", [ROLE_FFN_GATE_INP_BIAS] = "ffn_gate_inp.bias",
     [ROLE_FFN_GATE_EXPS_BIAS] = "ffn_gate_exps.bias", [ROLE_FFN_UP_EXPS_BIAS] = "ffn_up_exps.bias",
     [ROLE_FFN_DOWN_EXPS_BIAS] = "ffn_down_exps.bias",
+    [ROLE_SSM_QKV] = "attn_qkv.weight",       [ROLE_SSM_GATE] = "attn_gate.weight",
+    [ROLE_SSM_CONV] = "ssm_conv1d.weight",    [ROLE_SSM_DT] = "ssm_dt.bias",
+    [ROLE_SSM_A] = "ssm_a",                   [ROLE_SSM_BETA] = "ssm_beta.weight",
+    [ROLE_SSM_ALPHA] = "ssm_alpha.weight",    [ROLE_SSM_NORM] = "ssm_norm.weight",
+    [ROLE_SSM_OUT] = "ssm_out.weight",
 };
 
 #define R ARCH_REQUIRED
@@ -96,6 +101,13 @@ static const arch_desc archs[] = {
       [ROLE_FFN_GATE_EXPS_BIAS] = R, [ROLE_FFN_UP_EXPS_BIAS] = R, [ROLE_FFN_DOWN_EXPS_BIAS] = R},
      .rope_neox = 1, .swa_pattern = 2, .swa_window = 128, .swa_rope_global = 1, .yarn = 1,
      .moe = 1, .moe_norm_w = 1, .swiglu_limit = 7.0f, .swiglu_alpha = 1.702f, .layer = fwd_layer_moe},
+    // Qwen3.5 (dense), as llama.cpp's qwen35 graph: every full_attention_interval-th layer is attention (gated q:
+    // sigmoid(gate)·attention before the output projection; per-head q/k RMSNorm; NeoX rotation of the first
+    // rope.dimension_count dims, IMRoPE with text positions), the others gated DeltaNet; every layer's FFN input
+    // normed by post_attention_norm. The loader binds each layer's roles (model_hybrid.c).
+    {.name = "qwen35",
+     .role = {[ROLE_ATTN_NORM] = R, [ROLE_FFN_NORM_PA] = R, [ROLE_FFN_GATE] = R, [ROLE_FFN_UP] = R, [ROLE_FFN_DOWN] = R},
+     .rope_neox = 1, .hybrid = 1, .layer = fwd_layer_hybrid},
 };
 #undef R
 #undef O
@@ -108,4 +120,4 @@ const arch_desc *arch_find(const char *name, int len) {
     return NULL;
 }
 
-const char *arch_supported_list(void) { return "llama, qwen2, qwen3, gemma2, gemma3, smollm3, phi3, mistral3, qwen3moe, qwen2moe, gpt-oss"; }
+const char *arch_supported_list(void) { return "llama, qwen2, qwen3, gemma2, gemma3, smollm3, phi3, mistral3, qwen3moe, qwen2moe, gpt-oss, qwen35"; }

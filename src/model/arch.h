@@ -44,6 +44,19 @@ typedef enum {
     ROLE_FFN_GATE_EXPS_BIAS, // (n_expert, expert_ffn)
     ROLE_FFN_UP_EXPS_BIAS,   // (n_expert, expert_ffn)
     ROLE_FFN_DOWN_EXPS_BIAS, // (n_expert, dim)
+    // Qwen3.5's gated DeltaNet layers (ssm_*: hparams.ssm_*): the q/k/v projection before the causal conv1d
+    // (conv_dim = 2·key_dim + value_dim rows), the output gate z (value_dim rows), the conv's kernels (F32
+    // (conv_dim, ssm_conv)), the decay's bias and rate (F32 (ssm_vheads); ssm_a = -exp(A_log)), the beta and
+    // alpha projections (ssm_vheads rows), the per-head RMSNorm (F32 (ssm_state)), the output projection
+    ROLE_SSM_QKV,   // (conv_dim, dim)
+    ROLE_SSM_GATE,  // (value_dim, dim)
+    ROLE_SSM_CONV,  // (conv_dim, ssm_conv)
+    ROLE_SSM_DT,    // (ssm_vheads)
+    ROLE_SSM_A,     // (ssm_vheads)
+    ROLE_SSM_BETA,  // (ssm_vheads, dim)
+    ROLE_SSM_ALPHA, // (ssm_vheads, dim)
+    ROLE_SSM_NORM,  // (ssm_state)
+    ROLE_SSM_OUT,   // (dim, value_dim)
     ROLE_COUNT
 } arch_role;
 
@@ -80,6 +93,11 @@ typedef struct arch_desc {
     // The experts' clamped SwiGLU (gpt-oss): gate ≤ limit, up within ±limit, gate·σ(alpha·gate)·(up + 1);
     // 0: plain SwiGLU. llama.cpp fixes both for gpt-oss (no GGUF key carries them).
     float swiglu_limit, swiglu_alpha;
+    // Hybrid linear attention (Qwen3.5): gated DeltaNet layers (the ROLE_SSM_* roles) between full-attention
+    // layers whose q projection carries a sigmoid output gate per head (2·q_dim rows: each head's q, then its
+    // gate); each sequence keeps a recurrent state (model.h: model_rs_*). The roles of both kinds are optional
+    // in role[]: the loader checks per layer which kind it is.
+    int hybrid;
     // The transformer block as a sequence of operations (fwd.h: fwd_layer_fn, e.g. fwd_layer_std): the one
     // place the architecture's forward pass is written, for every backend.
     int (*layer)(const struct fwd_graph *g, int layer);

@@ -12,6 +12,7 @@
 #include "cpu/cpu.h"
 #include "cpu/ops.h"
 #include "model/fwd.h"
+#include "model/gdn.h"
 #include "model/model_internal.h"
 #include "model/moe.h"
 #include "tensor/quant_kv.h"
@@ -36,6 +37,7 @@ struct model_ctx {
     float *rcos_swa, *rsin_swa, *inv_freq_swa; // as rcos, rsin, inv_freq
     void *mm_scratch;
     moe_scratch *moe; // mixture-of-experts models only (moe.h), else NULL
+    gdn_scratch *gdn; // hybrid models only (gdn.h), else NULL
     // Batches with resumed rows: the rows that run the layers below the resume layer, as a sub-batch
     int32_t *sub_row;                   // (max_tokens) its rows' rows in the batch, ascending
     int32_t *sub_tok, *sub_pos, *sub_seq; // (max_tokens) as model_batch's
@@ -132,6 +134,7 @@ int model_ctx_new(model *m, int max_batch_tokens, int n_threads, model_ctx **out
         }
     c->mm_scratch = aligned_alloc(64, (scratch + 63) / 64 * 64 + 64);
     int rc = hp->n_expert > 0 ? moe_scratch_new(m, max_batch_tokens, &c->moe, err) : 0;
+    if (!rc && hp->ssm_state > 0) rc = gdn_scratch_new(m, max_batch_tokens, &c->gdn, err);
     if (rc) {
         model_ctx_free(c);
         return rc;
@@ -161,6 +164,7 @@ void model_ctx_free(model_ctx *c) {
     free(c->rcos_swa), free(c->rsin_swa), free(c->inv_freq_swa);
     free(c->sub_row), free(c->sub_tok), free(c->sub_pos), free(c->sub_seq);
     moe_scratch_free(c->moe);
+    gdn_scratch_free(c->gdn);
     free(c);
 }
 
@@ -495,6 +499,31 @@ static int cpu_moe(void *be, fwd_buf dst, fwd_buf x, int n, int layer) {
     return moe_ffn(c->pool, c->mm_scratch, c->moe, c->m, layer, c->buf[dst], c->buf[x], n);
 }
 
+static int cpu_gdn(void *be, fwd_buf dst, fwd_buf x, int n, int layer) {
+    model_ctx *c = be;
+    return gdn_layer(c->pool, c->mm_scratch, c->gdn, c->m, layer, c->kv, c->b, c->buf[dst], c->buf[x], n);
+}
+
+static int cpu_gate_split(void *be, fwd_buf qb, fwd_buf gb, fwd_buf src, int n) {
+    model_ctx *c = be;
+    const int hd = c->m->hp.head_dim, nh = c->m->hp.n_heads;
+    for (int t = 0; t < n; t++)
+        for (int h = 0; h < nh; h++) {
+            const float *s = c->buf[src] + ((size_t)t * nh + h) * 2 * hd;
+            memcpy(c->buf[qb] + ((size_t)t * nh + h) * hd, s, (size_t)hd * sizeof(float));
+            memcpy(c->buf[gb] + ((size_t)t * nh + h) * hd, s + hd, (size_t)hd * sizeof(float));
+        }
+    return 0;
+}
+
+static int cpu_mul_sigmoid(void *be, fwd_buf x, fwd_buf g, int count) {
+    model_ctx *c = be;
+    float *xs = c->buf[x];
+    const float *gs = c->buf[g];
+    for (int i = 0; i < count; i++) xs[i] *= 1.0f / (1.0f + expf(-gs[i]));
+    return 0;
+}
+
 static const fwd_ops cpu_fwd_ops = {
     .embed = cpu_embed,
     .norm = cpu_norm,
@@ -506,6 +535,9 @@ static const fwd_ops cpu_fwd_ops = {
     .glu = cpu_glu,
     .out_norm = cpu_out_norm,
     .moe = cpu_moe,
+    .gdn = cpu_gdn,
+    .gate_split = cpu_gate_split,
+    .mul_sigmoid = cpu_mul_sigmoid,
 };
 
 // The output head: logits (n, n_vocab) of n final-normed rows, soft-capped where the model says so.

@@ -14,7 +14,10 @@ size_t fwd_buf_floats(const struct model_hparams *hp, fwd_buf b) {
     case FWD_K:
     case FWD_V: return kv_dim;
     case FWD_HB:
-    case FWD_HB2: return (size_t)hp->ffn_dim;
+    case FWD_HB2: {
+        const size_t gq = hp->attn_gated ? (b == FWD_HB ? 2 * q_dim : q_dim) : 0;
+        return gq > (size_t)hp->ffn_dim ? gq : (size_t)hp->ffn_dim;
+    }
     case FWD_BUF_COUNT: break;
     }
     return 0;
@@ -101,4 +104,51 @@ int fwd_layer_moe(const fwd_graph *g, int l) {
     TRY(o->moe(g->be, FWD_Q, FWD_XB, g->n, l));
     TRY(o->add(g->be, FWD_X, FWD_Q, g->n * hp->dim));
     return 0;
+}
+
+// The FFN half of the hybrid block: RMSNorm (post_attention_norm), SwiGLU, residual add into FWD_X.
+static int ffn_swiglu(const fwd_graph *g, int l, arch_role norm) {
+    const fwd_ops *o = g->ops;
+    void *be = g->be;
+    const model_hparams *hp = &g->m->hp;
+    const int n = g->n, dim = hp->dim;
+    static const fwd_buf gate_up[2] = {FWD_HB, FWD_HB2}, proj[1] = {FWD_Q};
+    static const arch_role w_gate_up[2] = {ROLE_FFN_GATE, ROLE_FFN_UP}, w_down[1] = {ROLE_FFN_DOWN};
+    TRY(o->norm(be, FWD_XB, FWD_X, n, dim, l, norm, hp->norm_eps));
+    TRY(o->matmul(be, gate_up, FWD_XB, n, l, w_gate_up, 2));
+    TRY(o->glu(be, FWD_HB, FWD_HB2, n * hp->ffn_dim, FWD_ACT_SILU));
+    TRY(o->matmul(be, proj, FWD_HB, n, l, w_down, 1));
+    TRY(o->add(be, FWD_X, FWD_Q, n * dim));
+    return 0;
+}
+
+// Qwen3.5's gated attention into FWD_Q (n, dim) from the normed input in FWD_XB: the q projection's rows are each
+// head's q and its gate; q and k RMSNormed per head, rotated, attention, times sigmoid(gate), output projection.
+static int gated_attn(const fwd_graph *g, int l) {
+    const fwd_ops *o = g->ops;
+    void *be = g->be;
+    const model_hparams *hp = &g->m->hp;
+    const int n = g->n, hd = hp->head_dim;
+    static const fwd_buf qkv[3] = {FWD_HB, FWD_K, FWD_V}, proj[1] = {FWD_Q};
+    static const arch_role w_qkv[3] = {ROLE_ATTN_Q, ROLE_ATTN_K, ROLE_ATTN_V}, w_out[1] = {ROLE_ATTN_OUT};
+    TRY(o->matmul(be, qkv, FWD_XB, n, l, w_qkv, 3));
+    TRY(o->gate_split(be, FWD_Q, FWD_HB2, FWD_HB, n));
+    TRY(o->norm(be, FWD_Q, FWD_Q, n * hp->n_heads, hd, l, ROLE_ATTN_Q_NORM, hp->norm_eps));
+    TRY(o->norm(be, FWD_K, FWD_K, n * hp->n_kv_heads, hd, l, ROLE_ATTN_K_NORM, hp->norm_eps));
+    TRY(o->rope(be, FWD_Q, FWD_K, n, l));
+    TRY(o->attention(be, FWD_XB, FWD_Q, FWD_K, FWD_V, n, l));
+    TRY(o->mul_sigmoid(be, FWD_XB, FWD_HB2, n * hp->n_heads * hd));
+    TRY(o->matmul(be, proj, FWD_XB, n, l, w_out, 1));
+    return 0;
+}
+
+int fwd_layer_hybrid(const fwd_graph *g, int l) {
+    const fwd_ops *o = g->ops;
+    const model_hparams *hp = &g->m->hp;
+    if (!o->gdn || !o->gate_split || !o->mul_sigmoid) return TC_ERR_UNSUPPORTED;
+    TRY(o->norm(g->be, FWD_XB, FWD_X, g->n, hp->dim, l, ROLE_ATTN_NORM, hp->norm_eps));
+    if (model_layer_is_recurrent(hp, l)) TRY(o->gdn(g->be, FWD_Q, FWD_XB, g->n, l));
+    else TRY(gated_attn(g, l));
+    TRY(o->add(g->be, FWD_X, FWD_Q, g->n * hp->dim));
+    return ffn_swiglu(g, l, ROLE_FFN_NORM_PA);
 }

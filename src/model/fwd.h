@@ -23,8 +23,8 @@ typedef enum fwd_buf {
     FWD_Q,     // (n, max(dim, q_dim)) queries; output of the o and down projections
     FWD_K,     // (n, kv_dim)
     FWD_V,     // (n, kv_dim)
-    FWD_HB,    // (n, ffn_dim) gate, then the GLU
-    FWD_HB2,   // (n, ffn_dim) up
+    FWD_HB,    // (n, max(ffn_dim, 2·q_dim with a gated q)) gate, then the GLU; gated q projection
+    FWD_HB2,   // (n, max(ffn_dim, q_dim with a gated q)) up; the attention's output gate
     FWD_BUF_COUNT
 } fwd_buf;
 
@@ -69,6 +69,15 @@ typedef struct fwd_ops {
     // hparams.swiglu_limit > 0 the SwiGLU is the clamped one (model.h). A row's result does not depend on the other
     // rows. A backend without it leaves it NULL: the sequence then fails with TC_ERR_UNSUPPORTED.
     int (*moe)(void *be, fwd_buf dst, fwd_buf x, int n, int layer);
+    // (optional: hybrid models) A gated DeltaNet layer: dst (n, dim) from x (n, dim), the normed input, with each
+    // row's sequence's recurrent state (the CPU's: src/model/gdn.h states the arithmetic). NULL: the sequence fails
+    // with TC_ERR_UNSUPPORTED.
+    int (*gdn)(void *be, fwd_buf dst, fwd_buf x, int n, int layer);
+    // (optional: hybrid models) q (n, q_dim) and gate (n, q_dim) from src (n, 2·q_dim), whose rows hold each
+    // head's q then its gate (head_dim values each).
+    int (*gate_split)(void *be, fwd_buf q, fwd_buf gate, fwd_buf src, int n);
+    // (optional: hybrid models) x (count) *= sigmoid(g (count))
+    int (*mul_sigmoid)(void *be, fwd_buf x, fwd_buf g, int count);
 } fwd_ops;
 
 struct model;
@@ -103,5 +112,9 @@ int fwd_layer_std(const fwd_graph *g, int layer);
 // projection's bias and attention sinks), then RMSNorm (ffn_norm, or gpt-oss's post_attention_norm), the MoE FFN
 // (fwd_ops.moe), residual.
 int fwd_layer_moe(const fwd_graph *g, int layer);
+// The block of hybrid models (qwen35): RMSNorm; a gated DeltaNet layer (fwd_ops.gdn) or gated attention (q and
+// its gate from one projection, per-head q/k RMSNorm, RoPE, attention, times sigmoid(gate), output projection);
+// residual; RMSNorm (post_attention_norm), SwiGLU FFN, residual.
+int fwd_layer_hybrid(const fwd_graph *g, int layer);
 
 #endif

@@ -210,6 +210,7 @@ static int read_hparams(model *m, tc_err *err) {
     hp->embd_scale = m->arch->embd_scale ? sqrtf((float)hp->dim) : 1.0f;
     hp->attn_sinks = m->arch->role[ROLE_ATTN_SINKS] != ARCH_ABSENT;
     if ((rc = read_attn_hparams(m, err))) return rc;
+    if (m->arch->hybrid) return model_hybrid_read_hparams(m, err);
     return m->arch->moe ? read_moe_hparams(m, err) : 0;
 }
 
@@ -236,6 +237,11 @@ static int bind(model *m, model_weight *w, const char *name, int64_t rows, int64
     w->cols = cols;
     w->n_expert = depth;
     return 0;
+}
+
+int model_bind_tensor(model *m, model_weight *w, const char *name, int64_t rows, int64_t cols, int vector,
+                      int required, tc_err *err) {
+    return bind(m, w, name, rows, cols, 1, vector, required, err);
 }
 
 // A row range [row0, row0 + rows) of the matrix src as a matrix of its own (rows of a GGUF matrix are whole
@@ -323,7 +329,8 @@ static int bind_weights(model *m, tc_err *err) {
         if (!shape[r].depth) shape[r].depth = 1;
     m->layers = calloc((size_t)hp->n_layers * ROLE_COUNT, sizeof *m->layers);
     if (!m->layers) return tc_err_set(err, TC_ERR_NOMEM, "out of memory");
-    for (int l = 0; l < hp->n_layers; l++) {
+    if (m->arch->hybrid && (rc = model_hybrid_bind(m, err))) return rc;
+    for (int l = 0; l < hp->n_layers && !m->arch->hybrid; l++) {
         model_weight *ws = &m->layers[(size_t)l * ROLE_COUNT];
         if (m->arch->fused && (rc = bind_fused(m, l, ws, err))) return rc;
         for (int r = 0; r < ROLE_COUNT; r++) {
@@ -373,7 +380,7 @@ static int repack_weights(model *m, int from_file, tc_err *err) {
     // (expert tensors are read as slices, never repacked)
     static const arch_role mm[] = {ROLE_ATTN_Q, ROLE_ATTN_K, ROLE_ATTN_V, ROLE_ATTN_OUT, ROLE_FFN_GATE,
                                    ROLE_FFN_UP, ROLE_FFN_DOWN, ROLE_FFN_GATE_SHEXP, ROLE_FFN_UP_SHEXP,
-                                   ROLE_FFN_DOWN_SHEXP};
+                                   ROLE_FFN_DOWN_SHEXP, ROLE_SSM_QKV, ROLE_SSM_GATE, ROLE_SSM_OUT};
     int rc;
     for (int l = 0; l < m->hp.n_layers; l++)
         for (size_t r = 0; r < sizeof mm / sizeof mm[0]; r++)

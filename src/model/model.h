@@ -59,6 +59,11 @@ typedef struct model_hparams {
     // The experts' clamped SwiGLU (gpt-oss): gate ≤ limit, up within ±limit, gate·σ(alpha·gate)·(up + 1); 0: SwiGLU
     float swiglu_limit, swiglu_alpha;
     int attn_sinks; // 1: every layer has a learned sink logit per query head (gpt-oss)
+    // Hybrid linear attention (Qwen3.5; 0 otherwise): layer l is a gated DeltaNet layer unless
+    // (l + 1) % full_attn_interval == 0. Its heads: ssm_groups key heads and ssm_vheads value heads of ssm_state
+    // values (value head h reads key head h % ssm_groups), a causal conv1d of ssm_conv taps over q, k and v.
+    // The attention layers' q projection carries a sigmoid gate per head (attn_gated).
+    int full_attn_interval, ssm_conv, ssm_state, ssm_groups, ssm_vheads, attn_gated;
     uint64_t n_params;
     uint64_t weight_bytes; // bytes of all tensors
 } model_hparams;
@@ -87,6 +92,18 @@ static inline int model_layer_own_rope(const model_hparams *hp, int l) {
 static inline int model_layer_has_rope(const model_hparams *hp, int l) {
     return hp->no_rope_step <= 0 || (l + 1) % hp->no_rope_step != 0;
 }
+
+// 1 when layer l is a gated DeltaNet (recurrent) layer of a hybrid model.
+static inline int model_layer_is_recurrent(const model_hparams *hp, int l) {
+    return hp->full_attn_interval > 0 && (l + 1) % hp->full_attn_interval != 0;
+}
+
+// --- the recurrent state of hybrid models: per sequence, every DeltaNet layer's conv state (the last ssm_conv-1
+// inputs of each conv channel) and its delta-rule state (ssm_vheads matrices of ssm_state²), in slots of the
+// KV storage (kv_store.rs). A sequence's state starts over at its row of position 0.
+#define MODEL_RS_SLOTS 64 // sequences a storage keeps state for (the engine's max_seqs at most)
+// Floats one slot holds over all DeltaNet layers (0: not a hybrid model).
+size_t model_rs_slot_floats(const model_hparams *hp);
 
 // --- the paged KV storage (kv/kv_store.h: blocks, row types, layout) bound to this model: the shape of one
 // position from the hyper-parameters, and which layers are sliding-window layers.
@@ -132,6 +149,9 @@ typedef struct model_batch {
     // (optional) the residual stream of every row after the last layer the forward ran (before the output
     // norm): what a later forward resumes from. (n_tokens, dim)
     float *x_out;
+    // (hybrid models) each sequence's recurrent-state slot, 0..MODEL_RS_SLOTS-1, distinct within the batch;
+    // NULL: sequence s uses slot s
+    const int32_t *rs_slots; // (n_seqs)
 } model_batch;
 // What every backend checks of a batch before running it, whatever its KV cache: 1..max_tokens rows, token ids
 // in [0, n_vocab), each row's sequence in [0, n_seqs) and position >= 0, logits rows ascending rows of the

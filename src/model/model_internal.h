@@ -43,6 +43,15 @@ static inline const void *model_weight_expert(const model_weight *w, int e) {
     return (const char *)w->data + (size_t)e * (size_t)w->rows * tt_row_size(w->type, w->cols);
 }
 
+// Resolves tensor `name` into w, checking its type and shape (rows x cols; rows 1 for a vector, which must be F32).
+// Absent: an error when required, else w->data NULL.
+int model_bind_tensor(model *m, model_weight *w, const char *name, int64_t rows, int64_t cols, int vector,
+                      int required, tc_err *err);
+// Hybrid models (arch_desc.hybrid, model_hybrid.c): the DeltaNet hyper-parameters and layer kinds (after the
+// common ones), and every layer's weights by its kind.
+int model_hybrid_read_hparams(model *m, tc_err *err);
+int model_hybrid_bind(model *m, tc_err *err);
+
 static inline const model_weight *model_layer_w(const model *m, int l, arch_role r) {
     return &m->layers[(size_t)l * ROLE_COUNT + r];
 }

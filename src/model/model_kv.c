@@ -11,6 +11,15 @@ size_t model_kv_block_bytes(const model *m, int block_size, tt_type k_type, tt_t
     return kv_block_bytes(hp->n_layers, hp->n_kv_heads, hp->head_dim, block_size, k_type, v_type);
 }
 
+size_t model_rs_slot_floats(const model_hparams *hp) {
+    size_t n = 0;
+    const size_t conv_dim = (size_t)hp->ssm_state * (2 * (size_t)hp->ssm_groups + (size_t)hp->ssm_vheads);
+    for (int l = 0; l < hp->n_layers; l++)
+        if (model_layer_is_recurrent(hp, l))
+            n += conv_dim * (size_t)(hp->ssm_conv - 1) + (size_t)hp->ssm_vheads * hp->ssm_state * hp->ssm_state;
+    return n;
+}
+
 static int count_swa_layers(const model_hparams *hp) {
     int n = 0;
     for (int l = 0; l < hp->n_layers; l++) n += model_layer_is_swa(hp, l);
@@ -40,5 +49,16 @@ int model_kv_new_swa(const model *m, int n_blocks, int n_blocks_swa, int block_s
     kv_shape s = {.n_layers = hp->n_layers, .n_kv_heads = hp->n_kv_heads, .head_dim = hp->head_dim, .local = local};
     int rc = kv_store_new(&s, n_blocks, n_blocks_swa, block_size, k_type, v_type, out, err);
     free(local);
-    return rc;
+    const size_t rs = model_rs_slot_floats(hp);
+    if (rc || !rs) return rc;
+    // calloc of this size maps zero pages: a slot costs memory once a sequence writes it
+    (*out)->rs = calloc((size_t)MODEL_RS_SLOTS * rs, sizeof(float));
+    if (!(*out)->rs) {
+        kv_store_free(*out);
+        *out = NULL;
+        return tc_err_set(err, TC_ERR_NOMEM, "out of memory for the recurrent state (%d slots of %zu floats)",
+                          MODEL_RS_SLOTS, rs);
+    }
+    (*out)->rs_slots = MODEL_RS_SLOTS, (*out)->rs_floats = rs;
+    return 0;
 }

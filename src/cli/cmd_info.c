@@ -91,6 +91,15 @@ int cli_info(int argc, char **argv) {
             printf("expert swiglu   clamped at %g, alpha %g: min(g, c)·σ(alpha·min(g, c))·(clamp(u, ±c) + 1)\n",
                    hp->swiglu_limit, hp->swiglu_alpha);
     }
+    if (hp->ssm_state > 0) {
+        int n_rec = 0;
+        for (int l = 0; l < hp->n_layers; l++) n_rec += model_layer_is_recurrent(hp, l);
+        printf("gated deltanet  %d of %d layers (every %d%s layer full attention with a sigmoid output gate); "
+               "%d key and %d value heads of %d, conv %d\n", n_rec, hp->n_layers, hp->full_attn_interval,
+               hp->full_attn_interval == 2 ? "nd" : hp->full_attn_interval == 3 ? "rd" : "th", hp->ssm_groups,
+               hp->ssm_vheads, hp->ssm_state, hp->ssm_conv);
+        printf("recurrent state %.1f KiB per sequence\n", (double)model_rs_slot_floats(hp) * sizeof(float) / 1024.0);
+    }
     int count[TT_COUNT] = {0};
     uint64_t bytes[TT_COUNT] = {0};
     for (int64_t i = 0; i < gguf_n_tensors(g); i++) {

@@ -1,6 +1,7 @@
 // The engine: options, lifetime, the public API (any thread) and the engine thread's loop.
 #include "engine/engine.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -156,6 +157,7 @@ static int alloc_scratch(engine *e, tc_err *err) {
     e->b_seq = malloc(nbt * sizeof(int32_t));
     e->b_tables = malloc(ns * sizeof *e->b_tables);
     e->b_tables_swa = malloc(ns * sizeof *e->b_tables_swa);
+    e->b_rs_slots = malloc(ns * sizeof *e->b_rs_slots);
     // speculation needs logits for every drafted row too; spec off keeps one row per sequence
     size_t rows = e->o.spec != SPEC_OFF ? ns * (size_t)(1 + e->o.spec_k) : ns;
     if (rows > nbt) rows = nbt;
@@ -174,7 +176,7 @@ static int alloc_scratch(engine *e, tc_err *err) {
     e->evs = malloc((size_t)e->ev_cap * sizeof *e->evs);
     e->load.cap_wait = (int)ns + e->o.max_queue; // every request in flight at most
     e->load.wait = e->load_keys = malloc((size_t)e->load.cap_wait * sizeof *e->load_keys);
-    if (!e->b_tokens || !e->b_pos || !e->b_seq || !e->b_tables || !e->b_tables_swa || !e->b_logit_rows || !e->logits || !e->evs ||
+    if (!e->b_tokens || !e->b_pos || !e->b_seq || !e->b_tables || !e->b_tables_swa || !e->b_rs_slots || !e->b_logit_rows || !e->logits || !e->evs ||
         !e->b_resume_rows ||
         !e->b_embd_rows || !e->embd_out || !e->plp_logits || !e->load_keys || !e->probs ||
         !e->dreqs)
@@ -209,6 +211,7 @@ static void engine_destroy(engine *e) {
     free(e->b_seq);
     free(e->b_tables);
     free(e->b_tables_swa);
+    free(e->b_rs_slots);
     free(e->b_logit_rows);
     free(e->b_resume_rows);
     free(e->logits);
@@ -297,6 +300,27 @@ static int new_drafter(engine *e, int n_target_blocks, tc_err *err) {
                             o->max_seqs, o->spec_k, q_reqs, &e->drafter, err);
 }
 
+// Hybrid models (recurrent DeltaNet layers): at most MODEL_RS_SLOTS running sequences (one state slot each);
+// no prefix-cache hits, since a cached prefix's KV does not bring the recurrent state after it (the prompt is
+// recomputed); no speculative decoding, since rejected drafts would have to be rolled out of the state. Each
+// choice switched off is said on stderr.
+static int hybrid_opts(engine *e, const model_hparams *hp, tc_err *err) {
+    if (hp->ssm_state <= 0) return 0;
+    e->hybrid = 1;
+    if (e->o.max_seqs > MODEL_RS_SLOTS)
+        return tc_err_set(err, TC_ERR_INVALID, "engine: %s keeps a recurrent state per sequence: --max-seqs %d is "
+                          "above its %d state slots", hp->arch, e->o.max_seqs, MODEL_RS_SLOTS);
+    if (e->o.prefix_cache)
+        fprintf(stderr, "engine: %s has recurrent (gated DeltaNet) layers: prefix-cache hits off (a cached prefix's "
+                        "KV does not carry the recurrent state; prompts are recomputed)\n", hp->arch);
+    if (e->o.spec != SPEC_OFF)
+        fprintf(stderr, "engine: %s has recurrent (gated DeltaNet) layers: speculative decoding off (rejected "
+                        "drafts cannot be rolled back out of the recurrent state)\n", hp->arch);
+    e->o.prefix_cache = 0;
+    e->o.spec = SPEC_OFF;
+    return 0;
+}
+
 int engine_new(model *m, const engine_opts *o, engine **out, tc_err *err) {
     *out = NULL;
     const model_hparams *hp = model_get_hparams(m);
@@ -334,6 +358,7 @@ int engine_new(model *m, const engine_opts *o, engine **out, tc_err *err) {
     }
     if (e->ctx_limit < 2) e->ctx_limit = 2;
     int rc = 0, n_blocks = 0;
+    if ((rc = hybrid_opts(e, hp, err))) goto fail;
     e->eog = malloc(((size_t)o->n_eog + 1) * sizeof(int32_t));
     if (!e->eog) {
         rc = tc_err_set(err, TC_ERR_NOMEM, "engine: out of memory");
@@ -357,14 +382,14 @@ int engine_new(model *m, const engine_opts *o, engine **out, tc_err *err) {
     if ((rc = kv_pool_new(n_blocks, o->block_size, &e->pool, err))) goto fail;
     if (e->n_blocks_swa && (rc = kv_pool_new(e->n_blocks_swa, o->block_size, &e->pool_swa, err))) goto fail;
     sched_opts so = {.max_batch_tokens = o->max_batch_tokens, .max_seqs = o->max_seqs,
-                     .prefix_cache = o->prefix_cache, .itl_guard = o->itl_guard,
+                     .prefix_cache = e->o.prefix_cache, .itl_guard = o->itl_guard,
                      .itl_guard_floor_s = o->itl_guard_floor_ms / 1000.0,
                      .itl_guard_fair = o->itl_guard_fair, .policy = o->sched_policy,
                      .aging_s = o->sched_aging};
     if ((rc = sched_new(&so, e->pool, &e->s, err))) goto fail;
     if (e->pool_swa) sched_set_swa(e->s, e->pool_swa, hp->swa_window);
     if ((rc = new_drafter(e, n_blocks, err))) goto fail;
-    if (o->spec != SPEC_OFF) sched_set_draft_fn(e->s, eng_draft, e);
+    if (e->o.spec != SPEC_OFF) sched_set_draft_fn(e->s, eng_draft, e);
     if ((rc = warm_up(e, n_blocks, err))) goto fail;
     sched_load_fill(e->s, &e->load); // predictions work before the first step (the thread is not running yet)
     if ((rc = pthread_mutex_init(&e->stats_mu, NULL))) {
@@ -474,6 +499,7 @@ int engine_submit(engine *e, engine_req *q, uint64_t *id, tc_err *err) {
     int max_tokens = q->max_tokens;
     if (max_tokens > e->ctx_limit - q->n_prompt) max_tokens = e->ctx_limit - q->n_prompt; // → "length" there
     eng_req *er = calloc(1, sizeof *er);
+    if (er) er->rs_slot = -1;
     if (!er) return tc_err_set(err, TC_ERR_NOMEM, "engine: out of memory");
     int rc = samp_new(&q->sp, e->n_vocab, &er->samp, err);
     if (rc) {

@@ -38,6 +38,10 @@ typedef struct eng_req {
     const float *dx;     // (n_draft, dim) self-speculation: this step's drafted rows' residuals after layer L-1
                          // (the verify item's first n_draft rows resume there), NULL: none
     int n_drafted, n_accepted;
+    // Hybrid models: the recurrent-state slot it holds (-1: none) and the engine's owner entry of that slot,
+    // cleared when the request is freed (eng_req_release) or the slot taken back (eng_rs_slot)
+    int rs_slot;
+    struct sched_req **rs_owner;
 } eng_req;
 
 #define ENG_PLP_ROWS 8 // prompt rows scored per output matmul (bounds the scratch, not the prompt)
@@ -61,6 +65,12 @@ struct engine {
     int32_t *b_tokens, *b_pos, *b_seq;  // (max_batch_tokens)
     const int32_t **b_tables;           // (max_seqs)
     const int32_t **b_tables_swa;       // (max_seqs) the local layers' tables (with pool_swa)
+    int32_t *b_rs_slots;                // (max_seqs) each item's recurrent-state slot (hybrid models)
+    // Hybrid models: which request holds each recurrent-state slot (NULL: free). A request takes one when it
+    // is first scheduled and keeps it until it is freed; a request waiting after preemption may lose it to a
+    // running one (it restarts from position 0, where the state starts over).
+    sched_req *rs_owner[MODEL_RS_SLOTS];
+    int hybrid;
     int32_t *b_logit_rows;              // (max_logit_rows)
     int32_t *b_resume_rows;             // (max_logit_rows) self-speculation: the verify rows the drafter ran
     float *logits;                      // (max_logit_rows, n_vocab)

@@ -88,6 +88,7 @@ static void dequeue_count(engine *e, sched_req *r) {
 void eng_req_release(sched_req *r) {
     eng_req *er = r->owner;
     if (er) {
+        if (er->rs_owner && *er->rs_owner == r) *er->rs_owner = NULL; // its recurrent-state slot is free
         samp_free(er->samp);
         spec_pred_free(&er->pred);
         spec_dseq_free(er->drafter, &er->ds);
@@ -167,6 +168,27 @@ static void add_resumed(engine *e, const sched_item *it, int row0, model_batch *
     for (int k = 0; k < it->n_draft; k++) e->b_resume_rows[b->n_resume++] = row0 + k;
 }
 
+// Hybrid models: r's recurrent-state slot, taken when it has none: a free one, else one held by a request that
+// is not running (preempted: it restarts from position 0, where its state starts over, and takes a slot again).
+// The running requests are at most max_seqs <= MODEL_RS_SLOTS, so one of the two is always there.
+static int eng_rs_slot(engine *e, sched_req *r) {
+    eng_req *er = r->owner;
+    if (er->rs_slot >= 0) return er->rs_slot;
+    int slot = -1;
+    for (int s = 0; s < MODEL_RS_SLOTS && slot < 0; s++)
+        if (!e->rs_owner[s]) slot = s;
+    for (int s = 0; s < MODEL_RS_SLOTS && slot < 0; s++)
+        if (e->rs_owner[s]->state != SCHED_RUNNING) {
+            eng_req *old = e->rs_owner[s]->owner;
+            old->rs_slot = -1, old->rs_owner = NULL;
+            slot = s;
+        }
+    if (slot < 0) return -1;
+    e->rs_owner[slot] = r;
+    er->rs_slot = slot, er->rs_owner = &e->rs_owner[slot];
+    return slot;
+}
+
 // Fills the batch arrays from the plan. Returns the model_batch view.
 static model_batch build_batch(engine *e, const sched_plan *p) {
     int nt = 0, nl = 0, ne = 0;
@@ -177,6 +199,7 @@ static model_batch build_batch(engine *e, const sched_plan *p) {
         const sched_req *r = it->r;
         e->b_tables[i] = r->kv.blocks;
         e->b_tables_swa[i] = r->kv_swa.blocks;
+        if (e->hybrid) e->b_rs_slots[i] = eng_rs_slot(e, it->r);
         const eng_req *er = r->owner;
         int embed = er->embed || (er->plp && it->start < r->n_prompt - 1);
         add_resumed(e, it, nt, &b);
@@ -196,6 +219,7 @@ static model_batch build_batch(engine *e, const sched_plan *p) {
     b.n_seqs = p->n_items;
     b.block_tables = e->b_tables;
     b.block_tables_swa = e->pool_swa ? e->b_tables_swa : NULL;
+    b.rs_slots = e->hybrid ? e->b_rs_slots : NULL;
     b.n_logits = nl;
     b.logits_rows = e->b_logit_rows;
     b.n_embd = ne;

@@ -1,0 +1,132 @@
+"""Qwen3.5 (qwen35: gated DeltaNet layers with a recurrent state per sequence, between gated-attention layers)
+through the public interfaces, on the synthetic qwen35-tiny that `tachyon synth` writes:
+  - `tachyon info` names the layer kinds and the state's size;
+  - greedy output through the server is the same for requests batched together (each with its own state slot)
+    as for each alone, and as `tachyon run`;
+  - in a KV pool small enough that sequences are preempted and recomputed (their state rebuilt from position 0),
+    outputs are unchanged;
+  - a long prompt prefilled in chunks (the state carried from chunk to chunk) gives the unchunked output;
+  - a cancelled stream frees its slot: later requests still give the outputs alone;
+  - prefix-cache hits are off for hybrid models (a cached prefix's KV does not bring the state): a repeated
+    prompt is recomputed and its output equals a server without the cache;
+  - speculative decoding is off for hybrid models, said in the log: --spec auto gives --spec off's output.
+Timing free."""
+import concurrent.futures as cf
+import http.client
+import json
+import os
+import subprocess
+
+import pytest
+
+from conftest import BIN
+
+PROMPTS = ["a b c d e f", "the river of town", "one two three four five six seven", "zz yy xx",
+           "b a b a b a", "seven six five", "x y z", "town river the of a"]
+LONG = " ".join(["a b c d e f g h i j k l m n o p"] * 12)  # ~200 tokens
+N = 16
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    if not os.path.exists(BIN):
+        pytest.skip("no binary at %s" % BIN)
+    path = str(tmp_path_factory.mktemp("qwen35") / "qwen35-tiny-q8_0.gguf")
+    p = subprocess.run([BIN, "synth", "-o", path, "--shape", "qwen35-tiny", "--type", "q8_0"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    return path
+
+
+def test_info_names_the_layer_kinds(model):
+    p = subprocess.run([BIN, "info", "-m", model], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert "architecture    qwen35" in p.stdout, p.stdout
+    assert "gated deltanet  3 of 4 layers (every 4th layer full attention with a sigmoid output gate); " \
+           "2 key and 4 value heads of 32, conv 4" in p.stdout, p.stdout
+    assert "recurrent state 57.0 KiB per sequence" in p.stdout, p.stdout
+
+
+def gen(srv, prompt, n=N):
+    st, _, j = srv.post("/v1/completions", {"prompt": prompt, "max_tokens": n, "temperature": 0,
+                                            "ignore_eos": True, "logprobs": 1})
+    assert st == 200, j
+    c = j["choices"][0]
+    return c["logprobs"]["tokens"], j["usage"]
+
+
+def tokens(srv, prompt, n=N):
+    return gen(srv, prompt, n)[0]
+
+
+def test_greedy_batched_equals_alone(make_server, model):
+    srv = make_server(model, "--ctx-size", 512, "--threads", 2, "--max-seqs", 8)
+    alone = [tokens(srv, p) for p in PROMPTS]
+    with cf.ThreadPoolExecutor(len(PROMPTS)) as ex:
+        together = list(ex.map(lambda p: tokens(srv, p), PROMPTS))
+    assert together == alone
+    assert len({tuple(a) for a in alone}) > 1, alone  # the prompts lead somewhere different
+    p = subprocess.run([BIN, "run", "-m", model, "-p", PROMPTS[0], "-n", str(N), "-t", "2"], capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout[:-1] == "".join(alone[0])
+
+
+def test_preemption_keeps_outputs(make_server, model):
+    # 1 MiB of f16 KV = 32 blocks of 16 positions (4 layers x 2 KV heads x 64 x 2 bytes x 2 a position); eight
+    # requests of ~70 positions (5 blocks) each run short of them: sequences are preempted and recomputed
+    srv = make_server(model, "--ctx-size", 512, "--threads", 2, "--max-seqs", 8, "--kv-cache-mem", 1)
+    n = 60
+    alone = [tokens(srv, p, n) for p in PROMPTS]
+    pre0 = srv.metrics()["tachyon:preemptions_total"]
+    with cf.ThreadPoolExecutor(len(PROMPTS)) as ex:
+        together = list(ex.map(lambda p: tokens(srv, p, n), PROMPTS))
+    preempted = srv.metrics()["tachyon:preemptions_total"] - pre0
+    assert preempted > 0, "the pool was meant to run short"
+    for p, a, t in zip(PROMPTS, alone, together):
+        assert a == t, "prompt %r: alone %r vs under preemption %r" % (p, a, t)
+
+
+def test_chunked_prefill_equals_unchunked(make_server, model):
+    whole = make_server(model, "--ctx-size", 512, "--threads", 2, "--max-batch-tokens", 512)
+    ref, u = gen(whole, LONG)
+    assert u["prompt_tokens"] > 150, u
+    for chunk in (16, 37):  # chunk ends inside the conv's window and anywhere else
+        srv = make_server(model, "--ctx-size", 512, "--threads", 2, "--max-batch-tokens", chunk)
+        assert gen(srv, LONG)[0] == ref, chunk
+
+
+def test_cancelled_stream_frees_its_slot(make_server, model):
+    srv = make_server(model, "--ctx-size", 512, "--threads", 2, "--max-seqs", 2)
+    alone = [tokens(srv, p) for p in PROMPTS[:4]]
+    for _ in range(3):  # more cancelled streams than slots
+        c = http.client.HTTPConnection(srv.host, srv.port, timeout=30)
+        c.request("POST", "/v1/completions", body=json.dumps(
+            {"prompt": LONG, "max_tokens": 400, "stream": True, "ignore_eos": True}),
+            headers={"Content-Type": "application/json"})
+        r = c.getresponse()
+        r.read1(64)  # the stream has started
+        c.close()
+    with cf.ThreadPoolExecutor(4) as ex:
+        assert list(ex.map(lambda p: tokens(srv, p), PROMPTS[:4])) == alone
+
+
+def test_prefix_cache_hits_off_outputs_equal(make_server, model):
+    on = make_server(model, "--ctx-size", 512, "--threads", 2)
+    off = make_server(model, "--ctx-size", 512, "--threads", 2, "--no-prefix-cache")
+    first, _ = gen(on, LONG)
+    second, u = gen(on, LONG)  # the same prompt again: no hit, recomputed
+    assert (u.get("prompt_tokens_details") or {}).get("cached_tokens", 0) == 0, u
+    assert first == second == gen(off, LONG)[0]
+    with open(on.log_path) as f:
+        assert "prefix-cache hits off" in f.read()
+
+
+def test_spec_auto_is_off_and_equal(make_server, model):
+    off = make_server(model, "--ctx-size", 512, "--threads", 2, "--spec", "off")
+    auto = make_server(model, "--ctx-size", 512, "--threads", 2, "--spec", "auto")
+    rep = "a b a b a b a b a b a b"  # prompt lookup would draft here
+    for p in (rep, PROMPTS[1]):
+        assert tokens(auto, p, 24) == tokens(off, p, 24)
+    with open(auto.log_path) as f:
+        assert "speculative decoding off" in f.read()

@@ -64,9 +64,20 @@ static int r_moe(void *be, fwd_buf dst, fwd_buf x, int n, int layer) {
     return rec(be, "moe %s=%s %d L%d\n", BUF[dst], BUF[x], n, layer);
 }
 
+static int r_gdn(void *be, fwd_buf dst, fwd_buf x, int n, int layer) {
+    return rec(be, "gdn %s=%s %d L%d\n", BUF[dst], BUF[x], n, layer);
+}
+static int r_gate_split(void *be, fwd_buf q, fwd_buf gate, fwd_buf src, int n) {
+    return rec(be, "gate_split %s %s=%s %d\n", BUF[q], BUF[gate], BUF[src], n);
+}
+static int r_mul_sigmoid(void *be, fwd_buf x, fwd_buf g, int count) {
+    return rec(be, "mul_sigmoid %s %s %d\n", BUF[x], BUF[g], count);
+}
+
 static const fwd_ops REC_OPS = {.embed = r_embed, .norm = r_norm, .matmul = r_matmul, .add_bias = r_add_bias,
                                 .rope = r_rope, .attention = r_attention, .add = r_add, .glu = r_glu,
-                                .out_norm = r_out_norm, .moe = r_moe};
+                                .out_norm = r_out_norm, .moe = r_moe, .gdn = r_gdn, .gate_split = r_gate_split,
+                                .mul_sigmoid = r_mul_sigmoid};
 
 // A stand-in model of architecture `name`: every required role present, optional ones when with_optional.
 static void fake_model(model *m, model_weight *layers, const char *name, int with_optional) {
@@ -153,6 +164,49 @@ static const char GPTOSS_L1[] = "norm XB=X 3x8 L1 attn_norm.weight 0.5\n"
                                 "norm XB=X 3x8 L1 post_attention_norm.weight 0.5\n"
                                 "moe Q=XB 3 L1\n"
                                 "add X+=Q 24\n";
+
+// qwen35 with a full-attention layer every second one: layer 0 gated DeltaNet, layer 1 gated attention (q and its
+// gate from one projection into HB, split, q/k norms, RoPE, attention times sigmoid(gate)); both with the SwiGLU
+// FFN normed by post_attention_norm
+#define QWEN35_FFN(L)                                                                                          \
+    "add X+=Q 24\n"                                                                                             \
+    "norm XB=X 3x8 " L " post_attention_norm.weight 0.5\n"                                                     \
+    "matmul HB=XB@ffn_gate.weight HB2=XB@ffn_up.weight n3 " L "\n"                                             \
+    "glu HB HB2 36 silu\n"                                                                                      \
+    "matmul Q=HB@ffn_down.weight n3 " L "\n"                                                                    \
+    "add X+=Q 24\n"
+static const char QWEN35[] = "norm XB=X 3x8 L0 attn_norm.weight 0.5\n"
+                             "gdn Q=XB 3 L0\n" QWEN35_FFN("L0")
+                             "norm XB=X 3x8 L1 attn_norm.weight 0.5\n"
+                             "matmul HB=XB@attn_q.weight K=XB@attn_k.weight V=XB@attn_v.weight n3 L1\n"
+                             "gate_split Q HB2=HB 3\n"
+                             "norm Q=Q 12x4 L1 attn_q_norm.weight 0.5\n"
+                             "norm K=K 6x4 L1 attn_k_norm.weight 0.5\n"
+                             "rope Q K 3 L1\n"
+                             "attention XB=Q,K,V 3 L1\n"
+                             "mul_sigmoid XB HB2 48\n"
+                             "matmul Q=XB@attn_output.weight n3 L1\n" QWEN35_FFN("L1");
+
+static void test_hybrid(void) {
+    static model_weight layers[N_LAYERS * ROLE_COUNT];
+    model m;
+    recorder r = {0};
+    int failed = -1;
+    fake_model(&m, layers, "qwen35", 0);
+    m.hp.full_attn_interval = 2, m.hp.attn_gated = 1;
+    CHECK_EQ_INT(run(&r, &m, &failed), 0);
+    CHECK_MSG(!strcmp(r.log, QWEN35), "qwen35:\n%s", r.log);
+    // the gated q projection's rows (2·q_dim) and its gate (q_dim) fit the FFN buffers
+    CHECK_EQ_INT(fwd_buf_floats(&m.hp, FWD_HB), 32);
+    CHECK_EQ_INT(fwd_buf_floats(&m.hp, FWD_HB2), 16);
+    // a backend without the DeltaNet operation: unsupported, before any operation runs
+    fwd_ops no_gdn = REC_OPS;
+    no_gdn.gdn = NULL;
+    r.calls = 0;
+    const fwd_graph g = {.ops = &no_gdn, .be = &r, .m = &m, .n = 3};
+    CHECK_EQ_INT(fwd_layers(&g, 0, N_LAYERS, &failed), TC_ERR_UNSUPPORTED);
+    CHECK_EQ_INT(r.calls, 0);
+}
 
 static void test_sequences(void) {
     static model_weight layers[N_LAYERS * ROLE_COUNT];
@@ -267,12 +321,14 @@ static void test_driver(void) {
 int main(void) {
     // every architecture in the table has a layer sequence
     static const char *const names[] = {"llama",  "qwen2", "qwen3",    "gemma2",  "gemma3",
-                                         "smollm3", "phi3",  "mistral3", "qwen3moe", "qwen2moe", "gpt-oss"};
+                                         "smollm3", "phi3",  "mistral3", "qwen3moe", "qwen2moe", "gpt-oss",
+                                         "qwen35"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         const arch_desc *a = arch_find(names[i], (int)strlen(names[i]));
         CHECK_MSG(a && a->layer, "%s has no layer builder", names[i]);
     }
     test_sequences();
+    test_hybrid();
     test_errors();
     test_driver();
     TEST_MAIN_END();

@@ -274,6 +274,10 @@ static int new_drafter(engine *e, int n_target_blocks, tc_err *err) {
     if (o->spec == SPEC_DRAFT && !o->draft_model)
         return tc_err_set(err, TC_ERR_INVALID, "engine: --spec draft needs a draft model (--draft-model)");
     if (drafter_kind(o) == SPEC_M_DRAFT) {
+        if (model_get_hparams(o->draft_model)->ssm_state > 0) // its drafts would have to leave its own state
+            return tc_err_set(err, TC_ERR_UNSUPPORTED, "engine: the draft model (%s) has recurrent layers, which a "
+                              "drafter cannot roll back; use an attention-only draft model",
+                              model_get_hparams(o->draft_model)->arch);
         int rc = spec_vocab_check(e->m, o->draft_model, err);
         if (rc) return rc;
         dm = o->draft_model;

@@ -130,3 +130,14 @@ def test_spec_auto_is_off_and_equal(make_server, model):
         assert tokens(auto, p, 24) == tokens(off, p, 24)
     with open(auto.log_path) as f:
         assert "speculative decoding off" in f.read()
+
+
+def test_hybrid_draft_model_refused(model, tmp_path):
+    target = str(tmp_path / "llama-tiny.gguf")  # the same synthetic vocabulary
+    p = subprocess.run([BIN, "synth", "-o", target, "--shape", "llama-tiny"], capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0, p.stderr
+    p = subprocess.run([BIN, "run", "-m", target, "--spec", "draft", "--draft-model", model, "-p", "a b", "-n", "4",
+                        "-t", "2"], capture_output=True, text=True, timeout=120)
+    assert p.returncode != 0
+    assert "the draft model (qwen35) has recurrent layers" in p.stderr, p.stderr

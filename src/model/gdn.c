@@ -46,22 +46,37 @@ int gdn_scratch_new(const model *m, int max_tokens, gdn_scratch **out, tc_err *e
 }
 
 static int mm(cpu_pool *pool, void *scratch, float *out, const float *x, int n, const model_weight *w) {
-    cpu_matmul_args a = {.out = out, .ld_out = (int)w->rows, .x = x, .n_rows = n, .k = (int)w->cols,
-                         .d = (int)w->rows, .w_type = w->type, .w = w->data, .scratch = scratch,
+    cpu_matmul_args a = {.out = out,
+                         .ld_out = (int)w->rows,
+                         .x = x,
+                         .n_rows = n,
+                         .k = (int)w->cols,
+                         .d = (int)w->rows,
+                         .w_type = w->type,
+                         .w = w->data,
+                         .scratch = scratch,
                          .w_packed = w->packed};
     return cpu_matmul(pool, &a);
 }
 
-static float silu(float x) { return x / (1.0f + expf(-x)); }
-static float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
-static float softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); } // ggml_softplus's threshold
+static float silu(float x) {
+    return x / (1.0f + expf(-x));
+}
+static float sigmoid(float x) {
+    return 1.0f / (1.0f + expf(-x));
+}
+static float softplus(float x) {
+    return x > 20.0f ? x : log1pf(expf(x));
+} // ggml_softplus's threshold
 
 // x (len) / sqrt(Σx² + eps): llama.cpp's rms_norm(x, eps/len)/sqrt(len)
 static void l2norm(float *x, int len, float eps) {
     double ss = 0.0;
-    for (int i = 0; i < len; i++) ss += (double)(x[i] * x[i]);
+    for (int i = 0; i < len; i++)
+        ss += (double)(x[i] * x[i]);
     const float scale = 1.0f / sqrtf((float)(ss / len) + eps / (float)len) / sqrtf((float)len);
-    for (int i = 0; i < len; i++) x[i] *= scale;
+    for (int i = 0; i < len; i++)
+        x[i] *= scale;
 }
 
 // The causal conv1d of one row over its channels (cd), with the state cs (cd, K-1) (oldest input first),
@@ -71,7 +86,8 @@ static void conv_row(float *x, float *cs, const float *w, int cd, int K) {
         float *st = cs + (size_t)ch * (K - 1);
         const float *wc = w + (size_t)ch * K;
         float sum = 0.0f;
-        for (int i = 0; i < K - 1; i++) sum += st[i] * wc[i];
+        for (int i = 0; i < K - 1; i++)
+            sum += st[i] * wc[i];
         sum += x[ch] * wc[K - 1];
         memmove(st, st + 1, (size_t)(K - 2) * sizeof(float));
         st[K - 2] = x[ch];
@@ -79,21 +95,26 @@ static void conv_row(float *x, float *cs, const float *w, int cd, int K) {
     }
 }
 
-// The delta rule of one value head: M (S, S) is the state transposed (M[j][i] = S[i][j], as llama.cpp keeps it).
-static void delta_head(float *M, const float *q, const float *k, const float *v, float g, float beta, float *d,
-                       float *o, int S) {
+// The delta rule of one value head: M (S, S) is the state transposed (M[j][i] = S[i][j], as llama.cpp keeps
+// it).
+static void delta_head(float *M, const float *q, const float *k, const float *v, float g, float beta,
+                       float *d, float *o, int S) {
     const float decay = expf(g), scale = 1.0f / sqrtf((float)S);
-    for (int i = 0; i < S * S; i++) M[i] *= decay;
+    for (int i = 0; i < S * S; i++)
+        M[i] *= decay;
     for (int j = 0; j < S; j++) {
         float sum = 0.0f;
-        for (int i = 0; i < S; i++) sum += M[(size_t)j * S + i] * k[i];
+        for (int i = 0; i < S; i++)
+            sum += M[(size_t)j * S + i] * k[i];
         d[j] = (v[j] - sum) * beta;
     }
     for (int j = 0; j < S; j++)
-        for (int i = 0; i < S; i++) M[(size_t)j * S + i] += k[i] * d[j];
+        for (int i = 0; i < S; i++)
+            M[(size_t)j * S + i] += k[i] * d[j];
     for (int j = 0; j < S; j++) {
         float sum = 0.0f;
-        for (int i = 0; i < S; i++) sum += M[(size_t)j * S + i] * q[i];
+        for (int i = 0; i < S; i++)
+            sum += M[(size_t)j * S + i] * q[i];
         o[j] = sum * scale;
     }
 }
@@ -110,14 +131,16 @@ int gdn_layer(cpu_pool *pool, void *mm_scratch, gdn_scratch *s, const model *m, 
         (rc = mm(pool, mm_scratch, s->beta, x, n, model_layer_w(m, l, ROLE_SSM_BETA))) ||
         (rc = mm(pool, mm_scratch, s->g, x, n, model_layer_w(m, l, ROLE_SSM_ALPHA))))
         return rc;
-    const float *conv_w = model_layer_w(m, l, ROLE_SSM_CONV)->data, *dt = model_layer_w(m, l, ROLE_SSM_DT)->data;
+    const float *conv_w = model_layer_w(m, l, ROLE_SSM_CONV)->data,
+                *dt = model_layer_w(m, l, ROLE_SSM_DT)->data;
     const float *a = model_layer_w(m, l, ROLE_SSM_A)->data, *nw = model_layer_w(m, l, ROLE_SSM_NORM)->data;
     const size_t conv_floats = (size_t)cd * (K - 1), layer_floats = conv_floats + (size_t)hv * S * S;
     const int rec_idx = l - (l + 1) / hp->full_attn_interval; // DeltaNet layers before l
     for (int t = 0; t < n; t++) {
         const int slot = b->rs_slots ? b->rs_slots[b->seq[t]] : b->seq[t];
         if (slot < 0 || slot >= kv->rs_slots) return TC_ERR_INVALID;
-        float *cs = kv->rs + (size_t)slot * kv->rs_floats + (size_t)rec_idx * layer_floats, *ss = cs + conv_floats;
+        float *cs = kv->rs + (size_t)slot * kv->rs_floats + (size_t)rec_idx * layer_floats,
+              *ss = cs + conv_floats;
         if (b->pos[t] == 0) memset(cs, 0, layer_floats * sizeof(float)); // the sequence starts
         float *c = s->qkv + (size_t)t * cd, *o = s->o + (size_t)t * vd;
         conv_row(c, cs, conv_w, cd, K);
@@ -130,11 +153,12 @@ int gdn_layer(cpu_pool *pool, void *mm_scratch, gdn_scratch *s, const model *m, 
             const float g = softplus(s->g[(size_t)t * hv + h] + dt[h]) * a[h];
             const int kh = h % hk;
             float *oh = o + (size_t)h * S;
-            delta_head(ss + (size_t)h * S * S, c + (size_t)kh * S, c + kd + (size_t)kh * S, c + 2 * kd + (size_t)h * S,
-                       g, beta, s->d, oh, S);
+            delta_head(ss + (size_t)h * S * S, c + (size_t)kh * S, c + kd + (size_t)kh * S,
+                       c + 2 * kd + (size_t)h * S, g, beta, s->d, oh, S);
             ops_rmsnorm(oh, oh, nw, S, hp->norm_eps);
             const float *zh = s->z + (size_t)t * vd + (size_t)h * S;
-            for (int j = 0; j < S; j++) oh[j] *= silu(zh[j]);
+            for (int j = 0; j < S; j++)
+                oh[j] *= silu(zh[j]);
         }
     }
     return mm(pool, mm_scratch, out, s->o, n, model_layer_w(m, l, ROLE_SSM_OUT));

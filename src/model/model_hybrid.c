@@ -1,7 +1,7 @@
 // Loading of hybrid linear-attention models (Qwen3.5): the gated DeltaNet hyper-parameters, the layer kinds,
 // and each layer's weights by its kind, under the names and shapes llama.cpp's converter writes. Multi-token
-// prediction (MTP) layers that follow the trunk ("<arch>.nextn_predict_layers") are not loaded: the forward pass
-// is the trunk's, as llama.cpp's main graph.
+// prediction (MTP) layers that follow the trunk ("<arch>.nextn_predict_layers") are not loaded: the forward
+// pass is the trunk's, as llama.cpp's main graph.
 #include <stdio.h>
 #include <string.h>
 
@@ -13,9 +13,9 @@ static int get_u32(const gguf_ctx *g, const char *arch, const char *suffix, uint
     return gguf_get_u32(g, key, out);
 }
 
-// IMRoPE's sections: with text positions (t = h = w, e = 0) a rotated pair turns with the text position unless
-// the section pattern sends it to e; every pair must be in t, h or w, so that the rotation is NeoX's over
-// rope_dim dims. A file without sections rotates that way too.
+// IMRoPE's sections: with text positions (t = h = w, e = 0) a rotated pair turns with the text position
+// unless the section pattern sends it to e; every pair must be in t, h or w, so that the rotation is NeoX's
+// over rope_dim dims. A file without sections rotates that way too.
 static int check_sections(const model *m, tc_err *err) {
     const model_hparams *hp = &m->hp;
     char key[128];
@@ -33,8 +33,9 @@ static int check_sections(const model *m, tc_err *err) {
     for (int p = 0; p < hp->rope_dim / 2; p++) {
         const int sec = p % total, r = sec % 3;
         if (!((r == 0 && sec < 3 * s[0]) || (r == 1 && sec < 3 * s[1]) || (r == 2 && sec < 3 * s[2])))
-            return tc_err_set(err, TC_ERR_UNSUPPORTED, "%s [%d, %d, %d, %d]: rotated pair %d is not a text section",
-                              key, s[0], s[1], s[2], s[3], p);
+            return tc_err_set(err, TC_ERR_UNSUPPORTED,
+                              "%s [%d, %d, %d, %d]: rotated pair %d is not a text section", key, s[0], s[1],
+                              s[2], s[3], p);
     }
     return 0;
 }
@@ -43,34 +44,51 @@ int model_hybrid_read_hparams(model *m, tc_err *err) {
     model_hparams *hp = &m->hp;
     const char *a = hp->arch;
     uint32_t u;
-    struct { const char *key; int *dst; uint32_t max; } req[] = {
-        {"ssm.conv_kernel", &hp->ssm_conv, 64},   {"ssm.state_size", &hp->ssm_state, 1024},
-        {"ssm.group_count", &hp->ssm_groups, 1024}, {"ssm.time_step_rank", &hp->ssm_vheads, 1024},
+    struct {
+        const char *key;
+        int *dst;
+        uint32_t max;
+    } req[] = {
+        {"ssm.conv_kernel", &hp->ssm_conv, 64},
+        {"ssm.state_size", &hp->ssm_state, 1024},
+        {"ssm.group_count", &hp->ssm_groups, 1024},
+        {"ssm.time_step_rank", &hp->ssm_vheads, 1024},
     };
     for (size_t i = 0; i < sizeof req / sizeof req[0]; i++) {
         if (get_u32(m->g, a, req[i].key, &u) != 0 || u == 0 || u > req[i].max)
-            return tc_err_set(err, TC_ERR_FORMAT, "missing or invalid %s.%s (1..%u)", a, req[i].key, req[i].max);
+            return tc_err_set(err, TC_ERR_FORMAT, "missing or invalid %s.%s (1..%u)", a, req[i].key,
+                              req[i].max);
         *req[i].dst = (int)u;
     }
-    if (hp->ssm_conv < 2) return tc_err_set(err, TC_ERR_FORMAT, "%s.ssm.conv_kernel %d: at least 2", a, hp->ssm_conv);
+    if (hp->ssm_conv < 2)
+        return tc_err_set(err, TC_ERR_FORMAT, "%s.ssm.conv_kernel %d: at least 2", a, hp->ssm_conv);
     if (hp->ssm_vheads % hp->ssm_groups)
-        return tc_err_set(err, TC_ERR_FORMAT, "%s.ssm.time_step_rank %d is not a multiple of ssm.group_count %d", a,
+        return tc_err_set(err, TC_ERR_FORMAT,
+                          "%s.ssm.time_step_rank %d is not a multiple of ssm.group_count %d", a,
                           hp->ssm_vheads, hp->ssm_groups);
     if (get_u32(m->g, a, "ssm.inner_size", &u) == 0 && u != (uint32_t)(hp->ssm_state * hp->ssm_vheads))
-        return tc_err_set(err, TC_ERR_UNSUPPORTED, "%s.ssm.inner_size %u: value heads of another size than "
-                          "ssm.state_size are not supported", a, u);
+        return tc_err_set(err, TC_ERR_UNSUPPORTED,
+                          "%s.ssm.inner_size %u: value heads of another size than "
+                          "ssm.state_size are not supported",
+                          a, u);
+    if (get_u32(m->g, a, "attention.value_length", &u) == 0 && u != (uint32_t)hp->head_dim)
+        return tc_err_set(err, TC_ERR_UNSUPPORTED, "%s.attention.value_length %u differs from key_length %d", a, u,
+                          hp->head_dim);
     char key[128];
     snprintf(key, sizeof key, "%s.attention.recurrent_layers", a);
     if (gguf_find_key(m->g, key) >= 0)
-        return tc_err_set(err, TC_ERR_UNSUPPORTED, "%s: an explicit layer list is not supported (only %s.full_attention_interval)",
+        return tc_err_set(err, TC_ERR_UNSUPPORTED,
+                          "%s: an explicit layer list is not supported (only %s.full_attention_interval)",
                           key, a);
     hp->full_attn_interval = 4; // llama.cpp's default
     if (get_u32(m->g, a, "full_attention_interval", &u) == 0) {
-        if (u == 0 || u > (1u << 16)) return tc_err_set(err, TC_ERR_FORMAT, "invalid %s.full_attention_interval", a);
+        if (u == 0 || u > (1u << 16))
+            return tc_err_set(err, TC_ERR_FORMAT, "invalid %s.full_attention_interval", a);
         hp->full_attn_interval = (int)u;
     }
     if (get_u32(m->g, a, "nextn_predict_layers", &u) == 0 && u > 0) { // the MTP layers follow the trunk
-        if ((int)u >= hp->n_layers) return tc_err_set(err, TC_ERR_FORMAT, "invalid %s.nextn_predict_layers", a);
+        if ((int)u >= hp->n_layers)
+            return tc_err_set(err, TC_ERR_FORMAT, "invalid %s.nextn_predict_layers", a);
         hp->n_layers -= (int)u;
     }
     hp->attn_gated = 1;
@@ -80,22 +98,37 @@ int model_hybrid_read_hparams(model *m, tc_err *err) {
 // One layer's weights by its kind; ws: its ROLE_COUNT entries.
 static int bind_layer(model *m, int l, model_weight *ws, tc_err *err) {
     const model_hparams *hp = &m->hp;
-    const int64_t dim = hp->dim, hd = hp->head_dim, q = (int64_t)hp->n_heads * hd, kv = (int64_t)hp->n_kv_heads * hd;
+    const int64_t dim = hp->dim, hd = hp->head_dim, q = (int64_t)hp->n_heads * hd,
+                  kv = (int64_t)hp->n_kv_heads * hd;
     const int64_t kd = (int64_t)hp->ssm_state * hp->ssm_groups, vd = (int64_t)hp->ssm_state * hp->ssm_vheads;
     const int64_t hv = hp->ssm_vheads;
     const int rec = model_layer_is_recurrent(hp, l);
-    struct { arch_role r; int64_t rows, cols; int vector, when; } t[] = { // when: 0 all, 1 recurrent, 2 attention
-        {ROLE_ATTN_NORM, 1, dim, 1, 0},         {ROLE_FFN_NORM_PA, 1, dim, 1, 0},
-        {ROLE_FFN_GATE, hp->ffn_dim, dim, 0, 0}, {ROLE_FFN_UP, hp->ffn_dim, dim, 0, 0},
+    struct {
+        arch_role r;
+        int64_t rows, cols;
+        int vector, when;
+    } t[] = {
+        // when: 0 all, 1 recurrent, 2 attention
+        {ROLE_ATTN_NORM, 1, dim, 1, 0},
+        {ROLE_FFN_NORM_PA, 1, dim, 1, 0},
+        {ROLE_FFN_GATE, hp->ffn_dim, dim, 0, 0},
+        {ROLE_FFN_UP, hp->ffn_dim, dim, 0, 0},
         {ROLE_FFN_DOWN, dim, hp->ffn_dim, 0, 0},
-        {ROLE_SSM_QKV, 2 * kd + vd, dim, 0, 1}, {ROLE_SSM_GATE, vd, dim, 0, 1},
-        {ROLE_SSM_CONV, 2 * kd + vd, hp->ssm_conv, 1, 1}, {ROLE_SSM_DT, 1, hv, 1, 1},
-        {ROLE_SSM_A, 1, hv, 1, 1},              {ROLE_SSM_BETA, hv, dim, 0, 1},
-        {ROLE_SSM_ALPHA, hv, dim, 0, 1},        {ROLE_SSM_NORM, 1, hp->ssm_state, 1, 1},
+        {ROLE_SSM_QKV, 2 * kd + vd, dim, 0, 1},
+        {ROLE_SSM_GATE, vd, dim, 0, 1},
+        {ROLE_SSM_CONV, 2 * kd + vd, hp->ssm_conv, 1, 1},
+        {ROLE_SSM_DT, 1, hv, 1, 1},
+        {ROLE_SSM_A, 1, hv, 1, 1},
+        {ROLE_SSM_BETA, hv, dim, 0, 1},
+        {ROLE_SSM_ALPHA, hv, dim, 0, 1},
+        {ROLE_SSM_NORM, 1, hp->ssm_state, 1, 1},
         {ROLE_SSM_OUT, dim, vd, 0, 1},
-        {ROLE_ATTN_Q, 2 * q, dim, 0, 2},        {ROLE_ATTN_K, kv, dim, 0, 2},
-        {ROLE_ATTN_V, kv, dim, 0, 2},           {ROLE_ATTN_OUT, dim, q, 0, 2},
-        {ROLE_ATTN_Q_NORM, 1, hd, 1, 2},        {ROLE_ATTN_K_NORM, 1, hd, 1, 2},
+        {ROLE_ATTN_Q, 2 * q, dim, 0, 2},
+        {ROLE_ATTN_K, kv, dim, 0, 2},
+        {ROLE_ATTN_V, kv, dim, 0, 2},
+        {ROLE_ATTN_OUT, dim, q, 0, 2},
+        {ROLE_ATTN_Q_NORM, 1, hd, 1, 2},
+        {ROLE_ATTN_K_NORM, 1, hd, 1, 2},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         if (t[i].when && (t[i].when == 1) != rec) continue;

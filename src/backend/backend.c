@@ -81,6 +81,10 @@ void backend_kv_copy_block(backend_kv *kv, int src, int dst) {
     if (kv->ops->kv_copy_block) kv->ops->kv_copy_block(kv->impl, src, dst);
 }
 
+void backend_kv_rs_restore(backend_kv *kv, int slot, int row) {
+    if (kv->ops->kv_rs_restore) kv->ops->kv_rs_restore(kv->impl, slot, row);
+}
+
 int backend_ctx_new(backend *be, int max_batch_tokens, int n_threads, backend_ctx **out, tc_err *err) {
     *out = NULL;
     backend_ctx *c = calloc(1, sizeof *c);

@@ -36,6 +36,8 @@ typedef struct backend_ops {
                   void **kv, tc_err *err);
     void (*kv_free)(void *kv);
     void (*kv_copy_block)(void *kv, int src, int dst); // (optional)
+    // Hybrid models: a slot's recurrent state set to a kept row's (model_rs_restore). (optional)
+    void (*kv_rs_restore)(void *kv, int slot, int row);
     // Scratch for batches of up to max_batch_tokens rows (and the CPU's thread pool, or the device's stream).
     int (*ctx_new)(void *w, int max_batch_tokens, int n_threads, void **ctx, tc_err *err);
     void (*ctx_free)(void *ctx);
@@ -63,6 +65,8 @@ int backend_kv_new(backend *be, int n_blocks, int n_blocks_swa, int block_size, 
 void backend_kv_free(backend_kv *kv);
 // No-op where the device has no copy (never the case for cpu and cuda).
 void backend_kv_copy_block(backend_kv *kv, int src, int dst);
+// model_rs_restore on the device's KV; no-op where the device has none (it runs no hybrid model).
+void backend_kv_rs_restore(backend_kv *kv, int slot, int row);
 
 int backend_ctx_new(backend *be, int max_batch_tokens, int n_threads, backend_ctx **out, tc_err *err);
 void backend_ctx_free(backend_ctx *c);

@@ -158,6 +158,7 @@ static int alloc_scratch(engine *e, tc_err *err) {
     e->b_tables = malloc(ns * sizeof *e->b_tables);
     e->b_tables_swa = malloc(ns * sizeof *e->b_tables_swa);
     e->b_rs_slots = malloc(ns * sizeof *e->b_rs_slots);
+    e->b_rs_ckpt = malloc(ns);
     // speculation needs logits for every drafted row too; spec off keeps one row per sequence
     size_t rows = e->o.spec != SPEC_OFF ? ns * (size_t)(1 + e->o.spec_k) : ns;
     if (rows > nbt) rows = nbt;
@@ -176,7 +177,7 @@ static int alloc_scratch(engine *e, tc_err *err) {
     e->evs = malloc((size_t)e->ev_cap * sizeof *e->evs);
     e->load.cap_wait = (int)ns + e->o.max_queue; // every request in flight at most
     e->load.wait = e->load_keys = malloc((size_t)e->load.cap_wait * sizeof *e->load_keys);
-    if (!e->b_tokens || !e->b_pos || !e->b_seq || !e->b_tables || !e->b_tables_swa || !e->b_rs_slots || !e->b_logit_rows || !e->logits || !e->evs ||
+    if (!e->b_tokens || !e->b_pos || !e->b_seq || !e->b_tables || !e->b_tables_swa || !e->b_rs_slots || !e->b_rs_ckpt || !e->b_logit_rows || !e->logits || !e->evs ||
         !e->b_resume_rows ||
         !e->b_embd_rows || !e->embd_out || !e->plp_logits || !e->load_keys || !e->probs ||
         !e->dreqs)
@@ -212,6 +213,7 @@ static void engine_destroy(engine *e) {
     free(e->b_tables);
     free(e->b_tables_swa);
     free(e->b_rs_slots);
+    free(e->b_rs_ckpt);
     free(e->b_logit_rows);
     free(e->b_resume_rows);
     free(e->logits);
@@ -306,8 +308,10 @@ static int new_drafter(engine *e, int n_target_blocks, tc_err *err) {
 
 // Hybrid models (recurrent DeltaNet layers): at most MODEL_RS_SLOTS running sequences (one state slot each);
 // no prefix-cache hits, since a cached prefix's KV does not bring the recurrent state after it (the prompt is
-// recomputed); no speculative decoding, since rejected drafts would have to be rolled out of the state. Each
-// choice switched off is said on stderr.
+// recomputed); no self-speculation, whose early-exit drafts would run the DeltaNet layers below L ahead of the
+// verify step. Each choice switched off is said on stderr. Drafts of prompt lookup, predictions and a draft
+// model are verified with the verify rows' states kept, and a rejection restores the state after the last
+// accepted row (take_tokens).
 static int hybrid_opts(engine *e, const model_hparams *hp, tc_err *err) {
     if (hp->ssm_state <= 0) return 0;
     e->hybrid = 1;
@@ -317,11 +321,12 @@ static int hybrid_opts(engine *e, const model_hparams *hp, tc_err *err) {
     if (e->o.prefix_cache)
         fprintf(stderr, "engine: %s has recurrent (gated DeltaNet) layers: prefix-cache hits off (a cached prefix's "
                         "KV does not carry the recurrent state; prompts are recomputed)\n", hp->arch);
-    if (e->o.spec != SPEC_OFF)
-        fprintf(stderr, "engine: %s has recurrent (gated DeltaNet) layers: speculative decoding off (rejected "
-                        "drafts cannot be rolled back out of the recurrent state)\n", hp->arch);
+    if (e->o.spec != SPEC_OFF && drafter_kind(&e->o) == SPEC_M_SELF)
+        fprintf(stderr, "engine: %s has recurrent (gated DeltaNet) layers: self-speculation off (its early-exit "
+                        "drafts would advance the recurrent state of the layers below L)\n", hp->arch);
     e->o.prefix_cache = 0;
-    e->o.spec = SPEC_OFF;
+    if (e->o.spec == SPEC_SELF) e->o.spec = SPEC_OFF;
+    e->o.self_spec_layers = 0;
     return 0;
 }
 

@@ -66,6 +66,7 @@ struct engine {
     const int32_t **b_tables;           // (max_seqs)
     const int32_t **b_tables_swa;       // (max_seqs) the local layers' tables (with pool_swa)
     int32_t *b_rs_slots;                // (max_seqs) each item's recurrent-state slot (hybrid models)
+    uint8_t *b_rs_ckpt;                 // (max_seqs) 1: keep the item's per-row states (a verify item)
     // Hybrid models: which request holds each recurrent-state slot (NULL: free). A request takes one when it
     // is first scheduled and keeps it until it is freed; a request waiting after preemption may lose it to a
     // running one (it restarts from position 0, where the state starts over).

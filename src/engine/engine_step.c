@@ -1,6 +1,7 @@
 // One engine step: the scheduler's plan → a ragged model_batch → model_forward → sample the rows that
 // finish a request's known tokens → TOKEN / FINISH events. Runs on the engine thread without holding the
 // inbox lock; allocates nothing (events go through a fixed buffer flushed to the outbox when full).
+#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -199,7 +200,7 @@ static model_batch build_batch(engine *e, const sched_plan *p) {
         const sched_req *r = it->r;
         e->b_tables[i] = r->kv.blocks;
         e->b_tables_swa[i] = r->kv_swa.blocks;
-        if (e->hybrid) e->b_rs_slots[i] = eng_rs_slot(e, it->r);
+        if (e->hybrid) e->b_rs_slots[i] = eng_rs_slot(e, it->r), e->b_rs_ckpt[i] = it->n_draft > 0;
         const eng_req *er = r->owner;
         int embed = er->embed || (er->plp && it->start < r->n_prompt - 1);
         add_resumed(e, it, nt, &b);
@@ -220,6 +221,7 @@ static model_batch build_batch(engine *e, const sched_plan *p) {
     b.block_tables = e->b_tables;
     b.block_tables_swa = e->pool_swa ? e->b_tables_swa : NULL;
     b.rs_slots = e->hybrid ? e->b_rs_slots : NULL;
+    b.rs_ckpt = e->hybrid ? e->b_rs_ckpt : NULL;
     b.n_logits = nl;
     b.logits_rows = e->b_logit_rows;
     b.n_embd = ne;
@@ -380,7 +382,7 @@ static int emit_token(engine *e, sched_req *r, int32_t tok, const samp_result *r
 // Samples the next token(s) of r from its logits rows (1 + n_draft): the verifier keeps the drafted tokens
 // the target agrees with plus the target's own next one; they go out in order and stop at an end (tokens
 // after an end-of-generation token are discarded). Rejected drafts' KV is rolled back.
-static void take_tokens(engine *e, sched_req *r, float *logits, int n_draft, double now) {
+static void take_tokens(engine *e, sched_req *r, float *logits, int n_rows, int n_draft, double now) {
     eng_req *er = r->owner;
     if (er->grammar) { // never drafted (eng_draft): one row; the logits row is scratch the mask may overwrite
         samp_result res;
@@ -408,6 +410,14 @@ static void take_tokens(engine *e, sched_req *r, float *logits, int n_draft, dou
         e->spec_verify_steps++;
         spec_accept_observe(m == SPEC_M_PRED ? &er->pacc : &er->acc, n_draft, acc);
         spec_arbiter_observe(&er->arb, acc, e->spec_tok[0]);
+    }
+    // hybrid models: the recurrent state has taken every verify row; back to the one after the last accepted
+    // draft (the item's rows: the rows before the drafts, then the drafts; a verify item is one decode row and
+    // its drafts, so the row is below MODEL_RS_CKPT)
+    if (e->hybrid && n_draft > 0 && n_out - 1 < n_draft) {
+        const int keep = n_rows - n_draft - 1 + n_out - 1;
+        assert(keep >= 0 && keep < MODEL_RS_CKPT);
+        backend_kv_rs_restore(e->kv, er->rs_slot, keep);
     }
     for (int i = 0; i < n_out; i++)
         if (emit_token(e, r, e->spec_tok[i], &e->spec_res[i], now)) return;
@@ -539,7 +549,7 @@ void eng_step(engine *e, double now) {
         const sched_item *it = &p->items[i];
         if (!it->sample) continue;
         if (((const eng_req *)it->r->owner)->embed) embed_finish(e, it->r); // never drafted (eng_draft)
-        else take_tokens(e, it->r, e->logits + (size_t)row * e->n_vocab, it->n_draft, t);
+        else take_tokens(e, it->r, e->logits + (size_t)row * e->n_vocab, it->n, it->n_draft, t);
         row += 1 + it->n_draft;
     }
 }

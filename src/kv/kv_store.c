@@ -92,6 +92,7 @@ void kv_store_free(kv_store *kv) {
     free(kv->v_l);
     free(kv->swa_l);
     free(kv->rs);
+    free(kv->rs_ckpt);
     free(kv);
 }
 

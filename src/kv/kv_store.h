@@ -36,6 +36,8 @@ typedef struct kv_store {
     float *rs;
     int rs_slots;
     size_t rs_floats;
+    float *rs_ckpt; // (rs_slots, rs_ckpt_n, rs_floats) the states after each row of a kept item; owned
+    int rs_ckpt_n;
 } kv_store;
 
 // "f16", "q8_0", "q4_0" → type; TC_ERR_INVALID (message names the choices) otherwise.

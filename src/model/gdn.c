@@ -136,7 +136,8 @@ int gdn_layer(cpu_pool *pool, void *mm_scratch, gdn_scratch *s, const model *m, 
     const float *a = model_layer_w(m, l, ROLE_SSM_A)->data, *nw = model_layer_w(m, l, ROLE_SSM_NORM)->data;
     const size_t conv_floats = (size_t)cd * (K - 1), layer_floats = conv_floats + (size_t)hv * S * S;
     const int rec_idx = l - (l + 1) / hp->full_attn_interval; // DeltaNet layers before l
-    for (int t = 0; t < n; t++) {
+    for (int t = 0, ri = 0; t < n; t++) {
+        ri = t > 0 && b->seq[t - 1] == b->seq[t] ? ri + 1 : 0; // the row's index among its sequence's rows
         const int slot = b->rs_slots ? b->rs_slots[b->seq[t]] : b->seq[t];
         if (slot < 0 || slot >= kv->rs_slots) return TC_ERR_INVALID;
         float *cs = kv->rs + (size_t)slot * kv->rs_floats + (size_t)rec_idx * layer_floats,
@@ -160,6 +161,9 @@ int gdn_layer(cpu_pool *pool, void *mm_scratch, gdn_scratch *s, const model *m, 
             for (int j = 0; j < S; j++)
                 oh[j] *= silu(zh[j]);
         }
+        if (b->rs_ckpt && b->rs_ckpt[b->seq[t]] && ri < kv->rs_ckpt_n) // the state after this row, kept
+            memcpy(kv->rs_ckpt + ((size_t)slot * kv->rs_ckpt_n + ri) * kv->rs_floats + (size_t)rec_idx * layer_floats,
+                   cs, layer_floats * sizeof(float));
     }
     return mm(pool, mm_scratch, out, s->o, n, model_layer_w(m, l, ROLE_SSM_OUT));
 }

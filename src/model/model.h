@@ -102,8 +102,12 @@ static inline int model_layer_is_recurrent(const model_hparams *hp, int l) {
 // inputs of each conv channel) and its delta-rule state (ssm_vheads matrices of ssm_state²), in slots of the
 // KV storage (kv_store.rs). A sequence's state starts over at its row of position 0.
 #define MODEL_RS_SLOTS 64 // sequences a storage keeps state for (the engine's max_seqs at most)
+#define MODEL_RS_CKPT 17 // rows of one item whose state a slot keeps (speculation: 1 + SPEC_MAX_K verify rows)
 // Floats one slot holds over all DeltaNet layers (0: not a hybrid model).
 size_t model_rs_slot_floats(const model_hparams *hp);
+// Sets slot's state to the one after row `row` (0..MODEL_RS_CKPT-1) of its rows in the last batch that kept them
+// (model_batch.rs_ckpt): a verify step's state before its rejected drafts.
+void model_rs_restore(kv_store *kv, int slot, int row);
 
 // --- the paged KV storage (kv/kv_store.h: blocks, row types, layout) bound to this model: the shape of one
 // position from the hyper-parameters, and which layers are sliding-window layers.
@@ -152,6 +156,9 @@ typedef struct model_batch {
     // (hybrid models) each sequence's recurrent-state slot, 0..MODEL_RS_SLOTS-1, distinct within the batch;
     // NULL: sequence s uses slot s
     const int32_t *rs_slots; // (n_seqs)
+    // (hybrid models, optional) 1 for a sequence whose state after each of its first MODEL_RS_CKPT rows is kept
+    // for model_rs_restore (speculative verify rows), or NULL
+    const uint8_t *rs_ckpt; // (n_seqs)
 } model_batch;
 // What every backend checks of a batch before running it, whatever its KV cache: 1..max_tokens rows, token ids
 // in [0, n_vocab), each row's sequence in [0, n_seqs) and position >= 0, logits rows ascending rows of the

@@ -2,6 +2,7 @@
 // hyper-parameters, and which layers are sliding-window layers. It stays with the model because only the
 // model knows its layers; the storage knows shapes only.
 #include <stdlib.h>
+#include <string.h>
 
 #include "kv/kv_store.h"
 #include "model/model_internal.h"
@@ -53,12 +54,19 @@ int model_kv_new_swa(const model *m, int n_blocks, int n_blocks_swa, int block_s
     if (rc || !rs) return rc;
     // calloc of this size maps zero pages: a slot costs memory once a sequence writes it
     (*out)->rs = calloc((size_t)MODEL_RS_SLOTS * rs, sizeof(float));
-    if (!(*out)->rs) {
+    (*out)->rs_ckpt = calloc((size_t)MODEL_RS_SLOTS * MODEL_RS_CKPT * rs, sizeof(float));
+    if (!(*out)->rs || !(*out)->rs_ckpt) {
         kv_store_free(*out);
         *out = NULL;
         return tc_err_set(err, TC_ERR_NOMEM, "out of memory for the recurrent state (%d slots of %zu floats)",
                           MODEL_RS_SLOTS, rs);
     }
-    (*out)->rs_slots = MODEL_RS_SLOTS, (*out)->rs_floats = rs;
+    (*out)->rs_slots = MODEL_RS_SLOTS, (*out)->rs_floats = rs, (*out)->rs_ckpt_n = MODEL_RS_CKPT;
     return 0;
+}
+
+void model_rs_restore(kv_store *kv, int slot, int row) {
+    if (!kv->rs || slot < 0 || slot >= kv->rs_slots || row < 0 || row >= kv->rs_ckpt_n) return;
+    memcpy(kv->rs + (size_t)slot * kv->rs_floats,
+           kv->rs_ckpt + ((size_t)slot * kv->rs_ckpt_n + row) * kv->rs_floats, kv->rs_floats * sizeof(float));
 }

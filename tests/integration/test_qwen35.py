@@ -9,7 +9,9 @@ through the public interfaces, on the synthetic qwen35-tiny that `tachyon synth`
   - a cancelled stream frees its slot: later requests still give the outputs alone;
   - prefix-cache hits are off for hybrid models (a cached prefix's KV does not bring the state): a repeated
     prompt is recomputed and its output equals a server without the cache;
-  - speculative decoding is off for hybrid models, said in the log: --spec auto gives --spec off's output.
+  - speculative decoding keeps the state after each verify row and restores the one after the last accepted
+    draft: --spec ngram / auto give --spec off's output, alone and batched, with drafts accepted and rejected;
+    self-speculation is off (said in the log), and a draft model with recurrent layers is refused.
 Timing free."""
 import concurrent.futures as cf
 import http.client
@@ -122,14 +124,38 @@ def test_prefix_cache_hits_off_outputs_equal(make_server, model):
         assert "prefix-cache hits off" in f.read()
 
 
-def test_spec_auto_is_off_and_equal(make_server, model):
+def spec_counts(srv):
+    m = srv.metrics()
+    drafted = sum(v for k, v in m.items() if k.startswith("tachyon:spec_draft_tokens_total"))
+    accepted = sum(v for k, v in m.items() if k.startswith("tachyon:spec_accepted_tokens_total"))
+    return drafted, accepted
+
+
+def test_speculation_rolls_back_the_state(make_server, model):
+    # prompt lookup drafts from repeated text; some drafts are accepted, some rejected: a rejection must put the
+    # recurrent state back to the one after the last accepted row, so the output is --spec off's
     off = make_server(model, "--ctx-size", 512, "--threads", 2, "--spec", "off")
-    auto = make_server(model, "--ctx-size", 512, "--threads", 2, "--spec", "auto")
-    rep = "a b a b a b a b a b a b"  # prompt lookup would draft here
-    for p in (rep, PROMPTS[1]):
-        assert tokens(auto, p, 24) == tokens(off, p, 24)
-    with open(auto.log_path) as f:
-        assert "speculative decoding off" in f.read()
+    prompts = ["a b a b a b a b a b a b", LONG, PROMPTS[1]] + [" ".join(tokens(off, p, 8)) for p in PROMPTS[:3]]
+    ref = [tokens(off, p, 40) for p in prompts]
+    for mode in ("ngram", "auto"):
+        srv = make_server(model, "--ctx-size", 512, "--threads", 2, "--spec", mode, "--spec-k", 4)
+        got = [tokens(srv, p, 40) for p in prompts]
+        drafted, accepted = spec_counts(srv)
+        print(mode, "drafted", drafted, "accepted", accepted)
+        assert got == ref, mode
+        with cf.ThreadPoolExecutor(len(prompts)) as ex:  # and batched, each with its own state and drafts
+            assert list(ex.map(lambda p: tokens(srv, p, 40), prompts)) == ref, mode
+        if mode == "ngram":
+            drafted, accepted = spec_counts(srv)
+            assert 0 < accepted < drafted, (drafted, accepted)  # both verdicts happened
+
+
+def test_self_speculation_off(make_server, model):
+    off = make_server(model, "--ctx-size", 512, "--threads", 2, "--spec", "off")
+    srv = make_server(model, "--ctx-size", 512, "--threads", 2, "--spec", "self")
+    assert tokens(srv, PROMPTS[0], 24) == tokens(off, PROMPTS[0], 24)
+    with open(srv.log_path) as f:
+        assert "self-speculation off" in f.read()
 
 
 def test_hybrid_draft_model_refused(model, tmp_path):

@@ -85,6 +85,14 @@ void backend_kv_rs_restore(backend_kv *kv, int slot, int row) {
     if (kv->ops->kv_rs_restore) kv->ops->kv_rs_restore(kv->impl, slot, row);
 }
 
+int backend_kv_rs_load_block(backend_kv *kv, int slot, int block) {
+    return kv->ops->kv_rs_load_block ? kv->ops->kv_rs_load_block(kv->impl, slot, block) : TC_ERR_UNSUPPORTED;
+}
+
+int backend_kv_rs_has_blocks(backend_kv *kv) {
+    return kv->ops->kv_rs_has_blocks ? kv->ops->kv_rs_has_blocks(kv->impl) : 0;
+}
+
 int backend_ctx_new(backend *be, int max_batch_tokens, int n_threads, backend_ctx **out, tc_err *err) {
     *out = NULL;
     backend_ctx *c = calloc(1, sizeof *c);

@@ -38,6 +38,10 @@ typedef struct backend_ops {
     void (*kv_copy_block)(void *kv, int src, int dst); // (optional)
     // Hybrid models: a slot's recurrent state set to a kept row's (model_rs_restore). (optional)
     void (*kv_rs_restore)(void *kv, int slot, int row);
+    // Hybrid models: a block's kept state into a slot (model_rs_load_block), and whether blocks' states are
+    // kept (model_rs_has_blocks). (optional)
+    int (*kv_rs_load_block)(void *kv, int slot, int block);
+    int (*kv_rs_has_blocks)(void *kv);
     // Scratch for batches of up to max_batch_tokens rows (and the CPU's thread pool, or the device's stream).
     int (*ctx_new)(void *w, int max_batch_tokens, int n_threads, void **ctx, tc_err *err);
     void (*ctx_free)(void *ctx);
@@ -67,6 +71,9 @@ void backend_kv_free(backend_kv *kv);
 void backend_kv_copy_block(backend_kv *kv, int src, int dst);
 // model_rs_restore on the device's KV; no-op where the device has none (it runs no hybrid model).
 void backend_kv_rs_restore(backend_kv *kv, int slot, int row);
+// model_rs_load_block / model_rs_has_blocks on the device's KV (TC_ERR_UNSUPPORTED / 0 where it has none).
+int backend_kv_rs_load_block(backend_kv *kv, int slot, int block);
+int backend_kv_rs_has_blocks(backend_kv *kv);
 
 int backend_ctx_new(backend *be, int max_batch_tokens, int n_threads, backend_ctx **out, tc_err *err);
 void backend_ctx_free(backend_ctx *c);

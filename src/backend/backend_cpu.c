@@ -26,6 +26,8 @@ static void cpu_kv_free(void *kv) { kv_store_free(kv); }
 
 static void cpu_kv_copy_block(void *kv, int src, int dst) { kv_store_copy_block(kv, src, dst); }
 static void cpu_kv_rs_restore(void *kv, int slot, int row) { model_rs_restore(kv, slot, row); }
+static int cpu_kv_rs_load_block(void *kv, int slot, int block) { return model_rs_load_block(kv, slot, block); }
+static int cpu_kv_rs_has_blocks(void *kv) { return model_rs_has_blocks(kv); }
 
 static int cpu_ctx_new(void *w, int max_batch_tokens, int n_threads, void **ctx, tc_err *err) {
     return model_ctx_new(w, max_batch_tokens, n_threads, (model_ctx **)ctx, err);
@@ -50,6 +52,8 @@ const backend_ops backend_cpu_ops = {
     .kv_free = cpu_kv_free,
     .kv_copy_block = cpu_kv_copy_block,
     .kv_rs_restore = cpu_kv_rs_restore,
+    .kv_rs_load_block = cpu_kv_rs_load_block,
+    .kv_rs_has_blocks = cpu_kv_rs_has_blocks,
     .ctx_new = cpu_ctx_new,
     .ctx_free = cpu_ctx_free,
     .forward = cpu_forward,

@@ -307,8 +307,8 @@ static int new_drafter(engine *e, int n_target_blocks, tc_err *err) {
 }
 
 // Hybrid models (recurrent DeltaNet layers): at most MODEL_RS_SLOTS running sequences (one state slot each);
-// no prefix-cache hits, since a cached prefix's KV does not bring the recurrent state after it (the prompt is
-// recomputed); no self-speculation, whose early-exit drafts would run the DeltaNet layers below L ahead of the
+// prefix-cache hits only where the KV storage keeps the state at every full block (engine_new: a cached
+// prefix's KV does not bring the recurrent state after it); no self-speculation, whose early-exit drafts would run the DeltaNet layers below L ahead of the
 // verify step. Each choice switched off is said on stderr. Drafts of prompt lookup, predictions and a draft
 // model are verified with the verify rows' states kept, and a rejection restores the state after the last
 // accepted row (take_tokens).
@@ -318,13 +318,9 @@ static int hybrid_opts(engine *e, const model_hparams *hp, tc_err *err) {
     if (e->o.max_seqs > MODEL_RS_SLOTS)
         return tc_err_set(err, TC_ERR_INVALID, "engine: %s keeps a recurrent state per sequence: --max-seqs %d is "
                           "above its %d state slots", hp->arch, e->o.max_seqs, MODEL_RS_SLOTS);
-    if (e->o.prefix_cache)
-        fprintf(stderr, "engine: %s has recurrent (gated DeltaNet) layers: prefix-cache hits off (a cached prefix's "
-                        "KV does not carry the recurrent state; prompts are recomputed)\n", hp->arch);
     if (e->o.spec != SPEC_OFF && drafter_kind(&e->o) == SPEC_M_SELF)
         fprintf(stderr, "engine: %s has recurrent (gated DeltaNet) layers: self-speculation off (its early-exit "
                         "drafts would advance the recurrent state of the layers below L)\n", hp->arch);
-    e->o.prefix_cache = 0;
     if (e->o.spec == SPEC_SELF) e->o.spec = SPEC_OFF;
     e->o.self_spec_layers = 0;
     return 0;
@@ -387,6 +383,12 @@ int engine_new(model *m, const engine_opts *o, engine **out, tc_err *err) {
     // A quantized K cache stores keys minus the model's per-layer mean key (key_center.h): calibrated once, after
     // the device accepted the cache and before the warm-up's first forward.
     if ((rc = model_kv_center_init(m, o->kv_type_k, o->n_threads, err))) goto fail;
+    if (e->hybrid && e->o.prefix_cache && !backend_kv_rs_has_blocks(e->kv)) {
+        fprintf(stderr, "engine: %s has recurrent (gated DeltaNet) layers and its states at every KV block would "
+                        "take over %llu GiB: prefix-cache hits off (prompts are recomputed)\n", hp->arch,
+                MODEL_RS_BLK_MAX >> 30);
+        e->o.prefix_cache = 0;
+    }
     if ((rc = backend_ctx_new(e->be, o->max_batch_tokens, o->n_threads, &e->mctx, err))) goto fail;
     if ((rc = kv_pool_new(n_blocks, o->block_size, &e->pool, err))) goto fail;
     if (e->n_blocks_swa && (rc = kv_pool_new(e->n_blocks_swa, o->block_size, &e->pool_swa, err))) goto fail;

@@ -42,6 +42,7 @@ typedef struct eng_req {
     // cleared when the request is freed (eng_req_release) or the slot taken back (eng_rs_slot)
     int rs_slot;
     struct sched_req **rs_owner;
+    int rs_pos; // the positions its slot's state has taken (0..rs_pos-1); -1: unknown (a slot just taken)
 } eng_req;
 
 #define ENG_PLP_ROWS 8 // prompt rows scored per output matmul (bounds the scratch, not the prompt)

@@ -186,7 +186,22 @@ static int eng_rs_slot(engine *e, sched_req *r) {
         }
     if (slot < 0) return -1;
     e->rs_owner[slot] = r;
-    er->rs_slot = slot, er->rs_owner = &e->rs_owner[slot];
+    er->rs_slot = slot, er->rs_owner = &e->rs_owner[slot], er->rs_pos = -1;
+    return slot;
+}
+
+// Hybrid models: the state slot of item `it`, its state brought to the item's first position: a chunk that
+// starts at 0 starts over (in the forward), one that continues the slot's state runs on, and one after a
+// prefix-cache hit (its first position a block boundary) loads the state kept at the last cached block.
+// -1 when no state can be had (the forward then refuses the batch).
+static int32_t eng_rs_item(engine *e, const sched_item *it) {
+    eng_req *er = it->r->owner;
+    const int bs = e->o.block_size, slot = eng_rs_slot(e, it->r);
+    if (slot < 0) return -1;
+    if (it->start > 0 && it->start != er->rs_pos &&
+        (it->start % bs || backend_kv_rs_load_block(e->kv, slot, it->r->kv.blocks[it->start / bs - 1])))
+        return -1;
+    er->rs_pos = it->start + it->n;
     return slot;
 }
 
@@ -200,7 +215,7 @@ static model_batch build_batch(engine *e, const sched_plan *p) {
         const sched_req *r = it->r;
         e->b_tables[i] = r->kv.blocks;
         e->b_tables_swa[i] = r->kv_swa.blocks;
-        if (e->hybrid) e->b_rs_slots[i] = eng_rs_slot(e, it->r), e->b_rs_ckpt[i] = it->n_draft > 0;
+        if (e->hybrid) e->b_rs_slots[i] = eng_rs_item(e, it), e->b_rs_ckpt[i] = it->n_draft > 0;
         const eng_req *er = r->owner;
         int embed = er->embed || (er->plp && it->start < r->n_prompt - 1);
         add_resumed(e, it, nt, &b);
@@ -418,6 +433,7 @@ static void take_tokens(engine *e, sched_req *r, float *logits, int n_rows, int 
         const int keep = n_rows - n_draft - 1 + n_out - 1;
         assert(keep >= 0 && keep < MODEL_RS_CKPT);
         backend_kv_rs_restore(e->kv, er->rs_slot, keep);
+        er->rs_pos -= n_draft - (n_out - 1);
     }
     for (int i = 0; i < n_out; i++)
         if (emit_token(e, r, e->spec_tok[i], &e->spec_res[i], now)) return;

@@ -93,6 +93,7 @@ void kv_store_free(kv_store *kv) {
     free(kv->swa_l);
     free(kv->rs);
     free(kv->rs_ckpt);
+    free(kv->rs_blk);
     free(kv);
 }
 

@@ -38,6 +38,9 @@ typedef struct kv_store {
     size_t rs_floats;
     float *rs_ckpt; // (rs_slots, rs_ckpt_n, rs_floats) the states after each row of a kept item; owned
     int rs_ckpt_n;
+    // (n_blocks, rs_floats) the state after each full block's last position, written by the sequence that
+    // computed it, for prefix-cache hits; NULL when it would not fit (model_kv.c). Owned.
+    float *rs_blk;
 } kv_store;
 
 // "f16", "q8_0", "q4_0" → type; TC_ERR_INVALID (message names the choices) otherwise.

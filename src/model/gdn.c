@@ -161,6 +161,13 @@ int gdn_layer(cpu_pool *pool, void *mm_scratch, gdn_scratch *s, const model *m, 
             for (int j = 0; j < S; j++)
                 oh[j] *= silu(zh[j]);
         }
+        const int bs = kv->block_size;
+        if (kv->rs_blk && b->block_tables && (b->pos[t] + 1) % bs == 0) { // a block's last position: kept
+            const int32_t blk = b->block_tables[b->seq[t]][b->pos[t] / bs];
+            if (blk >= 0 && blk < kv->n_blocks)
+                memcpy(kv->rs_blk + (size_t)blk * kv->rs_floats + (size_t)rec_idx * layer_floats, cs,
+                       layer_floats * sizeof(float));
+        }
         if (b->rs_ckpt && b->rs_ckpt[b->seq[t]] && ri < kv->rs_ckpt_n) // the state after this row, kept
             memcpy(kv->rs_ckpt + ((size_t)slot * kv->rs_ckpt_n + ri) * kv->rs_floats + (size_t)rec_idx * layer_floats,
                    cs, layer_floats * sizeof(float));

@@ -108,6 +108,12 @@ size_t model_rs_slot_floats(const model_hparams *hp);
 // Sets slot's state to the one after row `row` (0..MODEL_RS_CKPT-1) of its rows in the last batch that kept them
 // (model_batch.rs_ckpt): a verify step's state before its rejected drafts.
 void model_rs_restore(kv_store *kv, int slot, int row);
+// Prefix-cache hits: the state after block `block`'s last position (kept when a sequence computed it) into
+// slot; 0, or TC_ERR_UNSUPPORTED when the storage keeps no block states (model_rs_has_blocks).
+int model_rs_load_block(kv_store *kv, int slot, int block);
+// 1 when the storage keeps the state at every full block (at most MODEL_RS_BLK_MAX bytes of them).
+int model_rs_has_blocks(const kv_store *kv);
+#define MODEL_RS_BLK_MAX (8ull << 30) // bytes of block states at most (pages touched as blocks fill)
 
 // --- the paged KV storage (kv/kv_store.h: blocks, row types, layout) bound to this model: the shape of one
 // position from the hyper-parameters, and which layers are sliding-window layers.

@@ -62,6 +62,18 @@ int model_kv_new_swa(const model *m, int n_blocks, int n_blocks_swa, int block_s
                           MODEL_RS_SLOTS, rs);
     }
     (*out)->rs_slots = MODEL_RS_SLOTS, (*out)->rs_floats = rs, (*out)->rs_ckpt_n = MODEL_RS_CKPT;
+    if ((unsigned long long)n_blocks * rs * sizeof(float) <= MODEL_RS_BLK_MAX) // else prefix-cache hits are off
+        (*out)->rs_blk = calloc((size_t)n_blocks * rs, sizeof(float));
+    return 0;
+}
+
+int model_rs_has_blocks(const kv_store *kv) { return kv->rs_blk != NULL; }
+
+int model_rs_load_block(kv_store *kv, int slot, int block) {
+    if (!kv->rs_blk || slot < 0 || slot >= kv->rs_slots || block < 0 || block >= kv->n_blocks)
+        return TC_ERR_UNSUPPORTED;
+    memcpy(kv->rs + (size_t)slot * kv->rs_floats, kv->rs_blk + (size_t)block * kv->rs_floats,
+           kv->rs_floats * sizeof(float));
     return 0;
 }
 

@@ -77,7 +77,7 @@ static const synth_shape shapes[] = {
      .expert_ffn = 256, .out_sd = 0.3f, .swa = 128, .yarn_factor = 32.0f, .yarn_ctx = 4096},
     // Qwen3.5: layers 0-2 gated DeltaNet (2 key heads shared by 4 value heads of 32, as the real models share
     // them), layer 3 gated attention with a quarter of each head rotated (IMRoPE sections 3+3+2 pairs)
-    {"qwen35-tiny", TINY, .n_layers = 4, .rope_base = 10000000.0f, .eps = 1e-6f, .arch = "qwen35", .qk_norm = 1,
+    {"qwen35-tiny", TINY, .n_layers = 4, .rope_base = 10000000.0f, .eps = 1e-6f, .arch = "qwen35",
      .rope_dim = 16, .ssm_state = 32, .ssm_groups = 2, .ssm_vheads = 4, .ssm_conv = 4, .full_attn = 4},
 };
 #undef TINY
@@ -113,7 +113,9 @@ static uint32_t k_fallback(uint32_t t, int64_t ne0) {
 // ROLE_ROUTER: an MoE router, which llama.cpp keeps in F32; ROLE_VEC: a random F32 vector (a bias, the shared
 // expert's gate)
 // ROLE_NEG: a negative F32 vector (SYNTH_FILL_NEG)
-typedef enum { ROLE_EMBD, ROLE_OUTPUT, ROLE_NORM, ROLE_ATTN_V, ROLE_FFN_DOWN, ROLE_OTHER, ROLE_ROUTER, ROLE_VEC, ROLE_NEG } synth_role;
+typedef enum {
+    ROLE_EMBD, ROLE_OUTPUT, ROLE_NORM, ROLE_ATTN_V, ROLE_FFN_DOWN, ROLE_OTHER, ROLE_ROUTER, ROLE_VEC, ROLE_NEG
+} synth_role;
 
 static uint32_t pick_type(int ftype, synth_role role, int layer, int n_layers, int64_t ne0) {
     if (role == ROLE_NORM || role == ROLE_ROUTER || role == ROLE_VEC || role == ROLE_NEG || ftype == FTYPE_F32)
@@ -438,6 +440,13 @@ static void add_qwen35_layer(tensor_list *l, const synth_shape *sh, int i, int h
     l->sd = 0.0f;
 }
 
+// The layers written whole by their own function (Qwen3.5, gpt-oss) and the MoE tensors (none for the others).
+static void add_own_layer(tensor_list *l, const synth_shape *sh, int i, int head_dim, int gptoss) {
+    if (sh->ssm_state) add_qwen35_layer(l, sh, i, head_dim);
+    else if (gptoss) add_gptoss_layer(l, sh, i, head_dim);
+    else if (sh->n_expert) add_moe_layer(l, sh, i, head_dim);
+}
+
 // The architecture's tensors beyond llama's block: q/k/v biases, q/k norms of dense shapes, Gemma's post norms,
 // Qwen2-MoE's shared expert.
 static void add_extra_layer(tensor_list *l, const synth_shape *sh, int i, int head_dim) {
@@ -602,13 +611,8 @@ int cli_synth(int argc, char **argv) {
             {"blk.%d.ffn_gate.weight", ROLE_OTHER, 2},      {"blk.%d.ffn_down.weight", ROLE_FFN_DOWN, 4},
             {"blk.%d.ffn_up.weight", ROLE_OTHER, 2},
         };
-        if (sh->ssm_state) {
-            add_qwen35_layer(&l, sh, i, head_dim);
-            continue;
-        }
-        const size_t n_lt = gptoss ? 0 : sh->n_expert ? 6 : sizeof lt / sizeof lt[0]; // MoE: FFN in experts
-        if (gptoss) add_gptoss_layer(&l, sh, i, head_dim);
-        else if (sh->n_expert) add_moe_layer(&l, sh, i, head_dim);
+        const size_t n_lt = gptoss || sh->ssm_state ? 0 : sh->n_expert ? 6 : sizeof lt / sizeof lt[0]; // MoE: experts
+        add_own_layer(&l, sh, i, head_dim, gptoss);
         for (size_t k = 0; k < n_lt; k++) {
             // fused (Phi-3): attn_qkv instead of q, k, v; ffn_up of gate and up instead of gate, up
             if (sh->fused && (k == 2 || k == 3 || k == 6)) continue;

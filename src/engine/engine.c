@@ -177,8 +177,8 @@ static int alloc_scratch(engine *e, tc_err *err) {
     e->evs = malloc((size_t)e->ev_cap * sizeof *e->evs);
     e->load.cap_wait = (int)ns + e->o.max_queue; // every request in flight at most
     e->load.wait = e->load_keys = malloc((size_t)e->load.cap_wait * sizeof *e->load_keys);
-    if (!e->b_tokens || !e->b_pos || !e->b_seq || !e->b_tables || !e->b_tables_swa || !e->b_rs_slots || !e->b_rs_ckpt || !e->b_logit_rows || !e->logits || !e->evs ||
-        !e->b_resume_rows ||
+    if (!e->b_tokens || !e->b_pos || !e->b_seq || !e->b_tables || !e->b_tables_swa || !e->b_logit_rows || !e->logits ||
+        !e->evs || !e->b_rs_slots || !e->b_rs_ckpt || !e->b_resume_rows ||
         !e->b_embd_rows || !e->embd_out || !e->plp_logits || !e->load_keys || !e->probs ||
         !e->dreqs)
         return tc_err_set(err, TC_ERR_NOMEM, "engine: out of memory for step buffers");
@@ -307,11 +307,10 @@ static int new_drafter(engine *e, int n_target_blocks, tc_err *err) {
 }
 
 // Hybrid models (recurrent DeltaNet layers): at most MODEL_RS_SLOTS running sequences (one state slot each);
-// prefix-cache hits only where the KV storage keeps the state at every full block (engine_new: a cached
-// prefix's KV does not bring the recurrent state after it); no self-speculation, whose early-exit drafts would run the DeltaNet layers below L ahead of the
-// verify step. Each choice switched off is said on stderr. Drafts of prompt lookup, predictions and a draft
-// model are verified with the verify rows' states kept, and a rejection restores the state after the last
-// accepted row (take_tokens).
+// no self-speculation, whose early-exit drafts would run the DeltaNet layers below L ahead of the verify step
+// (said on stderr). Prefix-cache hits need the KV storage's block states (engine_new: a cached prefix's KV does
+// not bring the recurrent state after it). Drafts of prompt lookup, predictions and a draft model are verified
+// with the verify rows' states kept; a rejection restores the state after the last accepted row (take_tokens).
 static int hybrid_opts(engine *e, const model_hparams *hp, tc_err *err) {
     if (hp->ssm_state <= 0) return 0;
     e->hybrid = 1;

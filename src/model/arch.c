@@ -106,7 +106,8 @@ static const arch_desc archs[] = {
     // rope.dimension_count dims, IMRoPE with text positions), the others gated DeltaNet; every layer's FFN input
     // normed by post_attention_norm. The loader binds each layer's roles (model_hybrid.c).
     {.name = "qwen35",
-     .role = {[ROLE_ATTN_NORM] = R, [ROLE_FFN_NORM_PA] = R, [ROLE_FFN_GATE] = R, [ROLE_FFN_UP] = R, [ROLE_FFN_DOWN] = R},
+     .role = {[ROLE_ATTN_NORM] = R, [ROLE_FFN_NORM_PA] = R, [ROLE_FFN_GATE] = R, [ROLE_FFN_UP] = R,
+              [ROLE_FFN_DOWN] = R},
      .rope_neox = 1, .hybrid = 1, .layer = fwd_layer_hybrid},
 };
 #undef R
@@ -120,4 +121,6 @@ const arch_desc *arch_find(const char *name, int len) {
     return NULL;
 }
 
-const char *arch_supported_list(void) { return "llama, qwen2, qwen3, gemma2, gemma3, smollm3, phi3, mistral3, qwen3moe, qwen2moe, gpt-oss, qwen35"; }
+const char *arch_supported_list(void) {
+    return "llama, qwen2, qwen3, gemma2, gemma3, smollm3, phi3, mistral3, qwen3moe, qwen2moe, gpt-oss, qwen35";
+}

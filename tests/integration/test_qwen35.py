@@ -175,3 +175,36 @@ def test_hybrid_draft_model_refused(model, tmp_path):
                         "-t", "2"], capture_output=True, text=True, timeout=120)
     assert p.returncode != 0
     assert "the draft model (qwen35) has recurrent layers" in p.stderr, p.stderr
+
+
+def patched(model, tmp_path, key, new_value):
+    """A copy of the model with metadata key's value bytes replaced (same length), or the key renamed."""
+    data = bytearray(open(model, "rb").read())
+    k = key.encode()
+    at = data.index(len(k).to_bytes(8, "little") + k) + 8 + len(k)
+    if isinstance(new_value, str):  # rename the key
+        data[at - len(k):at] = new_value.encode()
+    else:
+        data[at:at + len(new_value)] = new_value
+    out = tmp_path / ("bad-%d.gguf" % len(list(tmp_path.iterdir())))
+    out.write_bytes(bytes(data))
+    return str(out)
+
+
+def i32s(*v):
+    return b"".join(x.to_bytes(4, "little", signed=True) for x in v)
+
+
+@pytest.mark.parametrize("key,value,message", [
+    # (type ARRAY, element INT32, count 4, values): a rotated pair in no text section
+    ("qwen35.rope.dimension_sections", (9).to_bytes(4, "little") + (5).to_bytes(4, "little") +
+     (4).to_bytes(8, "little") + i32s(2, 2, 2, 2),
+     "qwen35.rope.dimension_sections [2, 2, 2, 2]: rotated pair 6 is not a text section"),
+    ("qwen35.ssm.state_size", "qwen35.ssm.state_sizX", "missing or invalid qwen35.ssm.state_size"),
+    ("qwen35.ssm.group_count", (4).to_bytes(4, "little") + (3).to_bytes(4, "little"),
+     "qwen35.ssm.time_step_rank 4 is not a multiple of ssm.group_count 3"),
+])
+def test_bad_files_refused(model, tmp_path, key, value, message):
+    bad = patched(model, tmp_path, key, value)
+    p = subprocess.run([BIN, "info", "-m", bad], capture_output=True, text=True, timeout=60)
+    assert p.returncode != 0 and message in p.stderr, p.stderr

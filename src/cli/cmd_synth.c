@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/synth_blocks.h"
 #include "gguf/gguf.h"
 #include "tensor/ttype.h"
 
@@ -37,11 +38,22 @@ typedef struct {
     int rope_dim;
     float yarn_factor;
     int yarn_ctx;
+    // full-size shapes: the head size when it is not dim / n_heads (written as attention.key_length and
+    // value_length); fast: quantized weights written as random blocks (synth_blocks.h), not quantized floats
+    int head_dim, fast;
+    // norm weights other than 1.0 (0: 1.0), so that a layer's part in the logits outweighs the tied embedding's
+    // own token: attn_norm (larger attention scores), Gemma's post norms (a larger residual update), output_norm
+    // (logits large enough for soft-capping to matter)
+    float attn_norm_w, post_norm_w, out_norm_w;
 } synth_shape;
 
 // One row per shape. The <arch>-tiny shapes are the correctness shapes of tests/ref/test_kld_llamacpp.py: peaked
 // next-token distributions (out_sd), enough layers for the architecture's layer pattern (Gemma 3's sixth global
-// layer, SmolLM3's fourth without RoPE), a window shorter than the test's context.
+// layer, SmolLM3's fourth without RoPE), a window shorter than the test's context. A tied head makes the current
+// token the top one whatever the layers do, so the test could not fail: SmolLM3's head is untied (llama.cpp reads
+// output.weight when present) with larger attention scores (its no-RoPE layer matters); Gemma 2's stays tied
+// (llama.cpp always uses token_embd), so its post norms outweigh the embedding and its output norm makes the
+// logits large enough for final soft-capping to change them.
 // A vocabulary of 272 (the 259 special and byte tokens, 13 filler pieces) keeps llama.cpp's KL-divergence files of
 // the test small: they store 2 bytes a vocabulary entry for every scored position.
 #define TINY_BASE .dim = 256, .n_heads = 4, .n_kv_heads = 2, .ffn = 512, .ctx = 512, .out_sd = 0.3f
@@ -59,10 +71,12 @@ static const synth_shape shapes[] = {
     {"qwen2-tiny", TINY, .n_layers = 2, .rope_base = 1000000.0f, .eps = 1e-6f, .arch = "qwen2", .qkv_bias = 1},
     {"qwen3-tiny", TINY, .n_layers = 2, .rope_base = 1000000.0f, .eps = 1e-6f, .arch = "qwen3", .qk_norm = 1},
     {"gemma2-tiny", TINY, .n_layers = 2, .rope_base = 10000.0f, .eps = 1e-6f, .tied = 1, .arch = "gemma2",
-     .post_norms = 1, .swa = 64, .attn_softcap = 50.0f, .final_softcap = 30.0f},
+     .post_norms = 1, .swa = 64, .attn_softcap = 50.0f, .final_softcap = 30.0f, .post_norm_w = 16.0f,
+     .out_norm_w = 10.0f},
     {"gemma3-tiny", TINY, .n_layers = 6, .rope_base = 1000000.0f, .eps = 1e-6f, .tied = 1, .arch = "gemma3",
      .qk_norm = 1, .post_norms = 1, .swa = 64, .rope_base_swa = 10000.0f},
-    {"smollm3-tiny", TINY, .n_layers = 4, .rope_base = 5000000.0f, .eps = 1e-6f, .tied = 1, .arch = "smollm3"},
+    {"smollm3-tiny", TINY, .n_layers = 4, .rope_base = 5000000.0f, .eps = 1e-6f, .arch = "smollm3",
+     .attn_norm_w = 4.0f},
     {"phi3-tiny", TINY, .n_layers = 2, .rope_base = 10000.0f, .eps = 1e-5f, .arch = "phi3", .fused = 1,
      .rope_dim = 48},
     {"mistral3-tiny", TINY, .n_layers = 2, .rope_base = 1000000.0f, .eps = 1e-5f, .arch = "mistral3",
@@ -75,6 +89,35 @@ static const synth_shape shapes[] = {
 };
 #undef TINY
 #undef TINY_BASE
+
+// Full-size speed shapes, from the models' config.json: Meta-Llama-3-8B (Llama 3.0: 8k context, no rope
+// scaling), Qwen/Qwen3-8B, Qwen/Qwen3-30B-A3B, openai/gpt-oss-20b. Random quantized blocks (fast): the logits
+// mean nothing, the bytes read per token are those of the real model.
+#define FULL .fast = 1
+static const synth_shape full_shapes[] = {
+    {"llama3-8b", .dim = 4096, .n_layers = 32, .n_heads = 32, .n_kv_heads = 8, .ffn = 14336, .vocab = 128256,
+     .ctx = 8192, .rope_base = 500000.0f, .eps = 1e-5f, .arch = "llama", FULL},
+    {"qwen3-8b", .dim = 4096, .n_layers = 36, .n_heads = 32, .n_kv_heads = 8, .head_dim = 128, .ffn = 12288,
+     .vocab = 151936, .ctx = 40960, .rope_base = 1000000.0f, .eps = 1e-6f, .arch = "qwen3", .qk_norm = 1, FULL},
+    {"qwen3moe-30b-a3b", .dim = 2048, .n_layers = 48, .n_heads = 32, .n_kv_heads = 4, .head_dim = 128,
+     .ffn = 6144, .vocab = 151936, .ctx = 40960, .rope_base = 1000000.0f, .eps = 1e-6f, .arch = "qwen3moe",
+     .n_expert = 128, .n_used = 8, .expert_ffn = 768, .qk_norm = 1, FULL},
+    {"gptoss-20b", .dim = 2880, .n_layers = 24, .n_heads = 64, .n_kv_heads = 8, .head_dim = 64, .ffn = 2880,
+     .vocab = 201088, .ctx = 131072, .rope_base = 150000.0f, .eps = 1e-5f, .arch = "gpt-oss", .n_expert = 32,
+     .n_used = 4, .expert_ffn = 2880, .swa = 128, .yarn_factor = 32.0f, .yarn_ctx = 4096, FULL},
+};
+#undef FULL
+
+// The shape named name in either table, or NULL.
+static const synth_shape *find_shape(const char *name) {
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        if (!strcmp(shapes[i].name, name)) return &shapes[i];
+    for (size_t i = 0; i < sizeof full_shapes / sizeof full_shapes[0]; i++)
+        if (!strcmp(full_shapes[i].name, name)) return &full_shapes[i];
+    return NULL;
+}
+
+static int shape_head_dim(const synth_shape *sh) { return sh->head_dim ? sh->head_dim : sh->dim / sh->n_heads; }
 
 #define SYNTH_SD 0.02f
 
@@ -149,6 +192,8 @@ typedef struct {
     int64_t ne0, rows; // row length (elements) and row count (over all experts of a 3-D tensor)
     int is_norm;
     float sd;          // of the random values
+    float norm_w;      // the value of a norm's elements
+    int fast;          // random quantized blocks (synth_blocks.h) where the type allows
 } synth_tinfo;
 
 typedef struct {
@@ -163,7 +208,8 @@ typedef struct {
     uint32_t type;
     int64_t ne0, row0, row1, index;
     int is_norm;
-    float sd;
+    float sd, norm_w;
+    int fast;
     uint64_t seed;
     size_t row_bytes;
     uint8_t *dst; // rows [row0, row1) of the tensor
@@ -175,6 +221,11 @@ typedef struct {
 static void *synth_rows(void *arg) {
     synth_job *j = arg;
     const tt_traits *tr = tt_get(j->type);
+    if (j->fast && !j->is_norm && synth_blocks_supported(j->type)) {
+        j->rc = synth_random_blocks(j->type, j->dst, j->ne0, j->row1 - j->row0,
+                                    j->seed ^ ((uint64_t)j->index << 40) ^ (uint64_t)j->row0 * 0x9e3779b97f4a7c15ull);
+        return NULL;
+    }
     float *buf = malloc((size_t)j->ne0 * SYNTH_CHUNK_ROWS * sizeof *buf); // (chunk rows, ne0)
     if (!buf) {
         j->rc = TC_ERR_NOMEM;
@@ -185,7 +236,7 @@ static void *synth_rows(void *arg) {
         for (int64_t k = 0; k < nr; k++) {
             float *row = buf + k * j->ne0;
             if (j->is_norm)
-                for (int64_t c = 0; c < j->ne0; c++) row[c] = 1.0f;
+                for (int64_t c = 0; c < j->ne0; c++) row[c] = j->norm_w;
             else gauss(row, j->ne0, j->seed ^ ((uint64_t)j->index << 40) ^ (uint64_t)(r + k) * 0x2545f4914f6cdd1dull,
                        j->sd);
         }
@@ -214,7 +265,7 @@ static int synth_fill(void *user, int64_t index, const char *name, void *dst, ui
     int started[16] = {0};
     for (int t = 0; t < nt; t++) {
         int64_t r0 = ti->rows * t / nt, r1 = ti->rows * (t + 1) / nt;
-        jobs[t] = (synth_job){ti->type, ti->ne0, r0, r1, index, ti->is_norm, ti->sd, sc->seed, row_bytes,
+        jobs[t] = (synth_job){ti->type, ti->ne0, r0, r1, index, ti->is_norm, ti->sd, ti->norm_w, ti->fast, sc->seed, row_bytes,
                               (uint8_t *)dst + (size_t)r0 * row_bytes, TC_ERR};
         if (t > 0) started[t] = pthread_create(&th[t], NULL, synth_rows, &jobs[t]) == 0;
     }
@@ -279,6 +330,8 @@ static void usage(void) {
     fprintf(stderr, "usage: tachyon synth -o OUT.gguf [--shape S] [--type q8_0|q4_k_m|q4_0|f16|f32|mxfp4] [--seed S] "
                     "[--threads N]\n  shapes:");
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) fprintf(stderr, " %s", shapes[i].name);
+    fprintf(stderr, "\n  full-size shapes (random quantized blocks, for speed):");
+    for (size_t i = 0; i < sizeof full_shapes / sizeof full_shapes[0]; i++) fprintf(stderr, " %s", full_shapes[i].name);
     fprintf(stderr, "\n");
 }
 
@@ -287,7 +340,9 @@ typedef struct {
     synth_tinfo *ti; // (cap)
     int64_t n, cap;
     int ftype, n_layers, rc;
-    float sd; // of the next tensor added
+    float sd;     // of the next tensor added
+    float norm_w; // of the next norm added (0: 1.0)
+    int fast;     // the shape's fast flag
 } tensor_list;
 
 // A tensor of ne0 x ne1 (x ne2 experts when ne2 > 1).
@@ -302,7 +357,8 @@ static void add3(tensor_list *l, const char *name, synth_role role, int layer, i
     if (l->ftype == FTYPE_MXFP4_MOE && ne2 > 1) type = TT_MXFP4; // llama.cpp's MXFP4_MOE: expert matrices
     int64_t ne[3] = {ne0, ne1, ne2};
     uint32_t n_dims = ne2 > 1 ? 3 : ne1 > 1 || (role != ROLE_NORM && role != ROLE_VEC) ? 2 : 1;
-    l->ti[l->n] = (synth_tinfo){type, ne0, ne1 * ne2, role == ROLE_NORM, l->sd > 0 ? l->sd : SYNTH_SD};
+    l->ti[l->n] = (synth_tinfo){type, ne0, ne1 * ne2, role == ROLE_NORM, l->sd > 0 ? l->sd : SYNTH_SD,
+                                l->norm_w > 0 ? l->norm_w : 1.0f, l->fast};
     l->rc = gguf_writer_add_tensor(l->w, name, type, n_dims, ne, NULL, tt_row_size(type, ne0) * (uint64_t)(ne1 * ne2));
     if (l->rc) fprintf(stderr, "synth: cannot add tensor %s (type %s, ne %lld x %lld)\n", name, tt_name(type),
                        (long long)ne0, (long long)ne1);
@@ -386,8 +442,10 @@ static void add_extra_layer(tensor_list *l, const synth_shape *sh, int i, int he
     }
     if (sh->qk_norm && !sh->n_expert) add_qk_norms(l, i, head_dim);
     if (sh->post_norms) {
+        l->norm_w = sh->post_norm_w;
         snprintf(name, sizeof name, "blk.%d.post_attention_norm.weight", i), add(l, name, ROLE_NORM, i, sh->dim, 1);
         snprintf(name, sizeof name, "blk.%d.post_ffw_norm.weight", i), add(l, name, ROLE_NORM, i, sh->dim, 1);
+        l->norm_w = 0.0f;
     }
     if (sh->shexp_ffn) {
         snprintf(name, sizeof name, "blk.%d.ffn_gate_inp_shexp.weight", i), add(l, name, ROLE_VEC, i, sh->dim, 1);
@@ -403,7 +461,7 @@ static void add_extra_layer(tensor_list *l, const synth_shape *sh, int i, int he
 // The architecture's hyper-parameters, "<arch>.*", under the names llama.cpp's converter writes.
 static int set_arch_meta(gguf_writer *w, const synth_shape *sh, const char *arch) {
     char key[96];
-    int e = 0, head_dim = sh->dim / sh->n_heads;
+    int e = 0, head_dim = shape_head_dim(sh);
 #define KEY(suffix) (snprintf(key, sizeof key, "%s." suffix, arch), key)
     e |= gguf_writer_set_u32(w, KEY("context_length"), (uint32_t)sh->ctx);
     e |= gguf_writer_set_u32(w, KEY("embedding_length"), (uint32_t)sh->dim);
@@ -413,6 +471,10 @@ static int set_arch_meta(gguf_writer *w, const synth_shape *sh, const char *arch
     e |= gguf_writer_set_u32(w, KEY("attention.head_count"), (uint32_t)sh->n_heads);
     e |= gguf_writer_set_u32(w, KEY("attention.head_count_kv"), (uint32_t)sh->n_kv_heads);
     e |= gguf_writer_set_u32(w, KEY("vocab_size"), (uint32_t)sh->vocab);
+    if (sh->head_dim) {
+        e |= gguf_writer_set_u32(w, KEY("attention.key_length"), (uint32_t)head_dim);
+        e |= gguf_writer_set_u32(w, KEY("attention.value_length"), (uint32_t)head_dim);
+    }
     if (sh->n_expert) {
         e |= gguf_writer_set_u32(w, KEY("expert_count"), (uint32_t)sh->n_expert);
         e |= gguf_writer_set_u32(w, KEY("expert_used_count"), (uint32_t)sh->n_used);
@@ -459,8 +521,7 @@ int cli_synth(int argc, char **argv) {
     }
     const synth_shape *sh = NULL;
     const synth_qtype *qt = NULL;
-    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
-        if (!strcmp(shapes[i].name, shape_name)) sh = &shapes[i];
+    sh = find_shape(shape_name);
     for (size_t i = 0; i < sizeof qtypes / sizeof qtypes[0]; i++)
         if (!strcmp(qtypes[i].name, type_name)) qt = &qtypes[i];
     if (!out || !sh || !qt || n_threads < 1 || n_threads > 16) {
@@ -478,7 +539,7 @@ int cli_synth(int argc, char **argv) {
     // a layer: at most 6 attention, 3 biases, 2 q/k norms, 2 post norms, 4 FFN, 4 shared-expert tensors
     int64_t max_tensors = 3 + 21 * (int64_t)sh->n_layers;
     tensor_list l = {w, calloc((size_t)max_tensors, sizeof(synth_tinfo)), 0, max_tensors, qt->ftype, sh->n_layers,
-                     0, 0.0f};
+                     0, 0.0f, 0.0f, sh->fast};
     const char *arch = sh->arch ? sh->arch : "llama";
     const int gptoss = !strcmp(arch, "gpt-oss");
     if (!w || !vocab || !l.ti) {
@@ -486,7 +547,7 @@ int cli_synth(int argc, char **argv) {
         goto done;
     }
     char name[96];
-    int head_dim = sh->dim / sh->n_heads, kv_dim = head_dim * sh->n_kv_heads;
+    int head_dim = shape_head_dim(sh), kv_dim = head_dim * sh->n_kv_heads, q_dim = head_dim * sh->n_heads;
     snprintf(name, sizeof name, "synthetic-%s-%s", sh->name, qt->name);
     int e = 0;
     e |= gguf_writer_set_str(w, "general.architecture", arch);
@@ -515,11 +576,12 @@ int cli_synth(int argc, char **argv) {
         static const struct {
             const char *fmt;
             synth_role role;
-            int rows; // 0 dim, 1 kv_dim, 2 ffn, 3 one (norm), 4 ffn_down (ne0 = ffn, rows = dim)
+            int rows; // 0 q_dim, 1 kv_dim, 2 ffn, 3 one (norm), 4 ffn_down (ne0 = ffn, rows = dim),
+                      // 5 attn_output (ne0 = q_dim, rows = dim)
         } lt[] = {
             {"blk.%d.attn_norm.weight", ROLE_NORM, 3},      {"blk.%d.attn_q.weight", ROLE_OTHER, 0},
             {"blk.%d.attn_k.weight", ROLE_OTHER, 1},        {"blk.%d.attn_v.weight", ROLE_ATTN_V, 1},
-            {"blk.%d.attn_output.weight", ROLE_OTHER, 0},   {"blk.%d.ffn_norm.weight", ROLE_NORM, 3},
+            {"blk.%d.attn_output.weight", ROLE_OTHER, 5},   {"blk.%d.ffn_norm.weight", ROLE_NORM, 3},
             {"blk.%d.ffn_gate.weight", ROLE_OTHER, 2},      {"blk.%d.ffn_down.weight", ROLE_FFN_DOWN, 4},
             {"blk.%d.ffn_up.weight", ROLE_OTHER, 2},
         };
@@ -530,15 +592,19 @@ int cli_synth(int argc, char **argv) {
             // fused (Phi-3): attn_qkv instead of q, k, v; ffn_up of gate and up instead of gate, up
             if (sh->fused && (k == 2 || k == 3 || k == 6)) continue;
             snprintf(name, sizeof name, lt[k].fmt, i);
-            int64_t ne0 = lt[k].rows == 4 ? sh->ffn : sh->dim;
-            int64_t ne1 = (int64_t[]){sh->dim, kv_dim, sh->ffn, 1, sh->dim}[lt[k].rows];
+            int64_t ne0 = lt[k].rows == 4 ? sh->ffn : lt[k].rows == 5 ? q_dim : sh->dim;
+            int64_t ne1 = (int64_t[]){q_dim, kv_dim, sh->ffn, 1, sh->dim, sh->dim}[lt[k].rows];
             if (sh->fused && k == 1) snprintf(name, sizeof name, "blk.%d.attn_qkv.weight", i), ne1 += 2 * kv_dim;
             if (sh->fused && k == 8) ne1 *= 2;
+            l.norm_w = k == 0 ? sh->attn_norm_w : 0.0f;
             add(&l, name, lt[k].role, i, ne0, ne1);
+            l.norm_w = 0.0f;
         }
         add_extra_layer(&l, sh, i, head_dim);
     }
+    l.norm_w = sh->out_norm_w;
     add(&l, "output_norm.weight", ROLE_NORM, 0, sh->dim, 1);
+    l.norm_w = 0.0f;
     l.sd = sh->out_sd;
     if (!sh->tied) add(&l, "output.weight", ROLE_OUTPUT, 0, sh->dim, sh->vocab);
     if (l.rc) goto done;

@@ -496,6 +496,22 @@ static int set_arch_meta(gguf_writer *w, const synth_shape *sh, const char *arch
     return e;
 }
 
+// The synthetic SPM vocabulary's metadata (tokens, scores and types of shape_vocab; <s>, </s>, <unk>).
+static int set_vocab_meta(gguf_writer *w, const synth_shape *sh, char **vocab, const float *scores,
+                          const int32_t *types) {
+    int e = 0;
+    e |= gguf_writer_set_str(w, "tokenizer.ggml.model", "llama");
+    e |= gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)vocab, (uint64_t)sh->vocab);
+    e |= gguf_writer_set_arr(w, "tokenizer.ggml.scores", GGUF_TYPE_FLOAT32, scores, (uint64_t)sh->vocab);
+    e |= gguf_writer_set_arr(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, types, (uint64_t)sh->vocab);
+    e |= gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", 1);
+    e |= gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", 2);
+    e |= gguf_writer_set_u32(w, "tokenizer.ggml.unknown_token_id", 0);
+    e |= gguf_writer_set_bool(w, "tokenizer.ggml.add_bos_token", 1);
+    e |= gguf_writer_set_bool(w, "tokenizer.ggml.add_eos_token", 0);
+    return e;
+}
+
 static double file_mib(const char *path) {
     FILE *f = fopen(path, "rb");
     long size = -1;
@@ -555,15 +571,7 @@ int cli_synth(int argc, char **argv) {
     e |= gguf_writer_set_u32(w, "general.file_type", (uint32_t)qt->ftype);
     e |= gguf_writer_set_u32(w, "general.quantization_version", 2);
     e |= set_arch_meta(w, sh, arch);
-    e |= gguf_writer_set_str(w, "tokenizer.ggml.model", "llama");
-    e |= gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)vocab, (uint64_t)sh->vocab);
-    e |= gguf_writer_set_arr(w, "tokenizer.ggml.scores", GGUF_TYPE_FLOAT32, scores, (uint64_t)sh->vocab);
-    e |= gguf_writer_set_arr(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, types, (uint64_t)sh->vocab);
-    e |= gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", 1);
-    e |= gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", 2);
-    e |= gguf_writer_set_u32(w, "tokenizer.ggml.unknown_token_id", 0);
-    e |= gguf_writer_set_bool(w, "tokenizer.ggml.add_bos_token", 1);
-    e |= gguf_writer_set_bool(w, "tokenizer.ggml.add_eos_token", 0);
+    e |= set_vocab_meta(w, sh, vocab, scores, types);
     if (e) {
         fprintf(stderr, "synth: cannot set metadata (out of memory)\n");
         goto done;

@@ -13,75 +13,11 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/synth_blocks.h"
+#include "cli/synth_shapes.h"
 #include "gguf/gguf.h"
 #include "tensor/ttype.h"
 
-typedef struct {
-    const char *name;
-    int dim, n_layers, n_heads, n_kv_heads, ffn, vocab, ctx;
-    float rope_base, eps;
-    int tied; // no output.weight: the output projection reuses token_embd
-    const char *arch; // general.architecture; NULL: "llama"
-    // qwen3moe: per-head q/k norms, and an FFN of n_used of n_expert experts of expert_ffn
-    int n_expert, n_used, expert_ffn;
-    // standard deviation of the output projection's weights (0: that of every weight): larger makes the
-    // next-token distributions peaked, so that a comparison with another engine can fail
-    float out_sd;
-    // the architecture's extra tensors: per-head q/k RMSNorms; q/k/v biases; norms after attention and FFN
-    // (Gemma); fused attn_qkv and gate+up in ffn_up (Phi-3); a shared expert of shexp_ffn (Qwen2-MoE)
-    int qk_norm, qkv_bias, post_norms, fused, shexp_ffn;
-    // metadata: the sliding window (0: none) and the RoPE base of its layers (0: not written); soft-capping
-    // (0: not written); rotated dims per head (0: all); YaRN scaling (factor 0: none) over yarn_ctx positions
-    int swa;
-    float rope_base_swa, attn_softcap, final_softcap;
-    int rope_dim;
-    float yarn_factor;
-    int yarn_ctx;
-    // Qwen3.5 (gated DeltaNet): the recurrent layers' head size, key heads, value heads and conv kernel; every
-    // full_attn-th layer is a (gated, partially rotated) attention layer; 0: no recurrent layers
-    int ssm_state, ssm_groups, ssm_vheads, ssm_conv, full_attn;
-} synth_shape;
-
-// One row per shape. The <arch>-tiny shapes are the correctness shapes of tests/ref/test_kld_llamacpp.py: peaked
-// next-token distributions (out_sd), enough layers for the architecture's layer pattern (Gemma 3's sixth global
-// layer, SmolLM3's fourth without RoPE), a window shorter than the test's context.
-// A vocabulary of 272 (the 259 special and byte tokens, 13 filler pieces) keeps llama.cpp's KL-divergence files of
-// the test small: they store 2 bytes a vocabulary entry for every scored position.
-#define TINY_BASE .dim = 256, .n_heads = 4, .n_kv_heads = 2, .ffn = 512, .ctx = 512, .out_sd = 0.3f
-#define TINY TINY_BASE, .vocab = 272
-static const synth_shape shapes[] = {
-    {"tinyllama", .dim = 2048, .n_layers = 22, .n_heads = 32, .n_kv_heads = 4, .ffn = 5632, .vocab = 32000,
-     .ctx = 2048, .rope_base = 10000.0f, .eps = 1e-5f},
-    {"smollm2-135m", .dim = 576, .n_layers = 30, .n_heads = 9, .n_kv_heads = 3, .ffn = 1536, .vocab = 49152,
-     .ctx = 8192, .rope_base = 100000.0f, .eps = 1e-5f, .tied = 1},
-    {"tiny", .dim = 256, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .ffn = 512, .vocab = 512, .ctx = 512,
-     .rope_base = 10000.0f, .eps = 1e-5f},
-    {"qwen3moe-tiny", TINY_BASE, .vocab = 512, .n_layers = 2, .rope_base = 1000000.0f, .eps = 1e-6f, .arch = "qwen3moe", .n_expert = 8,
-     .n_used = 2, .expert_ffn = 256, .qk_norm = 1},
-    {"llama-tiny", TINY, .n_layers = 2, .rope_base = 10000.0f, .eps = 1e-5f, .arch = "llama"},
-    {"qwen2-tiny", TINY, .n_layers = 2, .rope_base = 1000000.0f, .eps = 1e-6f, .arch = "qwen2", .qkv_bias = 1},
-    {"qwen3-tiny", TINY, .n_layers = 2, .rope_base = 1000000.0f, .eps = 1e-6f, .arch = "qwen3", .qk_norm = 1},
-    {"gemma2-tiny", TINY, .n_layers = 2, .rope_base = 10000.0f, .eps = 1e-6f, .tied = 1, .arch = "gemma2",
-     .post_norms = 1, .swa = 64, .attn_softcap = 50.0f, .final_softcap = 30.0f},
-    {"gemma3-tiny", TINY, .n_layers = 6, .rope_base = 1000000.0f, .eps = 1e-6f, .tied = 1, .arch = "gemma3",
-     .qk_norm = 1, .post_norms = 1, .swa = 64, .rope_base_swa = 10000.0f},
-    {"smollm3-tiny", TINY, .n_layers = 4, .rope_base = 5000000.0f, .eps = 1e-6f, .tied = 1, .arch = "smollm3"},
-    {"phi3-tiny", TINY, .n_layers = 2, .rope_base = 10000.0f, .eps = 1e-5f, .arch = "phi3", .fused = 1,
-     .rope_dim = 48},
-    {"mistral3-tiny", TINY, .n_layers = 2, .rope_base = 1000000.0f, .eps = 1e-5f, .arch = "mistral3",
-     .yarn_factor = 4.0f, .yarn_ctx = 128},
-    {"qwen2moe-tiny", TINY, .n_layers = 2, .rope_base = 1000000.0f, .eps = 1e-6f, .arch = "qwen2moe",
-     .n_expert = 8, .n_used = 2, .expert_ffn = 256, .qkv_bias = 1, .shexp_ffn = 512},
-    {"gptoss-tiny", .dim = 256, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .ffn = 256, .vocab = 512,
-     .ctx = 512, .rope_base = 150000.0f, .eps = 1e-5f, .arch = "gpt-oss", .n_expert = 8, .n_used = 2,
-     .expert_ffn = 256, .out_sd = 0.3f, .swa = 128, .yarn_factor = 32.0f, .yarn_ctx = 4096},
-    // Qwen3.5: layers 0-2 gated DeltaNet (2 key heads shared by 4 value heads of 32, as the real models share
-    // them), layer 3 gated attention with a quarter of each head rotated (IMRoPE sections 3+3+2 pairs)
-    {"qwen35-tiny", TINY, .n_layers = 4, .rope_base = 10000000.0f, .eps = 1e-6f, .arch = "qwen35",
-     .rope_dim = 16, .ssm_state = 32, .ssm_groups = 2, .ssm_vheads = 4, .ssm_conv = 4, .full_attn = 4},
-};
-#undef TINY
-#undef TINY_BASE
 
 #define SYNTH_SD 0.02f
 
@@ -160,6 +96,8 @@ typedef struct {
     int64_t ne0, rows; // row length (elements) and row count (over all experts of a 3-D tensor)
     int is_norm;       // SYNTH_FILL_*
     float sd;          // of the random values
+    float norm_w;      // the value of a norm's elements (SYNTH_FILL_ONES: ones scaled)
+    int fast;          // random quantized blocks (synth_blocks.h) where the type allows
 } synth_tinfo;
 
 // What a tensor holds: N(0, sd) values, ones (a norm), or -(|N(0, sd)| + 0.1) (a decay rate that must be
@@ -178,7 +116,8 @@ typedef struct {
     uint32_t type;
     int64_t ne0, row0, row1, index;
     int is_norm;
-    float sd;
+    float sd, norm_w;
+    int fast;
     uint64_t seed;
     size_t row_bytes;
     uint8_t *dst; // rows [row0, row1) of the tensor
@@ -190,6 +129,11 @@ typedef struct {
 static void *synth_rows(void *arg) {
     synth_job *j = arg;
     const tt_traits *tr = tt_get(j->type);
+    if (j->fast && j->is_norm == SYNTH_FILL_GAUSS && synth_blocks_supported(j->type)) {
+        j->rc = synth_random_blocks(j->type, j->dst, j->ne0, j->row1 - j->row0,
+                                    j->seed ^ ((uint64_t)j->index << 40) ^ (uint64_t)j->row0 * 0x9e3779b97f4a7c15ull);
+        return NULL;
+    }
     float *buf = malloc((size_t)j->ne0 * SYNTH_CHUNK_ROWS * sizeof *buf); // (chunk rows, ne0)
     if (!buf) {
         j->rc = TC_ERR_NOMEM;
@@ -200,7 +144,7 @@ static void *synth_rows(void *arg) {
         for (int64_t k = 0; k < nr; k++) {
             float *row = buf + k * j->ne0;
             if (j->is_norm == SYNTH_FILL_ONES)
-                for (int64_t c = 0; c < j->ne0; c++) row[c] = 1.0f;
+                for (int64_t c = 0; c < j->ne0; c++) row[c] = j->norm_w;
             else gauss(row, j->ne0, j->seed ^ ((uint64_t)j->index << 40) ^ (uint64_t)(r + k) * 0x2545f4914f6cdd1dull,
                        j->sd);
             if (j->is_norm == SYNTH_FILL_NEG)
@@ -231,7 +175,7 @@ static int synth_fill(void *user, int64_t index, const char *name, void *dst, ui
     int started[16] = {0};
     for (int t = 0; t < nt; t++) {
         int64_t r0 = ti->rows * t / nt, r1 = ti->rows * (t + 1) / nt;
-        jobs[t] = (synth_job){ti->type, ti->ne0, r0, r1, index, ti->is_norm, ti->sd, sc->seed, row_bytes,
+        jobs[t] = (synth_job){ti->type, ti->ne0, r0, r1, index, ti->is_norm, ti->sd, ti->norm_w, ti->fast, sc->seed, row_bytes,
                               (uint8_t *)dst + (size_t)r0 * row_bytes, TC_ERR};
         if (t > 0) started[t] = pthread_create(&th[t], NULL, synth_rows, &jobs[t]) == 0;
     }
@@ -295,7 +239,9 @@ static char **shape_vocab(const synth_shape *sh, float *scores, int32_t *types) 
 static void usage(void) {
     fprintf(stderr, "usage: tachyon synth -o OUT.gguf [--shape S] [--type q8_0|q4_k_m|q4_0|f16|f32|mxfp4] [--seed S] "
                     "[--threads N]\n  shapes:");
-    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) fprintf(stderr, " %s", shapes[i].name);
+    synth_shape_list(stderr, 0);
+    fprintf(stderr, "\n  full-size shapes (random quantized blocks, for speed):");
+    synth_shape_list(stderr, 1);
     fprintf(stderr, "\n");
 }
 
@@ -304,7 +250,9 @@ typedef struct {
     synth_tinfo *ti; // (cap)
     int64_t n, cap;
     int ftype, n_layers, rc;
-    float sd; // of the next tensor added
+    float sd;     // of the next tensor added
+    float norm_w; // of the next norm added (0: 1.0)
+    int fast;     // the shape's fast flag
 } tensor_list;
 
 // A tensor of ne0 x ne1 (x ne2 experts when ne2 > 1).
@@ -320,7 +268,8 @@ static void add3(tensor_list *l, const char *name, synth_role role, int layer, i
     int64_t ne[3] = {ne0, ne1, ne2};
     uint32_t n_dims = ne2 > 1 ? 3 : ne1 > 1 || (role != ROLE_NORM && role != ROLE_VEC && role != ROLE_NEG) ? 2 : 1;
     int fill = role == ROLE_NORM ? SYNTH_FILL_ONES : role == ROLE_NEG ? SYNTH_FILL_NEG : SYNTH_FILL_GAUSS;
-    l->ti[l->n] = (synth_tinfo){type, ne0, ne1 * ne2, fill, l->sd > 0 ? l->sd : SYNTH_SD};
+    l->ti[l->n] = (synth_tinfo){type, ne0, ne1 * ne2, fill, l->sd > 0 ? l->sd : SYNTH_SD,
+                                l->norm_w > 0 ? l->norm_w : 1.0f, l->fast};
     l->rc = gguf_writer_add_tensor(l->w, name, type, n_dims, ne, NULL, tt_row_size(type, ne0) * (uint64_t)(ne1 * ne2));
     if (l->rc) fprintf(stderr, "synth: cannot add tensor %s (type %s, ne %lld x %lld)\n", name, tt_name(type),
                        (long long)ne0, (long long)ne1);
@@ -459,8 +408,10 @@ static void add_extra_layer(tensor_list *l, const synth_shape *sh, int i, int he
     }
     if (sh->qk_norm && !sh->n_expert) add_qk_norms(l, i, head_dim);
     if (sh->post_norms) {
+        l->norm_w = sh->post_norm_w;
         snprintf(name, sizeof name, "blk.%d.post_attention_norm.weight", i), add(l, name, ROLE_NORM, i, sh->dim, 1);
         snprintf(name, sizeof name, "blk.%d.post_ffw_norm.weight", i), add(l, name, ROLE_NORM, i, sh->dim, 1);
+        l->norm_w = 0.0f;
     }
     if (sh->shexp_ffn) {
         snprintf(name, sizeof name, "blk.%d.ffn_gate_inp_shexp.weight", i), add(l, name, ROLE_VEC, i, sh->dim, 1);
@@ -476,7 +427,7 @@ static void add_extra_layer(tensor_list *l, const synth_shape *sh, int i, int he
 // The architecture's hyper-parameters, "<arch>.*", under the names llama.cpp's converter writes.
 static int set_arch_meta(gguf_writer *w, const synth_shape *sh, const char *arch) {
     char key[96];
-    int e = 0, head_dim = sh->dim / sh->n_heads;
+    int e = 0, head_dim = synth_shape_head_dim(sh);
 #define KEY(suffix) (snprintf(key, sizeof key, "%s." suffix, arch), key)
     e |= gguf_writer_set_u32(w, KEY("context_length"), (uint32_t)sh->ctx);
     e |= gguf_writer_set_u32(w, KEY("embedding_length"), (uint32_t)sh->dim);
@@ -486,6 +437,10 @@ static int set_arch_meta(gguf_writer *w, const synth_shape *sh, const char *arch
     e |= gguf_writer_set_u32(w, KEY("attention.head_count"), (uint32_t)sh->n_heads);
     e |= gguf_writer_set_u32(w, KEY("attention.head_count_kv"), (uint32_t)sh->n_kv_heads);
     e |= gguf_writer_set_u32(w, KEY("vocab_size"), (uint32_t)sh->vocab);
+    if (sh->head_dim) {
+        e |= gguf_writer_set_u32(w, KEY("attention.key_length"), (uint32_t)head_dim);
+        e |= gguf_writer_set_u32(w, KEY("attention.value_length"), (uint32_t)head_dim);
+    }
     if (sh->n_expert) {
         e |= gguf_writer_set_u32(w, KEY("expert_count"), (uint32_t)sh->n_expert);
         e |= gguf_writer_set_u32(w, KEY("expert_used_count"), (uint32_t)sh->n_used);
@@ -522,6 +477,22 @@ static int set_arch_meta(gguf_writer *w, const synth_shape *sh, const char *arch
     return e;
 }
 
+// The synthetic SPM vocabulary's metadata (tokens, scores and types of shape_vocab; <s>, </s>, <unk>).
+static int set_vocab_meta(gguf_writer *w, const synth_shape *sh, char **vocab, const float *scores,
+                          const int32_t *types) {
+    int e = 0;
+    e |= gguf_writer_set_str(w, "tokenizer.ggml.model", "llama");
+    e |= gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)vocab, (uint64_t)sh->vocab);
+    e |= gguf_writer_set_arr(w, "tokenizer.ggml.scores", GGUF_TYPE_FLOAT32, scores, (uint64_t)sh->vocab);
+    e |= gguf_writer_set_arr(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, types, (uint64_t)sh->vocab);
+    e |= gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", 1);
+    e |= gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", 2);
+    e |= gguf_writer_set_u32(w, "tokenizer.ggml.unknown_token_id", 0);
+    e |= gguf_writer_set_bool(w, "tokenizer.ggml.add_bos_token", 1);
+    e |= gguf_writer_set_bool(w, "tokenizer.ggml.add_eos_token", 0);
+    return e;
+}
+
 static double file_mib(const char *path) {
     FILE *f = fopen(path, "rb");
     long size = -1;
@@ -547,8 +518,7 @@ int cli_synth(int argc, char **argv) {
     }
     const synth_shape *sh = NULL;
     const synth_qtype *qt = NULL;
-    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
-        if (!strcmp(shapes[i].name, shape_name)) sh = &shapes[i];
+    sh = synth_shape_find(shape_name);
     for (size_t i = 0; i < sizeof qtypes / sizeof qtypes[0]; i++)
         if (!strcmp(qtypes[i].name, type_name)) qt = &qtypes[i];
     if (!out || !sh || !qt || n_threads < 1 || n_threads > 16) {
@@ -566,7 +536,7 @@ int cli_synth(int argc, char **argv) {
     // a layer: at most 6 attention, 3 biases, 2 q/k norms, 2 post norms, 4 FFN, 4 shared-expert tensors
     int64_t max_tensors = 3 + 21 * (int64_t)sh->n_layers;
     tensor_list l = {w, calloc((size_t)max_tensors, sizeof(synth_tinfo)), 0, max_tensors, qt->ftype, sh->n_layers,
-                     0, 0.0f};
+                     0, 0.0f, 0.0f, sh->fast};
     const char *arch = sh->arch ? sh->arch : "llama";
     const int gptoss = !strcmp(arch, "gpt-oss");
     if (!w || !vocab || !l.ti) {
@@ -574,7 +544,7 @@ int cli_synth(int argc, char **argv) {
         goto done;
     }
     char name[96];
-    int head_dim = sh->dim / sh->n_heads, kv_dim = head_dim * sh->n_kv_heads;
+    int head_dim = synth_shape_head_dim(sh), kv_dim = head_dim * sh->n_kv_heads, q_dim = head_dim * sh->n_heads;
     snprintf(name, sizeof name, "synthetic-%s-%s", sh->name, qt->name);
     int e = 0;
     e |= gguf_writer_set_str(w, "general.architecture", arch);
@@ -582,15 +552,7 @@ int cli_synth(int argc, char **argv) {
     e |= gguf_writer_set_u32(w, "general.file_type", (uint32_t)qt->ftype);
     e |= gguf_writer_set_u32(w, "general.quantization_version", 2);
     e |= set_arch_meta(w, sh, arch);
-    e |= gguf_writer_set_str(w, "tokenizer.ggml.model", "llama");
-    e |= gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)vocab, (uint64_t)sh->vocab);
-    e |= gguf_writer_set_arr(w, "tokenizer.ggml.scores", GGUF_TYPE_FLOAT32, scores, (uint64_t)sh->vocab);
-    e |= gguf_writer_set_arr(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, types, (uint64_t)sh->vocab);
-    e |= gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", 1);
-    e |= gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", 2);
-    e |= gguf_writer_set_u32(w, "tokenizer.ggml.unknown_token_id", 0);
-    e |= gguf_writer_set_bool(w, "tokenizer.ggml.add_bos_token", 1);
-    e |= gguf_writer_set_bool(w, "tokenizer.ggml.add_eos_token", 0);
+    e |= set_vocab_meta(w, sh, vocab, scores, types);
     if (e) {
         fprintf(stderr, "synth: cannot set metadata (out of memory)\n");
         goto done;
@@ -603,11 +565,12 @@ int cli_synth(int argc, char **argv) {
         static const struct {
             const char *fmt;
             synth_role role;
-            int rows; // 0 dim, 1 kv_dim, 2 ffn, 3 one (norm), 4 ffn_down (ne0 = ffn, rows = dim)
+            int rows; // 0 q_dim, 1 kv_dim, 2 ffn, 3 one (norm), 4 ffn_down (ne0 = ffn, rows = dim),
+                      // 5 attn_output (ne0 = q_dim, rows = dim)
         } lt[] = {
             {"blk.%d.attn_norm.weight", ROLE_NORM, 3},      {"blk.%d.attn_q.weight", ROLE_OTHER, 0},
             {"blk.%d.attn_k.weight", ROLE_OTHER, 1},        {"blk.%d.attn_v.weight", ROLE_ATTN_V, 1},
-            {"blk.%d.attn_output.weight", ROLE_OTHER, 0},   {"blk.%d.ffn_norm.weight", ROLE_NORM, 3},
+            {"blk.%d.attn_output.weight", ROLE_OTHER, 5},   {"blk.%d.ffn_norm.weight", ROLE_NORM, 3},
             {"blk.%d.ffn_gate.weight", ROLE_OTHER, 2},      {"blk.%d.ffn_down.weight", ROLE_FFN_DOWN, 4},
             {"blk.%d.ffn_up.weight", ROLE_OTHER, 2},
         };
@@ -617,15 +580,19 @@ int cli_synth(int argc, char **argv) {
             // fused (Phi-3): attn_qkv instead of q, k, v; ffn_up of gate and up instead of gate, up
             if (sh->fused && (k == 2 || k == 3 || k == 6)) continue;
             snprintf(name, sizeof name, lt[k].fmt, i);
-            int64_t ne0 = lt[k].rows == 4 ? sh->ffn : sh->dim;
-            int64_t ne1 = (int64_t[]){sh->dim, kv_dim, sh->ffn, 1, sh->dim}[lt[k].rows];
+            int64_t ne0 = lt[k].rows == 4 ? sh->ffn : lt[k].rows == 5 ? q_dim : sh->dim;
+            int64_t ne1 = (int64_t[]){q_dim, kv_dim, sh->ffn, 1, sh->dim, sh->dim}[lt[k].rows];
             if (sh->fused && k == 1) snprintf(name, sizeof name, "blk.%d.attn_qkv.weight", i), ne1 += 2 * kv_dim;
             if (sh->fused && k == 8) ne1 *= 2;
+            l.norm_w = k == 0 ? sh->attn_norm_w : 0.0f;
             add(&l, name, lt[k].role, i, ne0, ne1);
+            l.norm_w = 0.0f;
         }
         add_extra_layer(&l, sh, i, head_dim);
     }
+    l.norm_w = sh->out_norm_w;
     add(&l, "output_norm.weight", ROLE_NORM, 0, sh->dim, 1);
+    l.norm_w = 0.0f;
     l.sd = sh->out_sd;
     if (!sh->tied) add(&l, "output.weight", ROLE_OUTPUT, 0, sh->dim, sh->vocab);
     if (l.rc) goto done;

@@ -92,17 +92,14 @@ pytest: build models venv
 pytest-isa: build models venv
 	scripts/pytest_isa.sh $(PY) $(abspath $(BUILD))/tachyon
 
-# The ARM64 build under qemu-aarch64 with `-cpu max` (NEON, dotprod, i8mm, SVE): the unit tests that finish in
-# seconds under emulation at every ARM level, the header check with the cross compiler, every GEMM, GLU and
-# attention kernel at every ARM level against the scalar reference, single-threaded
-# (scripts/arm_kernel_check.sh), then detection, TACHYON_ISA and the logits of SmolLM2 and Gemma 3 at each level
-# against the x86 scalar path (tests/ref/test_arm64.py). test_cpu_matmul and test_cpu_repack
-# take over two minutes each under qemu (the thread pool under emulation; docs/ARM64.md); run them with
-# `make test-arm64 ARM64_UNIT='test_cpu_matmul|test_cpu_repack'`.
-ARM64_UNIT ?= test_ops|test_attention|test_quant_kv|test_tensor|test_fwd|test_cpu_features|test_cpu_convert|check_headers
+# The ARM64 build under qemu-aarch64 with `-cpu max` (NEON, dotprod, i8mm, SVE): every kernel's unit test
+# (matmul with the thread pool, repacking, attention, ops, conversion, KV quantizers) at every ARM level
+# against the scalar reference, the thread pool, the header check with the cross compiler, then detection,
+# TACHYON_ISA and the logits of SmolLM2 and Gemma 3 at each level against the x86 scalar path
+# (tests/ref/test_arm64.py).
+ARM64_UNIT ?= test_cpu_matmul|test_cpu_repack|test_cpu_pool|test_ops|test_attention|test_quant_kv|test_tensor|test_fwd|test_cpu_features|test_cpu_convert|check_headers
 test-arm64: build-arm64 build models venv
 	cd $(BUILD_ARM64) && QEMU_CPU=max ctest --output-on-failure -j $(JOBS) -R '^($(ARM64_UNIT))$$'
-	sh scripts/arm_kernel_check.sh $(BUILD_ARM64)/kernel_check
 	@grep -h "ISA levels tested" $(BUILD_ARM64)/Testing/Temporary/LastTest.log || true
 	TACHYON_BIN=$(abspath $(BUILD))/tachyon TACHYON_ARM64_BIN=$(abspath $(BUILD_ARM64))/tachyon \
 	  $(PY) -m pytest -q -rs tests/ref/test_arm64.py

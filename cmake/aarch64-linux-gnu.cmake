@@ -7,7 +7,14 @@
 set(CMAKE_SYSTEM_NAME Linux)
 set(CMAKE_SYSTEM_PROCESSOR aarch64)
 set(CMAKE_C_COMPILER aarch64-linux-gnu-gcc)
-set(CMAKE_CROSSCOMPILING_EMULATOR "qemu-aarch64;-L;/usr/aarch64-linux-gnu")
+# The emulator loads the cross loader (-L: /usr/aarch64-linux-gnu/lib/ld-linux-aarch64.so.1, libc6-arm64-cross)
+# and must load the libc of the same build beside it (-E LD_LIBRARY_PATH): by default that loader finds the
+# arm64 multiarch libc (libc6:arm64, a different Debian revision, pulled in by the -dev packages) through
+# /etc/ld.so.cache, and a loader and libc from different builds disagree on their private shared state: the
+# first pthread_create then loops forever. The multiarch libraries (jansson, PCRE2, libevent) still come from
+# /usr/lib/aarch64-linux-gnu.
+set(CMAKE_CROSSCOMPILING_EMULATOR
+    "qemu-aarch64;-L;/usr/aarch64-linux-gnu;-E;LD_LIBRARY_PATH=/usr/aarch64-linux-gnu/lib")
 
 if(NOT DEFINED TACHYON_ARM64_DEPS)
   set(TACHYON_ARM64_DEPS "${CMAKE_CURRENT_LIST_DIR}/../build-arm64-deps")

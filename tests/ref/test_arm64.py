@@ -25,6 +25,8 @@ X86_BIN = os.environ.get("TACHYON_BIN", os.path.join(ROOT, "build", "tachyon"))
 ARM_BIN = os.environ.get("TACHYON_ARM64_BIN", os.path.join(ROOT, "build-arm64", "tachyon"))
 QEMU = shutil.which("qemu-aarch64")
 SYSROOT = "/usr/aarch64-linux-gnu"  # the loader and libc of Debian's libc6-arm64-cross
+# the libc of the same build as that loader (cmake/aarch64-linux-gnu.cmake says why), not the multiarch one
+SYSROOT_ENV = "LD_LIBRARY_PATH=" + SYSROOT + "/lib"
 LEVELS = ("scalar", "neon", "dotprod", "i8mm")
 N_TOKENS = int(os.environ.get("TACHYON_ARM64_TOKENS", "8"))
 GOLDEN = os.path.join(ROOT, "tests", "ref", "golden")
@@ -40,7 +42,7 @@ def run_arm(*args, cpu="max", isa=None, timeout=600):
     env.pop("TACHYON_ISA", None)
     if isa:
         env["TACHYON_ISA"] = isa
-    return subprocess.run([QEMU, "-cpu", cpu, "-L", SYSROOT, ARM_BIN, *args], capture_output=True, text=True,
+    return subprocess.run([QEMU, "-cpu", cpu, "-L", SYSROOT, "-E", SYSROOT_ENV, ARM_BIN, *args], capture_output=True, text=True,
                           timeout=timeout, env=env)
 
 

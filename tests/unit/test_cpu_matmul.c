@@ -1,6 +1,7 @@
 // cpu_matmul at every ISA level this machine has, against the scalar level (tensor reference vec_dot):
-// every weight type x n_rows in {1,2,3,7,16,33} x odd d. Also: SIMD activation quantizers are bit-exact
-// with the reference from_float; a row's result does not depend on the batch it is in, nor on the thread
+// every weight type x n_rows in {1,2,3,7,16,33} x odd d, and rows of 1 to 4 blocks. Also: SIMD activation
+// quantizers are bit-exact with the reference from_float (all-ties inputs included); the ARM levels agree
+// bit for bit; a row's result does not depend on the batch it is in, nor on the thread
 // count (bit-exact); bad arguments are rejected.
 //
 // Error bound: the integer block sums are exact at every level, only the float accumulation order
@@ -65,6 +66,8 @@ static void test_quantizers(cpu_isa isa, const cpu_kernels *kt) {
             for (int e = 0; e < 300; e++) x[e] = 0.0f; // all-zero blocks
         if (trial == 2)
             for (int e = 0; e < k; e++) x[e] = (float)((int)(rnd() % 255) - 127) * 0.5f; // exact ties
+        if (trial == 3) // scale 1 per block (127 leads each): every value x.5 is a rounding tie
+            for (int e = 0; e < k; e++) x[e] = e % 32 == 0 ? 127.0f : (float)((int)(rnd() % 200) - 100) + 0.5f;
         for (int a = 0; a < 3; a++) {
             if (!kt || !kt->quant[acts[a]]) continue; // none at this level: matmul quantizes with the reference
             size_t n = tt_row_size(acts[a], k);
@@ -97,6 +100,41 @@ static int run(cpu_pool *pool, uint32_t t, const uint8_t *w, const float *x, int
     cpu_matmul_args a = {.out = out, .ld_out = ld, .x = x, .n_rows = n_rows, .k = k, .d = d,
                          .w_type = t, .w = w, .scratch = scratch};
     return cpu_matmul_isa(pool, &a, isa);
+}
+
+// Rows of 1 to 4 blocks (the kernels' loop heads and tails) at every level, within the bound above, for
+// batches whose row count is not a tile multiple. On aarch64 the levels (neon, dotprod, i8mm) promise the
+// same bits: their integer block sums are exact and they add the blocks' floats in the same order.
+static void test_block_counts(cpu_pool *pool, cpu_isa hw) {
+    enum { D = 13, NR = 9, MAXK = 4 * 256 };
+    static uint8_t w[D * MAXK * 4], scratch[1 << 20];
+    static float x[NR * MAXK], wf[MAXK], mag[NR * D], ref[NR * D], got[NR * D], first[NR * D];
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        const uint32_t t = types[ti];
+        const int bs = tt_get(t)->block_size;
+        for (int kb = 1; kb <= 4; kb++) {
+            const int k = bs == QK_K ? 256 * kb : bs == 1 ? 32 * kb + kb % 3 : 32 * (2 * kb - 1);
+            make_weights(t, D, k, w, wf);
+            for (int e = 0; e < NR * k; e++) x[e] = rndf() * 2.0f;
+            magnitude(t, w, x, NR, D, k, mag, wf);
+            CHECK_EQ_INT(run(pool, t, w, x, NR, D, k, ref, D, scratch, CPU_ISA_SCALAR), 0);
+            for (int isa = TU_ISA_FIRST_SIMD; isa <= (int)hw; isa++) {
+                CHECK_EQ_INT(run(pool, t, w, x, NR, D, k, got, D, scratch, (cpu_isa)isa), 0);
+                int bad = 0;
+                for (int i = 0; i < NR * D; i++) bad += !(fabsf(got[i] - ref[i]) <= 2e-5f * mag[i] + 1e-6f);
+                CHECK_MSG(bad == 0, "%s %s k=%d (%d blocks): %d outputs off the scalar bound", tt_name(t),
+                          cpu_isa_name((cpu_isa)isa), k, kb, bad);
+#if defined(__aarch64__)
+                if (isa == TU_ISA_FIRST_SIMD) memcpy(first, got, sizeof got);
+                else
+                    CHECK_MSG(memcmp(first, got, sizeof got) == 0, "%s %s k=%d differs from %s bit for bit",
+                              tt_name(t), cpu_isa_name((cpu_isa)isa), k, cpu_isa_name(TU_ISA_FIRST_SIMD));
+#else
+                (void)first;
+#endif
+            }
+        }
+    }
 }
 
 // cpu_matmul_multi equals one cpu_matmul per weight, bit for bit: fused sets (Q4_K + Q6_K + Q4_K share
@@ -210,6 +248,7 @@ int main(void) {
         CHECK(memcmp(ref, got, 7 * 37 * sizeof(float)) == 0);
     }
 #endif
+    test_block_counts(pool3, hw);
     cpu_pool *pools[3] = {pool1, pool2, pool3};
     test_multi(pools, 3);
     // argument checks

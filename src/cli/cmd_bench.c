@@ -96,15 +96,37 @@ static void print_header(void) {
            "----------", "--------", "--------", "-------", "--------", "--------------------");
 }
 
-// Decode floor: every weight byte is read once per token, except the token embedding when the output
-// projection is separate (one row of it is read); divided into the measured read bandwidth.
-static void print_floor(const model *m, int threads, int json) {
+// Whether a tensor name contains "_exps" (llama.cpp's expert tensors: ffn_{gate,up,down}_exps and their biases).
+static int name_has_exps(const gguf_str *n) {
+    for (uint64_t i = 0; i + 5 <= n->len; i++)
+        if (!memcmp(n->ptr + i, "_exps", 5)) return 1;
+    return 0;
+}
+
+// Bytes one decoded token reads: every weight once, except the token embedding when the output projection is
+// separate (one row of it is read), and of a mixture of experts' expert tensors (*_exps) only the n_expert_used
+// experts a token is routed to.
+static double bytes_per_token(const model *m) {
     const model_hparams *hp = model_get_hparams(m);
+    const gguf_ctx *g = model_gguf(m);
+    const gguf_tensor *te = gguf_find_tensor(g, "token_embd.weight");
+    double bytes = (double)hp->weight_bytes - (hp->tied_embeddings || !te ? 0.0 : (double)te->size);
+    if (hp->n_expert > 0 && hp->n_expert_used > 0 && hp->n_expert_used < hp->n_expert) {
+        double unread = 1.0 - (double)hp->n_expert_used / hp->n_expert;
+        for (int64_t i = 0; i < gguf_n_tensors(g); i++) {
+            const gguf_tensor *t = gguf_tensor_at(g, i);
+            if (name_has_exps(&t->name)) bytes -= unread * (double)t->size;
+        }
+    }
+    return bytes;
+}
+
+// Decode floor: the bytes a token reads divided into the measured read bandwidth.
+static void print_floor(const model *m, int threads, int json) {
     cpu_pool *pool = cpu_pool_new(threads);
     double bw = pool ? cpu_mem_bandwidth(pool) : 0;
     cpu_pool_free(pool);
-    const gguf_tensor *te = gguf_find_tensor(model_gguf(m), "token_embd.weight");
-    double bytes = (double)hp->weight_bytes - (hp->tied_embeddings || !te ? 0.0 : (double)te->size);
+    double bytes = bytes_per_token(m);
     if (bw <= 0) return;
     if (json)
         printf("{\"mem_bandwidth_gbs\": %.2f, \"bytes_per_token\": %.0f, \"decode_floor_ts\": %.2f}\n", bw / 1e9,

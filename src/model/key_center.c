@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/key_center_cache.h"
 #include "model/model_internal.h"
 #include "tokenizer/tokenizer.h"
 
@@ -49,10 +50,34 @@ static double balance_alpha(void) {
     return e ? atof(e) : BALANCE_ALPHA;
 }
 
-static int calibrate(model *m, const int32_t *ids, int n, int n_threads, tc_err *err) {
+// Floats of the result: [-mean key (nt) | k_scale (nt) | q_scale (nq)], nt = n_layers * kv_dim,
+// nq = n_layers * q_dim; the scales only when balanced.
+static size_t result_floats(const model_hparams *hp, int balanced) {
+    size_t nt = (size_t)hp->n_layers * hp->n_kv_heads * hp->head_dim;
+    return balanced ? 2 * nt + (size_t)hp->n_layers * hp->n_heads * hp->head_dim : nt;
+}
+
+// Installs a result (owned by the model from here on, freed with it).
+static void install(model *m, float *neg, int balanced) {
+    size_t nt = result_floats(&m->hp, 0);
+    m->k_center_neg = neg;
+    if (balanced) m->k_scale = neg + nt, m->q_scale = neg + 2 * nt;
+}
+
+// The result from the on-disk cache (key_center_cache.h): 0 when installed, -1 on a miss.
+static int from_cache(model *m, const char *path, int balanced) {
+    float *neg = malloc(sizeof(float) * result_floats(&m->hp, 1));
+    if (!neg || kcc_load(path, neg, result_floats(&m->hp, balanced))) {
+        free(neg);
+        return -1;
+    }
+    install(m, neg, balanced);
+    return 0;
+}
+
+static int calibrate(model *m, const int32_t *ids, int n, int n_threads, double alpha, tc_err *err) {
     const model_hparams *hp = &m->hp;
     const size_t kv_dim = (size_t)hp->n_kv_heads * hp->head_dim;
-    if (n > hp->ctx_train && hp->ctx_train > 0) n = hp->ctx_train;
     if (n <= CALIB_SKIP + 16) return tc_err_set(err, TC_ERR_INVALID, "calibration text too short (%d tokens)", n);
     int n_blocks = (n + CALIB_BLOCK - 1) / CALIB_BLOCK;
     model_ctx *c = NULL;
@@ -85,8 +110,6 @@ static int calibrate(model *m, const int32_t *ids, int n, int n_threads, tc_err 
     }
     if (!rc) {
         for (size_t i = 0; i < nt; i++) neg[i] = (float)(-sum[i] / (double)count);
-        m->k_center_neg = neg;
-        double alpha = balance_alpha();
         if (alpha > 0) {
             const int hd = hp->head_dim, rep = hp->n_heads / hp->n_kv_heads;
             float *ks = neg + nt, *qs = neg + 2 * nt;
@@ -106,8 +129,8 @@ static int calibrate(model *m, const int32_t *ids, int n, int n_threads, tc_err 
                         for (int r = 0; r < rep; r++)
                             qs[(size_t)l * q_dim + (size_t)(g * rep + r) * hd + i] = (float)(1.0 / s);
                     }
-            m->k_scale = ks, m->q_scale = qs;
         }
+        install(m, neg, alpha > 0);
         neg = NULL;
     }
 out:
@@ -130,7 +153,17 @@ int model_kv_center_init(model *m, tt_type k_type, int n_threads, tc_err *err) {
         int bos = tok_add_bos(v) && tok_bos(v) >= 0;
         rc = tok_encode(v, CALIB_TEXT, strlen(CALIB_TEXT), bos ? TOK_ENC_ADD_BOS : 0, &ids, &n, err);
     }
-    if (!rc) rc = calibrate(m, ids, n, n_threads, err);
+    if (!rc) {
+        const int ctx = m->hp.ctx_train;
+        if (n > ctx && ctx > 0) n = ctx;
+        double alpha = balance_alpha();
+        char path[4096];
+        int cached = kcc_path(model_gguf(m), ids, n, n_threads, alpha, path, sizeof path);
+        if (!cached || from_cache(m, path, alpha > 0)) {
+            rc = calibrate(m, ids, n, n_threads, alpha, err);
+            if (!rc && cached) kcc_store(path, m->k_center_neg, result_floats(&m->hp, alpha > 0));
+        }
+    }
     free(ids);
     tok_free(v);
     return rc;

@@ -55,3 +55,38 @@ def test_bad_value_refused(base):
     p = subprocess.run([BIN, "perplexity", "-m", SMOL, "-f", text, "--kv-center", "maybe"], capture_output=True,
                        text=True, timeout=60)
     assert p.returncode != 0 and "--kv-center expects auto or off" in p.stderr, p.stderr
+
+
+def test_calibration_cache_is_exact(tmp_path):
+    """TACHYON_KV_CENTER_CACHE=DIR (key_center_cache.h): the first quantized-K start writes the calibration
+    there, the next ones read it back, and the logits are bit-identical to a run without the cache, also after
+    the file was corrupted (a bad file is a miss: calibrated again and rewritten). A balance exponent the file
+    was not made with is another file, so a run with TACHYON_KV_BALANCE=0 still differs."""
+    ids = "1,504,3575,282,4649,314,7042,30,198,198,504,2988,314"
+    cache = tmp_path / "kvc"
+    cache.mkdir()
+    # without the suite's own cache (tests/conftest.py sets one for every test)
+    plain_env = {k: v for k, v in os.environ.items() if k != "TACHYON_KV_CENTER_CACHE"}
+
+    def logits(name, **env):
+        out = tmp_path / name
+        p = subprocess.run([BIN, "logits", "-m", SMOL, "--ids", ids, "-o", str(out), "--kv-type", "q4_0"],
+                           capture_output=True, text=True, timeout=300, env=dict(plain_env, **env))
+        assert p.returncode == 0, p.stderr
+        return out.read_bytes()
+
+    plain = logits("plain.f32")
+    cold = logits("cold.f32", TACHYON_KV_CENTER_CACHE=str(cache))
+    files = sorted(cache.iterdir())
+    assert len(files) == 1 and files[0].name.startswith("kv-center-"), files
+    stamp = files[0].stat().st_mtime_ns
+    warm = logits("warm.f32", TACHYON_KV_CENTER_CACHE=str(cache))
+    assert files[0].stat().st_mtime_ns == stamp, "a hit rewrote the file"
+    assert cold == plain and warm == plain, "logits differ with the calibration cache"
+    data = bytearray(files[0].read_bytes())
+    data[12 + 4 * 22 + 3] ^= 0x40  # an exponent bit of one center value: the checksum no longer matches
+    files[0].write_bytes(bytes(data))
+    assert logits("bad.f32", TACHYON_KV_CENTER_CACHE=str(cache)) == plain
+    assert files[0].read_bytes() != bytes(data), "a corrupted file was not rewritten"
+    assert logits("nobal.f32", TACHYON_KV_CENTER_CACHE=str(cache), TACHYON_KV_BALANCE="0") != plain
+    assert len(list(cache.iterdir())) == 2

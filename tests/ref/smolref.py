@@ -26,9 +26,19 @@ def text_ids():
     return ids
 
 
-def reference(ids, **kw):
-    """The numpy reference's logits (len(ids), vocab), float64; kw: LlamaRef's act_quant / kv_f16."""
-    return LlamaRef(SMOL, **kw).forward(ids)
+_REF = []  # the one LlamaRef of SMOL: its dequantized float64 weights serve every reference below
+
+
+def reference(ids, act_quant, kv_f16=None):
+    """The numpy reference's logits (len(ids), vocab), float64, with LlamaRef's act_quant / kv_f16. One reader
+    and one set of dequantized weights serve all three variants (the flags are read at each forward, the weight
+    cache does not depend on them), instead of parsing and dequantizing the file once per variant."""
+    if not _REF:
+        _REF.append(LlamaRef(SMOL))
+    ref = _REF[0]
+    ref.act_quant = act_quant
+    ref.kv_f16 = act_quant if kv_f16 is None else kv_f16
+    return ref.forward(ids)
 
 
 class LogitsCache:

@@ -136,9 +136,15 @@ def test_greedy_chat_vs_llamacpp(golden, chat_sure, isa, tmp_path):
     forcing): up to the first position whose reference-precision (TACHYON_PRECISE=1) margin is under
     NEAR_TIE, the reference and the default fast path must both pick llama.cpp's token; and `tachyon run
     --chat` (the generation path, decoding with the paged cache) must reproduce llama.cpp's text that far.
-    Nothing past the first near-tie is asserted, so the fast path's logits and the generation stop there."""
+    Nothing past the first near-tie is asserted, so the fast path's logits and the generation stop there.
+    The scalar level takes the one chat with the most tokens before its first near-tie: its kernels do the
+    same arithmetic for every prompt, and each of its `tachyon run --chat` costs ~15 s on 2 cores (the
+    262,144-row output head per token), where the SIMD levels check all four."""
+    chats = list(zip(golden["chats"], chat_sure))
+    if isa == "scalar":
+        chats = [max(chats, key=lambda cs: cs[1][1])]
     checked = 0
-    for c, (prec, sure) in zip(golden["chats"], chat_sure):
+    for c, (prec, sure) in chats:
         ids, n0 = c["prompt_ids"] + c["ids"], len(c["prompt_ids"])
         # rows n0-1 .. n0-2+sure predict llama.cpp's first `sure` tokens (a row does not depend on later ones)
         fast = logits(ids[:n0 - 1 + sure], tmp_path, env=isa_env(isa)) if sure else None
@@ -151,7 +157,9 @@ def test_greedy_chat_vs_llamacpp(golden, chat_sure, isa, tmp_path):
                   env=isa_env(isa))[:-1]
         want = run("detokenize", "-m", MODEL, *map(str, c["ids"][:sure]))[:-1] if sure else ""
         assert out and out.startswith(want), f"{c['user']!r}: {out!r} does not start with llama.cpp's {want!r}"
-    assert checked >= 12, checked  # most prompts echo their question before the first near-tie
+    print(f"{isa}: {checked} tokens checked over {len(chats)} chat(s), sure per chat {[s for _, (_, s) in chats]}")
+    # most prompts echo their question before the first near-tie
+    assert checked >= (12 if len(chats) > 1 else 6), checked
 
 
 def test_decode_matches_prefill_across_window(tmp_path):

@@ -159,7 +159,7 @@ static int read_rope_scaling(model *m, tc_err *err) {
     return 0;
 }
 
-static int read_hparams(model *m, tc_err *err) {
+int model_read_hparams(model *m, tc_err *err) {
     model_hparams *hp = &m->hp;
     const gguf_ctx *g = m->g;
     gguf_str s;
@@ -210,38 +210,7 @@ static int read_hparams(model *m, tc_err *err) {
     hp->embd_scale = m->arch->embd_scale ? sqrtf((float)hp->dim) : 1.0f;
     hp->attn_sinks = m->arch->role[ROLE_ATTN_SINKS] != ARCH_ABSENT;
     if ((rc = read_attn_hparams(m, err))) return rc;
-    if (m->arch->hybrid) return model_hybrid_read_hparams(m, err);
-    return m->arch->moe ? read_moe_hparams(m, err) : 0;
-}
-
-// Resolves a tensor by name into w, checking type and shape (rows x cols; rows 1 for vectors).
-// depth: the matrices a 3-D expert tensor holds (ne[2]); 1 for plain matrices and vectors.
-static int bind(model *m, model_weight *w, const char *name, int64_t rows, int64_t cols, int64_t depth, int vector,
-                int required, tc_err *err) {
-    memset(w, 0, sizeof *w);
-    const gguf_tensor *t = gguf_find_tensor(m->g, name);
-    if (!t) return required ? tc_err_set(err, TC_ERR_FORMAT, "missing tensor '%s'", name) : 0;
-    const tt_traits *tr = tt_get(t->type);
-    if (!tr || !tr->to_float)
-        return tc_err_set(err, TC_ERR_UNSUPPORTED, "tensor '%s' has unsupported type %s", name, tt_name(t->type));
-    if (vector && t->type != TT_F32)
-        return tc_err_set(err, TC_ERR_UNSUPPORTED, "tensor '%s' must be F32, is %s", name, tt_name(t->type));
-    int64_t trows = t->n_dims >= 2 ? t->ne[1] : 1;
-    if (t->ne[0] != cols || trows != rows || t->ne[2] != depth || t->ne[3] != 1)
-        return tc_err_set(err, TC_ERR_FORMAT, "tensor '%s' has shape [%lld, %lld, %lld], expected [%lld, %lld, %lld]",
-                          name, (long long)t->ne[0], (long long)trows, (long long)t->ne[2], (long long)cols,
-                          (long long)rows, (long long)depth);
-    w->type = t->type;
-    w->data = t->data;
-    w->rows = rows;
-    w->cols = cols;
-    w->n_expert = depth;
-    return 0;
-}
-
-int model_bind_tensor(model *m, model_weight *w, const char *name, int64_t rows, int64_t cols, int vector,
-                      int required, tc_err *err) {
-    return bind(m, w, name, rows, cols, 1, vector, required, err);
+    return m->arch->moe && !m->arch->hybrid ? read_moe_hparams(m, err) : 0; // hybrid: model_hybrid.c
 }
 
 // A row range [row0, row0 + rows) of the matrix src as a matrix of its own (rows of a GGUF matrix are whole
@@ -262,14 +231,14 @@ static int bind_fused(model *m, int l, model_weight *ws, tc_err *err) {
     model_weight f;
     int rc;
     snprintf(name, sizeof name, "blk.%d.attn_qkv.weight", l);
-    if ((rc = bind(m, &f, name, q + 2 * kv, hp->dim, 1, 0, 0, err))) return rc;
+    if ((rc = model_bind(m, &f, name, q + 2 * kv, hp->dim, 1, 0, 0, err))) return rc;
     if (f.data) {
         ws[ROLE_ATTN_Q] = weight_rows(&f, 0, q);
         ws[ROLE_ATTN_K] = weight_rows(&f, q, kv);
         ws[ROLE_ATTN_V] = weight_rows(&f, q + kv, kv);
     }
     snprintf(name, sizeof name, "blk.%d.ffn_up.weight", l);
-    if ((rc = bind(m, &f, name, 2 * (int64_t)hp->ffn_dim, hp->dim, 1, 0, 1, err))) return rc;
+    if ((rc = model_bind(m, &f, name, 2 * (int64_t)hp->ffn_dim, hp->dim, 1, 0, 1, err))) return rc;
     ws[ROLE_FFN_GATE] = weight_rows(&f, 0, hp->ffn_dim);
     ws[ROLE_FFN_UP] = weight_rows(&f, hp->ffn_dim, hp->ffn_dim);
     return 0;
@@ -291,15 +260,15 @@ static int bind_rope_factors(model *m, tc_err *err) {
     return 0;
 }
 
-static int bind_weights(model *m, tc_err *err) {
+int model_bind_weights(model *m, tc_err *err) {
     model_hparams *hp = &m->hp;
     const gguf_tensor *te = gguf_find_tensor(m->g, "token_embd.weight");
     if (!te || te->n_dims != 2) return tc_err_set(err, TC_ERR_FORMAT, "missing or malformed token_embd.weight");
     hp->n_vocab = (int)te->ne[1];
     int rc;
-    if ((rc = bind(m, &m->tok_embd, "token_embd.weight", hp->n_vocab, hp->dim, 1, 0, 1, err))) return rc;
-    if ((rc = bind(m, &m->output_norm, "output_norm.weight", 1, hp->dim, 1, 1, 1, err))) return rc;
-    if ((rc = bind(m, &m->output, "output.weight", hp->n_vocab, hp->dim, 1, 0, 0, err))) return rc;
+    if ((rc = model_bind(m, &m->tok_embd, "token_embd.weight", hp->n_vocab, hp->dim, 1, 0, 1, err))) return rc;
+    if ((rc = model_bind(m, &m->output_norm, "output_norm.weight", 1, hp->dim, 1, 1, 1, err))) return rc;
+    if ((rc = model_bind(m, &m->output, "output.weight", hp->n_vocab, hp->dim, 1, 0, 0, err))) return rc;
     hp->tied_embeddings = m->output.data == NULL;
     if (hp->tied_embeddings) m->output = m->tok_embd;
 
@@ -329,7 +298,6 @@ static int bind_weights(model *m, tc_err *err) {
         if (!shape[r].depth) shape[r].depth = 1;
     m->layers = calloc((size_t)hp->n_layers * ROLE_COUNT, sizeof *m->layers);
     if (!m->layers) return tc_err_set(err, TC_ERR_NOMEM, "out of memory");
-    if (m->arch->hybrid && (rc = model_hybrid_bind(m, err))) return rc;
     for (int l = 0; l < hp->n_layers && !m->arch->hybrid; l++) {
         model_weight *ws = &m->layers[(size_t)l * ROLE_COUNT];
         if (m->arch->fused && (rc = bind_fused(m, l, ws, err))) return rc;
@@ -337,7 +305,7 @@ static int bind_weights(model *m, tc_err *err) {
             if (m->arch->role[r] == ARCH_ABSENT || ws[r].data) continue; // (bound from a fused matrix)
             char name[96];
             snprintf(name, sizeof name, "blk.%d.%s", l, arch_role_suffix((arch_role)r));
-            rc = bind(m, &m->layers[(size_t)l * ROLE_COUNT + r], name, shape[r].rows, shape[r].cols,
+            rc = model_bind(m, &m->layers[(size_t)l * ROLE_COUNT + r], name, shape[r].rows, shape[r].cols,
                       shape[r].depth, shape[r].vector, m->arch->role[r] == ARCH_REQUIRED, err);
             if (rc) return rc;
         }
@@ -374,7 +342,7 @@ static int repack_one(model_weight *w, int from_file, tc_err *err) {
     return 0;
 }
 
-static int repack_weights(model *m, int from_file, tc_err *err) {
+int model_repack_weights(model *m, int from_file, tc_err *err) {
     const char *e = getenv("TACHYON_REPACK");
     if (e && strcmp(e, "0") == 0) return 0;
     // (expert tensors are read as slices, never repacked)
@@ -392,31 +360,6 @@ static void free_packed(model *m) {
     if (m->layers)
         for (size_t i = 0; i < (size_t)m->hp.n_layers * ROLE_COUNT; i++) free(m->layers[i].packed);
     free(m->output.packed);
-}
-
-// path names the file in messages; data/size: a GGUF image in memory instead of the file (data != NULL).
-static int load(const char *path, const void *data, size_t size, model **out, tc_err *err) {
-    *out = NULL;
-    model *m = calloc(1, sizeof *m);
-    if (!m) return tc_err_set(err, TC_ERR_NOMEM, "out of memory");
-    int rc = data ? gguf_open_memory(data, size, &m->g, err) : gguf_open(path, &m->g, err);
-    if (rc) goto fail;
-    if ((rc = read_hparams(m, err)) || (rc = bind_weights(m, err)) || (rc = repack_weights(m, data == NULL, err))) {
-        tc_err_wrap(err, "%s", path);
-        goto fail;
-    }
-    *out = m;
-    return 0;
-fail:
-    model_free(m);
-    return rc;
-}
-
-int model_load(const char *path, model **out, tc_err *err) { return load(path, NULL, 0, out, err); }
-
-int model_load_memory(const void *data, size_t size, model **out, tc_err *err) {
-    if (!data) return tc_err_set(err, TC_ERR_INVALID, "model: NULL buffer");
-    return load("(memory)", data, size, out, err);
 }
 
 void model_free(model *m) {

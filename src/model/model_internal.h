@@ -43,6 +43,18 @@ static inline const void *model_weight_expert(const model_weight *w, int e) {
     return (const char *)w->data + (size_t)e * (size_t)w->rows * tt_row_size(w->type, w->cols);
 }
 
+// Loading steps (model.c), in order, by model_load.c: the hyper-parameters from the metadata (sets m->arch; a
+// hybrid model's DeltaNet ones are model_hybrid_read_hparams'), every non-hybrid layer's weights bound (a
+// hybrid model's by model_hybrid_bind), the repacked copies for the CPU kernels (from_file: data lies in the
+// file mapping).
+int model_read_hparams(model *m, tc_err *err);
+int model_bind_weights(model *m, tc_err *err);
+int model_repack_weights(model *m, int from_file, tc_err *err);
+// Resolves tensor `name` into w, checking its type and shape (rows x cols; rows 1 for a vector, which must be F32);
+// depth: the matrices a 3-D expert tensor holds (ne[2]); 1 for plain matrices and vectors. Absent: an error when
+// required, else w->data NULL.
+int model_bind(model *m, model_weight *w, const char *name, int64_t rows, int64_t cols, int64_t depth, int vector,
+               int required, tc_err *err);
 // Resolves tensor `name` into w, checking its type and shape (rows x cols; rows 1 for a vector, which must be F32).
 // Absent: an error when required, else w->data NULL.
 int model_bind_tensor(model *m, model_weight *w, const char *name, int64_t rows, int64_t cols, int vector,

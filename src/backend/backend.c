@@ -89,6 +89,12 @@ int backend_kv_rs_load_block(backend_kv *kv, int slot, int block) {
     return kv->ops->kv_rs_load_block ? kv->ops->kv_rs_load_block(kv->impl, slot, block) : TC_ERR_UNSUPPORTED;
 }
 
+int backend_kv_rs_reserve_ckpt(backend_kv *kv, int n_slots, int n_rows, tc_err *err) {
+    if (!kv->ops->kv_rs_reserve_ckpt)
+        return tc_err_set(err, TC_ERR_UNSUPPORTED, "this device keeps no recurrent state");
+    return kv->ops->kv_rs_reserve_ckpt(kv->impl, n_slots, n_rows, err);
+}
+
 int backend_kv_rs_has_blocks(backend_kv *kv) {
     return kv->ops->kv_rs_has_blocks ? kv->ops->kv_rs_has_blocks(kv->impl) : 0;
 }

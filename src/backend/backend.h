@@ -42,6 +42,8 @@ typedef struct backend_ops {
     // kept (model_rs_has_blocks). (optional)
     int (*kv_rs_load_block)(void *kv, int slot, int block);
     int (*kv_rs_has_blocks)(void *kv);
+    // Hybrid models with speculation: room for the verify rows' states (model_rs_reserve_ckpt). (optional)
+    int (*kv_rs_reserve_ckpt)(void *kv, int n_slots, int n_rows, tc_err *err);
     // Scratch for batches of up to max_batch_tokens rows (and the CPU's thread pool, or the device's stream).
     int (*ctx_new)(void *w, int max_batch_tokens, int n_threads, void **ctx, tc_err *err);
     void (*ctx_free)(void *ctx);
@@ -74,6 +76,8 @@ void backend_kv_rs_restore(backend_kv *kv, int slot, int row);
 // model_rs_load_block / model_rs_has_blocks on the device's KV (TC_ERR_UNSUPPORTED / 0 where it has none).
 int backend_kv_rs_load_block(backend_kv *kv, int slot, int block);
 int backend_kv_rs_has_blocks(backend_kv *kv);
+// model_rs_reserve_ckpt on the device's KV (TC_ERR_UNSUPPORTED where the device runs no hybrid model).
+int backend_kv_rs_reserve_ckpt(backend_kv *kv, int n_slots, int n_rows, tc_err *err);
 
 int backend_ctx_new(backend *be, int max_batch_tokens, int n_threads, backend_ctx **out, tc_err *err);
 void backend_ctx_free(backend_ctx *c);

@@ -28,6 +28,9 @@ static void cpu_kv_copy_block(void *kv, int src, int dst) { kv_store_copy_block(
 static void cpu_kv_rs_restore(void *kv, int slot, int row) { model_rs_restore(kv, slot, row); }
 static int cpu_kv_rs_load_block(void *kv, int slot, int block) { return model_rs_load_block(kv, slot, block); }
 static int cpu_kv_rs_has_blocks(void *kv) { return model_rs_has_blocks(kv); }
+static int cpu_kv_rs_reserve_ckpt(void *kv, int n_slots, int n_rows, tc_err *err) {
+    return model_rs_reserve_ckpt(kv, n_slots, n_rows, err);
+}
 
 static int cpu_ctx_new(void *w, int max_batch_tokens, int n_threads, void **ctx, tc_err *err) {
     return model_ctx_new(w, max_batch_tokens, n_threads, (model_ctx **)ctx, err);
@@ -54,6 +57,7 @@ const backend_ops backend_cpu_ops = {
     .kv_rs_restore = cpu_kv_rs_restore,
     .kv_rs_load_block = cpu_kv_rs_load_block,
     .kv_rs_has_blocks = cpu_kv_rs_has_blocks,
+    .kv_rs_reserve_ckpt = cpu_kv_rs_reserve_ckpt,
     .ctx_new = cpu_ctx_new,
     .ctx_free = cpu_ctx_free,
     .forward = cpu_forward,

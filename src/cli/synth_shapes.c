@@ -52,7 +52,9 @@ static const synth_shape shapes[] = {
 #undef TINY_BASE
 
 // Full-size speed shapes, from the models' config.json: Meta-Llama-3-8B (Llama 3.0: 8k context, no rope
-// scaling), Qwen/Qwen3-8B, Qwen/Qwen3-30B-A3B, openai/gpt-oss-20b. Random quantized blocks (fast): the logits
+// scaling), Qwen/Qwen3-8B, Qwen/Qwen3-30B-A3B, openai/gpt-oss-20b, Qwen/Qwen3.5-9B (its text model: 24 gated
+// DeltaNet layers of 16 key heads and 32 value heads of 128, every fourth layer gated attention; MTP layers
+// left out, as llama.cpp's main graph skips them). Random quantized blocks (fast): the logits
 // mean nothing, the bytes read per token are those of the real model.
 #define FULL .fast = 1
 static const synth_shape full_shapes[] = {
@@ -67,6 +69,9 @@ static const synth_shape full_shapes[] = {
     {"gptoss-20b", .dim = 2880, .n_layers = 24, .n_heads = 64, .n_kv_heads = 8, .head_dim = 64, .ffn = 2880,
      .vocab = 201088, .ctx = 131072, .rope_base = 150000.0f, .eps = 1e-5f, .arch = "gpt-oss", .n_expert = 32,
      .n_used = 4, .expert_ffn = 2880, .swa = 128, .yarn_factor = 32.0f, .yarn_ctx = 4096, FULL},
+    {"qwen35-9b", .dim = 4096, .n_layers = 32, .n_heads = 16, .n_kv_heads = 4, .head_dim = 256, .ffn = 12288,
+     .vocab = 248320, .ctx = 262144, .rope_base = 10000000.0f, .eps = 1e-6f, .arch = "qwen35", .rope_dim = 64,
+     .ssm_state = 128, .ssm_groups = 16, .ssm_vheads = 32, .ssm_conv = 4, .full_attn = 4, FULL},
 };
 #undef FULL
 

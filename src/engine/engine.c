@@ -382,6 +382,10 @@ int engine_new(model *m, const engine_opts *o, engine **out, tc_err *err) {
     // A quantized K cache stores keys minus the model's per-layer mean key (key_center.h): calibrated once, after
     // the device accepted the cache and before the warm-up's first forward.
     if ((rc = model_kv_center_init(m, o->kv_type_k, o->n_threads, err))) goto fail;
+    // speculation on a hybrid model: each running sequence keeps the state after each of its 1 + spec_k verify rows
+    if (e->hybrid && e->o.spec != SPEC_OFF &&
+        (rc = backend_kv_rs_reserve_ckpt(e->kv, e->o.max_seqs, e->o.spec_k + 1, err)))
+        goto fail;
     if (e->hybrid && e->o.prefix_cache && !backend_kv_rs_has_blocks(e->kv)) {
         fprintf(stderr, "engine: %s has recurrent (gated DeltaNet) layers and its states at every KV block would "
                         "take over %llu GiB: prefix-cache hits off (prompts are recomputed)\n", hp->arch,

@@ -171,14 +171,15 @@ static void add_resumed(engine *e, const sched_item *it, int row0, model_batch *
 
 // Hybrid models: r's recurrent-state slot, taken when it has none: a free one, else one held by a request that
 // is not running (preempted: it restarts from position 0, where its state starts over, and takes a slot again).
-// The running requests are at most max_seqs <= MODEL_RS_SLOTS, so one of the two is always there.
+// The running requests are at most max_seqs <= MODEL_RS_SLOTS, so among the first max_seqs slots (those
+// speculation keeps checkpoints for) one of the two is always there.
 static int eng_rs_slot(engine *e, sched_req *r) {
     eng_req *er = r->owner;
     if (er->rs_slot >= 0) return er->rs_slot;
     int slot = -1;
-    for (int s = 0; s < MODEL_RS_SLOTS && slot < 0; s++)
+    for (int s = 0; s < e->o.max_seqs && slot < 0; s++)
         if (!e->rs_owner[s]) slot = s;
-    for (int s = 0; s < MODEL_RS_SLOTS && slot < 0; s++)
+    for (int s = 0; s < e->o.max_seqs && slot < 0; s++)
         if (e->rs_owner[s]->state != SCHED_RUNNING) {
             eng_req *old = e->rs_owner[s]->owner;
             old->rs_slot = -1, old->rs_owner = NULL;
@@ -428,10 +429,10 @@ static void take_tokens(engine *e, sched_req *r, float *logits, int n_rows, int 
     }
     // hybrid models: the recurrent state has taken every verify row; back to the one after the last accepted
     // draft (the item's rows: the rows before the drafts, then the drafts; a verify item is one decode row and
-    // its drafts, so the row is below MODEL_RS_CKPT)
+    // its drafts, so the row is at most spec_k: engine_new reserved 1 + spec_k rows)
     if (e->hybrid && n_draft > 0 && n_out - 1 < n_draft) {
         const int keep = n_rows - n_draft - 1 + n_out - 1;
-        assert(keep >= 0 && keep < MODEL_RS_CKPT);
+        assert(keep >= 0 && keep <= e->o.spec_k);
         backend_kv_rs_restore(e->kv, er->rs_slot, keep);
         er->rs_pos -= n_draft - (n_out - 1);
     }

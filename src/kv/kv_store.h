@@ -36,8 +36,10 @@ typedef struct kv_store {
     float *rs;
     int rs_slots;
     size_t rs_floats;
-    float *rs_ckpt; // (rs_slots, rs_ckpt_n, rs_floats) the states after each row of a kept item; owned
-    int rs_ckpt_n;
+    // (rs_ckpt_slots, rs_ckpt_n, rs_floats) the states after each row of a kept item (speculation's verify rows),
+    // for slots 0..rs_ckpt_slots-1; NULL until reserved (model_rs_reserve_ckpt). Owned.
+    float *rs_ckpt;
+    int rs_ckpt_slots, rs_ckpt_n;
     // (n_blocks, rs_floats) the state after each full block's last position, written by the sequence that
     // computed it, for prefix-cache hits; NULL when it would not fit (model_kv.c). Owned.
     float *rs_blk;

@@ -168,7 +168,8 @@ int gdn_layer(cpu_pool *pool, void *mm_scratch, gdn_scratch *s, const model *m, 
                 memcpy(kv->rs_blk + (size_t)blk * kv->rs_floats + (size_t)rec_idx * layer_floats, cs,
                        layer_floats * sizeof(float));
         }
-        if (b->rs_ckpt && b->rs_ckpt[b->seq[t]] && ri < kv->rs_ckpt_n) // the state after this row, kept
+        if (b->rs_ckpt && b->rs_ckpt[b->seq[t]] && kv->rs_ckpt && slot < kv->rs_ckpt_slots &&
+            ri < kv->rs_ckpt_n) // the state after this row, kept
             memcpy(kv->rs_ckpt + ((size_t)slot * kv->rs_ckpt_n + ri) * kv->rs_floats +
                        (size_t)rec_idx * layer_floats,
                    cs, layer_floats * sizeof(float));

@@ -102,10 +102,15 @@ static inline int model_layer_is_recurrent(const model_hparams *hp, int l) {
 // inputs of each conv channel) and its delta-rule state (ssm_vheads matrices of ssm_state²), in slots of the
 // KV storage (kv_store.rs). A sequence's state starts over at its row of position 0.
 #define MODEL_RS_SLOTS 64 // sequences a storage keeps state for (the engine's max_seqs at most)
-#define MODEL_RS_CKPT 17 // rows of one item whose state a slot keeps (speculation: 1 + SPEC_MAX_K verify rows)
+#define MODEL_RS_CKPT 17 // rows of one item whose state a slot may keep (speculation: 1 + SPEC_MAX_K verify rows)
 // Floats one slot holds over all DeltaNet layers (0: not a hybrid model).
 size_t model_rs_slot_floats(const model_hparams *hp);
-// Sets slot's state to the one after row `row` (0..MODEL_RS_CKPT-1) of its rows in the last batch that kept them
+// Speculation on a hybrid model: keep the state after each of up to n_rows (<= MODEL_RS_CKPT) rows of an item
+// for slots 0..n_slots-1 (n_slots <= MODEL_RS_SLOTS). A slot's checkpoints are as large as its state times
+// n_rows (a 9B model's state is ~50 MiB), so the caller sizes them by its running sequences and draft length;
+// TC_ERR_NOMEM with a message saying what to lower when they do not fit in this machine's memory.
+int model_rs_reserve_ckpt(kv_store *kv, int n_slots, int n_rows, tc_err *err);
+// Sets slot's state to the one after row `row` (0..rs_ckpt_n-1) of its rows in the last batch that kept them
 // (model_batch.rs_ckpt): a verify step's state before its rejected drafts.
 void model_rs_restore(kv_store *kv, int slot, int row);
 // Prefix-cache hits: the state after block `block`'s last position (kept when a sequence computed it) into

@@ -3,6 +3,7 @@
 // model knows its layers; the storage knows shapes only.
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kv/kv_store.h"
 #include "model/model_internal.h"
@@ -54,14 +55,13 @@ int model_kv_new_swa(const model *m, int n_blocks, int n_blocks_swa, int block_s
     if (rc || !rs) return rc;
     // calloc of this size maps zero pages: a slot costs memory once a sequence writes it
     (*out)->rs = calloc((size_t)MODEL_RS_SLOTS * rs, sizeof(float));
-    (*out)->rs_ckpt = calloc((size_t)MODEL_RS_SLOTS * MODEL_RS_CKPT * rs, sizeof(float));
-    if (!(*out)->rs || !(*out)->rs_ckpt) {
+    if (!(*out)->rs) {
         kv_store_free(*out);
         *out = NULL;
         return tc_err_set(err, TC_ERR_NOMEM, "out of memory for the recurrent state (%d slots of %zu floats)",
                           MODEL_RS_SLOTS, rs);
     }
-    (*out)->rs_slots = MODEL_RS_SLOTS, (*out)->rs_floats = rs, (*out)->rs_ckpt_n = MODEL_RS_CKPT;
+    (*out)->rs_slots = MODEL_RS_SLOTS, (*out)->rs_floats = rs;
     if ((unsigned long long)n_blocks * rs * sizeof(float) <= MODEL_RS_BLK_MAX) // else prefix-cache hits are off
         (*out)->rs_blk = calloc((size_t)n_blocks * rs, sizeof(float));
     return 0;
@@ -77,8 +77,27 @@ int model_rs_load_block(kv_store *kv, int slot, int block) {
     return 0;
 }
 
+int model_rs_reserve_ckpt(kv_store *kv, int n_slots, int n_rows, tc_err *err) {
+    if (!kv->rs) return 0; // no recurrent layers: nothing to keep
+    if (n_slots < 1 || n_slots > kv->rs_slots || n_rows < 1 || n_rows > MODEL_RS_CKPT)
+        return tc_err_set(err, TC_ERR_INVALID, "recurrent-state checkpoints: %d slots of %d rows (1..%d, 1..%d)",
+                          n_slots, n_rows, kv->rs_slots, MODEL_RS_CKPT);
+    const unsigned long long bytes = (unsigned long long)n_slots * n_rows * kv->rs_floats * sizeof(float);
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    const unsigned long long phys = pages > 0 && page > 0 ? (unsigned long long)pages * (unsigned long long)page : 0;
+    float *c = phys && bytes > phys / 2 ? NULL : calloc((size_t)n_slots * n_rows * kv->rs_floats, sizeof(float));
+    if (!c)
+        return tc_err_set(err, TC_ERR_NOMEM, "speculation keeps the recurrent state after every verify row: %d "
+                          "sequences x %d rows x %.1f MiB = %.1f GiB, more than half this machine's memory; lower "
+                          "--max-seqs or --spec-k, or use --spec off", n_slots, n_rows,
+                          kv->rs_floats * sizeof(float) / 1048576.0, bytes / 1073741824.0);
+    free(kv->rs_ckpt);
+    kv->rs_ckpt = c, kv->rs_ckpt_slots = n_slots, kv->rs_ckpt_n = n_rows;
+    return 0;
+}
+
 void model_rs_restore(kv_store *kv, int slot, int row) {
-    if (!kv->rs || slot < 0 || slot >= kv->rs_slots || row < 0 || row >= kv->rs_ckpt_n) return;
+    if (!kv->rs_ckpt || slot < 0 || slot >= kv->rs_ckpt_slots || row < 0 || row >= kv->rs_ckpt_n) return;
     memcpy(kv->rs + (size_t)slot * kv->rs_floats,
            kv->rs_ckpt + ((size_t)slot * kv->rs_ckpt_n + row) * kv->rs_floats, kv->rs_floats * sizeof(float));
 }

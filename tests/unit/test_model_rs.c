@@ -22,9 +22,16 @@ static void test_layout(void) {
 
 static void test_restore_and_load(void) {
     enum { SLOTS = 3, CK = 4, FL = 5, BLOCKS = 6 };
-    kv_store kv = {.n_blocks = BLOCKS, .rs_slots = SLOTS, .rs_floats = FL, .rs_ckpt_n = CK};
+    kv_store kv = {.n_blocks = BLOCKS, .rs_slots = SLOTS, .rs_floats = FL};
     kv.rs = calloc(SLOTS * FL, sizeof(float));
-    kv.rs_ckpt = calloc(SLOTS * CK * FL, sizeof(float));
+    model_rs_restore(&kv, 1, 2); // no checkpoints reserved: nothing
+    for (int i = 0; i < SLOTS * FL; i++) CHECK(kv.rs[i] == 0.0f);
+    tc_err err = {0};
+    CHECK_EQ_INT(model_rs_reserve_ckpt(&kv, SLOTS + 1, CK, &err), TC_ERR_INVALID); // more slots than the storage
+    CHECK_EQ_INT(model_rs_reserve_ckpt(&kv, SLOTS, MODEL_RS_CKPT + 1, &err), TC_ERR_INVALID);
+    CHECK(kv.rs_ckpt == NULL);
+    CHECK_EQ_INT(model_rs_reserve_ckpt(&kv, SLOTS, CK, &err), 0);
+    CHECK(kv.rs_ckpt != NULL && kv.rs_ckpt_slots == SLOTS && kv.rs_ckpt_n == CK);
     for (int i = 0; i < SLOTS * CK * FL; i++) kv.rs_ckpt[i] = (float)(i + 1);
     model_rs_restore(&kv, 1, 2); // slot 1 ← its row 2
     for (int i = 0; i < FL; i++) CHECK(kv.rs[FL + i] == (float)((1 * CK + 2) * FL + i + 1));
@@ -44,8 +51,20 @@ static void test_restore_and_load(void) {
     free(kv.rs), free(kv.rs_ckpt), free(kv.rs_blk);
 }
 
+// Checkpoints that could not fit in memory are refused with a message, not left to fail a later allocation.
+static void test_ckpt_too_large(void) {
+    kv_store kv = {.rs_slots = MODEL_RS_SLOTS, .rs_floats = (size_t)1 << 40};
+    kv.rs = calloc(1, sizeof(float)); // stands for a state; never indexed here
+    tc_err err = {0};
+    CHECK_EQ_INT(model_rs_reserve_ckpt(&kv, 8, 5, &err), TC_ERR_NOMEM);
+    CHECK(strstr(err.msg, "--max-seqs") != NULL);
+    CHECK(kv.rs_ckpt == NULL);
+    free(kv.rs);
+}
+
 int main(void) {
     test_layout();
     test_restore_and_load();
+    test_ckpt_too_large();
     TEST_MAIN_END();
 }

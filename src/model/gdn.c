@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu/delta_rule.h"
 #include "cpu/ops.h"
 #include "model/gdn.h"
 
@@ -95,30 +96,6 @@ static void conv_row(float *x, float *cs, const float *w, int cd, int K) {
     }
 }
 
-// The delta rule of one value head: M (S, S) is the state transposed (M[j][i] = S[i][j], as llama.cpp keeps
-// it).
-static void delta_head(float *M, const float *q, const float *k, const float *v, float g, float beta,
-                       float *d, float *o, int S) {
-    const float decay = expf(g), scale = 1.0f / sqrtf((float)S);
-    for (int i = 0; i < S * S; i++)
-        M[i] *= decay;
-    for (int j = 0; j < S; j++) {
-        float sum = 0.0f;
-        for (int i = 0; i < S; i++)
-            sum += M[(size_t)j * S + i] * k[i];
-        d[j] = (v[j] - sum) * beta;
-    }
-    for (int j = 0; j < S; j++)
-        for (int i = 0; i < S; i++)
-            M[(size_t)j * S + i] += k[i] * d[j];
-    for (int j = 0; j < S; j++) {
-        float sum = 0.0f;
-        for (int i = 0; i < S; i++)
-            sum += M[(size_t)j * S + i] * q[i];
-        o[j] = sum * scale;
-    }
-}
-
 int gdn_layer(cpu_pool *pool, void *mm_scratch, gdn_scratch *s, const model *m, int l, kv_store *kv,
               const model_batch *b, float *out, const float *x, int n) {
     const model_hparams *hp = &m->hp;
@@ -154,7 +131,7 @@ int gdn_layer(cpu_pool *pool, void *mm_scratch, gdn_scratch *s, const model *m, 
             const float g = softplus(s->g[(size_t)t * hv + h] + dt[h]) * a[h];
             const int kh = h % hk;
             float *oh = o + (size_t)h * S;
-            delta_head(ss + (size_t)h * S * S, c + (size_t)kh * S, c + kd + (size_t)kh * S,
+            cpu_delta_rule(ss + (size_t)h * S * S, c + (size_t)kh * S, c + kd + (size_t)kh * S,
                        c + 2 * kd + (size_t)h * S, g, beta, s->d, oh, S);
             ops_rmsnorm(oh, oh, nw, S, hp->norm_eps);
             const float *zh = s->z + (size_t)t * vd + (size_t)h * S;

@@ -394,6 +394,17 @@ static int emit_token(engine *e, sched_req *r, int32_t tok, const samp_result *r
     return 1;
 }
 
+// TACHYON_SPEC_TRACE: one line per decode step of r: where its draft came from, its length, how many the
+// target accepted, the step's rows, and the prediction's cursor and records (counts to read, not times).
+static void spec_trace_line(const engine *e, const sched_req *r, int n_draft, int n_acc) {
+    const eng_req *er = r->owner;
+    const char *src = n_draft > 0 ? spec_method_name((spec_method)er->draft_method) : "none";
+    fprintf(stderr, "spec_trace req=%llu gen=%d src=%s draft=%d accepted=%d rows=%d pred=%d/%d left=%d "
+            "pacc=%.2f/%.2f acc=%.2f/%.2f\n", (unsigned long long)r->id, sched_req_n_generated(r), src, n_draft,
+            n_acc, e->last_batch_tokens, er->pred.pos, er->pred.n, er->pred.left, er->pacc.p1, er->pacc.pc,
+            er->acc.p1, er->acc.pc);
+}
+
 // Samples the next token(s) of r from its logits rows (1 + n_draft): the verifier keeps the drafted tokens
 // the target agrees with plus the target's own next one; they go out in order and stop at an end (tokens
 // after an end-of-generation token are discarded). Rejected drafts' KV is rolled back.
@@ -426,6 +437,7 @@ static void take_tokens(engine *e, sched_req *r, float *logits, int n_rows, int 
         spec_accept_observe(m == SPEC_M_PRED ? &er->pacc : &er->acc, n_draft, acc);
         spec_arbiter_observe(&er->arb, acc, e->spec_tok[0]);
     }
+    if (e->spec_trace) spec_trace_line(e, r, n_draft, n_out - 1);
     // hybrid models: the recurrent state has taken every verify row; back to the one after the last accepted
     // draft (the item's rows: the rows before the drafts, then the drafts; a verify item is one decode row and
     // its drafts, so the row is below MODEL_RS_CKPT)

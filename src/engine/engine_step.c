@@ -273,6 +273,7 @@ int eng_draft(void *ctx, sched_req *r, const sched_draft_info *info) {
     spec_ask q = {.k = k, .may_model = may_draft_with_model(e, er), .pred = auto_pred ? &er->pred : NULL,
                   .pacc = &er->pacc, .tokens = r->tokens, .n_tokens = r->n_tokens};
     int src = SPEC_M_NGRAM, ng_len = -1, ng_from = 0; // prompt lookup's match, once looked up
+    const int k_allowed = k;
     if ((k = spec_policy_k(&e->spec_costs, st, &er->acc, &q, &src, &ng_len, &ng_from)) <= 0) return 0;
     int d = 0;
     er->draft_method = SPEC_M_NGRAM;
@@ -281,9 +282,16 @@ int eng_draft(void *ctx, sched_req *r, const sched_draft_info *info) {
         d = spec_pred_propose(&er->pred, r->tokens + r->n_prompt, sched_req_n_generated(r), k, out);
         er->draft_method = SPEC_M_PRED;
         if (d > 0 && ng_len < 0) ng_len = spec_ngram_match(r->tokens, r->n_tokens, &ng_from);
-        if (d > 0 && ng_len >= SPEC_NGRAM_LONG && spec_arbiter_pick(&er->arb, out[0], r->tokens[ng_from])) {
-            er->pacc.probing = 0; // (a probe of the prediction not taken)
-            d = spec_ngram_draft(r->tokens, r->n_tokens, ng_len, ng_from, k, 1, out);
+        // a long prompt-lookup match beside it: the arbiter settles where the two drafts differ, and a match
+        // that agrees with the prediction's draft and runs further (a rejoined prediction drafts short) drafts
+        int at = 0;
+        const int n_ng = ng_len >= SPEC_NGRAM_LONG ? r->n_tokens - ng_from : 0, n_cmp = n_ng < d ? n_ng : d;
+        while (at < n_cmp && out[at] == r->tokens[ng_from + at]) at++;
+        const int k_ng = n_ng > 0 ? spec_policy_long_k(&e->spec_costs, st, &er->acc, k_allowed) : 0;
+        if ((at < n_cmp && spec_arbiter_pick(&er->arb, at, out[at], r->tokens[ng_from + at])) ||
+            (at == d && n_ng > d && k_ng > d)) {
+            er->pred.drafting = 0; // its draft is not taken: the output will tell what it would have got
+            d = spec_ngram_draft(r->tokens, r->n_tokens, ng_len, ng_from, k_ng > k ? k_ng : k, 1, out);
             er->acc.long_match = 1; // its verdict goes to the long matches' record, as spec_accept_pick_match's
             er->draft_method = SPEC_M_NGRAM;
         }
@@ -435,7 +443,7 @@ static void take_tokens(engine *e, sched_req *r, float *logits, int n_rows, int 
         e->spec_accepted[m] += (uint64_t)acc;
         e->spec_verify_steps++;
         spec_accept_observe(m == SPEC_M_PRED ? &er->pacc : &er->acc, n_draft, acc);
-        spec_arbiter_observe(&er->arb, acc, e->spec_tok[0]);
+        spec_arbiter_observe(&er->arb, acc, e->spec_tok[acc]);
     }
     if (e->spec_trace) spec_trace_line(e, r, n_draft, n_out - 1);
     // hybrid models: the recurrent state has taken every verify row; back to the one after the last accepted

@@ -139,7 +139,7 @@ static void test_rejoin(void) {
     for (int i = 8; i < 11; i++) gen[n++] = p.tokens[i]; // it follows for 3 more: 4 in agreement
     spec_pred_follow(&p, gen, n);
     CHECK(!p.left && p.run == 4);
-    spec_accept_init(&pacc); // a record at the prior: k from it, bounded by half the agreement
+    for (int i = 0; i < 6; i++) spec_accept_observe(&pacc, 8, 8); // its record from before it left: the full k
     int k = spec_policy_k(&c, &st, &acc, &q, &src, &ng_len, &ng_from);
     CHECK_EQ_INT(src, SPEC_M_PRED);
     CHECK_MSG(k >= 1 && k <= 2, "k %d right after a rejoin", k);

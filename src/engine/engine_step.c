@@ -288,8 +288,16 @@ int eng_draft(void *ctx, sched_req *r, const sched_draft_info *info) {
         const int n_ng = ng_len >= SPEC_NGRAM_LONG ? r->n_tokens - ng_from : 0, n_cmp = n_ng < d ? n_ng : d;
         while (at < n_cmp && out[at] == r->tokens[ng_from + at]) at++;
         const int k_ng = n_ng > 0 ? spec_policy_long_k(&e->spec_costs, st, &er->acc, k_allowed) : 0;
-        if ((at < n_cmp && spec_arbiter_pick(&er->arb, at, out[at], r->tokens[ng_from + at])) ||
-            (at == d && n_ng > d && k_ng > d)) {
+        const int pick = at < n_cmp ? spec_arbiter_pick(&er->arb, at, out[at], r->tokens[ng_from + at])
+                                    : SPEC_ARB_PRED;
+        if (pick == SPEC_ARB_COMMON) { // the common part only; the target's token at `at` settles it
+            if (at == 0) {
+                er->pred.drafting = 0; // no draft: the output will tell what its draft would have got
+                return 0;
+            }
+            d = at;
+        }
+        if (pick == SPEC_ARB_NGRAM || (pick == SPEC_ARB_PRED && at == d && n_ng > d && k_ng > d)) {
             er->pred.drafting = 0; // its draft is not taken: the output will tell what it would have got
             d = spec_ngram_draft(r->tokens, r->n_tokens, ng_len, ng_from, k_ng > k ? k_ng : k, 1, out);
             er->acc.long_match = 1; // its verdict goes to the long matches' record, as spec_accept_pick_match's
@@ -443,9 +451,9 @@ static void take_tokens(engine *e, sched_req *r, float *logits, int n_rows, int 
         e->spec_accepted[m] += (uint64_t)acc;
         e->spec_verify_steps++;
         spec_accept_observe(m == SPEC_M_PRED ? &er->pacc : &er->acc, n_draft, acc);
-        spec_arbiter_observe(&er->arb, acc, e->spec_tok[acc]);
     }
     if (e->spec_trace) spec_trace_line(e, r, n_draft, n_out - 1);
+    spec_arbiter_observe(&er->arb, n_out - 1, e->spec_tok[n_out - 1]); // (a step without a draft too)
     // hybrid models: the recurrent state has taken every verify row; back to the one after the last accepted
     // draft (the item's rows: the rows before the drafts, then the drafts; a verify item is one decode row and
     // its drafts, so the row is below MODEL_RS_CKPT)

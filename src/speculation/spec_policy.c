@@ -126,18 +126,23 @@ int spec_accept_pick_match(spec_accept *a, int match_len, int k_max, double t_a,
 
 int spec_arbiter_pick(spec_arbiter *a, int at, int32_t pred_tok, int32_t ngram_tok) {
     a->pending = 0;
-    if (pred_tok == ngram_tok) return 0;
+    if (pred_tok == ngram_tok) return SPEC_ARB_PRED;
     a->pending = 1;
     a->at = at;
-    a->chose_pred = a->prefer_pred;
-    a->alt_tok = a->prefer_pred ? ngram_tok : pred_tok;
-    return !a->prefer_pred;
+    a->pred_tok = pred_tok, a->ngram_tok = ngram_tok;
+    a->chose_pred = a->learned ? a->prefer_pred : -1;
+    return !a->learned ? SPEC_ARB_COMMON : a->prefer_pred ? SPEC_ARB_PRED : SPEC_ARB_NGRAM;
 }
 
 void spec_arbiter_observe(spec_arbiter *a, int n_accepted, int32_t actual) {
     if (!a->pending) return;
     a->pending = 0;
-    if (n_accepted == a->at && actual == a->alt_tok) a->prefer_pred = !a->chose_pred;
+    if (n_accepted < a->at) return; // rejected before the difference: no lesson
+    // past `at`: the chosen one was right; at `at`: the target's own token says which (or neither)
+    int pred_right = n_accepted > a->at ? a->chose_pred : actual == a->pred_tok ? 1 : actual == a->ngram_tok ? 0 : -1;
+    if (pred_right < 0) return;
+    a->prefer_pred = pred_right;
+    a->learned = 1;
 }
 
 // --- the prediction's draft length (spec_policy.h)

@@ -66,25 +66,32 @@ typedef struct spec_ask {
 int spec_policy_k(const spec_costs *c, const spec_step *s, spec_accept *acc, const spec_ask *q, int *src,
                   int *ng_len, int *ng_from);
 // Which free proposer drafts when the prediction and prompt lookup (a long match: SPEC_NGRAM_LONG) both have
-// a draft and the drafts differ (at their first differing position): the one that was right the last time
-// they differed; prompt lookup at first (a long match is the output copying a passage of its context as it is
-// doing now; the prediction is the client's claim). A prediction that is wrong where the answer copies then
-// costs nothing, and one that is right where the copy is not (an edit) one failed draft. Zeroed = initial.
+// a draft and the drafts differ (at their first differing position `at`). Until the output has settled one
+// such difference, neither guesses: only the common part (the first `at` tokens) is drafted, and the target's
+// own token at `at` (the verify step's extra token, or the plain step's when at = 0) tells which one was right,
+// at no rejected row. From then on the one that was right at the last settled difference drafts, and a wrong
+// choice (its draft rejected at `at` where the other had it) turns the preference. So a prediction that turns
+// wrong where the answer copies its context, or a long match the answer edits, costs at most one step's tail.
+// Zeroed = initial.
 typedef struct spec_arbiter {
-    int prefer_pred;   // 1: the prediction won the last disagreement
-    int pending;       // a draft chosen over a differing one awaits its verdict
-    int at;            // of that draft: the position where the two differ
-    int chose_pred;    // which proposer it came from
-    int32_t alt_tok;   // the other proposer's token at `at`
+    int learned;       // a difference has been settled by the output
+    int prefer_pred;   // of the last settled difference: 1 the prediction was right, 0 prompt lookup
+    int pending;       // this step's draft was chosen at a difference and awaits its verdict
+    int at;            // the position where the two differ
+    int chose_pred;    // which proposer drafted past it (1 prediction, 0 prompt lookup, -1 neither)
+    int32_t pred_tok, ngram_tok; // the two tokens at `at`
 } spec_arbiter;
 
-// The proposer for this step's draft, given the drafts' first differing position `at` and their tokens there
-// (pred_tok, ngram_tok): 1 = prompt lookup, 0 = the prediction (also when they agree: its draft may run
-// longer). Only a difference is remembered (pending) for spec_arbiter_observe.
+#define SPEC_ARB_PRED 0   // the prediction's draft
+#define SPEC_ARB_NGRAM 1  // prompt lookup's draft
+#define SPEC_ARB_COMMON 2 // their common part only (at tokens; none when at = 0)
+
+// The draft for this step given the two drafts' first differing position `at` and their tokens there:
+// SPEC_ARB_PRED also when they agree (pred_tok == ngram_tok: its draft may run longer). Only a difference
+// is remembered (pending) for spec_arbiter_observe.
 int spec_arbiter_pick(spec_arbiter *a, int at, int32_t pred_tok, int32_t ngram_tok);
-// The verdict of the draft chosen by spec_arbiter_pick: n_accepted of its tokens were accepted and `actual` is
-// the output's token at the first rejected position. If the chosen draft failed where the two differed and the
-// other proposer had it right, the preference turns to the other one.
+// The verdict of the step drafted after spec_arbiter_pick: n_accepted of its drafted tokens were accepted and
+// `actual` is the target's token at position n_accepted (the first rejected one, or the one after the draft).
 void spec_arbiter_observe(spec_arbiter *a, int n_accepted, int32_t actual);
 
 // The prediction's draft length (0: it does not draft). 0 while the output has left it (spec_pred.left) or it

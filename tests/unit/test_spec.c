@@ -512,22 +512,28 @@ static void test_policy_prediction(void) {
 // The arbiter between a prediction and a long prompt-lookup match whose drafts differ at their first token.
 static void test_arbiter(void) {
     spec_arbiter a = {0};
-    CHECK_EQ_INT(spec_arbiter_pick(&a, 0, 7, 7), 0); // agreeing: the prediction's draft, nothing to learn
+    CHECK_EQ_INT(spec_arbiter_pick(&a, 0, 7, 7), SPEC_ARB_PRED); // agreeing: the prediction's draft, no lesson
     CHECK_EQ_INT(a.pending, 0);
     spec_arbiter_observe(&a, 0, 9);
-    CHECK_EQ_INT(a.prefer_pred, 0);
-    CHECK_EQ_INT(spec_arbiter_pick(&a, 0, 7, 8), 1); // disagreeing: prompt lookup first
-    spec_arbiter_observe(&a, 3, 8);                  // it was right
-    CHECK_EQ_INT(spec_arbiter_pick(&a, 0, 7, 8), 1);
-    spec_arbiter_observe(&a, 0, 5);                  // both wrong: no lesson
-    CHECK_EQ_INT(spec_arbiter_pick(&a, 0, 7, 8), 1);
-    spec_arbiter_observe(&a, 0, 7);                  // the prediction had it: it drafts the next disagreement
+    CHECK_EQ_INT(a.learned, 0);
+    CHECK_EQ_INT(spec_arbiter_pick(&a, 0, 7, 8), SPEC_ARB_COMMON); // differing, nothing settled: no guess
+    spec_arbiter_observe(&a, 0, 5);                                // the target's token is neither's
+    CHECK_EQ_INT(a.learned, 0);
+    CHECK_EQ_INT(spec_arbiter_pick(&a, 0, 7, 8), SPEC_ARB_COMMON);
+    spec_arbiter_observe(&a, 0, 8); // prompt lookup had it: it drafts the next difference
+    CHECK(a.learned && !a.prefer_pred);
+    CHECK_EQ_INT(spec_arbiter_pick(&a, 0, 7, 8), SPEC_ARB_NGRAM);
+    spec_arbiter_observe(&a, 3, 8); // it was right
+    CHECK_EQ_INT(spec_arbiter_pick(&a, 0, 7, 8), SPEC_ARB_NGRAM);
+    spec_arbiter_observe(&a, 0, 5); // both wrong: no lesson
+    CHECK_EQ_INT(spec_arbiter_pick(&a, 0, 7, 8), SPEC_ARB_NGRAM);
+    spec_arbiter_observe(&a, 0, 7); // the prediction had it: it drafts the next difference
     CHECK_EQ_INT(a.prefer_pred, 1);
-    CHECK_EQ_INT(spec_arbiter_pick(&a, 0, 4, 6), 0);
+    CHECK_EQ_INT(spec_arbiter_pick(&a, 0, 4, 6), SPEC_ARB_PRED);
     spec_arbiter_observe(&a, 2, 4);
-    CHECK_EQ_INT(spec_arbiter_pick(&a, 0, 4, 6), 0);
-    spec_arbiter_observe(&a, 0, 6);                  // and back
-    CHECK_EQ_INT(spec_arbiter_pick(&a, 0, 4, 6), 1);
+    CHECK_EQ_INT(spec_arbiter_pick(&a, 0, 4, 6), SPEC_ARB_PRED);
+    spec_arbiter_observe(&a, 0, 6); // and back
+    CHECK_EQ_INT(spec_arbiter_pick(&a, 0, 4, 6), SPEC_ARB_NGRAM);
 }
 
 int main(void) {

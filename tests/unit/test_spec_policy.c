@@ -203,18 +203,23 @@ static void test_comes_back(void) {
     spec_pred_free(&p);
 }
 
-// The arbiter settles a difference wherever the two drafts first differ, and learns from that position.
+// The arbiter settles a difference wherever the two drafts first differ: the common part first (no guess),
+// the target's token at the difference teaching which one to follow; then a wrong choice turns it.
 static void test_arbiter_at(void) {
     spec_arbiter a = {0};
-    CHECK_EQ_INT(spec_arbiter_pick(&a, 3, 7, 8), 1); // prompt lookup first
-    spec_arbiter_observe(&a, 5, 11);                 // accepted past position 3: it was right
-    CHECK_EQ_INT(a.prefer_pred, 0);
-    CHECK_EQ_INT(spec_arbiter_pick(&a, 3, 7, 8), 1);
-    spec_arbiter_observe(&a, 1, 7); // failed before the difference: no lesson
-    CHECK_EQ_INT(a.prefer_pred, 0);
-    CHECK_EQ_INT(spec_arbiter_pick(&a, 3, 7, 8), 1);
-    spec_arbiter_observe(&a, 3, 7); // failed at the difference, where the prediction had it
+    CHECK_EQ_INT(spec_arbiter_pick(&a, 3, 7, 8), SPEC_ARB_COMMON); // 3 common tokens drafted, nothing guessed
+    spec_arbiter_observe(&a, 1, 7);                                // rejected before the difference: no lesson
+    CHECK_EQ_INT(a.learned, 0);
+    CHECK_EQ_INT(spec_arbiter_pick(&a, 3, 7, 8), SPEC_ARB_COMMON);
+    spec_arbiter_observe(&a, 3, 7); // all 3 accepted, and the target's next token is the prediction's
+    CHECK(a.learned && a.prefer_pred);
+    CHECK_EQ_INT(spec_arbiter_pick(&a, 2, 9, 10), SPEC_ARB_PRED);
+    spec_arbiter_observe(&a, 5, 11); // accepted past the difference: it was right
     CHECK_EQ_INT(a.prefer_pred, 1);
+    CHECK_EQ_INT(spec_arbiter_pick(&a, 2, 9, 10), SPEC_ARB_PRED);
+    spec_arbiter_observe(&a, 2, 10); // rejected at the difference, where prompt lookup had it
+    CHECK_EQ_INT(a.prefer_pred, 0);
+    CHECK_EQ_INT(spec_arbiter_pick(&a, 4, 9, 10), SPEC_ARB_NGRAM);
 }
 
 int main(void) {

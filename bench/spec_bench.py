@@ -7,8 +7,9 @@ configuration alike. Decode rate = (completion tokens - 1) / (last token time - 
 Configurations: off, ngram, auto (prompt lookup), auto+pred (the exact answer as an OpenAI Predicted Output),
 auto+half (a prediction whose first half is the answer and whose second half is other text) and auto+alt (the
 answer with every other run of 6 words replaced). Prints one line per (prompt, configuration): median and all
-repetitions, then the ratios the speculation targets are stated in (docs/SPECULATIVE.md), plus the acceptance
-counters."""
+repetitions, then the ratios the speculation targets are stated in (docs/SPECULATIVE.md), the drafted and
+rejected tokens of each run (counts: what a wrong prediction cost in verify rows, readable on a busy machine),
+plus the acceptance counters."""
 import argparse
 import json
 import os
@@ -82,6 +83,14 @@ def decode_rate(srv, prompt, prediction=None, max_tokens=96):
     return (n - 1) / (t_last - t_first), "".join(text), usage
 
 
+def spec_counts(srv):
+    """(drafted, rejected) tokens of every method so far, from /stats."""
+    st, _, raw = srv.request("GET", "/stats")
+    by = json.loads(raw)["spec"]["by_method"]
+    d = sum(m["draft_tokens"] for m in by.values())
+    return d, d - sum(m["accepted_tokens"] for m in by.values())
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=3)
@@ -96,16 +105,19 @@ def main():
         copy = ["off", "ngram", "auto", "auto+pred", "auto+half", "auto+alt"]
         plan = [("quote", QUOTE, copy), ("code-edit", CODE, copy),
                 ("creative", CREATIVE, ["off", "auto", "auto+half"])]
-        res = {}
+        res, counts = {}, {}
         for rep in range(a.reps):
             for name, p, cfgs in plan:
                 for cfg in cfgs:
                     srv = servers[cfg.split("+")[0]]
                     kind = cfg.split("+")[1] if "+" in cfg else None
                     pred = PREDICTIONS[kind](ref[name]) if kind else None
+                    c0 = spec_counts(srv)
                     rate, txt, usage = decode_rate(srv, p, pred)
+                    c1 = spec_counts(srv)
                     assert txt == ref[name], "%s/%s: output differs from --spec off" % (name, cfg)
                     res.setdefault((name, cfg), []).append(rate)
+                    counts.setdefault((name, cfg), []).append((c1[0] - c0[0], c1[1] - c0[1]))
         for (name, cfg), rs in res.items():
             print("%-10s %-10s median %6.1f tok/s   runs %s" % (name, cfg, statistics.median(rs),
                                                                  " ".join("%.1f" % r for r in rs)))
@@ -119,6 +131,9 @@ def main():
                 if "+" in cfg:
                     line += "   vs auto without a prediction %.2fx" % (med[(name, cfg)] / med[(name, "auto")])
                 print(line)
+        print("counts: drafted / rejected tokens per run")
+        for (name, cfg), cs in counts.items():
+            print("%-10s %-10s %s" % (name, cfg, "  ".join("%d/%d" % c for c in cs)))
         for m, s in servers.items():
             st, _, raw = s.request("GET", "/stats")
             print("server --spec %-6s %s" % (m, json.loads(raw)["spec"]))

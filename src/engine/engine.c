@@ -351,6 +351,8 @@ int engine_new(model *m, const engine_opts *o, engine **out, tc_err *err) {
     const char *fault = getenv("TACHYON_FAULT");
     e->fault_pos = -1;
     if (fault && !strncmp(fault, "forward_pos:", 12)) e->fault_pos = atoi(fault + 12);
+    const char *trace = getenv("TACHYON_SPEC_TRACE"); // debug: counts of every verify step on stderr
+    e->spec_trace = trace && atoi(trace) > 0;
     // ...and a deterministically slow engine, so that scheduling tests (queueing, SLO refusals, priority
     // overtaking) do not depend on how fast this machine is.
     // step_sleep_ms:A:B makes every step take A ms + B ms per batch token longer (a step cost the online

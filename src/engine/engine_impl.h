@@ -111,6 +111,7 @@ struct engine {
     int fault_step_ms, fault_token_ms; // test-only (TACHYON_FAULT=step_sleep_ms:A:B): every step takes A ms
                                        // + B ms per batch token longer; 0 = off
     int fault_pos; // test-only (TACHYON_FAULT=forward_pos:N): a step with a position >= N fails; -1 = off
+    int spec_trace; // debug (TACHYON_SPEC_TRACE=1): one stderr line per decode step of a request (take_tokens)
 
     pthread_t thread;
     int thread_started;

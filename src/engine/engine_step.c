@@ -274,6 +274,7 @@ int eng_draft(void *ctx, sched_req *r, const sched_draft_info *info) {
     spec_ask q = {.k = k, .may_model = may_draft_with_model(e, er), .pred = auto_pred ? &er->pred : NULL,
                   .pacc = &er->pacc, .tokens = r->tokens, .n_tokens = r->n_tokens};
     int src = SPEC_M_NGRAM, ng_len = -1, ng_from = 0; // prompt lookup's match, once looked up
+    const int k_allowed = k;
     if ((k = spec_policy_k(&e->spec_costs, st, &er->acc, &q, &src, &ng_len, &ng_from)) <= 0) return 0;
     int d = 0;
     er->draft_method = SPEC_M_NGRAM;
@@ -282,9 +283,24 @@ int eng_draft(void *ctx, sched_req *r, const sched_draft_info *info) {
         d = spec_pred_propose(&er->pred, r->tokens + r->n_prompt, sched_req_n_generated(r), k, out);
         er->draft_method = SPEC_M_PRED;
         if (d > 0 && ng_len < 0) ng_len = spec_ngram_match(r->tokens, r->n_tokens, &ng_from);
-        if (d > 0 && ng_len >= SPEC_NGRAM_LONG && spec_arbiter_pick(&er->arb, out[0], r->tokens[ng_from])) {
-            er->pacc.probing = 0; // (a probe of the prediction not taken)
-            d = spec_ngram_draft(r->tokens, r->n_tokens, ng_len, ng_from, k, 1, out);
+        // a long prompt-lookup match beside it: the arbiter settles where the two drafts differ, and a match
+        // that agrees with the prediction's draft and runs further (a rejoined prediction drafts short) drafts
+        int at = 0;
+        const int n_ng = ng_len >= SPEC_NGRAM_LONG ? r->n_tokens - ng_from : 0, n_cmp = n_ng < d ? n_ng : d;
+        while (at < n_cmp && out[at] == r->tokens[ng_from + at]) at++;
+        const int k_ng = n_ng > 0 ? spec_policy_long_k(&e->spec_costs, st, &er->acc, k_allowed) : 0;
+        const int pick = at < n_cmp ? spec_arbiter_pick(&er->arb, at, out[at], r->tokens[ng_from + at])
+                                    : SPEC_ARB_PRED;
+        if (pick == SPEC_ARB_COMMON) { // the common part only; the target's token at `at` settles it
+            if (at == 0) {
+                er->pred.drafting = 0; // no draft: the output will tell what its draft would have got
+                return 0;
+            }
+            d = at;
+        }
+        if (pick == SPEC_ARB_NGRAM || (pick == SPEC_ARB_PRED && at == d && n_ng > d && k_ng > d)) {
+            er->pred.drafting = 0; // its draft is not taken: the output will tell what it would have got
+            d = spec_ngram_draft(r->tokens, r->n_tokens, ng_len, ng_from, k_ng > k ? k_ng : k, 1, out);
             er->acc.long_match = 1; // its verdict goes to the long matches' record, as spec_accept_pick_match's
             er->draft_method = SPEC_M_NGRAM;
         }
@@ -395,6 +411,17 @@ static int emit_token(engine *e, sched_req *r, int32_t tok, const samp_result *r
     return 1;
 }
 
+// TACHYON_SPEC_TRACE: one line per decode step of r: where its draft came from, its length, how many the
+// target accepted, the step's rows, and the prediction's cursor and records (counts to read, not times).
+static void spec_trace_line(const engine *e, const sched_req *r, int n_draft, int n_acc) {
+    const eng_req *er = r->owner;
+    const char *src = n_draft > 0 ? spec_method_name((spec_method)er->draft_method) : "none";
+    fprintf(stderr, "spec_trace req=%llu gen=%d src=%s draft=%d accepted=%d rows=%d pred=%d/%d left=%d "
+            "pacc=%.2f/%.2f acc=%.2f/%.2f\n", (unsigned long long)r->id, sched_req_n_generated(r), src, n_draft,
+            n_acc, e->last_batch_tokens, er->pred.pos, er->pred.n, er->pred.left, er->pacc.p1, er->pacc.pc,
+            er->acc.p1, er->acc.pc);
+}
+
 // Samples the next token(s) of r from its logits rows (1 + n_draft): the verifier keeps the drafted tokens
 // the target agrees with plus the target's own next one; they go out in order and stop at an end (tokens
 // after an end-of-generation token are discarded). Rejected drafts' KV is rolled back.
@@ -425,8 +452,9 @@ static void take_tokens(engine *e, sched_req *r, float *logits, int n_rows, int 
         e->spec_accepted[m] += (uint64_t)acc;
         e->spec_verify_steps++;
         spec_accept_observe(m == SPEC_M_PRED ? &er->pacc : &er->acc, n_draft, acc);
-        spec_arbiter_observe(&er->arb, acc, e->spec_tok[0]);
     }
+    if (e->spec_trace) spec_trace_line(e, r, n_draft, n_out - 1);
+    spec_arbiter_observe(&er->arb, n_out - 1, e->spec_tok[n_out - 1]); // (a step without a draft too)
     // hybrid models: the recurrent state has taken every verify row; back to the one after the last accepted
     // draft (the item's rows: the rows before the drafts, then the drafts; a verify item is one decode row and
     // its drafts, so the row is at most spec_k: engine_new reserved 1 + spec_k rows)

@@ -50,20 +50,27 @@ int spec_ngram_draft(const int32_t *tokens, int n_tokens, int len, int from, int
 
 // Predicted output (OpenAI `prediction`): the expected completion, tokenized, as the draft source. The cursor
 // follows the output; after a mismatch it is re-aligned by finding the output's last tokens in the prediction
-// again (the first occurrence at or after the old cursor, else the last one before it).
+// again (the first occurrence at or after the old cursor, else the last one before it). A prediction is
+// trusted until the output first leaves it; after that it drafts only where the output agrees with it again
+// on SPEC_PRED_REJOIN tokens or more (a re-alignment on one common token, " the", means nothing).
 typedef struct spec_pred {
     int32_t *tokens; // (n) owned, free with spec_pred_free
     int n;
     int pos;         // index in tokens of the next expected output token; n = exhausted
     int n_seen;      // generated tokens already followed
-    int run;         // output tokens in a row that followed it (0 after the output left it)
-    int left;        // the output left it and has not followed it for SPEC_PRED_REJOIN tokens since
-    int rejoined;    // the output came back to it (SPEC_PRED_REJOIN in a row after leaving); cleared by the reader
+    int run;         // the output's last tokens that agree with it up to the cursor: the ones followed in a row,
+                     // plus those a re-alignment matched on (0 when lost)
+    int left;        // the output left it and has not agreed with it on SPEC_PRED_REJOIN tokens since
+    int strayed;     // the output has left it at least once (from then on its drafts are bounded by run)
+    int drafting;    // its tokens are the current draft (spec_pred_propose); cleared when the output is followed
+    int sh_n, sh_m;  // a draft it did not make: of the sh_n output tokens the last follow compared while it agreed
+                     // with the output and did not draft, the first sh_m followed it (read by the policy, which
+                     // clears them)
     int n_followed;  // its tokens that appeared in the output: the ones the output followed, and the ones a
                      // re-alignment found on 2 or more tokens ahead of the cursor
 } spec_pred;
 
-#define SPEC_PRED_REJOIN 3 // output tokens in a row that follow the prediction again after it left it
+#define SPEC_PRED_REJOIN 4 // tokens the output must agree on with a prediction it left before it drafts again
 
 void spec_pred_free(spec_pred *p);
 // Follows the generated tokens new since the last call (gen: ALL generated tokens so far, n_gen): the cursor

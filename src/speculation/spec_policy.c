@@ -124,19 +124,43 @@ int spec_accept_pick_match(spec_accept *a, int match_len, int k_max, double t_a,
 
 // --- the arbiter between the prediction and prompt lookup (spec_policy.h)
 
-int spec_arbiter_pick(spec_arbiter *a, int32_t pred_first, int32_t ngram_first) {
+int spec_arbiter_pick(spec_arbiter *a, int at, int32_t pred_tok, int32_t ngram_tok) {
     a->pending = 0;
-    if (pred_first == ngram_first) return 0;
+    if (pred_tok == ngram_tok) return SPEC_ARB_PRED;
     a->pending = 1;
-    a->chose_pred = a->prefer_pred;
-    a->alt_first = a->prefer_pred ? ngram_first : pred_first;
-    return !a->prefer_pred;
+    a->at = at;
+    a->pred_tok = pred_tok, a->ngram_tok = ngram_tok;
+    a->chose_pred = a->learned ? a->prefer_pred : -1;
+    return !a->learned ? SPEC_ARB_COMMON : a->prefer_pred ? SPEC_ARB_PRED : SPEC_ARB_NGRAM;
 }
 
 void spec_arbiter_observe(spec_arbiter *a, int n_accepted, int32_t actual) {
     if (!a->pending) return;
     a->pending = 0;
-    if (n_accepted == 0 && actual == a->alt_first) a->prefer_pred = !a->chose_pred;
+    if (n_accepted < a->at) return; // rejected before the difference: no lesson
+    // past `at`: the chosen one was right; at `at`: the target's own token says which (or neither)
+    int pred_right = n_accepted > a->at ? a->chose_pred : actual == a->pred_tok ? 1 : actual == a->ngram_tok ? 0 : -1;
+    if (pred_right < 0) return;
+    a->prefer_pred = pred_right;
+    a->learned = 1;
+}
+
+// --- the prediction's draft length (spec_policy.h)
+
+int spec_pred_pick(const spec_pred *p, spec_accept *pacc, int k_max, double t_a, double t_b, int n_rows,
+                   double n_other_tok) {
+    pacc->probing = pacc->long_match = 0;
+    if (k_max <= 0 || !p->tokens || p->left || p->pos >= p->n || !(t_a + t_b > 0)) return 0;
+    if (!p->strayed) // never wrong yet: the client's claim, at the full k until its record says otherwise
+        return pacc->n_obs == 0 ? k_max : spec_pick_k(pacc->p1, pacc->pc, k_max, t_a, t_b, n_rows, n_other_tok);
+    int k = spec_pick_k(pacc->p1, pacc->pc, k_max, t_a, t_b, n_rows, n_other_tok);
+    int cap = p->run / 2; // after a rejoin, half the stretch the output agrees on: 2 at first, growing
+    return k < cap ? k : cap;
+}
+
+void spec_pred_shadow(spec_pred *p, spec_accept *pacc) {
+    if (p->sh_n > 0) spec_accept_observe(pacc, p->sh_n, p->sh_m);
+    p->sh_n = p->sh_m = 0;
 }
 
 // --- the draft-length rule and its cost model (spec_policy.h)
@@ -177,10 +201,7 @@ int spec_policy_k(const spec_costs *c, const spec_step *s, spec_accept *acc, con
     *src = q->may_model ? SPEC_M_DRAFT : SPEC_M_NGRAM;
     if (s->mode != SPEC_AUTO) return k;
     *src = SPEC_M_NGRAM;
-    if (q->pred && q->pred->rejoined) { // the output follows the prediction again: a fresh record
-        q->pred->rejoined = 0;
-        spec_accept_init(q->pacc);
-    }
+    if (q->pred) spec_pred_shadow(q->pred, q->pacc); // what it would have drafted, before anything returns
     // Back off while prompts wait or prefill (their chunks need the budget) and above max_streams decoding
     // streams; else k from this request's acceptance rate and what a row costs, with the rows and tokens of the
     // drafts already planned in this step counted (each request would otherwise price its rows as the only
@@ -214,8 +235,8 @@ int spec_policy_k(const spec_costs *c, const spec_step *s, spec_accept *acc, con
         *src = SPEC_M_DRAFT;
         return k_model;
     }
-    if (q->pred && q->pred->pos < q->pred->n) {
-        int kp = spec_accept_pick(q->pacc, k, a, b, n_rows, other);
+    if (q->pred) { // no probes: spec_pred_shadow learns from the output for free
+        int kp = spec_pred_pick(q->pred, q->pacc, k, a, b, n_rows, other);
         if (kp > 0) {
             *src = SPEC_M_PRED;
             return kp;
@@ -223,4 +244,12 @@ int spec_policy_k(const spec_costs *c, const spec_step *s, spec_accept *acc, con
     }
     *ng_len = spec_ngram_match(q->tokens, q->n_tokens, ng_from); // a long match is judged by its own record
     return spec_accept_pick_match(acc, *ng_len, k, a, b, n_rows, other);
+}
+
+int spec_policy_long_k(const spec_costs *c, const spec_step *s, const spec_accept *acc, int k_max) {
+    if (s->mode != SPEC_AUTO || s->n_decoding != 1 || !s->have_fit || k_max <= 0) return 0;
+    double a = s->ga, b = s->gb;
+    step_cost_line(&c->verify, &a, &b);
+    if (acc->n_obs == 0) return k_max;
+    return spec_pick_k(acc->pl, acc->plc, k_max, a, b, s->n_decoding + s->n_drafts, s->extra_tok);
 }

@@ -61,32 +61,55 @@ typedef struct spec_ask {
 // lookup. `auto` backs off while prompts wait or prefill and above max_streams decoding streams, bounds a
 // multi-stream step by the gaps' window (spec_itl.h), and picks k from the records and the rows' prices
 // (spec_pick_k, spec_accept_pick, spec_accept_pick_match). A prediction drafts while its own record says it
-// pays and it has tokens at the cursor; else prompt lookup does, on its own record, so a prediction that turned
-// wrong costs no more than none. When the output follows the prediction again (spec_pred.rejoined), its record
-// starts over: the next draft from it is a try at the full k.
+// pays, agrees with the output (spec_pred: not left) and has tokens at the cursor (spec_pred_pick); else prompt
+// lookup does, on its own record, so a prediction that turned wrong costs no more than none.
 int spec_policy_k(const spec_costs *c, const spec_step *s, spec_accept *acc, const spec_ask *q, int *src,
                   int *ng_len, int *ng_from);
 // Which free proposer drafts when the prediction and prompt lookup (a long match: SPEC_NGRAM_LONG) both have
-// a draft and disagree on its first token: the one that was right the last time they disagreed; prompt lookup
-// at first (a long match is the output copying a passage of its context as it is doing now; the prediction
-// is the client's claim). A prediction that is wrong where the answer copies then costs nothing, and one that
-// is right where the copy is not (an edit) one failed draft, not the several its record needs to stop paying.
+// a draft and the drafts differ (at their first differing position `at`). Until the output has settled one
+// such difference, neither guesses: only the common part (the first `at` tokens) is drafted, and the target's
+// own token at `at` (the verify step's extra token, or the plain step's when at = 0) tells which one was right,
+// at no rejected row. From then on the one that was right at the last settled difference drafts, and a wrong
+// choice (its draft rejected at `at` where the other had it) turns the preference. So a prediction that turns
+// wrong where the answer copies its context, or a long match the answer edits, costs at most one step's tail.
 // Zeroed = initial.
 typedef struct spec_arbiter {
-    int prefer_pred;   // 1: the prediction won the last disagreement
-    int pending;       // a draft chosen over a disagreeing one awaits its verdict
-    int chose_pred;    // of that draft: which proposer it came from
-    int32_t alt_first; // the other proposer's first token
+    int learned;       // a difference has been settled by the output
+    int prefer_pred;   // of the last settled difference: 1 the prediction was right, 0 prompt lookup
+    int pending;       // this step's draft was chosen at a difference and awaits its verdict
+    int at;            // the position where the two differ
+    int chose_pred;    // which proposer drafted past it (1 prediction, 0 prompt lookup, -1 neither)
+    int32_t pred_tok, ngram_tok; // the two tokens at `at`
 } spec_arbiter;
 
-// The proposer for this step's draft (pred_first / ngram_first: each one's first token): 1 = prompt lookup,
-// 0 = the prediction (also when they agree: its draft may run longer). Only a disagreement is remembered
-// (pending) for spec_arbiter_observe.
-int spec_arbiter_pick(spec_arbiter *a, int32_t pred_first, int32_t ngram_first);
-// The verdict of the draft chosen by spec_arbiter_pick: n_accepted of its tokens were accepted and `actual`
-// is the output's token at its first position. If the draft's first token failed and the other proposer had
-// it right, the preference turns to the other one.
+#define SPEC_ARB_PRED 0   // the prediction's draft
+#define SPEC_ARB_NGRAM 1  // prompt lookup's draft
+#define SPEC_ARB_COMMON 2 // their common part only (at tokens; none when at = 0)
+
+// The draft for this step given the two drafts' first differing position `at` and their tokens there:
+// SPEC_ARB_PRED also when they agree (pred_tok == ngram_tok: its draft may run longer). Only a difference
+// is remembered (pending) for spec_arbiter_observe.
+int spec_arbiter_pick(spec_arbiter *a, int at, int32_t pred_tok, int32_t ngram_tok);
+// The verdict of the step drafted after spec_arbiter_pick: n_accepted of its drafted tokens were accepted and
+// `actual` is the target's token at position n_accepted (the first rejected one, or the one after the draft).
 void spec_arbiter_observe(spec_arbiter *a, int n_accepted, int32_t actual);
+
+// The prediction's draft length (0: it does not draft). 0 while the output has left it (spec_pred.left) or it
+// has nothing at the cursor. Until the output first leaves it: k_max, then k from its record (spec_pick_k).
+// After that, when the output agrees with it again: k from its record, at most half the run of tokens the
+// output agrees on (spec_pred.run): a rejoin starts with a short draft that grows as the output follows it.
+// No probes: a prediction's record learns from the output for free (spec_pred_shadow).
+int spec_pred_pick(const spec_pred *p, spec_accept *pacc, int k_max, double t_a, double t_b, int n_rows,
+                   double n_other_tok);
+// Enters the draft the prediction could have made and did not (spec_pred.sh_n, sh_m: what the output did) into
+// its record as if it had been drafted and verified, and clears it: where the output follows it again its
+// record recovers, where a re-alignment was a coincidence it falls, without a verify row spent on either.
+void spec_pred_shadow(spec_pred *p, spec_accept *pacc);
+
+// The draft length of a long prompt-lookup match (SPEC_NGRAM_LONG) by its own record (acc's pl, plc) at this
+// step's prices, for a prediction's draft that the match agrees with and would run further, or that the arbiter
+// set aside: k_max before any verify step; 0 with several decoding streams (their room is spec_policy_k's).
+int spec_policy_long_k(const spec_costs *c, const spec_step *s, const spec_accept *acc, int k_max);
 
 // Counts a planned draft of d rows (src: spec_policy_k's, acc: the record it was picked with) into the step,
 // for the requests asked after it.

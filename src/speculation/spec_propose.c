@@ -94,21 +94,20 @@ void spec_pred_free(spec_pred *p) {
 // Re-aligns the cursor after the output left the prediction: the output's last n tokens (n = 4..1) are
 // looked up in the prediction, first at or after the old cursor, else before it. Tokens found ahead of the
 // cursor on 2 or more count as the prediction's tokens the output contains (one token alone is too common a
-// match to say so).
+// match to say so). The n tokens matched are the agreement (run) the rejoin rule counts from.
 static void pred_realign(spec_pred *p, const int32_t *gen, int n_gen) {
     for (int n = SPEC_NGRAM_MAX_N; n >= 1; n--) {
         if (n_gen < n || p->n < n) continue;
         const int32_t *tail = gen + n_gen - n;
-        for (int j = p->pos; j + n <= p->n; j++) // forward from the cursor: the usual case (an edit)
-            if (!memcmp(p->tokens + j, tail, (size_t)n * sizeof *tail)) {
-                p->pos = j + n;
-                if (n >= 2) p->n_followed += n;
-                return;
-            }
-        int start = p->pos - 1 < p->n - n ? p->pos - 1 : p->n - n;
-        int j = find_back(p->tokens, start, tail, n);
+        int j = -1;
+        for (int f = p->pos; f + n <= p->n && j < 0; f++) // forward from the cursor: the usual case (an edit)
+            if (!memcmp(p->tokens + f, tail, (size_t)n * sizeof *tail)) j = f;
+        if (j >= 0 && n >= 2) p->n_followed += n;
+        if (j < 0) j = find_back(p->tokens, p->pos - 1 < p->n - n ? p->pos - 1 : p->n - n, tail, n);
         if (j >= 0) {
             p->pos = j + n;
+            p->run = n;
+            if (n >= SPEC_PRED_REJOIN) p->left = 0;
             return;
         }
     }
@@ -117,16 +116,20 @@ static void pred_realign(spec_pred *p, const int32_t *gen, int n_gen) {
 
 void spec_pred_follow(spec_pred *p, const int32_t *gen, int n_gen) {
     if (!p->tokens) return;
-    int lost = 0;
+    // a draft it could have made (it agrees with the output, after having left it once, and did not draft):
+    // how far the output follows it is what such a draft would have had accepted, known for free
+    const int shadow = p->strayed && !p->left && !p->drafting && p->pos < p->n;
+    int lost = 0, m = 0;
     for (int i = p->n_seen; i < n_gen && !lost; i++) {
         if (p->pos < p->n && p->tokens[p->pos] == gen[i]) {
-            p->pos++, p->n_followed++;
-            if (++p->run >= SPEC_PRED_REJOIN && p->left) p->left = 0, p->rejoined = 1;
+            p->pos++, p->n_followed++, m++;
+            if (++p->run >= SPEC_PRED_REJOIN) p->left = 0;
         } else lost = 1;
     }
-    p->n_seen = n_gen > p->n_seen ? n_gen : p->n_seen;
+    if (shadow && m + lost > 0) p->sh_n = m + lost, p->sh_m = m;
+    if (n_gen > p->n_seen) p->drafting = 0, p->n_seen = n_gen;
     if (!lost) return;
-    p->run = 0, p->left = 1, p->rejoined = 0;
+    p->run = 0, p->left = 1, p->strayed = 1;
     pred_realign(p, gen, n_gen);
 }
 
@@ -135,6 +138,8 @@ int spec_pred_propose(spec_pred *p, const int32_t *gen, int n_gen, int k, int32_
     spec_pred_follow(p, gen, n_gen);
     if (k <= 0) return 0;
     int m = p->n - p->pos < k ? p->n - p->pos : k;
-    if (m > 0) memcpy(out, p->tokens + p->pos, (size_t)m * sizeof *out);
-    return m > 0 ? m : 0;
+    if (m <= 0) return 0;
+    memcpy(out, p->tokens + p->pos, (size_t)m * sizeof *out);
+    p->drafting = 1;
+    return m;
 }

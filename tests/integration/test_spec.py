@@ -285,3 +285,39 @@ def test_prediction_exact_and_partly_wrong(off, auto):
     d = j["usage"]["completion_tokens_details"]
     assert d["accepted_prediction_tokens"] > 0 and d["rejected_prediction_tokens"] > 0, j["usage"]
     assert auto.metrics().get(key, 0) > before
+
+
+PROSE = ("Tides rise twice a day because the moon pulls the oceans toward it while the earth turns beneath, "
+         "and the sun adds a smaller pull that makes spring and neap tides as the month goes by. ") * 3
+
+
+def pred_counts(srv):
+    m = srv.metrics()
+    return (m.get('tachyon:spec_draft_tokens_total{method="prediction"}', 0),
+            m.get('tachyon:spec_accepted_tokens_total{method="prediction"}', 0))
+
+
+@pytest.mark.parametrize("shape", ["half", "alternating"])
+def test_wrong_prediction_drafts_little(off, auto, shape):
+    # A prediction right for a stretch, then prose that shares common words with the answer (" the", ","):
+    # once the output leaves it, it stops drafting (prompt lookup takes over) and a re-alignment on a common
+    # word does not bring it back, so the prediction tokens drafted and rejected are few, far fewer than the
+    # prediction's wrong tokens (a count, not a time). Output stays the greedy one.
+    want = text(chat(off, COPY, max_tokens=64))
+    if shape == "half":
+        pred = want[: len(want) // 2] + PROSE[: len(want)]
+    else:  # every other run of 6 words replaced by prose
+        w, o = want.split(" "), PROSE.split(" ")
+        pred = " ".join(o[i % len(o)] if (i // 6) % 2 else x for i, x in enumerate(w))
+    d0, a0 = pred_counts(auto)
+    j = chat(auto, COPY, max_tokens=64, prediction={"type": "content", "content": pred})
+    assert text(j) == want
+    d1, a1 = pred_counts(auto)
+    rejected = (d1 - d0) - (a1 - a0)
+    n_pred = len(auto.post("/tokenize", {"content": pred})[2]["tokens"])
+    accepted = a1 - a0
+    msg = "%d prediction tokens drafted and rejected, %d accepted (prediction: %d tokens)" % (rejected, accepted, n_pred)
+    assert accepted > 0, msg
+    # half: one failed draft at most; alternating: each right stretch may end in one, and the drafts pay
+    assert rejected * 4 < n_pred, msg
+    assert rejected <= 10 if shape == "half" else rejected < accepted, msg

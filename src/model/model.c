@@ -328,15 +328,19 @@ int model_bind_weights(model *m, tc_err *err) {
 // from_file: data lies in the read-only file mapping, whose pages are then handed back to the kernel
 // (MADV_DONTNEED refaults them from the file if another path reads them), so the repacked copy does not
 // double the resident size. Never for model_load_memory: there it would discard the caller's bytes.
+// The experts of a 3-D tensor are repacked one after the other (each is a whole number of row groups), so
+// model_weight_expert_packed finds expert e's at e times one expert's size; the file's pages are handed back
+// tensor by tensor, so the resident size never holds both forms of more than one tensor.
 static int repack_one(model_weight *w, int from_file, tc_err *err) {
-    size_t n = cpu_repack_size(w->type, w->rows, w->cols);
-    if (!n || !w->data || !cpu_repack_wanted(w->type)) return 0;
+    const int64_t n_mat = w->n_expert > 1 ? w->n_expert : 1, rows = w->rows * n_mat;
+    const size_t one = cpu_repack_size(w->type, w->rows, w->cols), n = one * (size_t)n_mat;
+    if (!one || !w->data || !cpu_repack_wanted(w->type)) return 0;
     w->packed = aligned_alloc(64, (n + 63) & ~(size_t)63);
     if (!w->packed) return tc_err_set(err, TC_ERR_NOMEM, "out of memory repacking weights");
-    cpu_repack(w->type, w->data, w->rows, w->cols, w->packed);
+    cpu_repack(w->type, w->data, rows, w->cols, w->packed);
     if (from_file) {
         const uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE), b = (uintptr_t)w->data;
-        const uintptr_t lo = (b + pg - 1) & ~(pg - 1), hi = (b + tt_row_size(w->type, w->cols) * (size_t)w->rows) & ~(pg - 1);
+        const uintptr_t lo = (b + pg - 1) & ~(pg - 1), hi = (b + tt_row_size(w->type, w->cols) * (size_t)rows) & ~(pg - 1);
         if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED); // advisory: failure only costs memory
     }
     return 0;
@@ -345,10 +349,10 @@ static int repack_one(model_weight *w, int from_file, tc_err *err) {
 int model_repack_weights(model *m, int from_file, tc_err *err) {
     const char *e = getenv("TACHYON_REPACK");
     if (e && strcmp(e, "0") == 0) return 0;
-    // (expert tensors are read as slices, never repacked)
     static const arch_role mm[] = {ROLE_ATTN_Q, ROLE_ATTN_K, ROLE_ATTN_V, ROLE_ATTN_OUT, ROLE_FFN_GATE,
                                    ROLE_FFN_UP, ROLE_FFN_DOWN, ROLE_FFN_GATE_SHEXP, ROLE_FFN_UP_SHEXP,
-                                   ROLE_FFN_DOWN_SHEXP, ROLE_SSM_QKV, ROLE_SSM_GATE, ROLE_SSM_OUT};
+                                   ROLE_FFN_DOWN_SHEXP, ROLE_SSM_QKV, ROLE_SSM_GATE, ROLE_SSM_OUT,
+                                   ROLE_FFN_GATE_EXPS, ROLE_FFN_UP_EXPS, ROLE_FFN_DOWN_EXPS};
     int rc;
     for (int l = 0; l < m->hp.n_layers; l++)
         for (size_t r = 0; r < sizeof mm / sizeof mm[0]; r++)

@@ -17,6 +17,8 @@
 // Tokens routed per pass: the (token, expert) scratch grows with n_expert_used times this; a larger batch runs
 // in passes of this many tokens (each reads its chosen experts once).
 #define MOE_CHUNK 512
+// Entries (token, expert) from which the SwiGLU and the weighted sum are split over the pool.
+#define MOE_POOL_ROWS 32
 
 struct moe_scratch {
     int max_tokens; // tokens per pass: min(the runner's batch, MOE_CHUNK)
@@ -247,9 +249,12 @@ static int moe_routed(cpu_pool *pool, void *mm, moe_scratch *s, const model *m, 
     moe_pass p = {.s = s, .hp = hp, .ff = (int)w[0]->rows, .n_ent = n_ent, .n = n, .k = k, .out = out,
                   .eb = {model_layer_w(m, l, ROLE_FFN_GATE_EXPS_BIAS), model_layer_w(m, l, ROLE_FFN_UP_EXPS_BIAS),
                          model_layer_w(m, l, ROLE_FFN_DOWN_EXPS_BIAS)}};
-    cpu_pool_run(pool, moe_act_job, &p);
+    // decode's few rows run on the caller: a fork-join costs more than their work
+    if (n_ent >= MOE_POOL_ROWS) cpu_pool_run(pool, moe_act_job, &p);
+    else moe_act_job(&p, 0, 1);
     if ((rc = moe_grouped(pool, s, &wd, &s->y, 1, s->g, NULL, n_ent, ne))) return rc;
-    cpu_pool_run(pool, moe_sum_job, &p);
+    if (n * k >= MOE_POOL_ROWS) cpu_pool_run(pool, moe_sum_job, &p);
+    else moe_sum_job(&p, 0, 1);
     return 0;
 }
 

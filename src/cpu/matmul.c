@@ -5,6 +5,7 @@
 #include "common/err.h"
 #include "cpu/cpu.h"
 #include "cpu/cpu_internal.h"
+#include "cpu/matmul_ref.h"
 #if defined(__aarch64__)
 #include "cpu/arm_kernels.h"
 #endif
@@ -59,6 +60,17 @@ static void mm_gemm_scalar(const mm_scalar_ctx *c, const cpu_gemm_job *j) {
             }
         }
     }
+}
+
+void cpu_gemm_ref(uint32_t w_type, const cpu_gemm_job *j) {
+    const tt_traits *tr = tt_get(w_type);
+    const mm_scalar_ctx c = {.w_type = w_type, .vec_dot = mm_is_float(w_type) ? NULL : tr->vec_dot};
+    mm_gemm_scalar(&c, j);
+}
+
+uint32_t cpu_act_type(uint32_t w_type) {
+    const tt_traits *tr = tt_get(w_type);
+    return tr ? mm_act_type(tr, w_type) : TT_COUNT;
 }
 
 // --- threading

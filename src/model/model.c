@@ -328,31 +328,72 @@ int model_bind_weights(model *m, tc_err *err) {
 // from_file: data lies in the read-only file mapping, whose pages are then handed back to the kernel
 // (MADV_DONTNEED refaults them from the file if another path reads them), so the repacked copy does not
 // double the resident size. Never for model_load_memory: there it would discard the caller's bytes.
+// The experts of a 3-D tensor are repacked one after the other (each is a whole number of row groups), so
+// model_weight_expert_packed finds expert e's at e times one expert's size; the file's pages are handed back
+// tensor by tensor, so the resident size never holds both forms of more than one tensor.
 static int repack_one(model_weight *w, int from_file, tc_err *err) {
-    size_t n = cpu_repack_size(w->type, w->rows, w->cols);
-    if (!n || !w->data || !cpu_repack_wanted(w->type)) return 0;
+    const int64_t n_mat = w->n_expert > 1 ? w->n_expert : 1, rows = w->rows * n_mat;
+    const size_t one = cpu_repack_size(w->type, w->rows, w->cols), n = one * (size_t)n_mat;
+    if (!one || !w->data || !cpu_repack_wanted(w->type)) return 0;
     w->packed = aligned_alloc(64, (n + 63) & ~(size_t)63);
     if (!w->packed) return tc_err_set(err, TC_ERR_NOMEM, "out of memory repacking weights");
-    cpu_repack(w->type, w->data, w->rows, w->cols, w->packed);
+    cpu_repack(w->type, w->data, rows, w->cols, w->packed);
     if (from_file) {
         const uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE), b = (uintptr_t)w->data;
-        const uintptr_t lo = (b + pg - 1) & ~(pg - 1), hi = (b + tt_row_size(w->type, w->cols) * (size_t)w->rows) & ~(pg - 1);
+        const uintptr_t lo = (b + pg - 1) & ~(pg - 1), hi = (b + tt_row_size(w->type, w->cols) * (size_t)rows) & ~(pg - 1);
         if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED); // advisory: failure only costs memory
     }
     return 0;
 }
 
+// MemAvailable and MemTotal of /proc/meminfo in bytes; 0 when unknown.
+static void mem_info(uint64_t *avail, uint64_t *total) {
+    *avail = *total = 0;
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return;
+    char line[128];
+    unsigned long long kb;
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) *avail = (uint64_t)kb * 1024;
+        if (sscanf(line, "MemTotal: %llu kB", &kb) == 1) *total = (uint64_t)kb * 1024;
+    }
+    fclose(f);
+}
+
+// Expert tensors are most of a mixture-of-experts model's bytes, and their repacked form is anonymous memory,
+// which the kernel cannot drop under pressure as it drops the file's pages. TACHYON_REPACK_EXPERTS=1 repacks
+// all, =0 none; by default (auto) each one only while a quarter of physical memory stays available after it,
+// so a model near the machine's RAM keeps its remaining experts in the mapping (the row-wise kernels read them)
+// instead of inviting the OOM killer.
+static int expert_repack_ok(const model_weight *w, const char *mode) {
+    if (mode && !strcmp(mode, "0")) return 0;
+    if (mode && !strcmp(mode, "1")) return 1;
+    uint64_t avail, total;
+    mem_info(&avail, &total);
+    const uint64_t need = cpu_repack_size(w->type, w->rows, w->cols) * (uint64_t)(w->n_expert > 1 ? w->n_expert : 1);
+    return total == 0 || avail >= need + total / 4;
+}
+
 int model_repack_weights(model *m, int from_file, tc_err *err) {
     const char *e = getenv("TACHYON_REPACK");
     if (e && strcmp(e, "0") == 0) return 0;
-    // (expert tensors are read as slices, never repacked)
     static const arch_role mm[] = {ROLE_ATTN_Q, ROLE_ATTN_K, ROLE_ATTN_V, ROLE_ATTN_OUT, ROLE_FFN_GATE,
                                    ROLE_FFN_UP, ROLE_FFN_DOWN, ROLE_FFN_GATE_SHEXP, ROLE_FFN_UP_SHEXP,
                                    ROLE_FFN_DOWN_SHEXP, ROLE_SSM_QKV, ROLE_SSM_GATE, ROLE_SSM_OUT};
+    // experts: gate and up of every layer first (Q4_K in a Q4_K_M file: the repacked GEMM gains most there),
+    // then the down projections
+    static const arch_role exps[][2] = {{ROLE_FFN_GATE_EXPS, ROLE_FFN_UP_EXPS}, {ROLE_FFN_DOWN_EXPS, ROLE_COUNT}};
+    const char *mode = getenv("TACHYON_REPACK_EXPERTS");
     int rc;
     for (int l = 0; l < m->hp.n_layers; l++)
         for (size_t r = 0; r < sizeof mm / sizeof mm[0]; r++)
             if ((rc = repack_one(&m->layers[(size_t)l * ROLE_COUNT + mm[r]], from_file, err))) return rc;
+    for (int pass = 0; pass < 2; pass++)
+        for (int l = 0; l < m->hp.n_layers; l++)
+            for (int r = 0; r < 2 && exps[pass][r] != ROLE_COUNT; r++) {
+                model_weight *w = &m->layers[(size_t)l * ROLE_COUNT + exps[pass][r]];
+                if (w->data && expert_repack_ok(w, mode) && (rc = repack_one(w, from_file, err))) return rc;
+            }
     return repack_one(&m->output, m->hp.tied_embeddings ? 0 : from_file, err); // tied: rows read by lookups // tied: the output's own copy; tok_embd keeps none
 }
 

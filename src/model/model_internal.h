@@ -2,6 +2,7 @@
 #ifndef TACHYON_MODEL_INTERNAL_H
 #define TACHYON_MODEL_INTERNAL_H
 
+#include "cpu/repack.h"
 #include "model/arch.h"
 #include "model/model.h"
 
@@ -41,6 +42,10 @@ void model_ctx_capture_k(model_ctx *c, double *sums, double *k_sq, double *q_sq,
 // Expert e's matrix (rows, cols) of a 3-D expert tensor.
 static inline const void *model_weight_expert(const model_weight *w, int e) {
     return (const char *)w->data + (size_t)e * (size_t)w->rows * tt_row_size(w->type, w->cols);
+}
+// ...and its repacked form (the experts' cpu_repack forms one after the other), or NULL when w has none.
+static inline const void *model_weight_expert_packed(const model_weight *w, int e) {
+    return w->packed ? (const char *)w->packed + (size_t)e * cpu_repack_size(w->type, w->rows, w->cols) : NULL;
 }
 
 // Loading steps (model.c), in order, by model_load.c: the hyper-parameters from the metadata (sets m->arch; a

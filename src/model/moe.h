@@ -18,7 +18,8 @@ int moe_scratch_new(const model *m, int max_tokens, moe_scratch **out, tc_err *e
 void moe_scratch_free(moe_scratch *s);
 
 // out (n, dim) = the MoE FFN of layer l over x (n, dim) (fwd.h: fwd_ops.moe). Rows are grouped by expert: the
-// matrices of an expert no row chose are never read, those of a chosen one once for all its rows. Each row
+// matrices of an expert no row chose are never read, those of a chosen one once for all its rows (once per pass of
+// up to 512 rows in a larger batch). Each row
 // sums its experts' outputs in ascending expert order, so its result does not depend on the other rows. gpt-oss:
 // the router's bias is added to its logits, each expert's biases to its gate, up and down outputs (the down bias
 // before the routing weight), and the experts' SwiGLU is the clamped one (model_hparams.swiglu_limit).

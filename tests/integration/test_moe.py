@@ -1,6 +1,7 @@
 """Mixture-of-experts models through the public interfaces, on the synthetic qwen3moe-tiny and gptoss-tiny shapes
 that `tachyon synth` writes (8 experts, 2 used, Q8_0 experts read as slices of their 3-D tensors; gpt-oss with its
-biases, attention sinks, a sliding window of 128 on alternate layers, YaRN and the clamped SwiGLU):
+biases, attention sinks, a sliding window of 128 on alternate layers, YaRN and the clamped SwiGLU; qwen3moe-tiny
+also in Q4_K_M, whose experts run repacked):
   - `tachyon info` names the architecture and the expert counts;
   - greedy output through the server is the same for requests run together in one batch (rows routed to
     different experts, each expert's rows grouped) as for each alone, and as `tachyon run`;
@@ -24,8 +25,9 @@ INFO = {"qwen3moe-tiny": ["architecture    qwen3moe", "experts         2 used of
                         "sliding window  128 positions", "yarn            factor 32 over original context 4096"]}
 
 
-# (shape, weight type): gpt-oss also as released, MXFP4 experts (synth's mxfp4 = llama.cpp's MXFP4_MOE)
-MODELS = [(shape, "q8_0") for shape in sorted(INFO)] + [("gptoss-tiny", "mxfp4")]
+# (shape, weight type): gpt-oss also as released, MXFP4 experts (synth's mxfp4 = llama.cpp's MXFP4_MOE); Qwen3-MoE
+# also in Q4_K_M (Q4_K and Q6_K experts, which run in the repacked layout)
+MODELS = [(shape, "q8_0") for shape in sorted(INFO)] + [("gptoss-tiny", "mxfp4"), ("qwen3moe-tiny", "q4_k_m")]
 
 
 @pytest.fixture(scope="module", params=MODELS, ids=["%s-%s" % m for m in MODELS])

@@ -206,148 +206,6 @@ XI void x86_r8_tile_q6k(const cpu_gemm_job *j, int g, int r, const int NR) {
     X86_UNROLL for (int rr = 0; rr < NR; rr++) x86_r8_store(j, g, r + rr, acc[rr]);
 }
 
-#if !X86_VNNI
-// --- AVX2 Q4_K and Q6_K GEMM over pre-broadcast activations. Without VNNI the tiles above spend one
-// vpbroadcastd (from memory) per vpmaddubsw; on a Zen 3 a loop of 8 rows x 8 steps of broadcast + vpmaddubsw +
-// vpaddw took 1.36x the CPU time of the same loop reading the broadcast activations from L1. Here the NR
-// activation rows' super-block b is broadcast once into x86_r8x_buf (each 4-byte step replicated to 32 bytes,
-// 16 KiB for 8 rows) and every group of the panel reads it as vpmaddubsw's memory operand; the float
-// accumulators of the panel's groups live in memory between super-blocks. Per (weight row, activation row) the
-// integer and float operations are those of x86_r8_tile_q4k / x86_r8_tile_q6k in the same order, so results are
-// bit-identical to them (and to the GEMV).
-#define X86_R8X_PANEL 64 // groups per panel at most (the accumulators: 64 x 8 x 32 bytes on the stack)
-typedef struct x86_r8x_buf {
-    __m256i a[X86_R8_NR][QK_K / 4]; // (activation row, 4-byte step s = element / 4), replicated 8 times
-} x86_r8x_buf;
-
-XI void x86_r8x_expand(const cpu_gemm_job *j, int r, int nr, int b, x86_r8x_buf *e) {
-    for (int rr = 0; rr < nr; rr++) {
-        const tt_block_q8_K *a = (const void *)(x86_arow(j, r + rr) + b * sizeof(tt_block_q8_K));
-        X86_UNROLL for (int s = 0; s < QK_K / 4; s++) _mm256_store_si256(&e->a[rr][s], x86_r8_bcast4(a->qs + 4 * s));
-    }
-}
-
-// Super-block b of group g against NR activation rows: acc[rr] += the block's contribution.
-XI void x86_r8x_tile_q4k(const cpu_gemm_job *j, int g, int b, int r, const int NR, const x86_r8x_buf *e,
-                         __m256 *acc) {
-    const int nb = j->k / QK_K;
-    const cpu_q4k_r8 *p = (const cpu_q4k_r8 *)(const void *)j->w + (size_t)g * nb + b;
-    const __m256i m4 = _mm256_set1_epi8(0x0f);
-    const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)p->d));
-    const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)p->dmin));
-    const tt_block_q8_K *a[X86_R8_NR];
-    __m256i sumi[X86_R8_NR], summ[X86_R8_NR];
-    X86_UNROLL for (int rr = 0; rr < NR; rr++) {
-        a[rr] = (const void *)(x86_arow(j, r + rr) + b * sizeof(tt_block_q8_K));
-        summ[rr] = sumi[rr] = _mm256_setzero_si256();
-    }
-    X86_UNROLL for (int s = 0; s < 8; s++) {
-        const __m256i mn = x86_r8_dup16(p->mn[s]);
-        X86_UNROLL for (int rr = 0; rr < NR; rr++) summ[rr] =
-            x86_dot_i16(summ[rr], mn, x86_r8_bcast4(&a[rr]->bsums[2 * s]));
-    }
-    X86_UNROLL for (int rr = 0; rr < NR; rr++) {
-        const __m256 ad = _mm256_set1_ps(a[rr]->d);
-        acc[rr] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(summ[rr]), _mm256_mul_ps(dmin, ad), acc[rr]);
-    }
-    for (int sb = 0; sb < 8; sb++) {
-        const int jj = sb / 2, hi = sb & 1;
-        __m256i ss[X86_R8_NR];
-        X86_UNROLL for (int rr = 0; rr < NR; rr++) ss[rr] = _mm256_setzero_si256();
-        X86_UNROLL for (int l = 0; l < 8; l++) {
-            const __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)p->qs[jj][l]);
-            const __m256i q = _mm256_and_si256(_mm256_srli_epi16(v, 4 * hi), m4);
-            X86_UNROLL for (int rr = 0; rr < NR; rr++) {
-                ss[rr] = _mm256_add_epi16(ss[rr], _mm256_maddubs_epi16(q, e->a[rr][16 * jj + 8 * hi + l]));
-                X86_KEEP(ss[rr]);
-            }
-        }
-        const __m256i sc = x86_r8_dup16(p->sc[sb]);
-        X86_UNROLL for (int rr = 0; rr < NR; rr++) sumi[rr] = x86_dot_i16(sumi[rr], ss[rr], sc);
-    }
-    X86_UNROLL for (int rr = 0; rr < NR; rr++) {
-        const __m256 ad = _mm256_set1_ps(a[rr]->d);
-        acc[rr] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi[rr]), _mm256_mul_ps(d, ad), acc[rr]);
-    }
-}
-
-// Q6_K the same way: x86_r8_tile_q6k's AVX2 operations with the activations read from the buffer.
-XI void x86_r8x_tile_q6k(const cpu_gemm_job *j, int g, int b, int r, const int NR, const x86_r8x_buf *e,
-                         __m256 *acc) {
-    const int nb = j->k / QK_K;
-    const cpu_q6k_r8 *p = (const cpu_q6k_r8 *)(const void *)j->w + (size_t)g * nb + b;
-    const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)p->d));
-    const tt_block_q8_K *a[X86_R8_NR];
-    __m256i sumi[X86_R8_NR], soff[X86_R8_NR];
-    X86_UNROLL for (int rr = 0; rr < NR; rr++) {
-        a[rr] = (const void *)(x86_arow(j, r + rr) + b * sizeof(tt_block_q8_K));
-        soff[rr] = sumi[rr] = _mm256_setzero_si256();
-    }
-    X86_UNROLL for (int t = 0; t < 8; t++) {
-        const __m256i sv = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)p->scp[t]));
-        X86_UNROLL for (int rr = 0; rr < NR; rr++) soff[rr] =
-            x86_dot_i16(soff[rr], sv, x86_r8_bcast4(&a[rr]->bsums[2 * t]));
-    }
-    X86_UNROLL for (int n = 0; n < 2; n++) X86_UNROLL for (int h = 0; h < 2; h++) {
-        __m256i sd[4];
-        X86_UNROLL for (int gg = 0; gg < 4; gg++) {
-            const __m256i sv =
-                _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)p->scp[4 * n + gg]));
-            sd[gg] = h ? _mm256_shufflehi_epi16(_mm256_shufflelo_epi16(sv, 0xF5), 0xF5)
-                       : _mm256_shufflehi_epi16(_mm256_shufflelo_epi16(sv, 0xA0), 0xA0);
-        }
-        X86_UNROLL for (int c = 4 * h; c < 4 * h + 4; c += 2) X86_UNROLL for (int gg = 0; gg < 4; gg++) {
-            const __m256i q0 = x86_q6r_quants(p, n, c, gg), q1 = x86_q6r_quants(p, n, c + 1, gg);
-            X86_UNROLL for (int rr = 0; rr < NR; rr++) {
-                const __m256i *ap = &e->a[rr][32 * n + 8 * gg + c];
-                const __m256i t = _mm256_add_epi16(_mm256_maddubs_epi16(q0, ap[0]), _mm256_maddubs_epi16(q1, ap[1]));
-                sumi[rr] = _mm256_add_epi32(sumi[rr], _mm256_madd_epi16(t, sd[gg]));
-                X86_KEEP(sumi[rr]);
-            }
-        }
-    }
-    X86_UNROLL for (int rr = 0; rr < NR; rr++) {
-        const __m256i s = _mm256_sub_epi32(sumi[rr], _mm256_slli_epi32(soff[rr], 5));
-        acc[rr] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(d, _mm256_set1_ps(a[rr]->d)), acc[rr]);
-    }
-}
-
-// Groups [g0, g1) (g1 - g0 <= X86_R8X_PANEL) x activation rows [r, r + nr), 2 <= nr <= X86_R8_NR.
-XI void x86_r8x_panel(const cpu_gemm_job *j, int g0, int g1, int r, int nr, const int T) {
-    _Alignas(32) x86_r8x_buf e;
-    __m256 acc[X86_R8X_PANEL][X86_R8_NR];
-    for (int g = g0; g < g1; g++)
-        for (int rr = 0; rr < nr; rr++) acc[g - g0][rr] = _mm256_setzero_ps();
-    for (int b = 0; b < j->k / QK_K; b++) {
-        x86_r8x_expand(j, r, nr, b, &e);
-        for (int g = g0; g < g1; g++) {
-            __m256 *ac = acc[g - g0];
-#define X86_R8X_CALL(NR)                                                                                     \
-    (T == TT_Q4_K ? x86_r8x_tile_q4k(j, g, b, r, NR, &e, ac) : x86_r8x_tile_q6k(j, g, b, r, NR, &e, ac))
-            switch (nr) {
-            case 2: X86_R8X_CALL(2); break;
-            case 3: X86_R8X_CALL(3); break;
-            case 4: X86_R8X_CALL(4); break;
-            case 5: X86_R8X_CALL(5); break;
-            case 6: X86_R8X_CALL(6); break;
-            case 7: X86_R8X_CALL(7); break;
-            default: X86_R8X_CALL(X86_R8_NR); break;
-            }
-#undef X86_R8X_CALL
-        }
-    }
-    for (int g = g0; g < g1; g++)
-        for (int rr = 0; rr < nr; rr++) x86_r8_store(j, g, r + rr, acc[g - g0][rr]);
-}
-#define X86_R8X 1
-#else
-#define X86_R8X 0
-#define X86_R8X_PANEL 1
-XI void x86_r8x_panel(const cpu_gemm_job *j, int g0, int g1, int r, int nr, const int T) {
-    (void)j, (void)g0, (void)g1, (void)r, (void)nr, (void)T;
-}
-#endif
-
 #if defined(__AVX512F__) && X86_VNNI
 // Two adjacent groups (rows 8g .. 8g + 15) in 512-bit registers: the same integer and float operations per
 // lane as x86_r8_tile_q4k's VNNI path (so results are identical bit for bit, whichever tile a row lands in),
@@ -434,17 +292,10 @@ XI void x86_r8_gemm(const cpu_gemm_job *j, const int T) {
     const size_t gbytes = (size_t)(j->k / QK_K) * (T == TT_Q4_K ? sizeof(cpu_q4k_r8) : sizeof(cpu_q6k_r8));
     int panel = (int)((256 * 1024) / gbytes);
     panel = panel < 1 ? 1 : panel;
-    const int bcast = X86_R8X && j->n_rows > 1; // AVX2 GEMM: x86_r8x_panel
-    if (bcast && panel > X86_R8X_PANEL) panel = X86_R8X_PANEL;
     for (int p0 = g0; p0 < g1; p0 += panel) {
         const int p1 = p0 + panel < g1 ? p0 + panel : g1;
         for (int r = 0; r < j->n_rows;) {
             const int nr = j->n_rows - r < X86_R8_NR ? j->n_rows - r : X86_R8_NR;
-            if (bcast && nr > 1) {
-                x86_r8x_panel(j, p0, p1, r, nr, T);
-                r += nr;
-                continue;
-            }
             for (int g = p0; g < p1; g++) {
                 // Q4_K prefill at AVX512-VNNI: two groups per 512-bit tile (GEMV keeps the 8-row stream)
                 const int two = X86_R16_Q4K && T == TT_Q4_K && nr > 1 && g + 1 < p1;

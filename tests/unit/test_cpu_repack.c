@@ -148,6 +148,43 @@ static void test_type(uint32_t t, cpu_pool **pools) {
     free(packed);
 }
 
+// A tall weight (BIG_D rows = 66 groups of 8, one super-block): the AVX2 GEMM walks the groups in panels of at
+// most 64, so rows after the first panel, and the short last one, must match the scalar level and the GEMV.
+enum { BIG_D = 528, BIG_K = 256, BIG_N = 5 };
+static void test_tall(uint32_t t, cpu_pool *pool) {
+    static uint8_t w[BIG_D * 210], scratch[1 << 16];
+    static float x[BIG_N * BIG_K], ref[BIG_N * BIG_D], got[BIG_N * BIG_D], one[BIG_D], mag[BIG_N * BIG_D];
+    const size_t psize = cpu_repack_size(t, BIG_D, BIG_K);
+    uint8_t *packed = aligned_alloc(64, (psize + 63) & ~(size_t)63);
+    CHECK(packed != NULL);
+    if (!packed) return;
+    make_w(t, w, BIG_D, BIG_K);
+    CHECK_EQ_INT(cpu_repack(t, w, BIG_D, BIG_K, packed), 0);
+    for (int e = 0; e < BIG_N * BIG_K; e++) x[e] = rndf();
+    magnitude(t, w, x, BIG_N, BIG_D, BIG_K, mag);
+    cpu_matmul_args a = {.out = ref, .ld_out = BIG_D, .x = x, .n_rows = BIG_N, .k = BIG_K, .d = BIG_D,
+                         .w_type = t, .w = w, .scratch = scratch};
+    CHECK_EQ_INT(cpu_matmul_isa(NULL, &a, CPU_ISA_SCALAR), 0);
+    a.w_packed = packed;
+    for (int isa = TU_ISA_FIRST_SIMD; isa <= (int)cpu_hw_isa(); isa++) {
+        char what[64];
+        snprintf(what, sizeof what, "tall packed %s %s", tt_name(t), cpu_isa_name((cpu_isa)isa));
+        a.out = got;
+        memset(got, 0, sizeof got);
+        CHECK_EQ_INT(cpu_matmul_isa(pool, &a, (cpu_isa)isa), 0);
+        CHECK_MSG(compare(what, got, ref, mag, BIG_N, BIG_D, BIG_D) == 0, "%s: mismatches", what);
+        int diff = 0;
+        for (int r = 0; r < BIG_N; r++) {
+            cpu_matmul_args b = a;
+            b.out = one, b.x = x + (size_t)r * BIG_K, b.n_rows = 1;
+            cpu_matmul_isa(NULL, &b, (cpu_isa)isa);
+            diff += memcmp(one, got + r * BIG_D, sizeof one) != 0;
+        }
+        CHECK_MSG(diff == 0, "%s: %d rows differ from the same row alone", what, diff);
+    }
+    free(packed);
+}
+
 int main(void) {
     static uint8_t buf[1 << 16];
     CHECK_EQ_INT((int)cpu_repack_size(TT_Q4_K, 44, K), 0); // rows not a multiple of 8
@@ -165,6 +202,8 @@ int main(void) {
     test_type(TT_Q5_0, pools);
     test_type(TT_Q4_0, pools);
     test_type(TT_Q4_1, pools);
+    test_tall(TT_Q4_K, NULL);
+    test_tall(TT_Q6_K, NULL);
     cpu_pool_free(pools[1]);
     cpu_pool_free(pools[2]);
     tu_isa_report("test_cpu_repack");

@@ -197,14 +197,17 @@ static void test_split(void) {
                     c.g.sinks = w == 2 ? c.sinks : NULL;
                     const size_t off = (size_t)kv_head * rep * hd;
                     float *q = malloc(sizeof(float) * (size_t)nq * stride);
-                    float *want = calloc((size_t)nq * stride, sizeof(float)), *got = calloc((size_t)nq * stride, sizeof(float));
+                    float *want = calloc((size_t)nq * stride, sizeof(float));
+                    float *got = calloc((size_t)nq * stride, sizeof(float));
                     float *parts = malloc(sizeof(float) * 8 * (size_t)nq * rep * hd), ml[8][2 * ATTN_MAX_REP];
                     for (int i = 0; i < nq * stride; i++) q[i] = 2.0f * frand();
                     for (int isa = CPU_ISA_SCALAR; isa <= (int)hw; isa++) {
-                        attn_multi_fn multi = isa == CPU_ISA_SCALAR ? attn_multi_scalar : attn_select_multi((cpu_isa)isa, &c.g);
-                        attn_span_fn span = isa == CPU_ISA_SCALAR ? attn_span_scalar : attn_select_span((cpu_isa)isa, &c.g);
+                        attn_multi_fn multi = attn_select_multi((cpu_isa)isa, &c.g);
+                        attn_span_fn span = attn_select_span((cpu_isa)isa, &c.g);
+                        if (isa == CPU_ISA_SCALAR) multi = attn_multi_scalar, span = attn_span_scalar;
                         if (!span) continue; // a level that does not split
-                        multi(want + off, (size_t)stride, q + off, (size_t)stride, nq, c.k, c.v, c.table, n_pos, kv_head, &c.g);
+                        multi(want + off, (size_t)stride, q + off, (size_t)stride, nq, c.k, c.v, c.table, n_pos,
+                              kv_head, &c.g);
                         int s0, s1, len = attn_span_len(&c.g);
                         attn_span_range(&c.g, n_pos, nq, &s0, &s1);
                         CHECK(len == spans[sp] && s1 - s0 + 1 <= 8 && s1 > s0);
@@ -213,14 +216,16 @@ static void test_split(void) {
                                 span(got + off, (size_t)stride, q + off, (size_t)stride, nq, c.k, c.v, c.table, n_pos,
                                      kv_head, &c.g, k * len, (k + 1) * len, ml[0]);
                             else
-                                span(parts + (size_t)(k - s0) * nq * rep * hd, (size_t)rep * hd, q + off, (size_t)stride, nq,
-                                     c.k, c.v, c.table, n_pos, kv_head, &c.g, k * len, (k + 1) * len, ml[k - s0]);
+                                span(parts + (size_t)(k - s0) * nq * rep * hd, (size_t)rep * hd, q + off,
+                                     (size_t)stride, nq, c.k, c.v, c.table, n_pos, kv_head, &c.g, k * len,
+                                     (k + 1) * len, ml[k - s0]);
                         for (int k = 1; k <= s1 - s0; k++)
                             attn_span_merge(got + off, (size_t)stride, ml[0], parts + (size_t)k * nq * rep * hd,
                                             (size_t)rep * hd, ml[k], nq, rep, hd);
                         attn_span_finish(got + off, (size_t)stride, ml[0], nq, kv_head, &c.g);
                         CHECK_MSG(!memcmp(want, got, sizeof(float) * (size_t)nq * stride),
-                                  "%s split != whole: %s/%s window %d span %d queries %d", cpu_isa_name((cpu_isa)isa),
+                                  "%s split != whole: %s/%s window %d span %d queries %d",
+                                  cpu_isa_name((cpu_isa)isa),
                                   tt_name(types[ty][0]), tt_name(types[ty][1]), wins[w], spans[sp], nq);
                     }
                     free(q), free(want), free(got), free(parts);

@@ -26,21 +26,21 @@ static bench_stat stat_of(const double *x, int n) {
 }
 
 // One repetition through the engine: tokens/s of prefilling n_prompt tokens (a request of that prompt and one
-// new token), or of decoding n_gen tokens one at a time after a context of depth tokens (as llama-bench's -d:
-// decode cost at a long context is mostly attention over the KV cache). The depth is prefilled before the
-// timed decode; repetitions find it in the prefix cache. rep varies a prefill's first token, so that no
-// repetition finds the one before it cached. Random tokens: the greedy output is whatever it is, and
-// end-of-generation tokens do not stop it.
+// new token), or of decoding n_gen tokens one at a time, both after a context of depth tokens (as llama-bench's
+// -d: the cost at a long context is mostly attention over the KV cache). The depth is prefilled before the
+// timed part; repetitions find it in the prefix cache, so a prefill at depth times its n_prompt tokens only.
+// rep varies a prefill's first token after the depth, so that no repetition finds the one before it cached.
+// Random tokens: the greedy output is whatever it is, and end-of-generation tokens do not stop it.
 static int bench_once(engine *e, const int32_t *toks, int n_prompt, int n_gen, int depth, int rep, int n_vocab,
                       double *tps, tc_err *err) {
-    int n = n_prompt > 0 ? n_prompt : depth > 0 ? depth : 1;
+    int n = n_prompt > 0 ? depth + n_prompt : depth > 0 ? depth : 1;
     engine_req q = {.n_prompt = n, .max_tokens = n_prompt > 0 ? 1 : n_gen + 1, .ignore_eos = 1};
     samp_params_default(&q.sp);
     q.sp.temperature = 0.0f;
     q.sp.no_logprob = 1;
     if (!(q.prompt = malloc((size_t)n * sizeof *toks))) return tc_err_set(err, TC_ERR_NOMEM, "out of memory");
     memcpy(q.prompt, toks, (size_t)n * sizeof *toks);
-    if (n_prompt > 0) q.prompt[0] = (toks[0] + rep) % n_vocab;
+    if (n_prompt > 0) q.prompt[depth] = (toks[depth] + rep) % n_vocab;
     engine_event fin;
     int rc = cli_engine_generate(e, &q, NULL, NULL, &fin, err);
     free(q.prompt); // NULL once the engine took it
@@ -73,27 +73,27 @@ static int bench_spec_main(bench_spec_args *sa, const char *path, const char *dr
     return rc ? 1 : 0;
 }
 
-// One result row: test pp<p>, tg<n> or tg<n>@d<depth>.
+// One result row: test pp<p> or tg<n>, with @d<depth> after a context of depth tokens (llama-bench's names).
 static void print_row(const char *base, const model_hparams *hp, const char *be_name, int threads, int p, int n,
                       int depth, bench_stat s, int json) {
     char test[32];
-    if (p || !depth) snprintf(test, sizeof test, "%s%d", p ? "pp" : "tg", p ? p : n);
-    else snprintf(test, sizeof test, "tg%d@d%d", n, depth);
+    if (!depth) snprintf(test, sizeof test, "%s%d", p ? "pp" : "tg", p ? p : n);
+    else snprintf(test, sizeof test, "%s%d@d%d", p ? "pp" : "tg", p ? p : n, depth);
     if (json)
         printf("{\"model\": \"%s\", \"size\": %llu, \"params\": %llu, \"backend\": \"%s\", \"threads\": %d, "
                "\"test\": \"%s\", \"avg_ts\": %.3f, \"stddev_ts\": %.3f}\n", base,
                (unsigned long long)hp->weight_bytes, (unsigned long long)hp->n_params, be_name, threads, test,
                s.mean, s.std);
     else
-        printf("| %-34.34s | %6.2f MiB | %6.2f M | %-8s | %7d | %8s | %10.2f ± %7.2f |\n", base,
+        printf("| %-34.34s | %6.2f MiB | %6.2f M | %-8s | %7d | %13s | %10.2f ± %7.2f |\n", base,
                hp->weight_bytes / 1048576.0, hp->n_params / 1e6, be_name, threads, test, s.mean, s.std);
 }
 
 static void print_header(void) {
-    printf("| %-34s | %10s | %8s | %-8s | %7s | %8s | %20s |\n", "model", "size", "params", "backend", "threads",
+    printf("| %-34s | %10s | %8s | %-8s | %7s | %13s | %20s |\n", "model", "size", "params", "backend", "threads",
            "test", "t/s");
-    printf("| %.34s | %.10s | %.8s | %.8s | %.7s | %.8s | %.20s |\n", "----------------------------------",
-           "----------", "--------", "--------", "-------", "--------", "--------------------");
+    printf("| %.34s | %.10s | %.8s | %.8s | %.7s | %.13s | %.20s |\n", "----------------------------------",
+           "----------", "--------", "--------", "-------", "-------------", "--------------------");
 }
 
 // Whether a tensor name contains "_exps" (llama.cpp's expert tensors: ffn_{gate,up,down}_exps and their biases).
@@ -189,6 +189,7 @@ int cli_bench(int argc, char **argv) {
                         "                     [--device cpu|cuda]\n"
                         "                     [--prompt-file FILE [--spec off,ngram,draft,self,auto] [--spec-k K]\n"
                         "                      [--draft-model PATH] [--self-spec-layers L] [--chat]]\n"
+                        "  -d/--depth: prefill and decode after a context of DEPTH tokens (pp<p>@d<DEPTH>, tg<n>@d<DEPTH>)\n"
                         "  --prompt-file: greedy decode of -n tokens after this prompt, once per --spec mode (interleaved\n"
                         "                 within each repetition; speedup relative to the first mode, acceptance rate)\n"
                         "  --chat: the prompt file is one user turn in the model's chat template (as run --chat)\n");
@@ -208,10 +209,10 @@ int cli_bench(int argc, char **argv) {
     int status = 1;
     if (!samples || model_load(path, &m, &err) || tok_load(model_gguf(m), &vocab, &err)) goto fail;
     const model_hparams *hp = model_get_hparams(m);
-    int ctx = (n_prompt > depth + n_gen ? n_prompt : depth + n_gen) + 2;
+    int ctx = depth + (n_prompt > n_gen ? n_prompt : n_gen) + 2;
     engine_opts eo;
     cli_engine_opts(&eo, ctx, batch, threads);
-    eo.prefix_cache = 1; // the depth of a decode test is prefilled once (bench_once)
+    eo.prefix_cache = 1; // the depth of a test is prefilled once (bench_once)
     eo.kv_type_k = kv_k, eo.kv_type_v = kv_v, eo.device = device, eo.spec = SPEC_OFF;
     if (cli_engine_new(m, vocab, &eo, &eng, &err)) goto fail;
     toks = malloc(sizeof(int32_t) * (size_t)ctx);

@@ -1,6 +1,9 @@
 // FlashAttention-style attention over the paged KV cache (f16, q8_0 or q4_0 rows, read directly): for one query token and one KV head, the
 // n_rep query heads that share it (GQA) walk the sequence's blocks as tiles with an online softmax
 // (running max and sum), so no score matrix is ever materialized and each K/V tile is read once per group.
+// A long context is cut into spans at fixed positions (flash-decoding): each span's softmax is computed on its
+// own and the spans are merged in order, so the spans of one query may run on different threads
+// (attn_span_fn) and give the same bits as one call that walks them all.
 #ifndef TACHYON_CPU_ATTENTION_H
 #define TACHYON_CPU_ATTENTION_H
 
@@ -14,6 +17,7 @@
 #define ATTN_MAX_REP 32       // query heads per KV head
 #define ATTN_MAX_HEAD_DIM 256
 #define ATTN_TILE 64          // KV positions per tile of the x86 kernels (whole blocks; block_size <= 64)
+#define ATTN_SPAN 1024        // KV positions per span (attn_span_len)
 
 typedef struct attn_geom {
     int n_kv_heads;
@@ -29,7 +33,20 @@ typedef struct attn_geom {
     const float *sinks;
     int k_type, v_type; // tt_type of the cache rows: TT_Q8_0, TT_Q4_0; any other value reads f16 (so a
                         // geometry that leaves them 0 means an f16 cache)
+    int span;           // positions per span (attn_span_len); 0: ATTN_SPAN (tests set small spans)
 } attn_geom;
+
+// Positions per tile of the x86 kernels: whole blocks, ATTN_TILE positions or one block when blocks are larger.
+static inline int attn_tile_len(const attn_geom *geo) {
+    return geo->block_size < ATTN_TILE ? ATTN_TILE / geo->block_size * geo->block_size : geo->block_size;
+}
+
+// Positions per span: geo->span (or ATTN_SPAN) rounded down to whole tiles, at least one tile. Span k holds
+// positions [k·len, (k + 1)·len) whatever the query, the batch or the threads.
+static inline int attn_span_len(const attn_geom *geo) {
+    const int ts = attn_tile_len(geo), s = geo->span > 0 ? geo->span : ATTN_SPAN;
+    return s > ts ? s / ts * ts : ts;
+}
 
 // A scaled score soft-capped (attn_geom.softcap > 0): every kernel applies this same scalar function to each
 // score, so the kernels differ only by how they sum q·k.
@@ -107,6 +124,51 @@ void attn_multi_avx512(float *out, size_t out_stride, const float *q, size_t q_s
                        const void *k_layer, const void *v_layer, const int32_t *blocks, int n_pos, int kv_head,
                        const attn_geom *geo);
 #endif
+
+// --- spans (split attention)
+// The multi-query kernel over the positions [lo, hi) of span lo / attn_span_len (each query's own positions
+// intersected with it), each head r (query r / n_rep's head r % n_rep) left unnormalized: its output row holds
+// Σ exp(s_j - m)·v_j, ml[2r] its running max m (-INFINITY when the head saw no position of the span) and
+// ml[2r + 1] its sum l = Σ exp(s_j - m). Sinks are not applied (attn_span_finish does). Within a span the
+// arithmetic is the multi-query kernel's, so a query's partial result does not depend on n_q.
+typedef void (*attn_span_fn)(float *out, size_t out_stride, const float *q, size_t q_stride, int n_q,
+                             const void *k_layer, const void *v_layer, const int32_t *blocks, int n_pos,
+                             int kv_head, const attn_geom *geo, int lo, int hi, float *ml);
+
+void attn_span_scalar(float *out, size_t out_stride, const float *q, size_t q_stride, int n_q,
+                      const void *k_layer, const void *v_layer, const int32_t *blocks, int n_pos, int kv_head,
+                      const attn_geom *geo, int lo, int hi, float *ml);
+#if defined(__x86_64__)
+void attn_span_avx2(float *out, size_t out_stride, const float *q, size_t q_stride, int n_q,
+                    const void *k_layer, const void *v_layer, const int32_t *blocks, int n_pos, int kv_head,
+                    const attn_geom *geo, int lo, int hi, float *ml);
+void attn_span_avx512(float *out, size_t out_stride, const float *q, size_t q_stride, int n_q,
+                      const void *k_layer, const void *v_layer, const int32_t *blocks, int n_pos, int kv_head,
+                      const attn_geom *geo, int lo, int hi, float *ml);
+#endif
+
+// The spans n_q queries at n_pos.. touch: [*first, *last] (span indices; the first query's window start to the
+// last query's last position).
+void attn_span_range(const attn_geom *geo, int n_pos, int n_q, int *first, int *last);
+
+// Heads of acc (rows as attn_span_fn lays them out, acc_ml their m and l) absorb the span partial part
+// (part_ml): acc = acc·exp(m_acc - m) + part·exp(m_part - m), l likewise, m = max. A part whose head saw no
+// position is skipped. Spans merged one at a time in span order give the same bits wherever they were computed.
+void attn_span_merge(float *acc, size_t acc_stride, float *acc_ml, const float *part, size_t part_stride,
+                     const float *part_ml, int n_q, int n_rep, int hd);
+
+// Each head's output = its merged row · attn_out_scale (1 / l, with the layer's sink when geo->sinks).
+void attn_span_finish(float *out, size_t out_stride, const float *ml, int n_q, int kv_head, const attn_geom *geo);
+
+// The multi-query result (attn_multi_fn) from a span kernel: the first span into out, each later one into a
+// stack buffer merged into out in order, then finished.
+void attn_span_run(attn_span_fn span, float *out, size_t out_stride, const float *q, size_t q_stride, int n_q,
+                   const void *k_layer, const void *v_layer, const int32_t *blocks, int n_pos, int kv_head,
+                   const attn_geom *geo);
+
+// The span kernel behind attn_select_multi's choice, or NULL where that kernel walks the context whole (the
+// ARM levels: their results are then not split).
+attn_span_fn attn_select_span(cpu_isa isa, const attn_geom *geo);
 
 // Queries one multi-query call may take for this geometry (>= 1).
 static inline int attn_max_queries(const attn_geom *geo) { return ATTN_MAX_REP / geo->n_rep; }

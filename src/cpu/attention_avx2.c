@@ -19,6 +19,7 @@ static inline __m256 attn_q4x8(const uint8_t *p, int hi) {
 #include "cpu/x86_vec256.h"
 #define ATTN_X86_FN attn_tile_avx2
 #define ATTN_X86_MULTI_FN attn_multi_avx2
+#define ATTN_X86_SPAN_FN attn_span_avx2
 #define LOAD_H(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p)))
 #define LOAD_Q8(p) _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(p))))
 #define LOAD_Q4(p, hi) attn_q4x8((const uint8_t *)(p), hi)

@@ -12,6 +12,7 @@ static inline __m512 attn_q4x16(const uint8_t *p, int hi) {
 #include "cpu/x86_vec512.h"
 #define ATTN_X86_FN attn_tile_avx512
 #define ATTN_X86_MULTI_FN attn_multi_avx512
+#define ATTN_X86_SPAN_FN attn_span_avx512
 #define LOAD_H(p) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p)))
 #define LOAD_Q8(p) _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p))))
 #define LOAD_Q4(p, hi) attn_q4x16((const uint8_t *)(p), hi)

@@ -12,7 +12,7 @@
 // Every head's arithmetic is in the same order whatever the grouping, so a query's output does not depend on
 // n_q or on the other queries.
 //
-// Required macros: ATTN_X86_FN, ATTN_X86_MULTI_FN (function names), W (floats per vector, 8
+// Required macros: ATTN_X86_FN, ATTN_X86_MULTI_FN, ATTN_X86_SPAN_FN (function names), W (floats per vector, 8
 // or 16: divides the 32-value quant block), V (vector type), LOAD_H(p) (W f16 → V), LOAD_Q8(p) (W int8 → V),
 // LOAD_Q4(p, hi) (W unsigned nibbles → V: the low nibbles of bytes p[0..W) or, hi, their high nibbles), H2F(h)
 // (one f16 → float), REDUCE(v) (horizontal sum → float), and the vector macros of x86_vec256.h /
@@ -303,13 +303,14 @@ static inline float attn_tile_max(const float *s, int j0, int cnt, float mt) {
     return mt;
 }
 
-// The multi-query kernel (attention.h, attn_multi_fn): n_q queries at consecutive positions, head r being
-// query r / n_rep's head r % n_rep. Per tile, each query's rows [j0, cnt) are exactly those the one-query
-// kernel reads for it, and every head's arithmetic (score, max, exp, sum, rescale, V order) is the one-query
-// kernel's; only the K row conversion, the V chunk conversion and the loop over heads are shared.
-void ATTN_X86_MULTI_FN(float *out, size_t out_stride, const float *q, size_t q_stride, int n_q,
-                       const void *k_layer, const void *v_layer, const int32_t *blocks, int n_pos, int kv_head,
-                       const attn_geom *geo) {
+// The span kernel (attention.h, attn_span_fn): n_q queries at consecutive positions, head r being query
+// r / n_rep's head r % n_rep, over the positions [lo, hi) of one span (whole tiles). Per tile, each query's rows
+// [j0, cnt) are exactly those the one-query kernel reads for it, and every head's arithmetic (score, max, exp,
+// sum, rescale, V order) is the one-query kernel's; only the K row conversion, the V chunk conversion and the
+// loop over heads are shared.
+void ATTN_X86_SPAN_FN(float *out, size_t out_stride, const float *q, size_t q_stride, int n_q,
+                      const void *k_layer, const void *v_layer, const int32_t *blocks, int n_pos, int kv_head,
+                      const attn_geom *geo, int lo_pos, int hi_pos, float *ml) {
     const int hd = geo->head_dim, bs = geo->block_size, nr = geo->n_rep, nv = hd / W, nh = n_q * nr;
     const int kt = geo->k_type, vt = geo->v_type, kq = attn_k_quantized(kt);
     const size_t k_row = attn_row_bytes(kt, hd), v_row = attn_row_bytes(vt, hd);
@@ -327,15 +328,16 @@ void ATTN_X86_MULTI_FN(float *out, size_t out_stride, const float *q, size_t q_s
     }
     if (kq)
         for (int i = 0; i < n_q; i++) attn_quantize_q_at(&qq, i * nr, q + (size_t)i * q_stride, nr, hd);
-    const int first = attn_first_pos(geo, n_pos), end = n_pos + n_q - 1; // the last query sees `end` positions
+    // the last query sees `end` positions; the span's own end bounds them
+    const int first = attn_first_pos(geo, n_pos), end = n_pos + n_q - 1 < hi_pos ? n_pos + n_q - 1 : hi_pos;
     // Tiles of whole blocks, at multiples of ts: where a tile starts does not depend on the query (a sliding
     // window's start does), so each query's softmax sees the same tiles in the multi- and one-query calls.
-    const int ts = bs < ATTN_TILE ? ATTN_TILE / bs * bs : bs;
+    const int ts = attn_tile_len(geo);
     const char *kbs[ATTN_TILE], *vbs[ATTN_TILE]; // per block of the tile: its first K and V rows
-    for (int p0 = first / ts * ts; p0 < end; p0 += ts) {
+    for (int p0 = (first > lo_pos ? first : lo_pos) / ts * ts; p0 < end; p0 += ts) {
         int lo = ts, hi = 0;
         for (int i = 0; i < n_q; i++) {
-            const int np = n_pos + i, f = attn_first_pos(geo, np);
+            const int np = n_pos + i < hi_pos ? n_pos + i : hi_pos, f = attn_first_pos(geo, n_pos + i);
             qj0[i] = f > p0 ? f - p0 : 0; // the window may start inside the tile
             qcnt[i] = np - p0 < ts ? np - p0 : ts;
             if (qcnt[i] <= qj0[i]) continue; // the tile is outside this query's positions
@@ -382,10 +384,14 @@ void ATTN_X86_MULTI_FN(float *out, size_t out_stride, const float *q, size_t q_s
             i = e;
         }
     }
-    for (int r = 0; r < nh; r++) {
-        V inv = SET1(attn_out_scale(m[r], l[r], geo->sinks, kv_head * nr + r % nr));
-        for (int c = 0; c < nv; c++) STOREF(oh[r] + c * W, MUL(LOADF(oh[r] + c * W), inv));
-    }
+    for (int r = 0; r < nh; r++) ml[2 * r] = m[r], ml[2 * r + 1] = l[r];
+}
+
+void ATTN_X86_MULTI_FN(float *out, size_t out_stride, const float *q, size_t q_stride, int n_q,
+                       const void *k_layer, const void *v_layer, const int32_t *blocks, int n_pos, int kv_head,
+                       const attn_geom *geo) {
+    attn_span_run(ATTN_X86_SPAN_FN, out, out_stride, q, q_stride, n_q, k_layer, v_layer, blocks, n_pos, kv_head,
+                  geo);
 }
 
 void ATTN_X86_FN(float *out, const float *q, const void *k_layer, const void *v_layer,

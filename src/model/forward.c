@@ -12,6 +12,7 @@
 #include "cpu/cpu.h"
 #include "cpu/ops.h"
 #include "model/fwd.h"
+#include "model/fwd_attn.h"
 #include "model/gdn.h"
 #include "model/model_internal.h"
 #include "model/moe.h"
@@ -23,6 +24,8 @@ struct model_ctx {
     int max_tokens;
     cpu_pool *pool; // owned
     attn_multi_fn attn;
+    attn_span_fn attn_span; // its span form (fwd_attn.h), or NULL
+    float *attn_split;      // (FWD_ATTN_SPLIT_FLOATS) scratch of split attention steps
     cvt_f32_f16_fn to_f16;
     attn_geom geo;     // global (full-attention) layers
     attn_geom geo_swa; // local layers: geo with the sliding window
@@ -106,6 +109,8 @@ int model_ctx_new(model *m, int max_batch_tokens, int n_threads, model_ctx **out
     cpu_isa isa = cpu_best_isa();
     c->to_f16 = cvt_select_f32_f16(isa);
     c->attn = attn_select_multi(isa, &c->geo); // depends on the ISA and head dim only
+    c->attn_span = attn_select_span(isa, &c->geo);
+    c->attn_split = malloc(sizeof(float) * FWD_ATTN_SPLIT_FLOATS);
     c->pool = cpu_pool_new(n_threads);
     size_t n = (size_t)max_batch_tokens, half = (size_t)hp->rope_dim / 2;
     int bufs_ok = 1;
@@ -141,6 +146,7 @@ int model_ctx_new(model *m, int max_batch_tokens, int n_threads, model_ctx **out
     }
     if (!c->pool || !bufs_ok || !c->rcos || !c->rsin ||
         !c->inv_freq || !c->mm_scratch || !c->sub_row || !c->sub_tok || !c->sub_pos || !c->sub_seq ||
+        !c->attn_split ||
         (hp->rope_base_swa > 0 && (!c->rcos_swa || !c->rsin_swa || !c->inv_freq_swa))) {
         model_ctx_free(c);
         return tc_err_set(err, TC_ERR_NOMEM, "cannot allocate scratch for %d batch tokens", max_batch_tokens);
@@ -162,7 +168,7 @@ void model_ctx_free(model_ctx *c) {
     for (int i = 0; i < FWD_BUF_COUNT; i++) free(c->buf[i]);
     free(c->rcos), free(c->rsin), free(c->inv_freq), free(c->mm_scratch);
     free(c->rcos_swa), free(c->rsin_swa), free(c->inv_freq_swa);
-    free(c->sub_row), free(c->sub_tok), free(c->sub_pos), free(c->sub_seq);
+    free(c->sub_row), free(c->sub_tok), free(c->sub_pos), free(c->sub_seq), free(c->attn_split);
     moe_scratch_free(c->moe);
     gdn_scratch_free(c->gdn);
     free(c);
@@ -189,52 +195,14 @@ static int matmul_multi(model_ctx *c, float *const *outs, const float *x, int n,
     return cpu_matmul_multi(c->pool, a, count);
 }
 
-// --- attention as a pool job over (run of queries, KV head) pairs: a run is up to attn_max_queries rows of
-// one sequence at consecutive positions (a prefill chunk, a verification item), so each K/V tile is read and
-// converted once for all of them; runs are cut smaller when there would be fewer than 3 units per thread.
+// The rows of one attention call going into the cache (store_kv).
 typedef struct attn_job {
     model_ctx *c;
     const kv_store *kv;
     const model_batch *b;
-    const attn_geom *geo; // the layer's: global or sliding-window
     int layer;
-    float *out;             // (n_tokens, q_dim) attention output
-    const float *q, *k, *v; // (n_tokens, q_dim), (n_tokens, kv_dim) x 2: the rows going in
-    atomic_int next; // the next unit to claim: units differ in cost (context lengths, prefill runs)
+    const float *k, *v; // (n_tokens, kv_dim) x 2
 } attn_job;
-
-static void attn_run(void *arg, int ith, int nth) {
-    attn_job *j = arg;
-    model_ctx *c = j->c;
-    const model_batch *b = j->b;
-    const model_hparams *hp = &c->m->hp;
-    const int n_kv = hp->n_kv_heads, hd = hp->head_dim, q_dim = hp->n_heads * hd, rep = j->geo->n_rep;
-    const uint8_t *kl = j->kv->k_l[j->layer], *vl = j->kv->v_l[j->layer];
-    const int32_t *const *tables = kv_store_layer_is_swa(j->kv, j->layer) ? b->block_tables_swa : b->block_tables;
-    int g = b->n_tokens * n_kv / (3 * nth), max_q = attn_max_queries(j->geo);
-    g = g < 1 ? 1 : g > max_q ? max_q : g;
-    // Each thread walks the units in order and runs those it claims (claims only increase): a thread that
-    // finishes early takes the next unit instead of waiting on a fixed share. Every unit is computed once, by
-    // the same kernel, whichever thread claims it.
-    int unit = 0, mine = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
-    (void)ith;
-    for (int t = 0; t < b->n_tokens;) {
-        int len = 1; // rows t.. of one sequence at consecutive positions
-        while (t + len < b->n_tokens && b->seq[t + len] == b->seq[t] && b->pos[t + len] == b->pos[t] + len) len++;
-        const int runs = (len + g - 1) / g;
-        for (int k = 0; k < runs; k++) {
-            const int r0 = t + len * k / runs, r1 = t + len * (k + 1) / runs;
-            for (int h = 0; h < n_kv; h++, unit++) {
-                if (unit != mine) continue;
-                mine = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
-                size_t off = (size_t)r0 * q_dim + (size_t)h * rep * hd;
-                c->attn(j->out + off, (size_t)q_dim, j->q + off, (size_t)q_dim, r1 - r0, kl, vl, tables[b->seq[r0]],
-                        b->pos[r0] + 1, h, j->geo);
-            }
-        }
-        t += len;
-    }
-}
 
 int model_batch_check(const model_batch *b, int max_tokens, int n_vocab, int n_layers, tc_err *err) {
     if (b->n_tokens <= 0 || b->n_tokens > max_tokens)
@@ -455,13 +423,13 @@ static int cpu_attention(void *be, fwd_buf out, fwd_buf q, fwd_buf k, fwd_buf v,
     const model_hparams *hp = &c->m->hp;
     const int q_dim = hp->n_heads * hp->head_dim;
     cache_transforms(c, c->buf[q], c->buf[k], c->buf[v], n, layer);
-    attn_job job = {.c = c, .kv = c->kv, .b = c->b, .layer = layer, .out = c->buf[out], .q = c->buf[q],
-                    .k = c->buf[k], .v = c->buf[v]};
+    attn_job job = {.c = c, .kv = c->kv, .b = c->b, .layer = layer, .k = c->buf[k], .v = c->buf[v]};
     store_kv(c, &job);
     attn_geom geo = model_layer_is_swa(hp, layer) ? c->geo_swa : c->geo;
     geo.sinks = model_layer_w(c->m, layer, ROLE_ATTN_SINKS)->data; // the layer's, or NULL
-    job.geo = &geo;
-    cpu_pool_run(c->pool, attn_run, &job);
+    fwd_attn fa = {.pool = c->pool, .multi = c->attn, .span = c->attn_span, .scratch = c->attn_split,
+                   .kv = c->kv, .b = c->b, .geo = &geo, .layer = layer, .out = c->buf[out], .q = c->buf[q]};
+    fwd_attn_run(&fa);
     if (c->rot_v) // H·H = I: back to the model's basis before the output projection
         for (int t = 0; t < n; t++) ops_hadamard_heads(c->buf[out] + (size_t)t * q_dim, hp->n_heads, hp->head_dim, c->rot_block);
     return 0;

@@ -5,6 +5,7 @@
 // scores (Gemma 2), attention sinks (gpt-oss) and a shuffled block table.
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cpu/attention.h"
 #include "cpu/cpu.h"
@@ -148,6 +149,7 @@ static void test_multi(void) {
                             c.g.window = wins[w];
                             c.g.softcap = w == 1 ? 2.5f : 0.0f;
                             c.g.sinks = w == 2 ? c.sinks : NULL;
+                            c.g.span = bs == 16 ? 1 : 0; // one tile: runs that cross it merge spans
                             float *q = malloc(sizeof(float) * (size_t)max_q * stride);
                             float *got = calloc((size_t)max_q * stride, sizeof(float));
                             float *want = malloc(sizeof(float) * (size_t)rep * hd);
@@ -176,10 +178,66 @@ static void test_multi(void) {
                         }
 }
 
+// Split attention (flash-decoding, attention.h): every span of a context computed on its own by the span
+// kernel of each ISA level, the spans merged in order and finished as the forward pass's split steps do, must
+// give the multi-query kernel's result bit for bit (a row's output must not depend on whether its step was
+// split), over span lengths, windows that start inside a later span, sinks, query counts and cache types.
+static void test_split(void) {
+    const tt_type types[][2] = {{TT_F16, TT_F16}, {TT_Q8_0, TT_Q8_0}, {TT_Q4_0, TT_F16}};
+    const int wins[] = {0, 150, 70}, spans[] = {64, 128};
+    cpu_isa hw = cpu_best_isa();
+    for (int ty = 0; ty < 3; ty++)
+        for (int w = 0; w < 3; w++)
+            for (int sp = 0; sp < 2; sp++)
+                for (int nq = 1; nq <= 4; nq += 3) {
+                    const int rep = 3, hd = 64, n_kv = 2, kv_head = 1, stride = n_kv * rep * hd, n_pos = 300;
+                    case_data c;
+                    make_case(&c, n_kv, rep, hd, 16, n_pos + nq, types[ty][0], types[ty][1]);
+                    c.g.window = wins[w], c.g.span = spans[sp];
+                    c.g.sinks = w == 2 ? c.sinks : NULL;
+                    const size_t off = (size_t)kv_head * rep * hd;
+                    float *q = malloc(sizeof(float) * (size_t)nq * stride);
+                    float *want = calloc((size_t)nq * stride, sizeof(float));
+                    float *got = calloc((size_t)nq * stride, sizeof(float));
+                    float *parts = malloc(sizeof(float) * 8 * (size_t)nq * rep * hd), ml[8][2 * ATTN_MAX_REP];
+                    for (int i = 0; i < nq * stride; i++) q[i] = 2.0f * frand();
+                    for (int isa = CPU_ISA_SCALAR; isa <= (int)hw; isa++) {
+                        attn_multi_fn multi = attn_select_multi((cpu_isa)isa, &c.g);
+                        attn_span_fn span = attn_select_span((cpu_isa)isa, &c.g);
+                        if (isa == CPU_ISA_SCALAR) multi = attn_multi_scalar, span = attn_span_scalar;
+                        if (!span) continue; // a level that does not split
+                        multi(want + off, (size_t)stride, q + off, (size_t)stride, nq, c.k, c.v, c.table, n_pos,
+                              kv_head, &c.g);
+                        int s0, s1, len = attn_span_len(&c.g);
+                        attn_span_range(&c.g, n_pos, nq, &s0, &s1);
+                        CHECK(len == spans[sp] && s1 - s0 + 1 <= 8 && s1 > s0);
+                        for (int k = s1; k >= s0; k--) // any order: each span is on its own
+                            if (k == s0)
+                                span(got + off, (size_t)stride, q + off, (size_t)stride, nq, c.k, c.v, c.table, n_pos,
+                                     kv_head, &c.g, k * len, (k + 1) * len, ml[0]);
+                            else
+                                span(parts + (size_t)(k - s0) * nq * rep * hd, (size_t)rep * hd, q + off,
+                                     (size_t)stride, nq, c.k, c.v, c.table, n_pos, kv_head, &c.g, k * len,
+                                     (k + 1) * len, ml[k - s0]);
+                        for (int k = 1; k <= s1 - s0; k++)
+                            attn_span_merge(got + off, (size_t)stride, ml[0], parts + (size_t)k * nq * rep * hd,
+                                            (size_t)rep * hd, ml[k], nq, rep, hd);
+                        attn_span_finish(got + off, (size_t)stride, ml[0], nq, kv_head, &c.g);
+                        CHECK_MSG(!memcmp(want, got, sizeof(float) * (size_t)nq * stride),
+                                  "%s split != whole: %s/%s window %d span %d queries %d",
+                                  cpu_isa_name((cpu_isa)isa),
+                                  tt_name(types[ty][0]), tt_name(types[ty][1]), wins[w], spans[sp], nq);
+                    }
+                    free(q), free(want), free(got), free(parts);
+                    free_case(&c);
+                }
+}
+
 int main(void) {
     srand(7);
     test_quantize_q();
     test_multi();
+    test_split();
     const int reps[] = {1, 3, 4, 8}, hds[] = {16, 64, 128}, bss[] = {16, 32}, poss[] = {1, 5, 16, 17, 100};
     const int wins[] = {0, 7, 16, 40}; // 0: full causal
     // (K, V) cache types: f16, both quantized, and mixed as --kv-type-k / --kv-type-v allow
@@ -200,6 +258,7 @@ int main(void) {
                     c.g.window = wins[w];
                     c.g.softcap = p % 2 ? 2.5f : 0.0f; // scores here reach well past the cap
                     c.g.sinks = w % 2 ? c.sinks : NULL;
+                    c.g.span = s ? 0 : 32; // one tile (64 positions): contexts past it merge spans
                     size_t n = (size_t)reps[a] * hds[b];
                     float *ref = malloc(n * sizeof(float)), *got = malloc(n * sizeof(float));
                     double *exact = malloc(n * sizeof(double));

@@ -33,7 +33,8 @@ static void fill_weights(uint32_t t, uint8_t *w, size_t bytes) {
     }
     tt_f16 s = tt_f32_to_f16(0.01f);
     for (size_t o = 0; o + tr->type_size <= bytes; o += tr->type_size) {
-        if (t == TT_Q6_K) memcpy(w + o + 208, &s, 2);
+        if (t == TT_MXFP4) w[o] = 120; // E8M0 scale 2^-8
+        else if (t == TT_Q6_K) memcpy(w + o + 208, &s, 2);
         else {
             memcpy(w + o, &s, 2);
             if (t == TT_Q4_1 || t == TT_Q5_1 || t == TT_Q4_K || t == TT_Q5_K) memcpy(w + o + 2, &s, 2);
@@ -96,9 +97,10 @@ int main(int argc, char **argv) {
         {TT_Q4_K, 2048, 5632}, {TT_Q6_K, 5632, 2048}, {TT_Q6_K, 2048, 5632}, {TT_Q4_K, 5632, 2048},
         {TT_Q4_1, 576, 1536},  {TT_Q8_0, 576, 49152},
         {TT_Q8_0, 2048, 2048}, {TT_Q4_0, 2048, 5632}, {TT_Q5_K, 2048, 5632}, {TT_F16, 2048, 2048},
+        {TT_MXFP4, 2880, 2880}, // a gpt-oss-20b expert's gate, up or down slice
     };
     const bcase gemm[] = {{TT_Q4_K, 2048, 5632}, {TT_Q6_K, 5632, 2048}, {TT_Q4_1, 576, 1536}, {TT_Q4_0, 2048, 5632},
-                          {TT_Q8_0, 2048, 2048}};
+                          {TT_Q8_0, 2048, 2048}, {TT_MXFP4, 2880, 2880}};
     const size_t cold_bytes = (size_t)512 << 20;
     const int max_rows = 512, max_k = 5632, max_d = 49152;
     float *x = malloc(sizeof(float) * (size_t)max_rows * max_k);

@@ -9,7 +9,8 @@
 
 #include "cpu/x86_common.h"
 #include "cpu/x86_kquant256.h" // K-quants (x Q8_K): x86_tile_q45k, x86_tile_q6k
-#include "cpu/x86_lowbit.h"    // Q2_K, Q3_K, IQ4_XS, IQ4_NL, MXFP4
+#include "cpu/x86_lowbit.h"    // Q2_K, Q3_K, IQ4_XS, IQ4_NL
+#include "cpu/x86_mxfp4.h"     // MXFP4
 
 // --- 32-element blocks: Q4_0, Q4_1, Q5_0, Q5_1 (x Q8_0 / Q8_1) and Q8_0 (x Q8_0)
 XI size_t x86_bsize32(int T) {
@@ -258,7 +259,8 @@ XI void x86_tile(const cpu_gemm_job *j, int i, int r, const int NW, const int NR
     else if (T == TT_Q6_K) X86_K6(j, i, r, NW, NR);
     else if (T == TT_Q2_K || T == TT_Q3_K) x86_tile_q23k(j, i, r, NW, NR, T);
     else if (T == TT_IQ4_XS) x86_tile_iq4xs(j, i, r, NW, NR);
-    else if (T == TT_IQ4_NL || T == TT_MXFP4) x86_tile_nl4(j, i, r, NW, NR, T);
+    else if (T == TT_IQ4_NL) x86_tile_nl4(j, i, r, NW, NR);
+    else if (T == TT_MXFP4) x86_tile_mxfp4(j, i, r, NW, NR);
     else if (T == TT_F32 || T == TT_F16 || T == TT_BF16) x86_tile_f(j, i, r, NW, NR, T);
     else if (X86_WIDE32(T)) x86_tile32w(j, i, r, NW, NR, T);
     else x86_tile32(j, i, r, NW, NR, T);

@@ -1,11 +1,11 @@
-// 256-bit GEMM tiles for the low-bit types of downloaded GGUFs: Q2_K, Q3_K, IQ4_XS (x Q8_K), IQ4_NL and MXFP4
-// (x Q8_0). Included by x86_gemm.h, so both x86 levels get them (AVX-512 builds this template with VNNI:
+// 256-bit GEMM tiles for the low-bit types of downloaded GGUFs: Q2_K, Q3_K, IQ4_XS (x Q8_K) and IQ4_NL
+// (x Q8_0); MXFP4 has its own tile (x86_mxfp4.h). Included by x86_gemm.h, so both x86 levels get them (AVX-512 builds this template with VNNI:
 // vpdpwssd for the scale products; same integers, so AVX2 and AVX-512 are bit-identical for these types).
 //
 // Q2_K / Q3_K: the 2-bit (+1 high bit) values are decoded as unsigned u (0..3, 0..7) per group of 32 and
 // dotted with vpmaddubsw; Q3_K's "-4" and Q2_K's mins go through the activation bsums once per super-block
 // (as Q6_K's -32 does in x86_kquant256.h). IQ4: the 16-entry codebook is one vpshufb; the signed codebook
-// values (and MXFP4's) are dotted as |w| x sign(a, w) (|pair| <= 2 * 127 * 127 fits int16).
+// values are dotted as |w| x sign(a, w) (|pair| <= 2 * 127 * 127 fits int16).
 // Every (weight row, activation row) pair sees the same operations whatever NW and NR: batch invariant.
 #ifndef TACHYON_CPU_X86_LOWBIT_H
 #define TACHYON_CPU_X86_LOWBIT_H
@@ -152,14 +152,11 @@ XI void x86_tile_iq4xs(const cpu_gemm_job *j, int i, int r, const int NW, const 
         j->out[(size_t)(r + rr) * j->ld_out + i + w] = x86_hsum8(acc[w][rr]);
 }
 
-// IQ4_NL and MXFP4 (T) x Q8_0: one 32-element block per step, its integer dot in 8 int32 lanes scaled by
-// d_w * d_a. The two differ only in the codebook (IQ4_NL's values, MXFP4's doubled E2M1 values) and the
-// weight scale (an f16, or MXFP4's E8M0 byte as 2^(e - 128)).
-XI void x86_tile_nl4(const cpu_gemm_job *j, int i, int r, const int NW, const int NR, const int T) {
+// IQ4_NL x Q8_0: one 32-element block per step, its integer dot in 8 int32 lanes scaled by d_w * d_a.
+XI void x86_tile_nl4(const cpu_gemm_job *j, int i, int r, const int NW, const int NR) {
     const int nb = j->k / 32;
-    const size_t wsz = T == TT_MXFP4 ? sizeof(tt_block_mxfp4) : sizeof(tt_block_iq4_nl);
-    const __m256i tbl = _mm256_broadcastsi128_si256(
-        _mm_loadu_si128((const __m128i *)(const void *)(T == TT_MXFP4 ? tt_mxfp4_values : tt_iq4nl_values)));
+    const size_t wsz = sizeof(tt_block_iq4_nl);
+    const __m256i tbl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)tt_iq4nl_values));
     __m256 acc[X86_MAXW][X86_MAXR];
     X86_UNROLL for (int w = 0; w < NW; w++) X86_UNROLL for (int rr = 0; rr < NR; rr++) acc[w][rr] =
         _mm256_setzero_ps();
@@ -170,13 +167,8 @@ XI void x86_tile_nl4(const cpu_gemm_job *j, int i, int r, const int NW, const in
         X86_UNROLL for (int w = 0; w < NW; w++) {
             const uint8_t *x = x86_wrow(j, i + w) + b * wsz;
             if (NR == 1) _mm_prefetch((const char *)x + X86_PF_TILES * NW * j->w_stride, _MM_HINT_T0);
-            if (T == TT_MXFP4) {
-                wd[w] = tt_e8m0_half(x[0]);
-                v[w] = _mm256_shuffle_epi8(tbl, x86_nibbles(x + 1));
-            } else {
-                wd[w] = x86_h2f(((const tt_block_iq4_nl *)(const void *)x)->d);
-                v[w] = _mm256_shuffle_epi8(tbl, x86_nibbles(x + 2));
-            }
+            wd[w] = x86_h2f(((const tt_block_iq4_nl *)(const void *)x)->d);
+            v[w] = _mm256_shuffle_epi8(tbl, x86_nibbles(x + 2));
         }
         X86_UNROLL for (int rr = 0; rr < NR; rr++) {
             const tt_block_q8_0 *a = (const void *)(x86_arow(j, r + rr) + b * sizeof(tt_block_q8_0));

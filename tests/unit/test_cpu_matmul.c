@@ -175,6 +175,32 @@ static void test_multi(cpu_pool **pools, int n_pools) {
     CHECK_EQ_INT(cpu_matmul_multi(pools[0], NULL, 1), TC_ERR_INVALID);
 }
 
+// MXFP4 with every E8M0 scale byte: row i's blocks all have e = i (0 and 1 give f32 subnormals, 255 is ggml's
+// 2^127), at every level against the scalar reference; k = 32 is a lone (tail) block, 64 one block pair.
+static void test_mxfp4_scales(cpu_pool *pool, cpu_isa hw) {
+    enum { D = 256, K = 64 };
+    static uint8_t w[D * K], scratch[1 << 16];
+    static float x[K], wf[K], mag[D], ref[D], got[D];
+    for (int k = 32; k <= K; k += 32) {
+        const size_t rs = tt_row_size(TT_MXFP4, k);
+        for (int i = 0; i < D; i++)
+            for (size_t o = 0; o < rs; o++) w[(size_t)i * rs + o] = o % sizeof(tt_block_mxfp4) ? (uint8_t)rnd() : (uint8_t)i;
+        for (int e = 0; e < k; e++) x[e] = rndf() * 1e-3f; // small: 2^127 * d_a * sum stays finite
+        magnitude(TT_MXFP4, w, x, 1, D, k, mag, wf);
+        CHECK_EQ_INT(run(pool, TT_MXFP4, w, x, 1, D, k, ref, D, scratch, CPU_ISA_SCALAR), 0);
+        for (int isa = TU_ISA_FIRST_SIMD; isa <= (int)hw; isa++) {
+            CHECK_EQ_INT(run(pool, TT_MXFP4, w, x, 1, D, k, got, D, scratch, (cpu_isa)isa), 0);
+            int bad = 0;
+            for (int i = 0; i < D; i++)
+                if (!(fabsf(got[i] - ref[i]) <= 2e-5f * mag[i] + 1e-30f) && bad++ < 3)
+                    fprintf(stderr, "mxfp4 %s k=%d e=%d: %.9g vs scalar %.9g\n", cpu_isa_name((cpu_isa)isa), k, i,
+                            got[i], ref[i]);
+            CHECK_MSG(bad == 0, "mxfp4 %s k=%d: %d scale bytes off the scalar bound", cpu_isa_name((cpu_isa)isa), k,
+                      bad);
+        }
+    }
+}
+
 int main(void) {
     cpu_isa hw = cpu_hw_isa();
     printf("hardware level %s, best (env) %s\n", cpu_isa_name(hw), cpu_isa_name(cpu_best_isa()));
@@ -249,6 +275,7 @@ int main(void) {
     }
 #endif
     test_block_counts(pool3, hw);
+    test_mxfp4_scales(pool2, hw);
     cpu_pool *pools[3] = {pool1, pool2, pool3};
     test_multi(pools, 3);
     // argument checks

@@ -72,6 +72,20 @@ static int compare(const char *what, const float *got, const float *ref, const f
 }
 
 // Everything for one weight type: round trip, packed matmul vs scalar, batch invariance, a split inside a group.
+// Batch invariance: the rows of got (n, d), computed together by a at isa, that differ from the same row of x
+// (rows of k) computed alone (one: d floats of scratch).
+static int rows_unlike_alone(const cpu_matmul_args *a, const float *x, int k, const float *got, int n, int d,
+                             cpu_isa isa, float *one) {
+    int diff = 0;
+    for (int r = 0; r < n; r++) {
+        cpu_matmul_args b = *a;
+        b.out = one, b.x = x + (size_t)r * k, b.n_rows = 1;
+        cpu_matmul_isa(NULL, &b, isa);
+        diff += memcmp(one, got + (size_t)r * d, (size_t)d * sizeof *one) != 0;
+    }
+    return diff;
+}
+
 static void test_type(uint32_t t, cpu_pool **pools) {
     static uint8_t w[D * K / 32 * 34], back[sizeof w], small[DSMALL * K / 32 * 34], scratch[1 << 20];
     static float x[MAXR * K], ref[MAXR * D], got[MAXR * D], one[D], mag[MAXR * D], sref[MAXR * DSMALL],
@@ -113,13 +127,7 @@ static void test_type(uint32_t t, cpu_pool **pools) {
                 CHECK_MSG(compare(what, got, ref, mag, n, D, D) == 0, "%s: mismatches", what);
             }
             // batch invariance: each row equals the same row alone, bit for bit
-            int diff = 0;
-            for (int r = 0; r < n; r++) {
-                cpu_matmul_args b = a;
-                b.out = one, b.x = x + (size_t)r * K, b.n_rows = 1;
-                cpu_matmul_isa(NULL, &b, (cpu_isa)isa);
-                diff += memcmp(one, got + r * D, sizeof one) != 0;
-            }
+            int diff = rows_unlike_alone(&a, x, K, got, n, D, (cpu_isa)isa, one);
             CHECK_MSG(diff == 0, "packed %s %s n=%d: %d rows differ from the same row alone", tn,
                       cpu_isa_name((cpu_isa)isa), n, diff);
         }
@@ -173,13 +181,7 @@ static void test_tall(uint32_t t, cpu_pool *pool) {
         memset(got, 0, sizeof got);
         CHECK_EQ_INT(cpu_matmul_isa(pool, &a, (cpu_isa)isa), 0);
         CHECK_MSG(compare(what, got, ref, mag, BIG_N, BIG_D, BIG_D) == 0, "%s: mismatches", what);
-        int diff = 0;
-        for (int r = 0; r < BIG_N; r++) {
-            cpu_matmul_args b = a;
-            b.out = one, b.x = x + (size_t)r * BIG_K, b.n_rows = 1;
-            cpu_matmul_isa(NULL, &b, (cpu_isa)isa);
-            diff += memcmp(one, got + r * BIG_D, sizeof one) != 0;
-        }
+        int diff = rows_unlike_alone(&a, x, BIG_K, got, BIG_N, BIG_D, (cpu_isa)isa, one);
         CHECK_MSG(diff == 0, "%s: %d rows differ from the same row alone", what, diff);
     }
     free(packed);

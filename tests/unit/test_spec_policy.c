@@ -28,6 +28,12 @@ typedef struct sim {
 static int32_t truth_tok(int i) { return i % 5 == 4 ? COMMON : 1000 + i; }
 static int32_t wrong_tok(int i) { return i % 4 == 1 ? COMMON : 2000 + i; }
 
+// The step being planned: one decoding stream, steps of 10 ms + 1 ms per row (a row at 10% of a step).
+static void one_stream(spec_step *st) {
+    spec_step_begin(st, SPEC_AUTO, 1);
+    st->n_decoding = 1, st->have_fit = 1, st->ga = 0.010, st->gb = 0.001;
+}
+
 static void sim_init(sim *s, const int32_t *pred, int n_pred) {
     memset(s, 0, sizeof *s);
     for (int i = 0; i < N_OUT; i++) s->truth[i] = truth_tok(i);
@@ -50,8 +56,7 @@ static void sim_step(sim *s) {
     const int n_gen = s->n - s->n_prompt;
     spec_pred_follow(&s->p, gen, n_gen);
     spec_step st;
-    spec_step_begin(&st, SPEC_AUTO, 1);
-    st.n_decoding = 1, st.have_fit = 1, st.ga = 0.010, st.gb = 0.001;
+    one_stream(&st);
     spec_ask q = {.k = 8, .pred = &s->p, .pacc = &s->pacc, .tokens = s->toks, .n_tokens = s->n};
     int src = -1, ng_len = -1, ng_from = 0, d = 0;
     int32_t draft[SPEC_MAX_K];
@@ -119,8 +124,7 @@ static void test_rejoin(void) {
     spec_costs c;
     spec_costs_init(&c);
     spec_step st;
-    spec_step_begin(&st, SPEC_AUTO, 1);
-    st.n_decoding = 1, st.have_fit = 1, st.ga = 0.010, st.gb = 0.001;
+    one_stream(&st);
     const int32_t toks[] = {50, 51, 52};
     spec_ask q = {.k = 8, .pred = &p, .pacc = &pacc, .tokens = toks, .n_tokens = 3};
     int src = -1, ng_len = -1, ng_from = 0;
@@ -173,8 +177,7 @@ static void test_comes_back(void) {
     spec_costs c;
     spec_costs_init(&c);
     spec_step st;
-    spec_step_begin(&st, SPEC_AUTO, 1);
-    st.n_decoding = 1, st.have_fit = 1, st.ga = 0.010, st.gb = 0.001;
+    one_stream(&st);
     const int32_t toks[] = {50, 51, 52};
     spec_ask q = {.k = 8, .pred = &p, .pacc = &pacc, .tokens = toks, .n_tokens = 3};
     int src = -1, ng_len = -1, ng_from = 0;

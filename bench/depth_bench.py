@@ -15,38 +15,18 @@ Not part of `make test`: depth 16384 takes minutes per row on 2 cores.
 import argparse
 import json
 import os
-import subprocess
 import sys
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-TACHYON = os.environ.get("TACHYON_BIN", os.path.join(ROOT, "build", "tachyon"))
-LLAMA_BENCH = os.environ.get("LLAMA_BENCH", "/work/llamacpp-build/bin/llama-bench")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import size_bench  # noqa: E402  (its runners of llama-bench and tachyon bench)
 
 
 def run_llama(model, depth, kv, a):
-    cmd = [LLAMA_BENCH, "-m", model, "-d", str(depth), "-p", str(a.pp), "-n", str(a.tg), "-t", str(a.threads),
-           "-r", str(a.reps), "-fa", "1", "-ctk", kv, "-ctv", kv, "-o", "json"]
-    out = subprocess.run(cmd, capture_output=True, text=True)
-    if out.returncode:
-        raise RuntimeError("llama-bench failed: " + out.stderr[-2000:])
-    res = {}
-    for row in json.loads(out.stdout):
-        res["pp" if row["n_prompt"] else "tg"] = row["avg_ts"]
-    return res
+    return size_bench.run_llama(model, a, ["-d", str(depth), "-fa", "1", "-ctk", kv, "-ctv", kv])
 
 
 def run_tachyon(model, depth, kv, a):
-    cmd = [TACHYON, "bench", "-m", model, "-d", str(depth), "-p", str(a.pp), "-n", str(a.tg), "-t", str(a.threads),
-           "-r", str(a.reps), "--kv-type", kv, "--json"]
-    out = subprocess.run(cmd, capture_output=True, text=True)
-    if out.returncode:
-        raise RuntimeError("tachyon bench failed: " + out.stderr[-2000:])
-    res = {}
-    for line in out.stdout.splitlines():
-        if line.startswith("{") and "test" in line:
-            j = json.loads(line)
-            res[j["test"][:2]] = j["avg_ts"]
-    return res
+    return size_bench.run_tachyon(model, a, ["-d", str(depth), "--kv-type", kv])
 
 
 def mean(xs):

@@ -48,9 +48,10 @@ def active_bytes(path):
     return active, total
 
 
-def run_llama(model, a):
+def run_llama(model, a, extra=()):
+    """llama-bench's pp and tg t/s for a's settings; extra: more llama-bench arguments (depth, KV type)."""
     out = subprocess.run([LLAMA_BENCH, "-m", model, "-p", str(a.pp), "-n", str(a.tg), "-t", str(a.threads),
-                          "-r", str(a.reps), "-o", "json"], capture_output=True, text=True)
+                          "-r", str(a.reps), *extra, "-o", "json"], capture_output=True, text=True)
     if out.returncode:
         raise RuntimeError("llama-bench failed: " + out.stderr[-2000:])
     res = {}
@@ -59,9 +60,10 @@ def run_llama(model, a):
     return res
 
 
-def run_tachyon(model, a):
+def run_tachyon(model, a, extra=()):
+    """tachyon bench's pp and tg t/s (and the read bandwidth, bw) for a's settings; extra: more arguments."""
     out = subprocess.run([TACHYON, "bench", "-m", model, "-p", str(a.pp), "-n", str(a.tg), "-t", str(a.threads),
-                          "-r", str(a.reps), "--json"], capture_output=True, text=True)
+                          "-r", str(a.reps), *extra, "--json"], capture_output=True, text=True)
     if out.returncode:
         raise RuntimeError("tachyon bench failed: " + out.stderr[-2000:])
     res = {}

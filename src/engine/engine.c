@@ -525,6 +525,7 @@ int engine_submit(engine *e, engine_req *q, uint64_t *id, tc_err *err) {
     samp_set_eog(er->samp, e->eog, e->o.n_eog); // banned until the request's min_tokens
     samp_accept_prompt(er->samp, q->prompt, q->n_prompt);
     spec_accept_init(&er->acc);
+    er->ng_shadow = -1;
     spec_accept_init(&er->pacc);
     if (e->drafter && !q->embed) { // (self-speculation keeps no draft-side KV: no table)
         if (!spec_drafter_is_self(e->drafter) && (rc = spec_dseq_init(&er->ds, e->ctx_limit, e->o.block_size, err))) {

@@ -30,6 +30,8 @@ typedef struct eng_req {
     spec_accept pacc;    // the same of the prediction's drafts
     spec_arbiter arb;    // prediction or prompt lookup when both draft and disagree (spec_policy.h)
     int draft_method;    // of the current draft: a spec_method
+    int32_t ng_shadow;   // the token prompt lookup would have drafted after this step's draft (auto, records of
+                         // prompt lookup alone), -1: none; the target's next token judges it (spec_observe_step)
     spec_drafter *drafter; // borrowed: the engine's, for ds (NULL: none)
     spec_dseq ds;        // draft-side KV (model-based drafting)
     float draft_temp;    // 0: greedy draft; else the request's temperature (sampled draft, q kept)

@@ -258,9 +258,16 @@ static int may_draft_with_model(const engine *e, const eng_req *er) {
     return er->drafter && !(e->o.spec == SPEC_AUTO && er->pred.tokens);
 }
 
+// The token prompt lookup would draft at offset i of its match (len < 0: not looked up yet), -1: none.
+static int32_t ngram_shadow(const sched_req *r, int len, int from, int i) {
+    if (len < 0) len = spec_ngram_match(r->tokens, r->n_tokens, &from);
+    return len >= 1 && from + i < r->n_tokens ? r->tokens[from + i] : -1;
+}
+
 int eng_draft(void *ctx, sched_req *r, const sched_draft_info *info) {
     engine *e = ctx;
     eng_req *er = r->owner;
+    er->ng_shadow = -1;
     int k = e->o.spec_k < info->max_draft ? e->o.spec_k : info->max_draft;
     if (k > e->spec_rows_left) k = e->spec_rows_left;
     if (k <= 0) return 0;
@@ -275,7 +282,13 @@ int eng_draft(void *ctx, sched_req *r, const sched_draft_info *info) {
                   .pacc = &er->pacc, .tokens = r->tokens, .n_tokens = r->n_tokens};
     int src = SPEC_M_NGRAM, ng_len = -1, ng_from = 0; // prompt lookup's match, once looked up
     const int k_allowed = k;
-    if ((k = spec_policy_k(&e->spec_costs, st, &er->acc, &q, &src, &ng_len, &ng_from)) <= 0) return 0;
+    // where er->acc records prompt lookup alone, the target's next token judges the position after its draft
+    // for free (spec_observe_step)
+    const int shadow = e->o.spec == SPEC_AUTO && !q.pred && !q.may_model;
+    if ((k = spec_policy_k(&e->spec_costs, st, &er->acc, &q, &src, &ng_len, &ng_from)) <= 0) {
+        if (shadow) er->ng_shadow = ngram_shadow(r, ng_len, ng_from, 0);
+        return 0;
+    }
     int d = 0;
     er->draft_method = SPEC_M_NGRAM;
     er->arb.pending = 0;
@@ -319,6 +332,7 @@ int eng_draft(void *ctx, sched_req *r, const sched_draft_info *info) {
     }
     spec_accept *acc = er->draft_method == SPEC_M_PRED ? &er->pacc : &er->acc;
     if (d == 0) acc->probing = acc->long_match = 0; // nothing to probe with: no lesson either way
+    if (shadow && er->draft_method == SPEC_M_NGRAM) er->ng_shadow = ngram_shadow(r, ng_len, ng_from, d);
     e->spec_rows_left -= d;
     spec_step_add(st, &e->spec_costs, acc, d, er->draft_method >= SPEC_M_DRAFT ? SPEC_M_DRAFT : er->draft_method);
     return d;
@@ -451,8 +465,9 @@ static void take_tokens(engine *e, sched_req *r, float *logits, int n_rows, int 
         e->spec_draft[m] += (uint64_t)n_draft;
         e->spec_accepted[m] += (uint64_t)acc;
         e->spec_verify_steps++;
-        spec_accept_observe(m == SPEC_M_PRED ? &er->pacc : &er->acc, n_draft, acc);
-    }
+        spec_observe_step(m == SPEC_M_PRED ? &er->pacc : &er->acc, n_draft, acc, e->spec_tok[acc], er->ng_shadow);
+    } else if (er->ng_shadow >= 0) spec_observe_step(&er->acc, 0, 0, e->spec_tok[0], er->ng_shadow);
+    er->ng_shadow = -1;
     if (e->spec_trace) spec_trace_line(e, r, n_draft, n_out - 1);
     spec_arbiter_observe(&er->arb, n_out - 1, e->spec_tok[n_out - 1]); // (a step without a draft too)
     // hybrid models: the recurrent state has taken every verify row; back to the one after the last accepted

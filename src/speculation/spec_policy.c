@@ -163,6 +163,11 @@ void spec_pred_shadow(spec_pred *p, spec_accept *pacc) {
     p->sh_n = p->sh_m = 0;
 }
 
+void spec_observe_step(spec_accept *acc, int d, int a, int32_t next, int32_t shadow) {
+    if (shadow >= 0 && a >= d) spec_accept_observe(acc, d + 1, a + (next == shadow));
+    else spec_accept_observe(acc, d, a);
+}
+
 // --- the draft-length rule and its cost model (spec_policy.h)
 
 void spec_costs_init(spec_costs *c) {

@@ -105,6 +105,12 @@ int spec_pred_pick(const spec_pred *p, spec_accept *pacc, int k_max, double t_a,
 // its record as if it had been drafted and verified, and clears it: where the output follows it again its
 // record recovers, where a re-alignment was a coincidence it falls, without a verify row spent on either.
 void spec_pred_shadow(spec_pred *p, spec_accept *pacc);
+// A verify step's verdict into a record: d drafted (0: none), a accepted, next the target's own token after
+// them; shadow (-1: none) the token prompt lookup would have drafted at position d (after its draft, or its
+// first with no draft). Where every draft was accepted, that position is judged for free by next: a record
+// that fell (a draft of 1 never tries a second position) climbs back as the output copies again, without
+// paying verify rows for it.
+void spec_observe_step(spec_accept *acc, int d, int a, int32_t next, int32_t shadow);
 
 // The draft length of a long prompt-lookup match (SPEC_NGRAM_LONG) by its own record (acc's pl, plc) at this
 // step's prices, for a prediction's draft that the match agrees with and would run further, or that the arbiter

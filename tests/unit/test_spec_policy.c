@@ -1,4 +1,4 @@
-// auto's choice of draft source and length with an OpenAI prediction (spec_policy.h): a prediction that the
+// auto's choice of draft source and length (spec_policy.h), with an OpenAI prediction: a prediction that the
 // output left stops drafting at once and prompt lookup takes over (no probes from it); a re-alignment on a
 // common token is no rejoin; a real rejoin starts with a short draft that grows; a prediction whose record
 // fell comes back when the output follows it, learnt for free; the arbiter settles a difference at any
@@ -23,6 +23,7 @@ typedef struct sim {
     spec_accept acc, pacc;
     spec_costs c;
     int pred_drafted, pred_rejected, ngram_drafted, pred_drafts_after; // after: drafts once the output left it
+    int steps, no_shadow; // verify steps taken; 1: prompt lookup's record ignores the free verdicts
 } sim;
 
 static int32_t truth_tok(int i) { return i % 5 == 4 ? COMMON : 1000 + i; }
@@ -41,9 +42,11 @@ static void sim_init(sim *s, const int32_t *pred, int n_pred) {
     for (int i = 0; i < N_OUT; i++) s->toks[s->n++] = s->truth[i]; // "repeat this:"
     s->toks[s->n++] = 3;
     s->n_prompt = s->n;
-    s->p.tokens = malloc((size_t)n_pred * sizeof *s->p.tokens);
-    memcpy(s->p.tokens, pred, (size_t)n_pred * sizeof *pred);
-    s->p.n = n_pred;
+    if (pred) {
+        s->p.tokens = malloc((size_t)n_pred * sizeof *s->p.tokens);
+        memcpy(s->p.tokens, pred, (size_t)n_pred * sizeof *pred);
+        s->p.n = n_pred;
+    }
     spec_accept_init(&s->acc);
     spec_accept_init(&s->pacc);
     spec_costs_init(&s->c);
@@ -57,7 +60,7 @@ static void sim_step(sim *s) {
     spec_pred_follow(&s->p, gen, n_gen);
     spec_step st;
     one_stream(&st);
-    spec_ask q = {.k = 8, .pred = &s->p, .pacc = &s->pacc, .tokens = s->toks, .n_tokens = s->n};
+    spec_ask q = {.k = 8, .pred = s->p.tokens ? &s->p : NULL, .pacc = &s->pacc, .tokens = s->toks, .n_tokens = s->n};
     int src = -1, ng_len = -1, ng_from = 0, d = 0;
     int32_t draft[SPEC_MAX_K];
     const int k = spec_policy_k(&s->c, &st, &s->acc, &q, &src, &ng_len, &ng_from);
@@ -67,9 +70,17 @@ static void sim_step(sim *s) {
         d = spec_ngram_draft(s->toks, s->n, ng_len, ng_from, k, s->acc.probing ? 2 : 1, draft);
     }
     if (d == 0) s->acc.probing = s->acc.long_match = 0;
+    int32_t shadow = -1; // as the engine: prompt lookup's token after its draft, where its record is its own
+    if (!q.pred && !s->no_shadow && src != SPEC_M_PRED) {
+        if (ng_len < 0) ng_len = spec_ngram_match(s->toks, s->n, &ng_from);
+        shadow = ng_len >= 1 && ng_from + d < s->n ? s->toks[ng_from + d] : -1;
+    }
     int a = 0;
     while (a < d && n_gen + a < N_OUT && draft[a] == s->truth[n_gen + a]) a++;
-    if (d > 0) spec_accept_observe(src == SPEC_M_PRED ? &s->pacc : &s->acc, d, a);
+    const int32_t next = n_gen + a < N_OUT ? s->truth[n_gen + a] : -1;
+    if (d > 0) spec_observe_step(src == SPEC_M_PRED ? &s->pacc : &s->acc, d, a, next, shadow);
+    else if (shadow >= 0) spec_observe_step(&s->acc, 0, 0, next, shadow);
+    s->steps++;
     if (d > 0 && src == SPEC_M_PRED) {
         s->pred_drafted += d, s->pred_rejected += d - a;
         s->pred_drafts_after += s->p.strayed;
@@ -225,7 +236,39 @@ static void test_arbiter_at(void) {
     CHECK_EQ_INT(spec_arbiter_pick(&a, 4, 9, 10), SPEC_ARB_NGRAM);
 }
 
+// A code edit without a prediction: the answer copies the prompt with one identifier renamed (every 5th to
+// every 20th token). Each rename breaks the match for a few tokens, and the drafts of 1 that follow never try a
+// second position: the record of later positions learns from the target's token after a fully accepted draft,
+// so the drafts grow back as the copying resumes instead of staying short.
+static void code_edit_run(sim *s, int no_shadow, int every) {
+    memset(s, 0, sizeof *s);
+    s->no_shadow = no_shadow;
+    s->toks[s->n++] = 1, s->toks[s->n++] = 2;
+    for (int i = 0; i < N_OUT; i++) s->toks[s->n++] = 1000 + i; // the code to edit
+    s->toks[s->n++] = 3;
+    s->n_prompt = s->n;
+    for (int i = 0; i < N_OUT; i++) s->truth[i] = i % every == every / 2 ? 5555 : 1000 + i; // the new name
+    spec_accept_init(&s->acc);
+    spec_accept_init(&s->pacc);
+    spec_costs_init(&s->c);
+    sim_run(s);
+}
+
+static void test_code_edit_recovers(void) {
+    int n_with = 0, n_without = 0;
+    for (int every = 5; every <= 20; every++) { // renames this far apart
+        sim with, without;
+        code_edit_run(&with, 0, every);
+        code_edit_run(&without, 1, every);
+        CHECK_MSG(with.steps <= without.steps + 1, "a rename every %d tokens: %d verify steps, %d without", every,
+                  with.steps, without.steps);
+        n_with += with.steps, n_without += without.steps;
+    }
+    CHECK_MSG(n_with + 8 <= n_without, "%d verify steps in all, %d without the free verdicts", n_with, n_without);
+}
+
 int main(void) {
+    test_code_edit_recovers();
     test_half_wrong();
     test_all_wrong();
     test_rejoin();

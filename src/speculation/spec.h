@@ -15,6 +15,7 @@
 #define SPEC_NGRAM_MAX_L 64    // prompt lookup: the longest common suffix that counts
 #define SPEC_NGRAM_WORK 65536  // prompt lookup: token comparisons per proposal, at most (about)
 #define SPEC_NGRAM_LONG 5      // prompt lookup: a match this long drafts the full k (a passage being copied)
+#define SPEC_NGRAM_COPY 3      // prompt lookup: a match this long is judged by the copy record (pl, plc)
 
 // SPEC_DRAFT: a draft model (--draft-model); SPEC_SELF: the target's first L layers (--self-spec-layers).
 typedef enum { SPEC_OFF = 0, SPEC_NGRAM, SPEC_AUTO, SPEC_DRAFT, SPEC_SELF } spec_mode;
@@ -123,7 +124,7 @@ typedef struct spec_accept {
     int idle;     // steps since the last draft while the estimate said it does not pay
     int backoff;  // steps between 1-token probes while it does not pay (doubles after a failed probe)
     int probing;  // the current draft is a probe
-    int long_match; // the current draft is from a long prompt-lookup match (spec_accept_pick_match)
+    int long_match; // the current draft is from a copy match of prompt lookup (spec_accept_pick_match)
 } spec_accept;
 
 void spec_accept_init(spec_accept *a);
@@ -133,10 +134,11 @@ void spec_accept_observe(spec_accept *a, int n_draft, int n_accepted);
 // `backoff` steps (1, 2, 4 … 64 after failed probes) notices when the text turns repetitive, at a cost of at
 // most one row per 64 steps once it has not paid for a while.
 int spec_accept_pick(spec_accept *a, int k_max, double t_a, double t_b, int n_rows, double n_other_tok);
-// The same when the draft will come from prompt lookup with a match of match_len tokens: a long match
-// (>= SPEC_NGRAM_LONG, a passage being copied) is priced with its own chain (pl, plc; priors 0.8 and 0.95 of one try):
-// drafts from short matches, a common word or symbol, fail often and would keep p1 and pc low through a copied
-// passage. A short match or a long one that does not pay: as spec_accept_pick.
+// The same when the draft will come from prompt lookup with a match of match_len tokens: a match of
+// SPEC_NGRAM_COPY or more tokens (the output copying a passage: drafts of 4 (ngram_cap), then the full k from
+// SPEC_NGRAM_LONG) is priced with its own chain (pl, plc; priors 0.8 and 0.95 of one try): drafts from shorter
+// matches, a common word or symbol, fail often and would keep p1 and pc low when the copying resumes after an
+// edit. A short match or a copy match that does not pay: as spec_accept_pick.
 int spec_accept_pick_match(spec_accept *a, int match_len, int k_max, double t_a, double t_b, int n_rows,
                            double n_other_tok);
 

@@ -112,7 +112,7 @@ int spec_accept_pick(spec_accept *a, int k_max, double t_a, double t_b, int n_ro
 
 int spec_accept_pick_match(spec_accept *a, int match_len, int k_max, double t_a, double t_b, int n_rows,
                            double n_other_tok) {
-    if (match_len >= SPEC_NGRAM_LONG && k_max > 0 && t_a + t_b > 0) {
+    if (match_len >= SPEC_NGRAM_COPY && k_max > 0 && t_a + t_b > 0) {
         int k = a->n_obs == 0 ? k_max : spec_pick_k(a->pl, a->plc, k_max, t_a, t_b, n_rows, n_other_tok);
         if (k > 0) {
             a->idle = 0, a->probing = 0, a->long_match = 1;

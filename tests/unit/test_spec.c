@@ -339,12 +339,14 @@ static void test_policy(void) {
     CHECK_MSG(spec_pick_k(sr, sr, 8, 1.0, 0.27, 1, 0) <= 5, "per-token rate %.3f: k %d", sr,
               spec_pick_k(sr, sr, 8, 1.0, 0.27, 1, 0));
     CHECK_EQ_INT(spec_accept_pick(&a, 8, 1.0, 0.27, 1, 0), 8);
-    // drafts from short matches keep failing (p1, pc low), a long match still drafts the full k by its own
-    // record; a long match whose drafts fail too falls back to the shared estimate (here: nothing)
+    // drafts from short matches keep failing (p1, pc low), a copy match (the output copying again after an
+    // edit) still drafts the full k by its own record; one whose drafts fail too falls back to the shared
+    // estimate (here: nothing)
     spec_accept_init(&a);
     for (int i = 0; i < 6; i++) spec_accept_observe(&a, 2, 0); // short-match drafts rejected at once
     CHECK(spec_accept_pick(&a, 8, 1.0, 0.27, 1, 0) <= 1); // nothing, or a 1-token probe
-    CHECK(spec_accept_pick_match(&a, 3, 8, 1.0, 0.27, 1, 0) <= 1);
+    CHECK(spec_accept_pick_match(&a, SPEC_NGRAM_COPY - 1, 8, 1.0, 0.27, 1, 0) <= 1);
+    CHECK_EQ_INT(spec_accept_pick_match(&a, SPEC_NGRAM_COPY, 8, 1.0, 0.27, 1, 0), 8); // (ngram_cap cuts it to 4)
     CHECK_EQ_INT(spec_accept_pick_match(&a, SPEC_NGRAM_LONG, 8, 1.0, 0.27, 1, 0), 8);
     CHECK(a.long_match);
     spec_accept_observe(&a, 8, 8); // the copied passage was accepted: only the long chain learns it is long

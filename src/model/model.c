@@ -394,7 +394,8 @@ int model_repack_weights(model *m, int from_file, tc_err *err) {
                 model_weight *w = &m->layers[(size_t)l * ROLE_COUNT + exps[pass][r]];
                 if (w->data && expert_repack_ok(w, mode) && (rc = repack_one(w, from_file, err))) return rc;
             }
-    return repack_one(&m->output, m->hp.tied_embeddings ? 0 : from_file, err); // tied: rows read by lookups // tied: the output's own copy; tok_embd keeps none
+    // tied embeddings: the output gets its own repacked copy (tok_embd keeps none: lookups read its rows)
+    return repack_one(&m->output, m->hp.tied_embeddings ? 0 : from_file, err);
 }
 
 static void free_packed(model *m) {

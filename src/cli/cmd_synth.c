@@ -356,7 +356,7 @@ static void add_qwen35_layer(tensor_list *l, const synth_shape *sh, int i, int h
         synth_role role;
         int64_t ne0, ne1;
         float sd; // 0: SYNTH_SD
-        int when; // 0: every layer, 1: recurrent layers, 2: attention layers
+        int when; // 0: every layer, 1: recurrent layers, 2: attention layers, 3: a dense FFN's
     } t[] = {
         {"blk.%d.attn_norm.weight", ROLE_NORM, d, 1, 0, 0},
         {"blk.%d.post_attention_norm.weight", ROLE_NORM, d, 1, 0, 0},
@@ -375,13 +375,14 @@ static void add_qwen35_layer(tensor_list *l, const synth_shape *sh, int i, int h
         {"blk.%d.attn_output.weight", ROLE_OTHER, q, d, 0, 2},
         {"blk.%d.attn_q_norm.weight", ROLE_NORM, head_dim, 1, 0, 2},
         {"blk.%d.attn_k_norm.weight", ROLE_NORM, head_dim, 1, 0, 2},
-        {"blk.%d.ffn_gate.weight", ROLE_OTHER, d, sh->ffn, 0, 0},
-        {"blk.%d.ffn_down.weight", ROLE_FFN_DOWN, sh->ffn, d, 0, 0},
-        {"blk.%d.ffn_up.weight", ROLE_OTHER, d, sh->ffn, 0, 0},
+        {"blk.%d.ffn_gate.weight", ROLE_OTHER, d, sh->ffn, 0, 3},
+        {"blk.%d.ffn_down.weight", ROLE_FFN_DOWN, sh->ffn, d, 0, 3},
+        {"blk.%d.ffn_up.weight", ROLE_OTHER, d, sh->ffn, 0, 3},
     };
     char name[96];
     for (size_t k = 0; k < sizeof t / sizeof t[0]; k++) {
-        if (t[k].when && (t[k].when == 1) != recurrent) continue;
+        if ((t[k].when == 1 || t[k].when == 2) && (t[k].when == 1) != recurrent) continue;
+        if (t[k].when == 3 && sh->n_expert) continue; // Qwen3.5 MoE: the experts instead (add_moe_layer)
         snprintf(name, sizeof name, t[k].fmt, i);
         l->sd = t[k].sd;
         add(l, name, t[k].role, i, t[k].ne0, t[k].ne1);
@@ -391,8 +392,10 @@ static void add_qwen35_layer(tensor_list *l, const synth_shape *sh, int i, int h
 
 // The layers written whole by their own function (Qwen3.5, gpt-oss) and the MoE tensors (none for the others).
 static void add_own_layer(tensor_list *l, const synth_shape *sh, int i, int head_dim, int gptoss) {
-    if (sh->ssm_state) add_qwen35_layer(l, sh, i, head_dim);
-    else if (gptoss) add_gptoss_layer(l, sh, i, head_dim);
+    if (sh->ssm_state) {
+        add_qwen35_layer(l, sh, i, head_dim);
+        if (sh->n_expert) add_moe_layer(l, sh, i, head_dim); // (its shared expert: add_extra_layer)
+    } else if (gptoss) add_gptoss_layer(l, sh, i, head_dim);
     else if (sh->n_expert) add_moe_layer(l, sh, i, head_dim);
 }
 

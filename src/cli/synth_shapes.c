@@ -47,6 +47,10 @@ static const synth_shape shapes[] = {
     // them), layer 3 gated attention with a quarter of each head rotated (IMRoPE sections 3+3+2 pairs)
     {"qwen35-tiny", TINY, .n_layers = 4, .rope_base = 10000000.0f, .eps = 1e-6f, .arch = "qwen35",
      .rope_dim = 16, .ssm_state = 32, .ssm_groups = 2, .ssm_vheads = 4, .ssm_conv = 4, .full_attn = 4},
+    // Qwen3.5 MoE: qwen35-tiny's layers with 2 of 8 routed experts and a shared expert in every FFN
+    {"qwen35moe-tiny", TINY, .n_layers = 4, .rope_base = 10000000.0f, .eps = 1e-6f, .arch = "qwen35moe",
+     .rope_dim = 16, .ssm_state = 32, .ssm_groups = 2, .ssm_vheads = 4, .ssm_conv = 4, .full_attn = 4,
+     .n_expert = 8, .n_used = 2, .expert_ffn = 256, .shexp_ffn = 256},
 };
 #undef TINY
 #undef TINY_BASE

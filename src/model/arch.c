@@ -109,6 +109,13 @@ static const arch_desc archs[] = {
      .role = {[ROLE_ATTN_NORM] = R, [ROLE_FFN_NORM_PA] = R, [ROLE_FFN_GATE] = R, [ROLE_FFN_UP] = R,
               [ROLE_FFN_DOWN] = R},
      .rope_neox = 1, .hybrid = 1, .layer = fwd_layer_hybrid},
+    // Qwen3.5 MoE (Qwen3.5-35B-A3B, 122B-A10B, 397B-A17B), as llama.cpp's qwen35moe graph: Qwen3.5's layers with
+    // Qwen3-MoE's FFN (softmax over all experts, top k, weights renormalised) plus a shared expert scaled by
+    // sigmoid(gate_inp_shexp · x), as Qwen3-Next. The loader binds each layer's roles (model_hybrid.c).
+    {.name = "qwen35moe",
+     .role = {[ROLE_ATTN_NORM] = R, [ROLE_FFN_NORM_PA] = R, MOE_ROLES, [ROLE_FFN_GATE_INP_SHEXP] = R,
+              [ROLE_FFN_GATE_SHEXP] = R, [ROLE_FFN_UP_SHEXP] = R, [ROLE_FFN_DOWN_SHEXP] = R},
+     .rope_neox = 1, .hybrid = 1, .moe = 1, .moe_norm_w = 1, .layer = fwd_layer_hybrid},
 };
 #undef R
 #undef O
@@ -122,5 +129,5 @@ const arch_desc *arch_find(const char *name, int len) {
 }
 
 const char *arch_supported_list(void) {
-    return "llama, qwen2, qwen3, gemma2, gemma3, smollm3, phi3, mistral3, qwen3moe, qwen2moe, gpt-oss, qwen35";
+    return "llama, qwen2, qwen3, gemma2, gemma3, smollm3, phi3, mistral3, qwen3moe, qwen2moe, gpt-oss, qwen35, qwen35moe";
 }

@@ -93,17 +93,22 @@ int fwd_layer_std(const fwd_graph *g, int l) {
     return 0;
 }
 
-int fwd_layer_moe(const fwd_graph *g, int l) {
+// The mixture-of-experts FFN: the norm, the routed (and shared) experts, the residual add into FWD_X.
+static int ffn_moe(const fwd_graph *g, int l, arch_role norm) {
     const fwd_ops *o = g->ops;
     const model_hparams *hp = &g->m->hp;
     if (!o->moe) return TC_ERR_UNSUPPORTED;
-    // gpt-oss's converter names the pre-FFN norm post_attention_norm (ROLE_FFN_NORM_PA)
-    const arch_role fn = has(g, l, ROLE_FFN_NORM) ? ROLE_FFN_NORM : ROLE_FFN_NORM_PA;
-    TRY(attn_block(g, l));
-    TRY(o->norm(g->be, FWD_XB, FWD_X, g->n, hp->dim, l, fn, hp->norm_eps));
+    TRY(o->norm(g->be, FWD_XB, FWD_X, g->n, hp->dim, l, norm, hp->norm_eps));
     TRY(o->moe(g->be, FWD_Q, FWD_XB, g->n, l));
     TRY(o->add(g->be, FWD_X, FWD_Q, g->n * hp->dim));
     return 0;
+}
+
+int fwd_layer_moe(const fwd_graph *g, int l) {
+    if (!g->ops->moe) return TC_ERR_UNSUPPORTED;
+    TRY(attn_block(g, l));
+    // gpt-oss's converter names the pre-FFN norm post_attention_norm (ROLE_FFN_NORM_PA)
+    return ffn_moe(g, l, has(g, l, ROLE_FFN_NORM) ? ROLE_FFN_NORM : ROLE_FFN_NORM_PA);
 }
 
 // The FFN half of the hybrid block: RMSNorm (post_attention_norm), SwiGLU, residual add into FWD_X.
@@ -150,5 +155,5 @@ int fwd_layer_hybrid(const fwd_graph *g, int l) {
     if (model_layer_is_recurrent(hp, l)) TRY(o->gdn(g->be, FWD_Q, FWD_XB, g->n, l));
     else TRY(gated_attn(g, l));
     TRY(o->add(g->be, FWD_X, FWD_Q, g->n * hp->dim));
-    return ffn_swiglu(g, l, ROLE_FFN_NORM_PA);
+    return has(g, l, ROLE_FFN_GATE_INP) ? ffn_moe(g, l, ROLE_FFN_NORM_PA) : ffn_swiglu(g, l, ROLE_FFN_NORM_PA);
 }

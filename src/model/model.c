@@ -44,6 +44,7 @@ static int read_moe_hparams(model *m, tc_err *err) {
         if (u == 0 || u > (1u << 20)) return tc_err_set(err, TC_ERR_FORMAT, "invalid %s.expert_feed_forward_length", a);
         hp->expert_ffn_dim = (int)u;
     }
+    if (!hp->expert_ffn_dim) return tc_err_set(err, TC_ERR_FORMAT, "missing %s.expert_feed_forward_length", a);
     if (m->arch->role[ROLE_FFN_GATE_SHEXP] != ARCH_ABSENT) {
         hp->shexp_ffn_dim = hp->ffn_dim;
         if (get_arch_u32(m->g, a, "expert_shared_feed_forward_length", &u) == 0) {
@@ -51,7 +52,11 @@ static int read_moe_hparams(model *m, tc_err *err) {
                 return tc_err_set(err, TC_ERR_FORMAT, "invalid %s.expert_shared_feed_forward_length", a);
             hp->shexp_ffn_dim = (int)u;
         }
+        if (!hp->shexp_ffn_dim)
+            return tc_err_set(err, TC_ERR_FORMAT, "missing %s.expert_shared_feed_forward_length", a);
     }
+    if (!hp->ffn_dim) // no feed_forward_length: the widest FFN there is
+        hp->ffn_dim = hp->expert_ffn_dim > hp->shexp_ffn_dim ? hp->expert_ffn_dim : hp->shexp_ffn_dim;
     hp->moe_norm_w = m->arch->moe_norm_w;
     hp->swiglu_limit = m->arch->swiglu_limit;
     hp->swiglu_alpha = m->arch->swiglu_alpha;
@@ -179,7 +184,9 @@ int model_read_hparams(model *m, tc_err *err) {
         {"attention.head_count", &hp->n_heads}, {"feed_forward_length", &hp->ffn_dim},
     };
     for (size_t i = 0; i < sizeof req / sizeof req[0]; i++) {
-        if (get_arch_u32(g, a, req[i].key, &u) != 0 || u == 0 || u > (1u << 20))
+        const int found = get_arch_u32(g, a, req[i].key, &u) == 0;
+        if (!found && m->arch->moe && req[i].dst == &hp->ffn_dim) continue; // the experts' own (read_moe_hparams)
+        if (!found || u == 0 || u > (1u << 20))
             return tc_err_set(err, TC_ERR_FORMAT, "missing or invalid %s.%s", a, req[i].key);
         *req[i].dst = (int)u;
     }
@@ -210,7 +217,7 @@ int model_read_hparams(model *m, tc_err *err) {
     hp->embd_scale = m->arch->embd_scale ? sqrtf((float)hp->dim) : 1.0f;
     hp->attn_sinks = m->arch->role[ROLE_ATTN_SINKS] != ARCH_ABSENT;
     if ((rc = read_attn_hparams(m, err))) return rc;
-    return m->arch->moe && !m->arch->hybrid ? read_moe_hparams(m, err) : 0; // hybrid: model_hybrid.c
+    return m->arch->moe ? read_moe_hparams(m, err) : 0;
 }
 
 // A row range [row0, row0 + rows) of the matrix src as a matrix of its own (rows of a GGUF matrix are whole

@@ -1,5 +1,6 @@
-// Loading of hybrid linear-attention models (Qwen3.5): the gated DeltaNet hyper-parameters, the layer kinds,
-// and each layer's weights by its kind, under the names and shapes llama.cpp's converter writes. Multi-token
+// Loading of hybrid linear-attention models (Qwen3.5, Qwen3.5 MoE): the gated DeltaNet hyper-parameters, the
+// layer kinds, and each layer's weights by its kind (and the FFN's: dense, or routed experts with a shared one),
+// under the names and shapes llama.cpp's converter writes. Multi-token
 // prediction (MTP) layers that follow the trunk ("<arch>.nextn_predict_layers") are not loaded: the forward
 // pass is the trunk's, as llama.cpp's main graph.
 #include <stdio.h>
@@ -101,40 +102,52 @@ static int bind_layer(model *m, int l, model_weight *ws, tc_err *err) {
     const int64_t dim = hp->dim, hd = hp->head_dim, q = (int64_t)hp->n_heads * hd,
                   kv = (int64_t)hp->n_kv_heads * hd;
     const int64_t kd = (int64_t)hp->ssm_state * hp->ssm_groups, vd = (int64_t)hp->ssm_state * hp->ssm_vheads;
-    const int64_t hv = hp->ssm_vheads;
-    const int rec = model_layer_is_recurrent(hp, l);
+    const int64_t hv = hp->ssm_vheads, ne = hp->n_expert, eff = hp->expert_ffn_dim, sff = hp->shexp_ffn_dim;
+    const int rec = model_layer_is_recurrent(hp, l), moe = m->arch->moe;
     struct {
         arch_role r;
         int64_t rows, cols;
         int vector, when;
+        int64_t depth; // experts of a 3-D tensor (0: a matrix)
     } t[] = {
-        // when: 0 all, 1 recurrent, 2 attention
-        {ROLE_ATTN_NORM, 1, dim, 1, 0},
-        {ROLE_FFN_NORM_PA, 1, dim, 1, 0},
-        {ROLE_FFN_GATE, hp->ffn_dim, dim, 0, 0},
-        {ROLE_FFN_UP, hp->ffn_dim, dim, 0, 0},
-        {ROLE_FFN_DOWN, dim, hp->ffn_dim, 0, 0},
-        {ROLE_SSM_QKV, 2 * kd + vd, dim, 0, 1},
-        {ROLE_SSM_GATE, vd, dim, 0, 1},
-        {ROLE_SSM_CONV, 2 * kd + vd, hp->ssm_conv, 1, 1},
-        {ROLE_SSM_DT, 1, hv, 1, 1},
-        {ROLE_SSM_A, 1, hv, 1, 1},
-        {ROLE_SSM_BETA, hv, dim, 0, 1},
-        {ROLE_SSM_ALPHA, hv, dim, 0, 1},
-        {ROLE_SSM_NORM, 1, hp->ssm_state, 1, 1},
-        {ROLE_SSM_OUT, dim, vd, 0, 1},
-        {ROLE_ATTN_Q, 2 * q, dim, 0, 2},
-        {ROLE_ATTN_K, kv, dim, 0, 2},
-        {ROLE_ATTN_V, kv, dim, 0, 2},
-        {ROLE_ATTN_OUT, dim, q, 0, 2},
-        {ROLE_ATTN_Q_NORM, 1, hd, 1, 2},
-        {ROLE_ATTN_K_NORM, 1, hd, 1, 2},
+        // when: 0 all, 1 recurrent, 2 attention, 3 dense FFN, 4 MoE FFN
+        {ROLE_ATTN_NORM, 1, dim, 1, 0, 0},
+        {ROLE_FFN_NORM_PA, 1, dim, 1, 0, 0},
+        {ROLE_FFN_GATE, hp->ffn_dim, dim, 0, 3, 0},
+        {ROLE_FFN_UP, hp->ffn_dim, dim, 0, 3, 0},
+        {ROLE_FFN_DOWN, dim, hp->ffn_dim, 0, 3, 0},
+        {ROLE_FFN_GATE_INP, ne, dim, 0, 4, 0},
+        {ROLE_FFN_GATE_EXPS, eff, dim, 0, 4, ne},
+        {ROLE_FFN_UP_EXPS, eff, dim, 0, 4, ne},
+        {ROLE_FFN_DOWN_EXPS, dim, eff, 0, 4, ne},
+        {ROLE_FFN_GATE_INP_SHEXP, 1, dim, 1, 4, 0},
+        {ROLE_FFN_GATE_SHEXP, sff, dim, 0, 4, 0},
+        {ROLE_FFN_UP_SHEXP, sff, dim, 0, 4, 0},
+        {ROLE_FFN_DOWN_SHEXP, dim, sff, 0, 4, 0},
+        {ROLE_SSM_QKV, 2 * kd + vd, dim, 0, 1, 0},
+        {ROLE_SSM_GATE, vd, dim, 0, 1, 0},
+        {ROLE_SSM_CONV, 2 * kd + vd, hp->ssm_conv, 1, 1, 0},
+        {ROLE_SSM_DT, 1, hv, 1, 1, 0},
+        {ROLE_SSM_A, 1, hv, 1, 1, 0},
+        {ROLE_SSM_BETA, hv, dim, 0, 1, 0},
+        {ROLE_SSM_ALPHA, hv, dim, 0, 1, 0},
+        {ROLE_SSM_NORM, 1, hp->ssm_state, 1, 1, 0},
+        {ROLE_SSM_OUT, dim, vd, 0, 1, 0},
+        {ROLE_ATTN_Q, 2 * q, dim, 0, 2, 0},
+        {ROLE_ATTN_K, kv, dim, 0, 2, 0},
+        {ROLE_ATTN_V, kv, dim, 0, 2, 0},
+        {ROLE_ATTN_OUT, dim, q, 0, 2, 0},
+        {ROLE_ATTN_Q_NORM, 1, hd, 1, 2, 0},
+        {ROLE_ATTN_K_NORM, 1, hd, 1, 2, 0},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
-        if (t[i].when && (t[i].when == 1) != rec) continue;
+        const int w = t[i].when;
+        if ((w == 1 || w == 2) && (w == 1) != rec) continue;
+        if ((w == 3 || w == 4) && (w == 4) != moe) continue;
         char name[96];
         snprintf(name, sizeof name, "blk.%d.%s", l, arch_role_suffix(t[i].r));
-        int rc = model_bind_tensor(m, &ws[t[i].r], name, t[i].rows, t[i].cols, t[i].vector, 1, err);
+        int rc = model_bind(m, &ws[t[i].r], name, t[i].rows, t[i].cols, t[i].depth ? t[i].depth : 1, t[i].vector, 1,
+                            err);
         if (rc) return rc;
     }
     return 0;

@@ -1,5 +1,6 @@
 """Qwen3.5 (qwen35: gated DeltaNet layers with a recurrent state per sequence, between gated-attention layers)
-through the public interfaces, on the synthetic qwen35-tiny that `tachyon synth` writes:
+through the public interfaces, on the synthetic qwen35-tiny that `tachyon synth` writes (and the serving tests
+again on qwen35moe-tiny: the same layers with routed and shared experts as the FFN):
   - `tachyon info` names the layer kinds and the state's size;
   - greedy output through the server is the same for requests batched together (each with its own state slot)
     as for each alone, and as `tachyon run`;
@@ -40,6 +41,18 @@ def model(tmp_path_factory):
     return path
 
 
+@pytest.fixture(scope="module", params=["qwen35-tiny", "qwen35moe-tiny"])
+def hybrid(request, model, tmp_path_factory):
+    """qwen35-tiny, and qwen35moe-tiny (Qwen3.5 MoE): the serving tests run on both."""
+    if request.param == "qwen35-tiny":
+        return model
+    path = str(tmp_path_factory.mktemp("qwen35moe") / "qwen35moe-tiny-q8_0.gguf")
+    p = subprocess.run([BIN, "synth", "-o", path, "--shape", request.param, "--type", "q8_0"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    return path
+
+
 def test_info_names_the_layer_kinds(model):
     p = subprocess.run([BIN, "info", "-m", model], capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
@@ -61,23 +74,23 @@ def tokens(srv, prompt, n=N):
     return gen(srv, prompt, n)[0]
 
 
-def test_greedy_batched_equals_alone(make_server, model):
-    srv = make_server(model, "--ctx-size", 512, "--threads", 2, "--max-seqs", 8)
+def test_greedy_batched_equals_alone(make_server, hybrid):
+    srv = make_server(hybrid, "--ctx-size", 512, "--threads", 2, "--max-seqs", 8)
     alone = [tokens(srv, p) for p in PROMPTS]
     with cf.ThreadPoolExecutor(len(PROMPTS)) as ex:
         together = list(ex.map(lambda p: tokens(srv, p), PROMPTS))
     assert together == alone
     assert len({tuple(a) for a in alone}) > 1, alone  # the prompts lead somewhere different
-    p = subprocess.run([BIN, "run", "-m", model, "-p", PROMPTS[0], "-n", str(N), "-t", "2"], capture_output=True,
+    p = subprocess.run([BIN, "run", "-m", hybrid, "-p", PROMPTS[0], "-n", str(N), "-t", "2"], capture_output=True,
                        text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert p.stdout[:-1] == "".join(alone[0])
 
 
-def test_preemption_keeps_outputs(make_server, model):
+def test_preemption_keeps_outputs(make_server, hybrid):
     # 1 MiB of f16 KV = 32 blocks of 16 positions (4 layers x 2 KV heads x 64 x 2 bytes x 2 a position); eight
     # requests of ~70 positions (5 blocks) each run short of them: sequences are preempted and recomputed
-    srv = make_server(model, "--ctx-size", 512, "--threads", 2, "--max-seqs", 8, "--kv-cache-mem", 1)
+    srv = make_server(hybrid, "--ctx-size", 512, "--threads", 2, "--max-seqs", 8, "--kv-cache-mem", 1)
     n = 60
     alone = [tokens(srv, p, n) for p in PROMPTS]
     pre0 = srv.metrics()["tachyon:preemptions_total"]
@@ -89,17 +102,17 @@ def test_preemption_keeps_outputs(make_server, model):
         assert a == t, "prompt %r: alone %r vs under preemption %r" % (p, a, t)
 
 
-def test_chunked_prefill_equals_unchunked(make_server, model):
-    whole = make_server(model, "--ctx-size", 512, "--threads", 2, "--max-batch-tokens", 512)
+def test_chunked_prefill_equals_unchunked(make_server, hybrid):
+    whole = make_server(hybrid, "--ctx-size", 512, "--threads", 2, "--max-batch-tokens", 512)
     ref, u = gen(whole, LONG)
     assert u["prompt_tokens"] > 150, u
     for chunk in (16, 37):  # chunk ends inside the conv's window and anywhere else
-        srv = make_server(model, "--ctx-size", 512, "--threads", 2, "--max-batch-tokens", chunk)
+        srv = make_server(hybrid, "--ctx-size", 512, "--threads", 2, "--max-batch-tokens", chunk)
         assert gen(srv, LONG)[0] == ref, chunk
 
 
-def test_cancelled_stream_frees_its_slot(make_server, model):
-    srv = make_server(model, "--ctx-size", 512, "--threads", 2, "--max-seqs", 2)
+def test_cancelled_stream_frees_its_slot(make_server, hybrid):
+    srv = make_server(hybrid, "--ctx-size", 512, "--threads", 2, "--max-seqs", 2)
     alone = [tokens(srv, p) for p in PROMPTS[:4]]
     for _ in range(3):  # more cancelled streams than slots
         c = http.client.HTTPConnection(srv.host, srv.port, timeout=30)
@@ -113,11 +126,11 @@ def test_cancelled_stream_frees_its_slot(make_server, model):
         assert list(ex.map(lambda p: tokens(srv, p), PROMPTS[:4])) == alone
 
 
-def test_prefix_cache_hits_resume_the_state(make_server, model):
+def test_prefix_cache_hits_resume_the_state(make_server, hybrid):
     # a hit resumes from the state kept at the last cached block (16 positions a block): outputs equal a server
     # without the cache, for the same prompt again and for prompts sharing only a prefix with it
-    on = make_server(model, "--ctx-size", 512, "--threads", 2)
-    off = make_server(model, "--ctx-size", 512, "--threads", 2, "--no-prefix-cache")
+    on = make_server(hybrid, "--ctx-size", 512, "--threads", 2)
+    off = make_server(hybrid, "--ctx-size", 512, "--threads", 2, "--no-prefix-cache")
     prompts = [LONG, LONG, LONG + " zz yy", LONG[:101] + " x y z", LONG + " zz yy"]
     ref = [gen(off, p)[0] for p in prompts]
     got, cached = [], []
@@ -139,23 +152,24 @@ def spec_counts(srv):
     return drafted, accepted
 
 
-def test_speculation_rolls_back_the_state(make_server, model):
+def test_speculation_rolls_back_the_state(make_server, hybrid):
     # prompt lookup drafts from repeated text; some drafts are accepted, some rejected: a rejection must put the
     # recurrent state back to the one after the last accepted row, so the output is --spec off's
-    off = make_server(model, "--ctx-size", 512, "--threads", 2, "--spec", "off")
+    off = make_server(hybrid, "--ctx-size", 512, "--threads", 2, "--spec", "off")
     prompts = ["a b a b a b a b a b a b", LONG, PROMPTS[1]] + [" ".join(tokens(off, p, 8)) for p in PROMPTS[:3]]
     ref = [tokens(off, p, 40) for p in prompts]
     for mode in ("ngram", "auto"):
-        srv = make_server(model, "--ctx-size", 512, "--threads", 2, "--spec", mode, "--spec-k", 4)
+        srv = make_server(hybrid, "--ctx-size", 512, "--threads", 2, "--spec", mode, "--spec-k", 4)
         got = [tokens(srv, p, 40) for p in prompts]
         drafted, accepted = spec_counts(srv)
         print(mode, "drafted", drafted, "accepted", accepted)
         assert got == ref, mode
         with cf.ThreadPoolExecutor(len(prompts)) as ex:  # and batched, each with its own state and drafts
             assert list(ex.map(lambda p: tokens(srv, p, 40), prompts)) == ref, mode
-        if mode == "ngram":
-            drafted, accepted = spec_counts(srv)
-            assert 0 < accepted < drafted, (drafted, accepted)  # both verdicts happened
+        drafted, accepted = spec_counts(srv)
+        assert drafted > accepted, (drafted, accepted)  # rejections happened
+        if mode == "ngram" and "qwen35moe" not in hybrid:  # (the MoE model's outputs do not repeat these prompts)
+            assert accepted > 0, (drafted, accepted)  # and acceptances
 
 
 def test_self_speculation_off(make_server, model):

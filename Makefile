@@ -118,7 +118,7 @@ bench: build models venv
 # Short, fixed-time fuzzing of every untrusted-input parser (clang + libFuzzer). Each target first replays
 # its committed seeds, tests/fuzz/seeds/<target>/ (including the inputs of every crash found so far: a
 # regression fails the run), then mutates for FUZZ_SECONDS. Undefined behaviour is fatal in this build; an
-# input that takes over 20 s is reported as a hang. 9 targets x 30 s: about 4.5 minutes after the build.
+# input that takes over 20 s is reported as a hang. 10 targets x 30 s: about 5 minutes after the build.
 # Only the fuzz targets are built there (not the binary, unit tests or benchmarks, which other builds cover).
 FUZZ_SECONDS ?= 30
 FUZZ_TARGETS := $(basename $(notdir $(wildcard tests/fuzz/fuzz_*.c)))

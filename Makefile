@@ -83,14 +83,20 @@ unit: build
 	@grep -h "ISA levels tested" $(BUILD)/Testing/Temporary/LastTest.log || true
 	@grep -h "SKIPPED" $(BUILD)/Testing/Temporary/LastTest.log || true
 
+# pytest-xdist workers of the pytest suites (pytest, pytest-isa, the ASan server run); 1 runs them serially in one
+# process. A serial run keeps about one core busy (its user+sys time is ~95% of its wall time), so two workers
+# use CI's two cores. Tests go to the workers a group at a time (--dist loadgroup; the groups: tests/conftest.py).
+PYTEST_WORKERS ?= 2
+PYTEST_PAR := $(if $(filter-out 0 1,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadgroup)
+
 # Timing thresholds (tests marked bench) are left to `make bench`: they need an idle machine.
 pytest: build models venv
-	TACHYON_BIN=$(abspath $(BUILD))/tachyon $(PY) -m pytest -q -rs -m "not bench" --ignore=tests/ref/test_arm64.py \
-	  tests/ref tests/integration
+	TACHYON_BIN=$(abspath $(BUILD))/tachyon $(PY) -m pytest -q -rs $(PYTEST_PAR) -m "not bench" \
+	  --ignore=tests/ref/test_arm64.py tests/ref tests/integration
 
 # The integration tests again below the host's best ISA level (scripts/pytest_isa.sh says which run where).
 pytest-isa: build models venv
-	scripts/pytest_isa.sh $(PY) $(abspath $(BUILD))/tachyon
+	PYTEST_PAR="$(PYTEST_PAR)" scripts/pytest_isa.sh $(PY) $(abspath $(BUILD))/tachyon
 
 # The ARM64 build under qemu-aarch64 with `-cpu max` (NEON, dotprod, i8mm, SVE): every kernel's unit test
 # (matmul with the thread pool, repacking, attention, ops, conversion, KV quantizers) at every ARM level
@@ -112,7 +118,7 @@ bench: build models venv
 # Short, fixed-time fuzzing of every untrusted-input parser (clang + libFuzzer). Each target first replays
 # its committed seeds, tests/fuzz/seeds/<target>/ (including the inputs of every crash found so far: a
 # regression fails the run), then mutates for FUZZ_SECONDS. Undefined behaviour is fatal in this build; an
-# input that takes over 20 s is reported as a hang. 9 targets x 30 s: about 4.5 minutes after the build.
+# input that takes over 20 s is reported as a hang. 10 targets x 30 s: about 5 minutes after the build.
 # Only the fuzz targets are built there (not the binary, unit tests or benchmarks, which other builds cover).
 FUZZ_SECONDS ?= 30
 FUZZ_TARGETS := $(basename $(notdir $(wildcard tests/fuzz/fuzz_*.c)))
@@ -139,8 +145,8 @@ asan: apt apt-test venv models
 	ASAN_OPTIONS=detect_leaks=1 build-asan/tachyon run -m ../shared/testdata/models/stories260K.gguf -p "Once upon a time" -n 32 >/dev/null
 	# The server under ASan/UBSan through the API and robustness suites (timing thresholds excluded: a
 	# Debug+ASan binary is too slow for them); any sanitizer report fails the run.
-	ASAN_OPTIONS=detect_leaks=1 TACHYON_BIN=$(abspath build-asan)/tachyon $(PY) -m pytest -q -rs -m "not bench" \
-	  tests/integration/test_api.py tests/integration/test_robustness.py
+	ASAN_OPTIONS=detect_leaks=1 TACHYON_BIN=$(abspath build-asan)/tachyon $(PY) -m pytest -q -rs $(PYTEST_PAR) \
+	  -m "not bench" tests/integration/test_api.py tests/integration/test_robustness.py
 
 # Within make test the fuzzers run 15 s each (their committed seeds replay in full first); `make fuzz` alone, 30 s.
 test: deps apt-test build models unit pytest pytest-isa test-arm64

@@ -8,7 +8,8 @@
 #  - Every other lower level (scalar, ~5x slower to decode) runs a smaller set: ISA_TESTS.
 # tests/ref compares each level with its references by itself (refisa.py), and tests/ref/test_greedy_margin.py
 # checks that no greedy text the suites assert sits on a near-tie at any level.
-# Usage: scripts/pytest_isa.sh PYTHON TACHYON_BIN
+# Usage: [PYTEST_PAR="-n 2 --dist loadgroup"] scripts/pytest_isa.sh PYTHON TACHYON_BIN (PYTEST_PAR: pytest-xdist
+# options, as `make pytest-isa` passes them; none: serial)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=$1 BIN=$2
@@ -27,5 +28,5 @@ for isa in $levels; do
     fi
     echo "== integration tests at TACHYON_ISA=$isa (host best: $best): $(echo $tests)"
     # shellcheck disable=SC2086
-    TACHYON_ISA=$isa TACHYON_BIN=$BIN "$PY" -m pytest -q -rs -m "not bench" $tests
+    TACHYON_ISA=$isa TACHYON_BIN=$BIN "$PY" -m pytest -q -rs ${PYTEST_PAR:-} -m "not bench" $tests
 done

@@ -6,7 +6,15 @@ about a minute of CPU, and a hit returns the very floats the calibration compute
 model's bytes, the ISA level, the thread count and the switches the forward pass reads), so every later start
 with the same model and level skips it and computes the same logits. The folder goes at the session's end.
 
-2. gguf-py's GGUFReader reads the file through a plain ndarray view of its memory map instead of the np.memmap
+2. Under pytest-xdist (`make pytest PYTEST_WORKERS=N`, run with --dist loadgroup) the tests go to the workers a
+group at a time, and one worker runs a group's tests in order (GROUPS and the scheduler below): each file is a group, so its
+module-scoped servers and references are made once; the files that share an expensive session fixture are one
+group, so it is computed once; and the tests that hold a server to deadlines or timeouts while it is loaded
+(hostile connections, cancellations, scheduling under a slowed engine) are one group, so they never run beside
+each other. The key-centering folder of 1. is made by the controller before the workers start, and they inherit
+it (its files are written to a temporary name and renamed into place, so two workers may write one at once).
+
+3. gguf-py's GGUFReader reads the file through a plain ndarray view of its memory map instead of the np.memmap
 itself.
 
 GGUFReader parses every element of an array field with a slice of self.data, and slicing an np.memmap runs
@@ -21,6 +29,7 @@ import tempfile
 
 import gguf
 import numpy as np
+import pytest
 
 _KVC_DIR = None
 if not os.environ.get("TACHYON_KV_CENTER_CACHE"):
@@ -31,6 +40,36 @@ if not os.environ.get("TACHYON_KV_CENTER_CACHE"):
 def pytest_sessionfinish(session, exitstatus):
     if _KVC_DIR:
         shutil.rmtree(_KVC_DIR, ignore_errors=True)
+
+
+# group name -> the test files (as in their node ids, from the root) of that group; any other file is a group itself
+GROUPS = {
+    # the SmolLM2 float64 references and tachyon's logits of the 200-token text (tests/ref/conftest.py)
+    "smolref": {"tests/ref/test_model_ref.py", "tests/ref/test_kv_quant_ref.py", "tests/ref/test_cuda_ref.py"},
+    # deadlines, timeouts and slowed-engine schedules: one at a time
+    "timing": {"tests/integration/test_hostile_conn.py", "tests/integration/test_reliability.py",
+               "tests/integration/test_robustness.py", "tests/integration/test_lifecycle.py",
+               "tests/integration/test_sched_policy.py", "tests/integration/test_sched_yield.py",
+               "tests/integration/test_spec_itl.py"},
+}
+_GROUP_OF = {f: g for g, files in GROUPS.items() for f in files}
+
+
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: ignored where it is not installed
+def pytest_xdist_make_scheduler(config, log):
+    """--dist loadgroup with the groups of GROUPS. pytest-xdist's own loadgroup reads `xdist_group` marks through a
+    node id rewrite that pytest 9 no longer honours (every test became a group of its own), so the grouping is
+    made here, from the file of each node id, with xdist's scope scheduler (a scope goes to one worker whole)."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid):
+            f = nodeid.split("::", 1)[0]
+            return _GROUP_OF.get(f, f)
+
+    return GroupScheduling(config, log)
 
 
 def _data_get(self):

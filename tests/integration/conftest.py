@@ -15,6 +15,8 @@ STORIES = os.path.join(ROOT, "..", "shared", "testdata", "models", "stories260K.
 SMOL = os.path.join(ROOT, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
 
 
+# "gw0-", "gw1-", ... under pytest-xdist (the worker's name), empty when serial: keeps the workers' server logs apart
+WORKER = os.environ.get("PYTEST_XDIST_WORKER", "") + ("-" if os.environ.get("PYTEST_XDIST_WORKER") else "")
 SERVER_LOGS = []  # every server log of this session, checked for sanitizer reports at the end
 SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
 
@@ -41,12 +43,21 @@ def free_port():
 
 
 class Server:
+    BIND_TRIES = 3  # a port picked free can be taken before the server binds it (another worker's server or client)
+
     def __init__(self, model, *args, timeout=90):
-        self.port = free_port()
         self.host = "127.0.0.1"
-        self.base = "http://%s:%d" % (self.host, self.port)
         self.model = model
-        self.log_path = os.path.join(ROOT, "build", "serve-%d.log" % self.port)
+        for attempt in range(self.BIND_TRIES):
+            if self._start(model, args, timeout, last=attempt == self.BIND_TRIES - 1):
+                break
+
+    def _start(self, model, args, timeout, last):
+        """Starts the server on a fresh free port and waits for /health 200. Returns False (the server gone) when
+        the port was taken meanwhile and `last` is false; raises on any other failure."""
+        self.port = free_port()
+        self.base = "http://%s:%d" % (self.host, self.port)
+        self.log_path = os.path.join(ROOT, "build", "serve-%s%d.log" % (WORKER, self.port))
         SERVER_LOGS.append(self.log_path)
         os.makedirs(os.path.dirname(self.log_path), exist_ok=True)
         self.log = open(self.log_path, "w")
@@ -58,11 +69,16 @@ class Server:
         t0 = time.time()
         while True:
             if self.proc.poll() is not None:
-                raise RuntimeError("server exited with %s:\n%s" % (self.proc.returncode, self.read_log()))
+                self.log.close()
+                text = self.read_log()
+                if not last and "cannot listen on" in text and "in use" in text:
+                    SERVER_LOGS.remove(self.log_path)
+                    return False
+                raise RuntimeError("server exited with %s:\n%s" % (self.proc.returncode, text))
             try:
                 st, _, _ = self.request("GET", "/health", timeout=2)
                 if st == 200:
-                    break
+                    return True
                 if st == 503:
                     self.saw_503 = True
             except OSError:

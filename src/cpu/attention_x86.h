@@ -3,12 +3,13 @@
 // sequence at consecutive positions (the one-query kernel is n_q = 1). Per tile of ATTN_TILE positions (whole
 // KV blocks, at multiples of the tile size): scores for all n_q·n_rep heads, one online-softmax step per tile
 // and head (the weights' exp W lanes at a time, x86_vexp, and a vector sum), then V accumulation.
-// - K: an f16 row is converted in registers once and dotted with f32 q, 1-4 heads' FMA chains side by side;
-//   a q8_0/q4_0 row is dotted with the query rounded to 8 bits (attn_q8, attention.h) by 256-bit integer dot
+// - K: f16 rows are converted in registers and dotted with f32 q, up to 6 heads × 2 rows of FMA chains side by
+//   side (each q chunk loaded once for 2 rows, each K chunk converted once for 6 heads); a q8_0/q4_0 row is dotted with the query rounded to 8 bits (attn_q8, attention.h) by 256-bit integer dot
 //   products (vpdpbusd with AVX512-VNNI, maddubs + madd on AVX2; x86_common.h), one scale per 32 values.
-// - V: per W-float chunk of the head dim, up to 8 heads' outputs (or fewer heads over 2-4 chunks) stay in
-//   registers over the whole tile (across its blocks) while each row's chunk is converted once (q4_0/q8_0
-//   straight from the quantized bytes; no row buffer).
+// - V: per 2 W-float chunks of the head dim, up to 6 heads' outputs (or fewer heads over 2-4 chunks) stay in
+//   registers over the whole tile (across its blocks) while each row's chunks are converted once (q4_0/q8_0
+//   straight from the quantized bytes; no row buffer) and each weight is broadcast once.
+// - Memory: the score loops prefetch the next tile's K rows and this tile's V rows (attn_prefetch_rows).
 // Every head's arithmetic is in the same order whatever the grouping, so a query's output does not depend on
 // n_q or on the other queries.
 //
@@ -284,17 +285,20 @@ static inline __attribute__((always_inline)) void attn_accum_chunks(float *const
                                                                     const char *const *vbs, int bs, size_t v_row,
                                                                     const int VT, int j0, int cnt, int r0,
                                                                     const int RN, const int CC, int c) {
-    V a[8]; // a[i·CC + k]: head r0 + i, chunk c + k
+    V a[12]; // a[i·CC + k]: head r0 + i, chunk c + k
     for (int i = 0; i < RN; i++)
         for (int k = 0; k < CC; k++) a[i * CC + k] = LOADF(oh[r0 + i] + (c + k) * W);
     for (int b = j0 / bs; b * bs < cnt; b++) {
         const int jb = b * bs, js = j0 > jb ? j0 : jb, e = cnt < jb + bs ? cnt : jb + bs;
         const char *row = vbs[b] + (size_t)(js - jb) * v_row;
-        for (int j = js; j < e; j++, row += v_row)
-            for (int k = 0; k < CC; k++) {
-                V vv = attn_load_chunk(row, VT, c + k);
-                for (int i = 0; i < RN; i++) a[i * CC + k] = FMA(SET1(s[r0 + i][j]), vv, a[i * CC + k]);
+        for (int j = js; j < e; j++, row += v_row) {
+            V vv[4]; // the row's CC chunks, converted once for the RN heads; each weight broadcast once for CC
+            for (int k = 0; k < CC; k++) vv[k] = attn_load_chunk(row, VT, c + k);
+            for (int i = 0; i < RN; i++) {
+                const V w = SET1(s[r0 + i][j]);
+                for (int k = 0; k < CC; k++) a[i * CC + k] = FMA(w, vv[k], a[i * CC + k]);
             }
+        }
     }
     for (int i = 0; i < RN; i++)
         for (int k = 0; k < CC; k++) STOREF(oh[r0 + i] + (c + k) * W, a[i * CC + k]);
@@ -314,16 +318,15 @@ static inline __attribute__((always_inline)) void attn_accum_v(float *const *oh,
     for (; c < hd / W; c++) attn_accum_chunks(oh, s, vbs, bs, v_row, VT, j0, cnt, r0, RN, 1, c); // the rest
 }
 
-// Heads [r0, r1) over the same tile rows [j0, cnt): 8 at a time, or fewer with 2-8 chunks each.
+// Heads [r0, r1) over the same tile rows [j0, cnt): 6 at a time over 2 chunks (12 accumulators, 2 V chunks and
+// a weight in registers: 8 loads per 12 FMAs), the rest with 2-4 chunks each.
 static inline __attribute__((always_inline)) void attn_accum_heads_t(float *const *oh, float (*s)[ATTN_TILE],
                                                                      const char *const *vbs, int bs, size_t v_row,
                                                                      const int VT, int j0, int cnt, int r0, int r1,
                                                                      int hd) {
-    for (; r0 + 8 <= r1; r0 += 8) attn_accum_v(oh, s, vbs, bs, v_row, VT, j0, cnt, r0, 8, 1, hd);
+    for (; r0 + 6 <= r1; r0 += 6) attn_accum_v(oh, s, vbs, bs, v_row, VT, j0, cnt, r0, 6, 2, hd);
     switch (r1 - r0) {
-    case 7: attn_accum_v(oh, s, vbs, bs, v_row, VT, j0, cnt, r0, 7, 1, hd); break;
-    case 6: attn_accum_v(oh, s, vbs, bs, v_row, VT, j0, cnt, r0, 6, 1, hd); break;
-    case 5: attn_accum_v(oh, s, vbs, bs, v_row, VT, j0, cnt, r0, 5, 1, hd); break;
+    case 5: attn_accum_v(oh, s, vbs, bs, v_row, VT, j0, cnt, r0, 5, 2, hd); break;
     case 4: attn_accum_v(oh, s, vbs, bs, v_row, VT, j0, cnt, r0, 4, 2, hd); break;
     case 3: attn_accum_v(oh, s, vbs, bs, v_row, VT, j0, cnt, r0, 3, 2, hd); break;
     case 2: attn_accum_v(oh, s, vbs, bs, v_row, VT, j0, cnt, r0, 2, 4, hd); break;

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/timeutil.h"
 #include "cpu/attention.h"
@@ -171,8 +172,65 @@ static void bench_multi(int n_pos, int iters, int hd, int rep) {
     free(q), free(out), free(table);
 }
 
+// Part (4): one prefill unit at depth as fwd_attn.c cuts it at 2 threads (10 queries × 3 heads of one KV head,
+// SmolLM2's geometry) with the best ISA's multi-query kernel, f16 and q8_0 caches: ms per call and GFLOP/s
+// (q·k and p·v, 4·head_dim flops per position and head), best of 5, timed in this thread's CPU time (a busy
+// machine's other processes do not count). `bench_attention N ITERS depth` runs it alone.
+static double cpu_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void bench_depth(int n_pos, int iters) {
+    // The cache holds 3 KV heads per block, as SmolLM2's (a head's blocks are not adjacent), and the calls cycle
+    // through NL layers' caches, so a layer's rows come from memory as in a forward pass, not from the L3.
+    enum { NQ = 10, NKV = 3, NL = 8 };
+    int n_blocks = (n_pos + NQ + BS - 1) / BS;
+    size_t rows = (size_t)n_blocks * NKV * BS;
+    float *q = malloc(sizeof(float) * NQ * REP * HD), *out = malloc(sizeof(float) * NQ * REP * HD);
+    for (int i = 0; i < NQ * REP * HD; i++) q[i] = frand();
+    int32_t *table = malloc(sizeof(int32_t) * (size_t)n_blocks);
+    for (int i = 0; i < n_blocks; i++) table[i] = i;
+    cpu_isa hw = cpu_best_isa();
+    printf("prefill unit at depth: %d queries x %d heads of KV head 1 of 3, head dim %d, %d positions, %s, 1 thread, best of 5\n", NQ,
+           REP, HD, n_pos, cpu_isa_name(hw));
+    const tt_type types[2] = {TT_F16, TT_Q8_0};
+    for (int t = 0; t < 2; t++) {
+        size_t rb = tt_row_size(types[t], HD);
+        char *kc = malloc(NL * rows * rb), *vc = malloc(NL * rows * rb);
+        float f[HD];
+        for (size_t r = 0; r < rows; r++) {
+            for (int i = 0; i < HD; i++) f[i] = 2.0f * frand();
+            tt_get(types[t])->from_float(f, kc + r * rb, HD);
+            for (int i = 0; i < HD; i++) f[i] = frand();
+            tt_get(types[t])->from_float(f, vc + r * rb, HD);
+        }
+        for (int l = 1; l < NL; l++) memcpy(kc + l * rows * rb, kc, rows * rb), memcpy(vc + l * rows * rb, vc, rows * rb);
+        attn_geom g = {.n_kv_heads = NKV, .head_dim = HD, .block_size = BS, .n_rep = REP,
+                       .scale = 1.0f / sqrtf((float)HD), .k_type = types[t], .v_type = types[t]};
+        attn_multi_fn multi = attn_select_multi(hw, &g);
+        double bm = 1e9;
+        for (int round = 0; round < 5; round++) {
+            double t0 = cpu_now();
+            for (int it = 0; it < iters; it++)
+                multi(out, (size_t)REP * HD, q, (size_t)REP * HD, NQ, kc + it % NL * rows * rb,
+                      vc + it % NL * rows * rb, table, n_pos, 1, &g);
+            bm = fmin(bm, (cpu_now() - t0) / iters);
+        }
+        printf("  %-5s %8.3f ms per call, %6.1f GFLOP/s\n", tt_get(types[t])->name, bm * 1e3,
+               4.0 * HD * NQ * REP * (double)n_pos / bm * 1e-9);
+        free(kc), free(vc);
+    }
+    free(q), free(out), free(table);
+}
+
 int main(int argc, char **argv) {
     int n_pos = argc > 1 ? atoi(argv[1]) : 2048, iters = argc > 2 ? atoi(argv[2]) : 200;
+    if (argc > 3 && strcmp(argv[3], "depth") == 0) {
+        bench_depth(n_pos, iters);
+        return 0;
+    }
     bench_kernels(n_pos, iters, HD, REP); // SmolLM2-135M
     bench_kernels(n_pos, iters / 4 + 1, 256, 4); // Gemma 3 270M (one KV head, 4 query heads, head dim 256)
     bench_multi(n_pos < 512 ? n_pos : 300, iters, HD, REP);

@@ -3,12 +3,13 @@
 // sequence at consecutive positions (the one-query kernel is n_q = 1). Per tile of ATTN_TILE positions (whole
 // KV blocks, at multiples of the tile size): scores for all n_q·n_rep heads, one online-softmax step per tile
 // and head (the weights' exp W lanes at a time, x86_vexp, and a vector sum), then V accumulation.
-// - K: an f16 row is converted in registers once and dotted with f32 q, 1-4 heads' FMA chains side by side;
-//   a q8_0/q4_0 row is dotted with the query rounded to 8 bits (attn_q8, attention.h) by 256-bit integer dot
+// - K: f16 rows are converted in registers and dotted with f32 q, up to 6 heads × 2 rows of FMA chains side by
+//   side (each q chunk loaded once for 2 rows, each K chunk converted once for 6 heads); a q8_0/q4_0 row is dotted with the query rounded to 8 bits (attn_q8, attention.h) by 256-bit integer dot
 //   products (vpdpbusd with AVX512-VNNI, maddubs + madd on AVX2; x86_common.h), one scale per 32 values.
-// - V: per W-float chunk of the head dim, up to 8 heads' outputs (or fewer heads over 2-4 chunks) stay in
-//   registers over the whole tile (across its blocks) while each row's chunk is converted once (q4_0/q8_0
-//   straight from the quantized bytes; no row buffer).
+// - V: per 2 W-float chunks of the head dim, up to 6 heads' outputs (or fewer heads over 2-4 chunks) stay in
+//   registers over the whole tile (across its blocks) while each row's chunks are converted once (q4_0/q8_0
+//   straight from the quantized bytes; no row buffer) and each weight is broadcast once.
+// - Memory: the score loops prefetch the next tile's K rows and this tile's V rows (attn_prefetch_rows).
 // Every head's arithmetic is in the same order whatever the grouping, so a query's output does not depend on
 // n_q or on the other queries.
 //
@@ -29,6 +30,29 @@ static inline size_t attn_row_bytes(int type, int hd) {
     if (type == TT_Q8_0) return (size_t)hd / QK8_0 * sizeof(tt_block_q8_0);
     if (type == TT_Q4_0) return (size_t)hd / QK4_0 * sizeof(tt_block_q4_0);
     return (size_t)hd * sizeof(uint16_t);
+}
+
+// Software prefetch of the cache lines of [p, p + n) (p NULL: none). The score loops prefetch, a few rows at a
+// time, the K rows of the next tile and the V rows of this one: a KV head's blocks are not adjacent (blocks
+// interleave the KV heads) and lie on other pages, where the hardware prefetchers do not follow, so without it
+// the first rows of every block wait on memory. Spread over the rows, so the prefetches do not fill the miss
+// buffers all at once.
+static inline void attn_prefetch(const char *p, size_t n) {
+    if (!p) return;
+    for (uintptr_t a = (uintptr_t)p & ~(uintptr_t)63, e = (uintptr_t)p + n; a < e; a += 64)
+        _mm_prefetch((const char *)a, _MM_HINT_T0);
+}
+
+// What a block's score loop prefetches: its row i (from the block's first row) means K row i of the same block
+// index in the next tile (k; NULL in the last tile) and V row i of this block (v).
+typedef struct attn_pf {
+    const char *k, *v;
+    size_t k_row, v_row; // bytes per row
+} attn_pf;
+
+static inline void attn_prefetch_rows(const attn_pf *pf, int i, int n) {
+    if (pf->k) attn_prefetch(pf->k + (size_t)i * pf->k_row, (size_t)n * pf->k_row);
+    attn_prefetch(pf->v + (size_t)i * pf->v_row, (size_t)n * pf->v_row);
 }
 
 // dst[0..nv) = the row's hd = nv·W values as floats, dequantized in registers.
@@ -83,12 +107,13 @@ static inline __m256 attn_hsum8x8(const __m256 *a) {
 static inline __attribute__((always_inline)) void attn_scores_q_n(float (*s)[ATTN_TILE], const attn_q8 *qq,
                                                                   const char *kb, int jb, size_t k_row, int kt,
                                                                   int j0, int cnt, int nr, const int nb,
-                                                                  float scale) {
+                                                                  float scale, const attn_pf *pf) {
     __m256 part[ATTN_MAX_REP][8]; // per query head, per row of the group: 8 lanes still to be summed
     for (int g0 = j0; g0 < cnt; g0 += 8) {
         const int gn = cnt - g0 < 8 ? cnt - g0 : 8;
         for (int jj = 0; jj < gn; jj++) {
             const char *row = kb + (size_t)(g0 + jj - jb) * k_row;
+            attn_prefetch_rows(pf, g0 + jj - jb, 1);
             __m256i ku[ATTN_MAX_HEAD_DIM / 32], ks[ATTN_MAX_HEAD_DIM / 32]; // unsigned operand; signed k (q8, AVX2)
             float dk[ATTN_MAX_HEAD_DIM / 32];
             int off; // k = ku - off, except q8_0 without VNNI (sign trick, no offset)
@@ -141,20 +166,49 @@ static inline __attribute__((always_inline)) void attn_scores_q_n(float (*s)[ATT
 
 // The same with nb a constant for head dim 64 (as attn_scores_f8).
 static void attn_scores_q(float (*s)[ATTN_TILE], const attn_q8 *qq, const char *kb, int jb, size_t k_row, int kt,
-                          int j0, int cnt, int nr, int nb, float scale) {
-    if (nb == 2) attn_scores_q_n(s, qq, kb, jb, k_row, kt, j0, cnt, nr, 2, scale);
-    else attn_scores_q_n(s, qq, kb, jb, k_row, kt, j0, cnt, nr, nb, scale);
+                          int j0, int cnt, int nr, int nb, float scale, const attn_pf *pf) {
+    if (nb == 2) attn_scores_q_n(s, qq, kb, jb, k_row, kt, j0, cnt, nr, 2, scale, pf);
+    else attn_scores_q_n(s, qq, kb, jb, k_row, kt, j0, cnt, nr, nb, scale, pf);
 }
 
-// part[hs + i][jj] = the FMA chain of head hs + i against one f16 K row, unreduced: attn_sum8_rows later sums
-// 8 rows' chains of a head at once.
+// part[hs + i][jj + k] = the FMA chain of head hs + i against the f16 K row jj + k (row0: row jj), unreduced,
+// for i < RN and k < RK: RN·RK chains side by side, each q chunk loaded once for RK rows and each K chunk
+// converted once for RN heads (fewer loads per FMA than one row against one head at a time). A chain is the same
+// lane-wise sum over the chunks in order whatever RN and RK are; attn_sum8_rows later sums 8 rows' chains of a
+// head at once.
 static inline __attribute__((always_inline)) void attn_parts_f(V (*part)[8], const float *const *qh, int hs,
-                                                               const V *kv, int jj, int nv, const int RN) {
-    V acc[4];
-    for (int i = 0; i < RN; i++) acc[i] = ZERO();
-    for (int c = 0; c < nv; c++)
-        for (int i = 0; i < RN; i++) acc[i] = FMA(LOADF(qh[hs + i] + c * W), kv[c], acc[i]);
-    for (int i = 0; i < RN; i++) part[hs + i][jj] = acc[i];
+                                                               const char *row0, size_t k_row, int jj, int nv,
+                                                               const int RN, const int RK) {
+    V acc[6][2];
+    for (int i = 0; i < RN; i++)
+        for (int k = 0; k < RK; k++) acc[i][k] = ZERO();
+    for (int c = 0; c < nv; c++) {
+        V kv[2];
+        for (int k = 0; k < RK; k++) kv[k] = LOAD_H((const uint16_t *)(row0 + (size_t)k * k_row) + c * W);
+        for (int i = 0; i < RN; i++) {
+            const V qv = LOADF(qh[hs + i] + c * W);
+            for (int k = 0; k < RK; k++) acc[i][k] = FMA(qv, kv[k], acc[i][k]);
+        }
+    }
+    for (int i = 0; i < RN; i++)
+        for (int k = 0; k < RK; k++) part[hs + i][jj + k] = acc[i][k];
+}
+
+// Every head r < nh against RK f16 K rows from row0 (rows jj..): 6 heads at a time (12 accumulators, 2 K chunks
+// and a q chunk in registers: 16 with AVX2), then the rest.
+static inline __attribute__((always_inline)) void attn_parts_rows(V (*part)[8], const float *const *qh,
+                                                                  const char *row0, size_t k_row, int jj, int nh,
+                                                                  int nv, const int RK) {
+    int h = 0;
+    for (; h + 6 <= nh; h += 6) attn_parts_f(part, qh, h, row0, k_row, jj, nv, 6, RK);
+    switch (nh - h) {
+    case 5: attn_parts_f(part, qh, h, row0, k_row, jj, nv, 5, RK); break;
+    case 4: attn_parts_f(part, qh, h, row0, k_row, jj, nv, 4, RK); break;
+    case 3: attn_parts_f(part, qh, h, row0, k_row, jj, nv, 3, RK); break;
+    case 2: attn_parts_f(part, qh, h, row0, k_row, jj, nv, 2, RK); break;
+    case 1: attn_parts_f(part, qh, h, row0, k_row, jj, nv, 1, RK); break;
+    default: break;
+    }
 }
 
 // The 8 sums of a[0..8) as one vector, each as (v0+v4 + v2+v6) + (v1+v5 + v3+v7) over its 8 lanes.
@@ -189,23 +243,20 @@ static inline __m256 attn_sum8_rows(const V *a) {
 // s[r][j] = scale · q_r·k_j for every head r < nh and the f16 K rows j in [lo, hi), 8 rows at a time: the
 // chains of 8 rows are reduced together (attn_sum8_rows: ~21 shuffles and adds for 8 sums instead of 6 each).
 static inline __attribute__((always_inline)) void attn_scores_f8_n(float (*s)[ATTN_TILE], const float *const *qh,
-                                                                   const char *kb, int jb, size_t k_row, int kt,
-                                                                   int lo, int hi, int nh, const int nv,
-                                                                   float scale) {
+                                                                   const char *kb, int jb, size_t k_row, int lo,
+                                                                   int hi, int nh, const int nv, float scale,
+                                                                   const attn_pf *pf) {
     V part[ATTN_MAX_REP][8];
     for (int g0 = lo; g0 < hi; g0 += 8) {
         const int gn = hi - g0 < 8 ? hi - g0 : 8;
-        for (int jj = 0; jj < gn; jj++) {
-            V kv[ATTN_MAX_HEAD_DIM / W];
-            attn_load_row(kv, kb + (size_t)(g0 + jj - jb) * k_row, kt, nv);
-            int h = 0;
-            for (; h + 4 <= nh; h += 4) attn_parts_f(part, qh, h, kv, jj, nv, 4);
-            switch (nh - h) {
-            case 3: attn_parts_f(part, qh, h, kv, jj, nv, 3); break;
-            case 2: attn_parts_f(part, qh, h, kv, jj, nv, 2); break;
-            case 1: attn_parts_f(part, qh, h, kv, jj, nv, 1); break;
-            default: break;
-            }
+        int jj = 0;
+        for (; jj + 2 <= gn; jj += 2) {
+            attn_prefetch_rows(pf, g0 + jj - jb, 2);
+            attn_parts_rows(part, qh, kb + (size_t)(g0 + jj - jb) * k_row, k_row, jj, nh, nv, 2);
+        }
+        if (jj < gn) {
+            attn_prefetch_rows(pf, g0 + jj - jb, 1);
+            attn_parts_rows(part, qh, kb + (size_t)(g0 + jj - jb) * k_row, k_row, jj, nh, nv, 1);
         }
         for (int r = 0; r < nh; r++) {
             for (int jj = gn; jj < 8; jj++) part[r][jj] = ZERO();
@@ -223,9 +274,9 @@ static inline __attribute__((always_inline)) void attn_scores_f8_n(float (*s)[AT
 // The same with the head dim a constant for 64 (SmolLM2, TinyLlama): the chunk loops unroll and the K row
 // stays in registers (bench_attention: 10-15% faster).
 static void attn_scores_f8(float (*s)[ATTN_TILE], const float *const *qh, const char *kb, int jb, size_t k_row,
-                           int kt, int lo, int hi, int nh, int nv, float scale) {
-    if (nv == 64 / W) attn_scores_f8_n(s, qh, kb, jb, k_row, kt, lo, hi, nh, 64 / W, scale);
-    else attn_scores_f8_n(s, qh, kb, jb, k_row, kt, lo, hi, nh, nv, scale);
+                           int lo, int hi, int nh, int nv, float scale, const attn_pf *pf) {
+    if (nv == 64 / W) attn_scores_f8_n(s, qh, kb, jb, k_row, lo, hi, nh, 64 / W, scale, pf);
+    else attn_scores_f8_n(s, qh, kb, jb, k_row, lo, hi, nh, nv, scale, pf);
 }
 
 // Heads oh[r0..r0 + RN), chunks [c, c + CC) of the head dim += Σ_j s[r][j] · v_j over the tile rows j in
@@ -234,17 +285,20 @@ static inline __attribute__((always_inline)) void attn_accum_chunks(float *const
                                                                     const char *const *vbs, int bs, size_t v_row,
                                                                     const int VT, int j0, int cnt, int r0,
                                                                     const int RN, const int CC, int c) {
-    V a[8]; // a[i·CC + k]: head r0 + i, chunk c + k
+    V a[12]; // a[i·CC + k]: head r0 + i, chunk c + k
     for (int i = 0; i < RN; i++)
         for (int k = 0; k < CC; k++) a[i * CC + k] = LOADF(oh[r0 + i] + (c + k) * W);
     for (int b = j0 / bs; b * bs < cnt; b++) {
         const int jb = b * bs, js = j0 > jb ? j0 : jb, e = cnt < jb + bs ? cnt : jb + bs;
         const char *row = vbs[b] + (size_t)(js - jb) * v_row;
-        for (int j = js; j < e; j++, row += v_row)
-            for (int k = 0; k < CC; k++) {
-                V vv = attn_load_chunk(row, VT, c + k);
-                for (int i = 0; i < RN; i++) a[i * CC + k] = FMA(SET1(s[r0 + i][j]), vv, a[i * CC + k]);
+        for (int j = js; j < e; j++, row += v_row) {
+            V vv[4]; // the row's CC chunks, converted once for the RN heads; each weight broadcast once for CC
+            for (int k = 0; k < CC; k++) vv[k] = attn_load_chunk(row, VT, c + k);
+            for (int i = 0; i < RN; i++) {
+                const V w = SET1(s[r0 + i][j]);
+                for (int k = 0; k < CC; k++) a[i * CC + k] = FMA(w, vv[k], a[i * CC + k]);
             }
+        }
     }
     for (int i = 0; i < RN; i++)
         for (int k = 0; k < CC; k++) STOREF(oh[r0 + i] + (c + k) * W, a[i * CC + k]);
@@ -264,16 +318,15 @@ static inline __attribute__((always_inline)) void attn_accum_v(float *const *oh,
     for (; c < hd / W; c++) attn_accum_chunks(oh, s, vbs, bs, v_row, VT, j0, cnt, r0, RN, 1, c); // the rest
 }
 
-// Heads [r0, r1) over the same tile rows [j0, cnt): 8 at a time, or fewer with 2-8 chunks each.
+// Heads [r0, r1) over the same tile rows [j0, cnt): 6 at a time over 2 chunks (12 accumulators, 2 V chunks and
+// a weight in registers: 8 loads per 12 FMAs), the rest with 2-4 chunks each.
 static inline __attribute__((always_inline)) void attn_accum_heads_t(float *const *oh, float (*s)[ATTN_TILE],
                                                                      const char *const *vbs, int bs, size_t v_row,
                                                                      const int VT, int j0, int cnt, int r0, int r1,
                                                                      int hd) {
-    for (; r0 + 8 <= r1; r0 += 8) attn_accum_v(oh, s, vbs, bs, v_row, VT, j0, cnt, r0, 8, 1, hd);
+    for (; r0 + 6 <= r1; r0 += 6) attn_accum_v(oh, s, vbs, bs, v_row, VT, j0, cnt, r0, 6, 2, hd);
     switch (r1 - r0) {
-    case 7: attn_accum_v(oh, s, vbs, bs, v_row, VT, j0, cnt, r0, 7, 1, hd); break;
-    case 6: attn_accum_v(oh, s, vbs, bs, v_row, VT, j0, cnt, r0, 6, 1, hd); break;
-    case 5: attn_accum_v(oh, s, vbs, bs, v_row, VT, j0, cnt, r0, 5, 1, hd); break;
+    case 5: attn_accum_v(oh, s, vbs, bs, v_row, VT, j0, cnt, r0, 5, 2, hd); break;
     case 4: attn_accum_v(oh, s, vbs, bs, v_row, VT, j0, cnt, r0, 4, 2, hd); break;
     case 3: attn_accum_v(oh, s, vbs, bs, v_row, VT, j0, cnt, r0, 3, 2, hd); break;
     case 2: attn_accum_v(oh, s, vbs, bs, v_row, VT, j0, cnt, r0, 2, 4, hd); break;
@@ -350,8 +403,12 @@ void ATTN_X86_SPAN_FN(float *out, size_t out_stride, const float *q, size_t q_st
             size_t row0 = ((size_t)blocks[p0 / bs + b] * geo->n_kv_heads + kv_head) * bs;
             kbs[b] = (const char *)k_layer + row0 * k_row, vbs[b] = (const char *)v_layer + row0 * v_row;
             const int jb = b * bs, sl = lo > jb ? lo : jb, sh = hi < jb + bs ? hi : jb + bs;
-            if (kq) attn_scores_q(s, &qq, kbs[b], jb, k_row, kt, sl, sh, nh, hd / 32, geo->scale);
-            else attn_scores_f8(s, qh, kbs[b], jb, k_row, kt, sl, sh, nh, nv, geo->scale);
+            attn_pf pf = {.k = NULL, .v = vbs[b], .k_row = k_row, .v_row = v_row};
+            if (p0 + ts + jb < end) // the next tile's block b
+                pf.k = (const char *)k_layer +
+                       ((size_t)blocks[(p0 + ts) / bs + b] * geo->n_kv_heads + kv_head) * bs * k_row;
+            if (kq) attn_scores_q(s, &qq, kbs[b], jb, k_row, kt, sl, sh, nh, hd / 32, geo->scale, &pf);
+            else attn_scores_f8(s, qh, kbs[b], jb, k_row, sl, sh, nh, nv, geo->scale, &pf);
         }
         if (geo->softcap > 0) // the scalar kernel's function of each score (attention.h)
             for (int r = 0; r < nh; r++)

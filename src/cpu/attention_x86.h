@@ -4,8 +4,9 @@
 // KV blocks, at multiples of the tile size): scores for all n_q·n_rep heads, one online-softmax step per tile
 // and head (the weights' exp W lanes at a time, x86_vexp, and a vector sum), then V accumulation.
 // - K: f16 rows are converted in registers and dotted with f32 q, up to 6 heads × 2 rows of FMA chains side by
-//   side (each q chunk loaded once for 2 rows, each K chunk converted once for 6 heads); a q8_0/q4_0 row is dotted with the query rounded to 8 bits (attn_q8, attention.h) by 256-bit integer dot
-//   products (vpdpbusd with AVX512-VNNI, maddubs + madd on AVX2; x86_common.h), one scale per 32 values.
+//   side (each q chunk loaded once for 2 rows, each K chunk converted once for 6 heads); a q8_0/q4_0 row is
+//   dotted with the query rounded to 8 bits (attn_q8, attention.h) by 256-bit integer dot products (vpdpbusd
+//   with AVX512-VNNI, maddubs + madd on AVX2; x86_common.h), one scale per 32 values.
 // - V: per 2 W-float chunks of the head dim, up to 6 heads' outputs (or fewer heads over 2-4 chunks) stay in
 //   registers over the whole tile (across its blocks) while each row's chunks are converted once (q4_0/q8_0
 //   straight from the quantized bytes; no row buffer) and each weight is broadcast once.
@@ -53,29 +54,6 @@ typedef struct attn_pf {
 static inline void attn_prefetch_rows(const attn_pf *pf, int i, int n) {
     if (pf->k) attn_prefetch(pf->k + (size_t)i * pf->k_row, (size_t)n * pf->k_row);
     attn_prefetch(pf->v + (size_t)i * pf->v_row, (size_t)n * pf->v_row);
-}
-
-// dst[0..nv) = the row's hd = nv·W values as floats, dequantized in registers.
-static inline void attn_load_row(V *dst, const void *row, int type, int nv) {
-    if (type == TT_Q8_0) {
-        const tt_block_q8_0 *b = row;
-        for (int c = 0; c < nv; c++) {
-            const tt_block_q8_0 *bc = b + c * W / QK8_0;
-            dst[c] = MUL(SET1(H2F(bc->d)), LOAD_Q8(bc->qs + c * W % QK8_0));
-        }
-    } else if (type == TT_Q4_0) {
-        const tt_block_q4_0 *b = row;
-        const V eight = SET1(8.0f);
-        for (int c = 0; c < nv; c++) {
-            const tt_block_q4_0 *bc = b + c * W / QK4_0;
-            int o = c * W % QK4_0; // values 0..15 are the low nibbles of qs[0..16), 16..31 the high ones
-            V qv = o < QK4_0 / 2 ? LOAD_Q4(bc->qs + o, 0) : LOAD_Q4(bc->qs + o - QK4_0 / 2, 1);
-            dst[c] = MUL(SET1(H2F(bc->d)), SUB(qv, eight));
-        }
-    } else {
-        const uint16_t *h = row;
-        for (int c = 0; c < nv; c++) dst[c] = LOAD_H(h + c * W);
-    }
 }
 
 // One W-float chunk c of a row as floats (the block scale applied), converted in registers.
@@ -271,8 +249,8 @@ static inline __attribute__((always_inline)) void attn_scores_f8_n(float (*s)[AT
     }
 }
 
-// The same with the head dim a constant for 64 (SmolLM2, TinyLlama): the chunk loops unroll and the K row
-// stays in registers (bench_attention: 10-15% faster).
+// The same with the head dim a constant for 64 (SmolLM2, TinyLlama): the chunk loops unroll (bench_attention:
+// 10-15% faster).
 static void attn_scores_f8(float (*s)[ATTN_TILE], const float *const *qh, const char *kb, int jb, size_t k_row,
                            int lo, int hi, int nh, int nv, float scale, const attn_pf *pf) {
     if (nv == 64 / W) attn_scores_f8_n(s, qh, kb, jb, k_row, lo, hi, nh, 64 / W, scale, pf);

@@ -129,5 +129,6 @@ const arch_desc *arch_find(const char *name, int len) {
 }
 
 const char *arch_supported_list(void) {
-    return "llama, qwen2, qwen3, gemma2, gemma3, smollm3, phi3, mistral3, qwen3moe, qwen2moe, gpt-oss, qwen35, qwen35moe";
+    return "llama, qwen2, qwen3, gemma2, gemma3, smollm3, phi3, mistral3, qwen3moe, qwen2moe, gpt-oss, qwen35, "
+           "qwen35moe";
 }

@@ -258,9 +258,10 @@ static int may_draft_with_model(const engine *e, const eng_req *er) {
     return er->drafter && !(e->o.spec == SPEC_AUTO && er->pred.tokens);
 }
 
-// The token prompt lookup would draft at offset i of its match (len < 0: not looked up yet), -1: none.
+// The token prompt lookup would draft at offset i of its match (of len tokens from `from`), -1: none (also
+// where the match was not looked up, len < 0: a step on which auto does not consider drafting is not scanned
+// for a verdict).
 static int32_t ngram_shadow(const sched_req *r, int len, int from, int i) {
-    if (len < 0) len = spec_ngram_match(r->tokens, r->n_tokens, &from);
     return len >= 1 && from + i < r->n_tokens ? r->tokens[from + i] : -1;
 }
 

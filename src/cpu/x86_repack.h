@@ -22,9 +22,6 @@
 // Activation rows per tile: 8 at both levels. With 32 registers (EVEX) the weight unpack serves 8 rows; with
 // 16 the per-row sums stay in registers and the totals spill once per sub-block (AVX2 Q4_K GEMM +2-5% over 4).
 #define X86_R8_NR 8
-#ifndef X86_R16_GEMV
-#define X86_R16_GEMV 0
-#endif
 #define X86_R8_PF 8 // GEMV: prefetch this many repacked blocks (1184 / 1680 bytes) ahead, into L2: 22-23 GB/s
                     // per thread from DRAM, against 12 (Q6_K) / 20 (Q4_K) prefetching into L1 (T0, 4 ahead)
 
@@ -316,10 +313,6 @@ XI void x86_r16_tile_q4k(const cpu_gemm_job *j, int g, int r, const int NR) {
     X86_UNROLL for (int rr = 0; rr < NR; rr++) acc[rr] = _mm512_setzero_ps();
     for (int b = 0; b < nb; b++) {
         const cpu_q4k_r8 *p0 = blk0 + b, *p1 = blk1 + b;
-        if (NR == 1) { // GEMV: two streams, each prefetched as x86_r8_tile_q4k's
-            x86_prefetch_block_l2((const uint8_t *)(p0 + X86_R8_PF), sizeof *p0);
-            x86_prefetch_block_l2((const uint8_t *)(p1 + X86_R8_PF), sizeof *p1);
-        }
         const __m512 d = x86_r16_f16(p0->d, p1->d), dmin = x86_r16_f16(p0->dmin, p1->dmin);
         const tt_block_q8_K *a[X86_R8_NR];
         __m512i sumi[X86_R8_NR], summ[X86_R8_NR];
@@ -411,8 +404,10 @@ XI void x86_r8_gemm(const cpu_gemm_job *j, const int T) {
         for (int r = 0; r < j->n_rows;) {
             const int nr = j->n_rows - r < X86_R8_NR ? j->n_rows - r : X86_R8_NR;
             for (int g = p0; g < p1; g++) {
-                // Q4_K prefill at AVX512-VNNI: two groups per 512-bit tile (GEMV keeps the 8-row stream)
-                const int two = X86_R16_Q4K && T == TT_Q4_K && (nr > 1 || X86_R16_GEMV) && g + 1 < p1;
+                // Q4_K prefill at AVX512-VNNI: two groups per 512-bit tile. GEMV keeps the 8-row stream: two
+                // streams were faster from cache but slower from DRAM (bench_matmul 1 thread, Zen 4, both
+                // prefetching: hot 47 against 40 GB/s, cold 15 against 24)
+                const int two = X86_R16_Q4K && T == TT_Q4_K && nr > 1 && g + 1 < p1;
 #define X86_R8_CALL(NR)                                                                                      \
     (T == TT_Q4_K ? (two ? x86_r16_tile_q4k(j, g, r, NR) : x86_r8_tile_q4k(j, g, r, NR))                      \
                   : x86_r8_tile_q6k(j, g, r, NR))

@@ -4,7 +4,8 @@
 //   measured memory bandwidth printed first.
 //   GEMM (n_rows = 128, 512): GFLOP/s (2 * n_rows * k * d per call).
 // usage: bench_matmul [seconds per case, default 0.3] [type name]; env BENCH_CPUTIME=1 (1 thread, CPU
-// time: for a busy machine), BENCH_NOBW=1 (skip the bandwidth measurement)
+// time: for a busy machine), BENCH_NOBW=1 (skip the bandwidth measurement), BENCH_GEMV_ROWS=n (the GEMV table
+// with n activation rows, as batched decode and speculative verification run: weight GB/s per call)
 #include "common/timeutil.h"
 #include "cpu/cpu.h"
 #include "cpu/repack.h"
@@ -88,6 +89,8 @@ int main(int argc, char **argv) {
     if (argc > 1) secs = atof(argv[1]);
     const char *only = argc > 2 ? argv[2] : NULL; // optional: only cases of this type name, e.g. q4_K
     use_cputime = getenv("BENCH_CPUTIME") && atoi(getenv("BENCH_CPUTIME"));
+    int gemv_rows = getenv("BENCH_GEMV_ROWS") ? atoi(getenv("BENCH_GEMV_ROWS")) : 1;
+    if (gemv_rows < 1 || gemv_rows > 8) gemv_rows = 1;
     int max_threads = use_cputime ? 1 : 2;
     cpu_pool *pool1 = cpu_pool_new(1), *pool2 = cpu_pool_new(2);
     if (!pool1 || !pool2) return 1;
@@ -96,7 +99,8 @@ int main(int argc, char **argv) {
     const bcase gemv[] = {
         {TT_Q4_K, 2048, 5632}, {TT_Q6_K, 5632, 2048}, {TT_Q6_K, 2048, 5632}, {TT_Q4_K, 5632, 2048},
         {TT_Q4_1, 576, 1536},  {TT_Q8_0, 576, 49152},
-        {TT_Q8_0, 2048, 2048}, {TT_Q4_0, 2048, 5632}, {TT_Q5_K, 2048, 5632}, {TT_F16, 2048, 2048},
+        {TT_Q8_0, 2048, 2048}, {TT_Q8_0, 2048, 5632}, {TT_Q8_0, 5632, 2048}, {TT_Q4_0, 2048, 5632},
+        {TT_Q4_0, 5632, 2048}, {TT_Q5_K, 2048, 5632}, {TT_F16, 2048, 2048},
         {TT_MXFP4, 2880, 2880}, // a gpt-oss-20b expert's gate, up or down slice
     };
     const bcase gemm[] = {{TT_Q4_K, 2048, 5632}, {TT_Q6_K, 5632, 2048}, {TT_Q4_1, 576, 1536}, {TT_Q4_0, 2048, 5632},
@@ -111,7 +115,7 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < (size_t)max_rows * max_k; i++) x[i] = (float)(rnd() % 2001) * 1e-3f - 1.0f;
     cpu_isa hw = cpu_best_isa();
 
-    printf("\nGEMV n_rows=1: weight GB/s (hot = same matrix repeatedly, cold = rotating over > 512 MiB)\n");
+    printf("\nGEMV n_rows=%d: weight GB/s (hot = same matrix repeatedly, cold = rotating over > 512 MiB)\n", gemv_rows);
     printf("%-6s %6s %6s %8s | %-6s %3s %9s %9s %9s\n", "type", "k", "d", "MiB", "isa", "thr", "hot GB/s",
            "cold GB/s", "cold us");
     for (size_t ci = 0; ci < sizeof gemv / sizeof gemv[0]; ci++) {
@@ -132,15 +136,17 @@ int main(int argc, char **argv) {
         for (int isa = isa0; isa <= (int)hw; isa++) {
             for (int th = 1; th <= max_threads; th++) {
                 cpu_pool *p = th == 1 ? pool1 : pool2;
-                double hot = time_case(p, (cpu_isa)isa, c, 1, w, 1, x, out, scratch);
-                double cold = isa == CPU_ISA_SCALAR ? hot : time_case(p, (cpu_isa)isa, c, 1, w, copies, x, out, scratch);
+                const int n = gemv_rows;
+                double hot = time_case(p, (cpu_isa)isa, c, n, w, 1, x, out, scratch);
+                double cold =
+                    isa == CPU_ISA_SCALAR ? hot : time_case(p, (cpu_isa)isa, c, n, w, copies, x, out, scratch);
                 printf("%-6s %6d %6d %8.2f | %-6s %3d %9.2f %9.2f %9.1f\n", tt_name(c->type), c->k, c->d,
                        wbytes / 1048576.0, cpu_isa_name((cpu_isa)isa), th, wbytes / hot * 1e-9, wbytes / cold * 1e-9,
                        cold * 1e6);
                 if (pk && isa > CPU_ISA_SCALAR) {
                     packed_w = pk, packed_stride = pstride;
-                    double ph = time_case(p, (cpu_isa)isa, c, 1, w, 1, x, out, scratch);
-                    double pc = time_case(p, (cpu_isa)isa, c, 1, w, copies, x, out, scratch);
+                    double ph = time_case(p, (cpu_isa)isa, c, n, w, 1, x, out, scratch);
+                    double pc = time_case(p, (cpu_isa)isa, c, n, w, copies, x, out, scratch);
                     packed_w = NULL;
                     printf("%-6s %6d %6d %8.2f | %-6s+r8 %d %9.2f %9.2f %9.1f\n", tt_name(c->type), c->k, c->d,
                            wbytes / 1048576.0, cpu_isa_name((cpu_isa)isa), th, wbytes / ph * 1e-9, wbytes / pc * 1e-9,

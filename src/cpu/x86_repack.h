@@ -25,10 +25,14 @@
 #define X86_R8_PF 8 // GEMV: prefetch this many repacked blocks (1184 / 1680 bytes) ahead, into L2: 22-23 GB/s
                     // per thread from DRAM, against 12 (Q6_K) / 20 (Q4_K) prefetching into L1 (T0, 4 ahead)
 
-// 8 bytes (one per row) -> 8 int32 lanes holding the byte in both int16 halves, for vpmaddwd.
+// 8 bytes (one per row) -> 8 int32 lanes holding the byte in both int16 halves, for vpmaddwd: one in-lane
+// shuffle of the 8 bytes broadcast to every quarter (byte r of lane r twice, zero-extended).
 XI __m256i x86_r8_dup16(const uint8_t *p) {
-    const __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p));
-    return _mm256_or_si256(v, _mm256_slli_epi32(v, 16));
+    int64_t q;
+    memcpy(&q, p, 8);
+    const __m256i ctl = _mm256_setr_epi8(0, -1, 0, -1, 1, -1, 1, -1, 2, -1, 2, -1, 3, -1, 3, -1, //
+                                         4, -1, 4, -1, 5, -1, 5, -1, 6, -1, 6, -1, 7, -1, 7, -1);
+    return _mm256_shuffle_epi8(_mm256_set1_epi64x(q), ctl);
 }
 
 XI __m256i x86_r8_bcast4(const void *p) {
@@ -80,41 +84,90 @@ XI void x86_r8_tile_q4k(const cpu_gemm_job *j, int g, int r, const int NR) {
             acc[rr] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(summ[rr]), _mm256_mul_ps(dmin, ad), acc[rr]);
         }
 #if X86_VNNI
-        // int32 sub-block sums in one vpdpbusd per step (|sum| <= 32 * 15 * 128), times the 6-bit scale
-        // (|sumi| <= 8 * 61440 * 63 < 2^31: exact, as the int16 path). One sub-block at a time: 8 sums, 8
-        // totals and 8 accumulators fit the 32 registers (both halves at once spilled).
-        for (int sb = 0; sb < 8; sb++) { // not unrolled: the register allocator spilled the 512-op block
-            const int jj = sb / 2, hi = sb & 1;
-            __m256i ss[X86_R8_NR];
-            X86_UNROLL for (int rr = 0; rr < NR; rr++) ss[rr] = _mm256_setzero_si256();
-            X86_UNROLL for (int l = 0; l < 8; l++) {
-                const __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)p->qs[jj][l]);
-                const __m256i q = _mm256_and_si256(_mm256_srli_epi16(v, 4 * hi), m4);
-                X86_UNROLL for (int rr = 0; rr < NR; rr++) ss[rr] =
-                    _mm256_dpbusd_epi32(ss[rr], q, x86_r8_bcast4(a[rr]->qs + 64 * jj + 32 * hi + 4 * l));
+        if (NR <= 4) {
+            // Decode and verify (few rows): both sub-blocks of a pair from one load, the high nibbles left in
+            // place (v & 0xF0 = 16 * q, |16 * sum| <= 32 * 240 * 128) and divided back exactly (vpsrad 4) once
+            // per sub-block: no shifts per step, half the loads. The same integer sums as below.
+            const __m256i m4h = _mm256_set1_epi8((char)0xf0);
+            for (int jj = 0; jj < 4; jj++) {
+                __m256i sl[X86_R8_NR], sh[X86_R8_NR];
+                X86_UNROLL for (int rr = 0; rr < NR; rr++) sl[rr] = sh[rr] = _mm256_setzero_si256();
+                X86_UNROLL for (int l = 0; l < 8; l++) {
+                    const __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)p->qs[jj][l]);
+                    const __m256i ql = _mm256_and_si256(v, m4), qh = _mm256_and_si256(v, m4h);
+                    X86_UNROLL for (int rr = 0; rr < NR; rr++) {
+                        sl[rr] = _mm256_dpbusd_epi32(sl[rr], ql, x86_r8_bcast4(a[rr]->qs + 64 * jj + 4 * l));
+                        sh[rr] = _mm256_dpbusd_epi32(sh[rr], qh, x86_r8_bcast4(a[rr]->qs + 64 * jj + 32 + 4 * l));
+                    }
+                }
+                const __m256i s0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p->sc[2 * jj]));
+                const __m256i s1 =
+                    _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p->sc[2 * jj + 1]));
+                X86_UNROLL for (int rr = 0; rr < NR; rr++) sumi[rr] = _mm256_add_epi32(
+                    _mm256_add_epi32(sumi[rr], _mm256_mullo_epi32(sl[rr], s0)),
+                    _mm256_mullo_epi32(_mm256_srai_epi32(sh[rr], 4), s1));
             }
-            const __m256i sc = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p->sc[sb]));
-            X86_UNROLL for (int rr = 0; rr < NR; rr++) sumi[rr] = _mm256_add_epi32(sumi[rr], _mm256_mullo_epi32(ss[rr], sc));
+        } else {
+            // int32 sub-block sums in one vpdpbusd per step (|sum| <= 32 * 15 * 128), times the 6-bit scale
+            // (|sumi| <= 8 * 61440 * 63 < 2^31: exact, as the int16 path). One sub-block at a time: 8 sums, 8
+            // totals and 8 accumulators fit the 32 registers (both halves at once spilled).
+            for (int sb = 0; sb < 8; sb++) { // not unrolled: the register allocator spilled the 512-op block
+                const int jj = sb / 2, hi = sb & 1;
+                __m256i ss[X86_R8_NR];
+                X86_UNROLL for (int rr = 0; rr < NR; rr++) ss[rr] = _mm256_setzero_si256();
+                X86_UNROLL for (int l = 0; l < 8; l++) {
+                    const __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)p->qs[jj][l]);
+                    const __m256i q = _mm256_and_si256(_mm256_srli_epi16(v, 4 * hi), m4);
+                    X86_UNROLL for (int rr = 0; rr < NR; rr++) ss[rr] =
+                        _mm256_dpbusd_epi32(ss[rr], q, x86_r8_bcast4(a[rr]->qs + 64 * jj + 32 * hi + 4 * l));
+                }
+                const __m256i sc = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p->sc[sb]));
+                X86_UNROLL for (int rr = 0; rr < NR; rr++) sumi[rr] =
+                    _mm256_add_epi32(sumi[rr], _mm256_mullo_epi32(ss[rr], sc));
+            }
         }
 #else
-        // int16 sub-block sums (8 steps of vpmaddubsw, |.| <= 8 * 2 * 15 * 128 < 2^15), then x scale with
-        // vpmaddwd. One sub-block at a time, not unrolled: 16 registers hold the 4 sums, 4 totals and 4
-        // accumulators (both halves at once spilled half the loop to the stack).
-        for (int sb = 0; sb < 8; sb++) {
-            const int jj = sb / 2, hi = sb & 1;
-            __m256i ss[X86_R8_NR];
-            X86_UNROLL for (int rr = 0; rr < NR; rr++) ss[rr] = _mm256_setzero_si256();
-            X86_UNROLL for (int l = 0; l < 8; l++) {
-                const __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)p->qs[jj][l]);
-                const __m256i q = _mm256_and_si256(_mm256_srli_epi16(v, 4 * hi), m4);
-                X86_UNROLL for (int rr = 0; rr < NR; rr++) {
-                    ss[rr] = _mm256_add_epi16(
-                        ss[rr], _mm256_maddubs_epi16(q, x86_r8_bcast4(a[rr]->qs + 64 * jj + 32 * hi + 4 * l)));
-                    X86_KEEP(ss[rr]);
+        if (NR <= 2) {
+            // Decode (few rows): both sub-blocks of a pair from one load; the same int16 sums as below.
+            for (int jj = 0; jj < 4; jj++) {
+                __m256i sl[X86_R8_NR], sh[X86_R8_NR];
+                X86_UNROLL for (int rr = 0; rr < NR; rr++) sl[rr] = sh[rr] = _mm256_setzero_si256();
+                X86_UNROLL for (int l = 0; l < 8; l++) {
+                    const __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)p->qs[jj][l]);
+                    const __m256i ql = _mm256_and_si256(v, m4), qh = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+                    X86_UNROLL for (int rr = 0; rr < NR; rr++) {
+                        sl[rr] = _mm256_add_epi16(
+                            sl[rr], _mm256_maddubs_epi16(ql, x86_r8_bcast4(a[rr]->qs + 64 * jj + 4 * l)));
+                        sh[rr] = _mm256_add_epi16(
+                            sh[rr], _mm256_maddubs_epi16(qh, x86_r8_bcast4(a[rr]->qs + 64 * jj + 32 + 4 * l)));
+                        X86_KEEP(sl[rr]);
+                        X86_KEEP(sh[rr]);
+                    }
                 }
+                const __m256i s0 = x86_r8_dup16(p->sc[2 * jj]), s1 = x86_r8_dup16(p->sc[2 * jj + 1]);
+                X86_UNROLL for (int rr = 0; rr < NR; rr++) sumi[rr] =
+                    x86_dot_i16(x86_dot_i16(sumi[rr], sl[rr], s0), sh[rr], s1);
             }
-            const __m256i sc = x86_r8_dup16(p->sc[sb]);
-            X86_UNROLL for (int rr = 0; rr < NR; rr++) sumi[rr] = x86_dot_i16(sumi[rr], ss[rr], sc);
+        } else {
+            // int16 sub-block sums (8 steps of vpmaddubsw, |.| <= 8 * 2 * 15 * 128 < 2^15), then x scale with
+            // vpmaddwd. One sub-block at a time, not unrolled: 16 registers hold the 4 sums, 4 totals and 4
+            // accumulators (both halves at once spilled half the loop to the stack).
+            for (int sb = 0; sb < 8; sb++) {
+                const int jj = sb / 2, hi = sb & 1;
+                __m256i ss[X86_R8_NR];
+                X86_UNROLL for (int rr = 0; rr < NR; rr++) ss[rr] = _mm256_setzero_si256();
+                X86_UNROLL for (int l = 0; l < 8; l++) {
+                    const __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)p->qs[jj][l]);
+                    const __m256i q = _mm256_and_si256(_mm256_srli_epi16(v, 4 * hi), m4);
+                    X86_UNROLL for (int rr = 0; rr < NR; rr++) {
+                        ss[rr] = _mm256_add_epi16(
+                            ss[rr], _mm256_maddubs_epi16(q, x86_r8_bcast4(a[rr]->qs + 64 * jj + 32 * hi + 4 * l)));
+                        X86_KEEP(ss[rr]);
+                    }
+                }
+                const __m256i sc = x86_r8_dup16(p->sc[sb]);
+                X86_UNROLL for (int rr = 0; rr < NR; rr++) sumi[rr] = x86_dot_i16(sumi[rr], ss[rr], sc);
+            }
         }
 #endif
         X86_UNROLL for (int rr = 0; rr < NR; rr++) {
@@ -165,38 +218,68 @@ XI void x86_r8_tile_q6k(const cpu_gemm_job *j, int g, int r, const int NR) {
             X86_UNROLL for (int rr = 0; rr < NR; rr++) soff[rr] =
                 x86_dot_i16(soff[rr], sv, x86_r8_bcast4(&a[rr]->bsums[2 * t]));
         }
-        X86_UNROLL for (int n = 0; n < 2; n++) X86_UNROLL for (int h = 0; h < 2; h++) {
-            __m256i sd[4]; // scale of group gg for steps c = 4h..4h+3: element (8n + 2gg + h), both int16 halves
-            X86_UNROLL for (int gg = 0; gg < 4; gg++) {
-                const __m256i sv =
-                    _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)p->scp[4 * n + gg]));
-                sd[gg] = h ? _mm256_shufflehi_epi16(_mm256_shufflelo_epi16(sv, 0xF5), 0xF5)
-                           : _mm256_shufflehi_epi16(_mm256_shufflelo_epi16(sv, 0xA0), 0xA0);
-            }
 #if X86_VNNI
-            X86_UNROLL for (int c = 4 * h; c < 4 * h + 4; c++) {
-                __m256i q[4];
-                X86_UNROLL for (int gg = 0; gg < 4; gg++) q[gg] = x86_q6r_quants(p, n, c, gg);
-                X86_UNROLL for (int rr = 0; rr < NR; rr++) X86_UNROLL for (int gg = 0; gg < 4; gg++) {
-                    const __m256i av = x86_r8_bcast4(a[rr]->qs + 128 * n + 32 * gg + 4 * c);
-                    sumi[rr] = x86_dot_i16(sumi[rr], _mm256_maddubs_epi16(q[gg], av), sd[gg]);
+        const int few = NR <= 2;
+        if (few) {
+            // Decode (few rows): each group's 4 steps summed in int32 by vpdpbusd (|.| <= 16 * 63 * 128), then
+            // times its scale (vpmulld; vpmaddwd picks the scale's int16 out of the pair): one multiply-pipe op
+            // per step and group instead of two. The same integer sums as below.
+            X86_UNROLL for (int n = 0; n < 2; n++) X86_UNROLL for (int h = 0; h < 2; h++) {
+                __m256i ss[X86_R8_NR][4];
+                X86_UNROLL for (int rr = 0; rr < NR; rr++) X86_UNROLL for (int gg = 0; gg < 4; gg++) ss[rr][gg] =
+                    _mm256_setzero_si256();
+                X86_UNROLL for (int c = 4 * h; c < 4 * h + 4; c++) {
+                    __m256i q[4];
+                    X86_UNROLL for (int gg = 0; gg < 4; gg++) q[gg] = x86_q6r_quants(p, n, c, gg);
+                    X86_UNROLL for (int rr = 0; rr < NR; rr++) X86_UNROLL for (int gg = 0; gg < 4; gg++) ss[rr][gg] =
+                        _mm256_dpbusd_epi32(ss[rr][gg], q[gg], x86_r8_bcast4(a[rr]->qs + 128 * n + 32 * gg + 4 * c));
+                }
+                const __m256i pick = _mm256_set1_epi32(h ? 0x10000 : 1);
+                X86_UNROLL for (int gg = 0; gg < 4; gg++) {
+                    const __m256i sv = _mm256_madd_epi16(
+                        _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)p->scp[4 * n + gg])), pick);
+                    X86_UNROLL for (int rr = 0; rr < NR; rr++) sumi[rr] =
+                        _mm256_add_epi32(sumi[rr], _mm256_mullo_epi32(ss[rr][gg], sv));
                 }
             }
+        }
 #else
-            // two steps' products summed in int16 (|.| <= 2 * 2 * 63 * 128 = 32256) before the one vpmaddwd by
-            // their common scale: 3 multiplies per 64 products instead of 4; the vpaddd chain kept in order
-            // (X86_KEEP: reassociated, it spilled)
-            X86_UNROLL for (int c = 4 * h; c < 4 * h + 4; c += 2) X86_UNROLL for (int gg = 0; gg < 4; gg++) {
-                const __m256i q0 = x86_q6r_quants(p, n, c, gg), q1 = x86_q6r_quants(p, n, c + 1, gg);
-                X86_UNROLL for (int rr = 0; rr < NR; rr++) {
-                    const int8_t *ap = a[rr]->qs + 128 * n + 32 * gg + 4 * c;
-                    const __m256i t = _mm256_add_epi16(_mm256_maddubs_epi16(q0, x86_r8_bcast4(ap)),
-                                                       _mm256_maddubs_epi16(q1, x86_r8_bcast4(ap + 4)));
-                    sumi[rr] = _mm256_add_epi32(sumi[rr], _mm256_madd_epi16(t, sd[gg]));
-                    X86_KEEP(sumi[rr]);
-                }
-            }
+        const int few = 0;
 #endif
+        if (!few) {
+            X86_UNROLL for (int n = 0; n < 2; n++) X86_UNROLL for (int h = 0; h < 2; h++) {
+                __m256i sd[4]; // scale of group gg for steps c = 4h..4h+3: element (8n + 2gg + h), both int16 halves
+                X86_UNROLL for (int gg = 0; gg < 4; gg++) {
+                    const __m256i sv =
+                        _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)p->scp[4 * n + gg]));
+                    sd[gg] = h ? _mm256_shufflehi_epi16(_mm256_shufflelo_epi16(sv, 0xF5), 0xF5)
+                               : _mm256_shufflehi_epi16(_mm256_shufflelo_epi16(sv, 0xA0), 0xA0);
+                }
+#if X86_VNNI
+                X86_UNROLL for (int c = 4 * h; c < 4 * h + 4; c++) {
+                    __m256i q[4];
+                    X86_UNROLL for (int gg = 0; gg < 4; gg++) q[gg] = x86_q6r_quants(p, n, c, gg);
+                    X86_UNROLL for (int rr = 0; rr < NR; rr++) X86_UNROLL for (int gg = 0; gg < 4; gg++) {
+                        const __m256i av = x86_r8_bcast4(a[rr]->qs + 128 * n + 32 * gg + 4 * c);
+                        sumi[rr] = x86_dot_i16(sumi[rr], _mm256_maddubs_epi16(q[gg], av), sd[gg]);
+                    }
+                }
+#else
+                // two steps' products summed in int16 (|.| <= 2 * 2 * 63 * 128 = 32256) before the one vpmaddwd by
+                // their common scale: 3 multiplies per 64 products instead of 4; the vpaddd chain kept in order
+                // (X86_KEEP: reassociated, it spilled)
+                X86_UNROLL for (int c = 4 * h; c < 4 * h + 4; c += 2) X86_UNROLL for (int gg = 0; gg < 4; gg++) {
+                    const __m256i q0 = x86_q6r_quants(p, n, c, gg), q1 = x86_q6r_quants(p, n, c + 1, gg);
+                    X86_UNROLL for (int rr = 0; rr < NR; rr++) {
+                        const int8_t *ap = a[rr]->qs + 128 * n + 32 * gg + 4 * c;
+                        const __m256i t = _mm256_add_epi16(_mm256_maddubs_epi16(q0, x86_r8_bcast4(ap)),
+                                                           _mm256_maddubs_epi16(q1, x86_r8_bcast4(ap + 4)));
+                        sumi[rr] = _mm256_add_epi32(sumi[rr], _mm256_madd_epi16(t, sd[gg]));
+                        X86_KEEP(sumi[rr]);
+                    }
+                }
+#endif
+            }
         }
         X86_UNROLL for (int rr = 0; rr < NR; rr++) {
             const __m256i s = _mm256_sub_epi32(sumi[rr], _mm256_slli_epi32(soff[rr], 5));
@@ -250,22 +333,46 @@ XI void x86_r16_tile_q4k(const cpu_gemm_job *j, int g, int r, const int NR) {
             const __m512 ad = _mm512_set1_ps(a[rr]->d);
             acc[rr] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(summ[rr]), _mm512_mul_ps(dmin, ad), acc[rr]);
         }
-        for (int sb = 0; sb < 8; sb++) {
-            const int jj = sb / 2, hi = sb & 1;
-            __m512i ss[X86_R8_NR];
-            X86_UNROLL for (int rr = 0; rr < NR; rr++) ss[rr] = _mm512_setzero_si512();
-            X86_UNROLL for (int l = 0; l < 8; l++) {
-                const __m512i v = x86_r16_cat(p0->qs[jj][l], p1->qs[jj][l]);
-                const __m512i q = _mm512_and_si512(_mm512_srli_epi16(v, 4 * hi), m4);
-                X86_UNROLL for (int rr = 0; rr < NR; rr++) {
-                    int32_t av;
-                    memcpy(&av, a[rr]->qs + 64 * jj + 32 * hi + 4 * l, 4);
-                    ss[rr] = _mm512_dpbusd_epi32(ss[rr], q, _mm512_set1_epi32(av));
+        if (NR <= 4) { // both sub-blocks of a pair from one load, as x86_r8_tile_q4k's few-row path
+            const __m512i m4h = _mm512_set1_epi8((char)0xf0);
+            for (int jj = 0; jj < 4; jj++) {
+                __m512i sl[X86_R8_NR], sh[X86_R8_NR];
+                X86_UNROLL for (int rr = 0; rr < NR; rr++) sl[rr] = sh[rr] = _mm512_setzero_si512();
+                X86_UNROLL for (int l = 0; l < 8; l++) {
+                    const __m512i v = x86_r16_cat(p0->qs[jj][l], p1->qs[jj][l]);
+                    const __m512i ql = _mm512_and_si512(v, m4), qh = _mm512_and_si512(v, m4h);
+                    X86_UNROLL for (int rr = 0; rr < NR; rr++) {
+                        int32_t a0, a1;
+                        memcpy(&a0, a[rr]->qs + 64 * jj + 4 * l, 4);
+                        memcpy(&a1, a[rr]->qs + 64 * jj + 32 + 4 * l, 4);
+                        sl[rr] = _mm512_dpbusd_epi32(sl[rr], ql, _mm512_set1_epi32(a0));
+                        sh[rr] = _mm512_dpbusd_epi32(sh[rr], qh, _mm512_set1_epi32(a1));
+                    }
                 }
+                const __m512i s0 = _mm512_cvtepu8_epi32(x86_r16_cat8(p0->sc[2 * jj], p1->sc[2 * jj]));
+                const __m512i s1 = _mm512_cvtepu8_epi32(x86_r16_cat8(p0->sc[2 * jj + 1], p1->sc[2 * jj + 1]));
+                X86_UNROLL for (int rr = 0; rr < NR; rr++) sumi[rr] = _mm512_add_epi32(
+                    _mm512_add_epi32(sumi[rr], _mm512_mullo_epi32(sl[rr], s0)),
+                    _mm512_mullo_epi32(_mm512_srai_epi32(sh[rr], 4), s1));
             }
-            const __m512i sc = _mm512_cvtepu8_epi32(x86_r16_cat8(p0->sc[sb], p1->sc[sb]));
-            X86_UNROLL for (int rr = 0; rr < NR; rr++) sumi[rr] =
-                _mm512_add_epi32(sumi[rr], _mm512_mullo_epi32(ss[rr], sc));
+        } else {
+            for (int sb = 0; sb < 8; sb++) {
+                const int jj = sb / 2, hi = sb & 1;
+                __m512i ss[X86_R8_NR];
+                X86_UNROLL for (int rr = 0; rr < NR; rr++) ss[rr] = _mm512_setzero_si512();
+                X86_UNROLL for (int l = 0; l < 8; l++) {
+                    const __m512i v = x86_r16_cat(p0->qs[jj][l], p1->qs[jj][l]);
+                    const __m512i q = _mm512_and_si512(_mm512_srli_epi16(v, 4 * hi), m4);
+                    X86_UNROLL for (int rr = 0; rr < NR; rr++) {
+                        int32_t av;
+                        memcpy(&av, a[rr]->qs + 64 * jj + 32 * hi + 4 * l, 4);
+                        ss[rr] = _mm512_dpbusd_epi32(ss[rr], q, _mm512_set1_epi32(av));
+                    }
+                }
+                const __m512i sc = _mm512_cvtepu8_epi32(x86_r16_cat8(p0->sc[sb], p1->sc[sb]));
+                X86_UNROLL for (int rr = 0; rr < NR; rr++) sumi[rr] =
+                    _mm512_add_epi32(sumi[rr], _mm512_mullo_epi32(ss[rr], sc));
+            }
         }
         X86_UNROLL for (int rr = 0; rr < NR; rr++) {
             const __m512 ad = _mm512_set1_ps(a[rr]->d);
@@ -297,7 +404,9 @@ XI void x86_r8_gemm(const cpu_gemm_job *j, const int T) {
         for (int r = 0; r < j->n_rows;) {
             const int nr = j->n_rows - r < X86_R8_NR ? j->n_rows - r : X86_R8_NR;
             for (int g = p0; g < p1; g++) {
-                // Q4_K prefill at AVX512-VNNI: two groups per 512-bit tile (GEMV keeps the 8-row stream)
+                // Q4_K prefill at AVX512-VNNI: two groups per 512-bit tile. GEMV keeps the 8-row stream: two
+                // streams were faster from cache but slower from DRAM (bench_matmul 1 thread, Zen 4, both
+                // prefetching: hot 47 against 40 GB/s, cold 15 against 24)
                 const int two = X86_R16_Q4K && T == TT_Q4_K && nr > 1 && g + 1 < p1;
 #define X86_R8_CALL(NR)                                                                                      \
     (T == TT_Q4_K ? (two ? x86_r16_tile_q4k(j, g, r, NR) : x86_r8_tile_q4k(j, g, r, NR))                      \

@@ -1,7 +1,7 @@
 // The gated DeltaNet layer on the CPU (gdn.h): projections through the matmul kernels over all rows at once,
-// then the conv and the delta rule row by row (each row depends on its sequence's previous one), in the order
-// and precision of llama.cpp's CPU operations (ssm_conv: float sums over the taps in order; the fused
-// gated_delta_net: decay, delta, rank-1 update, readout).
+// then the conv row by row and the delta rule head by head over the pool's threads (a row depends on its
+// sequence's previous one; heads are independent), in the order and precision of llama.cpp's CPU operations
+// (ssm_conv: float sums over the taps in order; the fused gated_delta_net: decay, delta, rank-1 update, readout).
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,12 +16,11 @@ struct gdn_scratch {
     float *beta; // (max_tokens, ssm_vheads)
     float *g;    // (max_tokens, ssm_vheads)
     float *o;    // (max_tokens, value_dim) the heads' outputs, normed and gated
-    float *d;    // (ssm_state) delta of one head
 };
 
 void gdn_scratch_free(gdn_scratch *s) {
     if (!s) return;
-    free(s->qkv), free(s->z), free(s->beta), free(s->g), free(s->o), free(s->d);
+    free(s->qkv), free(s->z), free(s->beta), free(s->g), free(s->o);
     free(s);
 }
 
@@ -37,8 +36,7 @@ int gdn_scratch_new(const model *m, int max_tokens, gdn_scratch **out, tc_err *e
     s->beta = malloc(n * hp->ssm_vheads * sizeof(float));
     s->g = malloc(n * hp->ssm_vheads * sizeof(float));
     s->o = malloc(n * vd * sizeof(float));
-    s->d = malloc((size_t)hp->ssm_state * sizeof(float));
-    if (!s->qkv || !s->z || !s->beta || !s->g || !s->o || !s->d) {
+    if (!s->qkv || !s->z || !s->beta || !s->g || !s->o) {
         gdn_scratch_free(s);
         return tc_err_set(err, TC_ERR_NOMEM, "out of memory for the DeltaNet scratch");
     }
@@ -96,6 +94,70 @@ static void conv_row(float *x, float *cs, const float *w, int cd, int K) {
     }
 }
 
+// Where row t's recurrent state lies: the layer's part of its sequence's slot (conv state, then the heads'
+// states); *ri goes from the previous row's index among its sequence's rows to row t's. NULL for a bad slot.
+static float *row_state(const kv_store *kv, const model_batch *b, int t, size_t layer_off, int *ri) {
+    *ri = t > 0 && b->seq[t - 1] == b->seq[t] ? *ri + 1 : 0;
+    const int slot = b->rs_slots ? b->rs_slots[b->seq[t]] : b->seq[t];
+    if (slot < 0 || slot >= kv->rs_slots) return NULL;
+    return kv->rs + (size_t)slot * kv->rs_floats + layer_off;
+}
+
+// Where the state after row t is kept besides the slot, at the layer's offset plus off, n floats: a block's last
+// position (prefix caching) and a speculation checkpoint.
+static void keep_row_state(const kv_store *kv, const model_batch *b, int t, int ri, size_t off, const float *src,
+                           size_t n) {
+    const int bs = kv->block_size;
+    if (kv->rs_blk && b->block_tables && (b->pos[t] + 1) % bs == 0) {
+        const int32_t blk = b->block_tables[b->seq[t]][b->pos[t] / bs];
+        if (blk >= 0 && blk < kv->n_blocks)
+            memcpy(kv->rs_blk + (size_t)blk * kv->rs_floats + off, src, n * sizeof(float));
+    }
+    const int slot = b->rs_slots ? b->rs_slots[b->seq[t]] : b->seq[t];
+    if (b->rs_ckpt && b->rs_ckpt[b->seq[t]] && kv->rs_ckpt && slot < kv->rs_ckpt_slots && ri < kv->rs_ckpt_n)
+        memcpy(kv->rs_ckpt + ((size_t)slot * kv->rs_ckpt_n + ri) * kv->rs_floats + off, src, n * sizeof(float));
+}
+
+// The delta rule of a range of value heads over every row, in row order: each head's state stays in the core's
+// caches for all the rows of a step, and heads are independent, so the pool's threads take a share of them.
+typedef struct gdn_heads_job {
+    const model *m;
+    const kv_store *kv;
+    const model_batch *b;
+    const gdn_scratch *s;
+    const float *dt, *a, *nw;
+    size_t layer_off, conv_floats;
+    int n;
+} gdn_heads_job;
+
+static void gdn_heads(void *arg, int ith, int nth) {
+    const gdn_heads_job *j = arg;
+    const model_hparams *hp = &j->m->hp;
+    const int S = hp->ssm_state, hk = hp->ssm_groups, hv = hp->ssm_vheads;
+    const int kd = S * hk, vd = S * hv, cd = 2 * kd + vd;
+    const int h0 = hv * ith / nth, h1 = hv * (ith + 1) / nth;
+    float d[1024]; // ssm_state <= 1024 (model_hybrid.c)
+    for (int h = h0; h < h1; h++) {
+        const size_t off = j->conv_floats + (size_t)h * S * S;
+        for (int t = 0, ri = 0; t < j->n; t++) {
+            float *cs = row_state(j->kv, j->b, t, j->layer_off, &ri);
+            if (!cs) continue; // gdn_layer checked every slot
+            const float *c = j->s->qkv + (size_t)t * cd;
+            float *oh = j->s->o + (size_t)t * vd + (size_t)h * S;
+            const float beta = sigmoid(j->s->beta[(size_t)t * hv + h]);
+            const float g = softplus(j->s->g[(size_t)t * hv + h] + j->dt[h]) * j->a[h];
+            const int kh = h % hk;
+            cpu_delta_rule(cs + off, c + (size_t)kh * S, c + kd + (size_t)kh * S, c + 2 * kd + (size_t)h * S, g,
+                           beta, d, oh, S);
+            ops_rmsnorm(oh, oh, j->nw, S, hp->norm_eps);
+            const float *zh = j->s->z + (size_t)t * vd + (size_t)h * S;
+            for (int i = 0; i < S; i++)
+                oh[i] *= silu(zh[i]);
+            keep_row_state(j->kv, j->b, t, ri, j->layer_off + off, cs + off, (size_t)S * S);
+        }
+    }
+}
+
 int gdn_layer(cpu_pool *pool, void *mm_scratch, gdn_scratch *s, const model *m, int l, kv_store *kv,
               const model_batch *b, float *out, const float *x, int n) {
     const model_hparams *hp = &m->hp;
@@ -108,48 +170,34 @@ int gdn_layer(cpu_pool *pool, void *mm_scratch, gdn_scratch *s, const model *m, 
         (rc = mm(pool, mm_scratch, s->beta, x, n, model_layer_w(m, l, ROLE_SSM_BETA))) ||
         (rc = mm(pool, mm_scratch, s->g, x, n, model_layer_w(m, l, ROLE_SSM_ALPHA))))
         return rc;
-    const float *conv_w = model_layer_w(m, l, ROLE_SSM_CONV)->data,
-                *dt = model_layer_w(m, l, ROLE_SSM_DT)->data;
-    const float *a = model_layer_w(m, l, ROLE_SSM_A)->data, *nw = model_layer_w(m, l, ROLE_SSM_NORM)->data;
+    const float *conv_w = model_layer_w(m, l, ROLE_SSM_CONV)->data;
     const size_t conv_floats = (size_t)cd * (K - 1), layer_floats = conv_floats + (size_t)hv * S * S;
     const int rec_idx = l - (l + 1) / hp->full_attn_interval; // DeltaNet layers before l
+    const size_t layer_off = (size_t)rec_idx * layer_floats;
+    // the conv, row by row (a row's inputs shift its sequence's conv state), and q/k normed per head
     for (int t = 0, ri = 0; t < n; t++) {
-        ri = t > 0 && b->seq[t - 1] == b->seq[t] ? ri + 1 : 0; // the row's index among its sequence's rows
-        const int slot = b->rs_slots ? b->rs_slots[b->seq[t]] : b->seq[t];
-        if (slot < 0 || slot >= kv->rs_slots) return TC_ERR_INVALID;
-        float *cs = kv->rs + (size_t)slot * kv->rs_floats + (size_t)rec_idx * layer_floats,
-              *ss = cs + conv_floats;
+        float *cs = row_state(kv, b, t, layer_off, &ri);
+        if (!cs) return TC_ERR_INVALID;
         if (b->pos[t] == 0) memset(cs, 0, layer_floats * sizeof(float)); // the sequence starts
-        float *c = s->qkv + (size_t)t * cd, *o = s->o + (size_t)t * vd;
+        float *c = s->qkv + (size_t)t * cd;
         conv_row(c, cs, conv_w, cd, K);
         for (int h = 0; h < hk; h++) {
             l2norm(c + (size_t)h * S, S, hp->norm_eps);
             l2norm(c + kd + (size_t)h * S, S, hp->norm_eps);
         }
-        for (int h = 0; h < hv; h++) {
-            const float beta = sigmoid(s->beta[(size_t)t * hv + h]);
-            const float g = softplus(s->g[(size_t)t * hv + h] + dt[h]) * a[h];
-            const int kh = h % hk;
-            float *oh = o + (size_t)h * S;
-            cpu_delta_rule(ss + (size_t)h * S * S, c + (size_t)kh * S, c + kd + (size_t)kh * S,
-                       c + 2 * kd + (size_t)h * S, g, beta, s->d, oh, S);
-            ops_rmsnorm(oh, oh, nw, S, hp->norm_eps);
-            const float *zh = s->z + (size_t)t * vd + (size_t)h * S;
-            for (int j = 0; j < S; j++)
-                oh[j] *= silu(zh[j]);
-        }
-        const int bs = kv->block_size;
-        if (kv->rs_blk && b->block_tables && (b->pos[t] + 1) % bs == 0) { // a block's last position: kept
-            const int32_t blk = b->block_tables[b->seq[t]][b->pos[t] / bs];
-            if (blk >= 0 && blk < kv->n_blocks)
-                memcpy(kv->rs_blk + (size_t)blk * kv->rs_floats + (size_t)rec_idx * layer_floats, cs,
-                       layer_floats * sizeof(float));
-        }
-        if (b->rs_ckpt && b->rs_ckpt[b->seq[t]] && kv->rs_ckpt && slot < kv->rs_ckpt_slots &&
-            ri < kv->rs_ckpt_n) // the state after this row, kept
-            memcpy(kv->rs_ckpt + ((size_t)slot * kv->rs_ckpt_n + ri) * kv->rs_floats +
-                       (size_t)rec_idx * layer_floats,
-                   cs, layer_floats * sizeof(float));
+        keep_row_state(kv, b, t, ri, layer_off, cs, conv_floats);
     }
+    // the delta rule and the gated norm, heads over the pool's threads (every head's rows in order)
+    gdn_heads_job j = {.m = m,
+                       .kv = kv,
+                       .b = b,
+                       .s = s,
+                       .dt = model_layer_w(m, l, ROLE_SSM_DT)->data,
+                       .a = model_layer_w(m, l, ROLE_SSM_A)->data,
+                       .nw = model_layer_w(m, l, ROLE_SSM_NORM)->data,
+                       .layer_off = layer_off,
+                       .conv_floats = conv_floats,
+                       .n = n};
+    cpu_pool_run(pool, gdn_heads, &j);
     return mm(pool, mm_scratch, out, s->o, n, model_layer_w(m, l, ROLE_SSM_OUT));
 }

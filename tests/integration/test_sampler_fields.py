@@ -48,15 +48,20 @@ def longest_repeat(ids, n=4):
     return max(grams.values()) if grams else 0
 
 
+# A prompt whose greedy answer loops ("apple, apple, ...") at every ISA level: MSGS's answer starts on a near
+# tie (top-2 logits 0.02 apart) and loops at some levels only.
+LOOP = [{"role": "user", "content": "Continue the list: apple, apple, apple, apple, apple, apple, apple, apple,"}]
+
+
 def test_dry_breaks_a_loop(smol):
-    plain = text(chat(smol, max_tokens=48))
-    dry = text(chat(smol, max_tokens=48, dry_multiplier=0.8))
+    plain = text(chat(smol, LOOP, max_tokens=48))
+    dry = text(chat(smol, LOOP, max_tokens=48, dry_multiplier=0.8))
     rp, rd = longest_repeat(toks(smol, plain)), longest_repeat(toks(smol, dry))
-    assert rp >= 6, plain  # the plain greedy output loops ("apple, apple, ...")
+    assert rp >= 6, plain  # the plain greedy output loops
     assert rd < rp, (plain, dry)  # DRY penalizes continuing the loop
-    assert text(chat(smol, max_tokens=48, dry_multiplier=0.8)) == dry  # greedy + DRY is deterministic
+    assert text(chat(smol, LOOP, max_tokens=48, dry_multiplier=0.8)) == dry  # greedy + DRY is deterministic
     # a breaker token ("," here) caps the repeats DRY sees: the loop of "apple," survives it
-    assert longest_repeat(toks(smol, text(chat(smol, max_tokens=48, dry_multiplier=0.8,
+    assert longest_repeat(toks(smol, text(chat(smol, LOOP, max_tokens=48, dry_multiplier=0.8,
                                               dry_sequence_breakers=[","])))) > rd
 
 
@@ -74,10 +79,11 @@ def test_stop_token_ids(smol):
 
 
 def test_include_stop_str_in_output(smol):
-    base = text(chat(smol, max_tokens=32))
+    sky = [{"role": "user", "content": "Explain in two sentences why the sky is blue."}]
+    base = text(chat(smol, sky, max_tokens=32))
     word = re.findall(r"[A-Za-z]{4,}", base)[1]
-    cut = text(chat(smol, max_tokens=32, stop=[word]))
-    kept = text(chat(smol, max_tokens=32, stop=[word], include_stop_str_in_output=True))
+    cut = text(chat(smol, sky, max_tokens=32, stop=[word]))
+    kept = text(chat(smol, sky, max_tokens=32, stop=[word], include_stop_str_in_output=True))
     assert word not in cut and kept == cut + word, (cut, kept)
     bad(smol, "include_stop_str_in_output", "yes")
 

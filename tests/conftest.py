@@ -8,8 +8,8 @@ with the same model and level skips it and computes the same logits. The folder 
 
 2. Under pytest-xdist (`make pytest PYTEST_WORKERS=N`, run with --dist loadgroup) the tests go to the workers a
 group at a time, and one worker runs a group's tests in order (GROUPS and the scheduler below): each file is a
-group, so its module-scoped servers and references are made once; the files that share an expensive session fixture are one
-group, so it is computed once; and the tests that hold a server to deadlines or timeouts while it is loaded
+group, so its module-scoped servers and references are made once; the files that share an expensive session
+fixture are one group, so it is computed once; and the tests that hold a server to deadlines or timeouts while it is loaded
 (hostile connections, cancellations, scheduling under a slowed engine) are one group, so they never run beside
 each other. The key-centering folder of 1. is made by the controller before the workers start, and they inherit
 it (its files are written to a temporary name and renamed into place, so two workers may write one at once).

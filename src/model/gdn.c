@@ -94,11 +94,16 @@ static void conv_row(float *x, float *cs, const float *w, int cd, int K) {
     }
 }
 
+// Row t's recurrent-state slot (b->rs_slots NULL: slot = sequence).
+static int row_slot(const model_batch *b, int t) {
+    return b->rs_slots ? b->rs_slots[b->seq[t]] : b->seq[t];
+}
+
 // Where row t's recurrent state lies: the layer's part of its sequence's slot (conv state, then the heads'
 // states); *ri goes from the previous row's index among its sequence's rows to row t's. NULL for a bad slot.
 static float *row_state(const kv_store *kv, const model_batch *b, int t, size_t layer_off, int *ri) {
     *ri = t > 0 && b->seq[t - 1] == b->seq[t] ? *ri + 1 : 0;
-    const int slot = b->rs_slots ? b->rs_slots[b->seq[t]] : b->seq[t];
+    const int slot = row_slot(b, t);
     if (slot < 0 || slot >= kv->rs_slots) return NULL;
     return kv->rs + (size_t)slot * kv->rs_floats + layer_off;
 }
@@ -113,7 +118,7 @@ static void keep_row_state(const kv_store *kv, const model_batch *b, int t, int 
         if (blk >= 0 && blk < kv->n_blocks)
             memcpy(kv->rs_blk + (size_t)blk * kv->rs_floats + off, src, n * sizeof(float));
     }
-    const int slot = b->rs_slots ? b->rs_slots[b->seq[t]] : b->seq[t];
+    const int slot = row_slot(b, t);
     if (b->rs_ckpt && b->rs_ckpt[b->seq[t]] && kv->rs_ckpt && slot < kv->rs_ckpt_slots && ri < kv->rs_ckpt_n)
         memcpy(kv->rs_ckpt + ((size_t)slot * kv->rs_ckpt_n + ri) * kv->rs_floats + off, src, n * sizeof(float));
 }

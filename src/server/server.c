@@ -168,8 +168,9 @@ static void drain_cb(evutil_socket_t fd, short what, void *arg) {
     double waited = tc_now() - s->t_start_drain;
     int n_inflight = 0, n_writing = 0;
     for (int i = 0; i < s->n_models; i++) n_inflight += s->models[i]->n_inflight, n_writing += s->models[i]->n_writing;
-    if ((n_inflight == 0 && (n_writing <= 0 || waited > s->o.shutdown_grace)) ||
-        (!s->models[0]->eng && s->loader_started == 0)) {
+    // Exit once every reply is written. Requests cut at the grace still get their final event (the
+    // shutting_down error and the stream's end) written: up to 2 s more, for slow or stalled readers.
+    if ((n_inflight == 0 && n_writing <= 0) || (!s->models[0]->eng && s->loader_started == 0)) {
         event_base_loopexit(s->base, NULL);
         return;
     }
@@ -179,7 +180,7 @@ static void drain_cb(evutil_socket_t fd, short what, void *arg) {
             gen_cancel_all(s->models[i], ENGINE_FINISH_SHUTDOWN);
             embed_cancel_all(s->models[i], ENGINE_FINISH_SHUTDOWN);
         }
-        if (waited > s->o.shutdown_grace + 2.0) { // the engine should have answered by now
+        if (waited > s->o.shutdown_grace + 2.0) { // the engine has answered and the last bytes had their time
             event_base_loopexit(s->base, NULL);
             return;
         }

@@ -1,34 +1,32 @@
-// The gated delta rule of one head (delta_rule.h).
+// The gated delta rule of one head (delta_rule.h): the baseline instance of delta_rule_impl.h, the dispatch by
+// ISA level, and the reference.
 #include "cpu/delta_rule.h"
 
 #include <math.h>
 #include <stddef.h>
+#include <string.h>
+
+#include "cpu/cpu.h"
+
+#define DR_FN dr_base
+#define DR_VW 4
+#define DR_NV 4
+#include "cpu/delta_rule_impl.h"
+
+void cpu_delta_rule_isa(float *S, const float *q, const float *k, const float *v, float g, float beta, float *d,
+                        float *o, int n, cpu_isa isa) {
+    if (isa > cpu_hw_isa()) isa = cpu_hw_isa(); // never run what the CPU lacks
+#if defined(__x86_64__)
+    if (isa >= CPU_ISA_AVX512) cpu_delta_rule_avx512(S, q, k, v, g, beta, d, o, n);
+    else if (isa >= CPU_ISA_AVX2) cpu_delta_rule_avx2(S, q, k, v, g, beta, d, o, n);
+    else
+#endif
+        dr_base(S, q, k, v, g, beta, d, o, n);
+}
 
 void cpu_delta_rule(float *S, const float *q, const float *k, const float *v, float g, float beta, float *d,
                     float *o, int n) {
-    const float decay = expf(g), scale = 1.0f / sqrtf((float)n);
-    // pass 1: decay, and Sᵀk accumulated row by row of S (d holds the sums)
-    for (int j = 0; j < n; j++) d[j] = 0.0f;
-    for (int i = 0; i < n; i++) {
-        float *row = S + (size_t)i * n;
-        const float ki = k[i];
-        for (int j = 0; j < n; j++) {
-            row[j] *= decay;
-            d[j] += row[j] * ki;
-        }
-    }
-    for (int j = 0; j < n; j++) d[j] = (v[j] - d[j]) * beta;
-    // pass 2: the rank-1 update, and Sᵀq of the updated state
-    for (int j = 0; j < n; j++) o[j] = 0.0f;
-    for (int i = 0; i < n; i++) {
-        float *row = S + (size_t)i * n;
-        const float ki = k[i], qi = q[i];
-        for (int j = 0; j < n; j++) {
-            row[j] += ki * d[j];
-            o[j] += row[j] * qi;
-        }
-    }
-    for (int j = 0; j < n; j++) o[j] *= scale;
+    cpu_delta_rule_isa(S, q, k, v, g, beta, d, o, n, cpu_best_isa());
 }
 
 void cpu_delta_rule_ref(float *S, const float *q, const float *k, const float *v, float g, float beta, float *d,

@@ -1,6 +1,7 @@
-// The gated delta rule of one DeltaNet head (cpu/delta_rule.h): the two-pass form equals the reference bit for
-// bit over several rows (the state carried from row to row), at the sizes of the real models and odd ones, and
-// the recurrence does what its equations say on a case worked by hand.
+// The gated delta rule of one DeltaNet head (cpu/delta_rule.h): the blocked form equals the reference bit for bit
+// at every ISA level the CPU has, over several rows (the state carried from row to row), at the sizes of the real
+// models and odd ones (blocks and a remainder), and the recurrence does what its equations say on a case worked
+// by hand.
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +14,7 @@ static float frand(unsigned *s) {
     return (float)((*s >> 8) & 0xffff) / 32768.0f - 1.0f;
 }
 
-static void test_equals_reference(int n, int rows) {
+static void test_equals_reference(int n, int rows, cpu_isa isa) {
     unsigned seed = 7u + (unsigned)n;
     float *S1 = calloc((size_t)n * n, sizeof(float)), *S2 = calloc((size_t)n * n, sizeof(float));
     float *q = malloc(n * sizeof(float)), *k = malloc(n * sizeof(float)), *v = malloc(n * sizeof(float));
@@ -21,7 +22,7 @@ static void test_equals_reference(int n, int rows) {
     for (int r = 0; r < rows; r++) {
         for (int i = 0; i < n; i++) q[i] = frand(&seed), k[i] = frand(&seed) / sqrtf((float)n), v[i] = frand(&seed);
         const float g = -0.5f * (frand(&seed) + 1.0f), beta = 0.5f * (frand(&seed) + 1.0f);
-        cpu_delta_rule(S1, q, k, v, g, beta, d, o1, n);
+        cpu_delta_rule_isa(S1, q, k, v, g, beta, d, o1, n, isa);
         cpu_delta_rule_ref(S2, q, k, v, g, beta, d, o2, n);
         CHECK(memcmp(o1, o2, n * sizeof(float)) == 0);
     }
@@ -44,8 +45,11 @@ static void test_by_hand(void) {
 
 int main(void) {
     test_by_hand();
-    test_equals_reference(128, 5); // Qwen3.5's heads
-    test_equals_reference(32, 9);  // qwen35-tiny's
-    test_equals_reference(13, 4);  // no vector width divides it
+    for (int isa = CPU_ISA_SCALAR; isa <= (int)cpu_hw_isa(); isa++) {
+        test_equals_reference(128, 5, (cpu_isa)isa); // Qwen3.5's heads
+        test_equals_reference(32, 9, (cpu_isa)isa);  // qwen35-tiny's
+        test_equals_reference(13, 4, (cpu_isa)isa);  // smaller than every block: the remainder path only
+        test_equals_reference(80, 3, (cpu_isa)isa);  // blocks and a remainder at every level
+    }
     TEST_MAIN_END();
 }

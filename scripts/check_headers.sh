@@ -39,7 +39,7 @@ ALLOW=scripts/check_headers.allow
 TMP=$(mktemp -d) || exit 2
 trap 'rm -rf "$TMP"' EXIT
 
-# template header -> its AVX2 instance and its AVX-512 instance (paths under src/)
+# template header -> its AVX2 instance and its AVX-512 instance, or its one instance (paths under src/)
 instance() {
     case "$1" in
     cpu/x86_act.h | cpu/x86_gemm.h | cpu/x86_repack.h | cpu/x86_repack_q8.h | cpu/x86_repack_q4.h | cpu/x86_table.h)
@@ -47,6 +47,7 @@ instance() {
     cpu/ops_x86.h) echo "cpu/ops_avx2.c cpu/ops_avx512.c" ;;
     cpu/attention_x86.h) echo "cpu/attention_avx2.c cpu/attention_avx512.c" ;;
     cpu/x86_vexp.h) echo "cpu/x86_vec256.h cpu/x86_vec512.h" ;;
+    cpu/delta_rule_impl.h) echo "cpu/delta_rule.c" ;; # the baseline level's instance (any architecture)
     cpu/arm_common.h | cpu/arm_act.h | cpu/arm_gemm.h | cpu/arm_unpack.h | cpu/arm_table.h)
         echo "cpu/quant_neon.c cpu/quant_dotprod.c cpu/quant_i8mm.c" ;;
     *) echo "" ;;
@@ -86,7 +87,7 @@ check() { # check HEADER: 0 if it compiles in every configuration it is built in
     cpu/x86_* | cpu/*_x86.h)
         compile_one "$1" "$AVX2" "$(echo "$inst" | cut -s -d' ' -f1)" &&
             compile_one "$1" "$AVX512" "$(echo "$inst" | cut -s -d' ' -f2)" ;;
-    *) compile_one "$1" "" ;;
+    *) compile_one "$1" "" "$inst" ;;
     esac
 }
 

@@ -345,44 +345,47 @@ static void add_gptoss_layer(tensor_list *l, const synth_shape *sh, int i, int h
 // on every layer; a recurrent layer has the qkv projection (q and k of ssm_groups heads, v of ssm_vheads heads),
 // the output gate z, the causal conv1d (F32, (conv, channels)), dt bias, the decay ssm_a (negative), the beta and
 // alpha projections, the gated RMSNorm of a head and the output projection; an attention layer has q with its
-// per-head gate ((q, gate) per head: 2·q_dim rows), k, v, the output and per-head q/k norms.
+// per-head gate ((q, gate) per head: 2·q_dim rows), k, v, the output and per-head q/k norms. Qwen3-Next has beta
+// and alpha in one ssm_ba matrix and, with sh->ssm_in (older converters), q, k, v and z in one ssm_in matrix.
 static void add_qwen35_layer(tensor_list *l, const synth_shape *sh, int i, int head_dim) {
     const int64_t d = sh->dim, q = (int64_t)sh->n_heads * head_dim, kv = (int64_t)sh->n_kv_heads * head_dim;
     const int64_t kd = (int64_t)sh->ssm_state * sh->ssm_groups, vd = (int64_t)sh->ssm_state * sh->ssm_vheads;
     const int64_t hv = sh->ssm_vheads;
-    const int recurrent = (i + 1) % sh->full_attn != 0;
+    const int rec = (i + 1) % sh->full_attn != 0, att = !rec, next = !strcmp(sh->arch, "qwen3next");
     const struct {
         const char *fmt;
         synth_role role;
         int64_t ne0, ne1;
         float sd; // 0: SYNTH_SD
-        int when; // 0: every layer, 1: recurrent layers, 2: attention layers, 3: a dense FFN's
+        int on;   // the layer has it
     } t[] = {
-        {"blk.%d.attn_norm.weight", ROLE_NORM, d, 1, 0, 0},
-        {"blk.%d.post_attention_norm.weight", ROLE_NORM, d, 1, 0, 0},
-        {"blk.%d.attn_qkv.weight", ROLE_OTHER, d, 2 * kd + vd, 0, 1},
-        {"blk.%d.attn_gate.weight", ROLE_OTHER, d, vd, 0, 1},
-        {"blk.%d.ssm_conv1d.weight", ROLE_VEC, sh->ssm_conv, 2 * kd + vd, 0.5f, 1}, // conv outputs of ~x's size
-        {"blk.%d.ssm_dt.bias", ROLE_VEC, hv, 1, 1.0f, 1},
-        {"blk.%d.ssm_a", ROLE_NEG, hv, 1, 1.0f, 1},
-        {"blk.%d.ssm_beta.weight", ROLE_OTHER, d, hv, 0.1f, 1},
-        {"blk.%d.ssm_alpha.weight", ROLE_OTHER, d, hv, 0.1f, 1},
-        {"blk.%d.ssm_norm.weight", ROLE_NORM, sh->ssm_state, 1, 0, 1},
-        {"blk.%d.ssm_out.weight", ROLE_OTHER, vd, d, 0, 1},
-        {"blk.%d.attn_q.weight", ROLE_OTHER, d, 2 * q, 0, 2},
-        {"blk.%d.attn_k.weight", ROLE_OTHER, d, kv, 0, 2},
-        {"blk.%d.attn_v.weight", ROLE_ATTN_V, d, kv, 0, 2},
-        {"blk.%d.attn_output.weight", ROLE_OTHER, q, d, 0, 2},
-        {"blk.%d.attn_q_norm.weight", ROLE_NORM, head_dim, 1, 0, 2},
-        {"blk.%d.attn_k_norm.weight", ROLE_NORM, head_dim, 1, 0, 2},
-        {"blk.%d.ffn_gate.weight", ROLE_OTHER, d, sh->ffn, 0, 3},
-        {"blk.%d.ffn_down.weight", ROLE_FFN_DOWN, sh->ffn, d, 0, 3},
-        {"blk.%d.ffn_up.weight", ROLE_OTHER, d, sh->ffn, 0, 3},
+        {"blk.%d.attn_norm.weight", ROLE_NORM, d, 1, 0, 1},
+        {"blk.%d.post_attention_norm.weight", ROLE_NORM, d, 1, 0, 1},
+        {"blk.%d.attn_qkv.weight", ROLE_OTHER, d, 2 * kd + vd, 0, rec && !sh->ssm_in},
+        {"blk.%d.attn_gate.weight", ROLE_OTHER, d, vd, 0, rec && !sh->ssm_in},
+        {"blk.%d.ssm_in.weight", ROLE_OTHER, d, 2 * kd + 2 * vd, 0, rec && sh->ssm_in}, // [q, k, v × r, z × r] ...
+        {"blk.%d.ssm_conv1d.weight", ROLE_VEC, sh->ssm_conv, 2 * kd + vd, 0.5f, rec}, // outputs of ~x's size
+        {"blk.%d.ssm_dt.bias", ROLE_VEC, hv, 1, 1.0f, rec},
+        {"blk.%d.ssm_a", ROLE_NEG, hv, 1, 1.0f, rec},
+        {"blk.%d.ssm_beta.weight", ROLE_OTHER, d, hv, 0.1f, rec && !next},
+        {"blk.%d.ssm_alpha.weight", ROLE_OTHER, d, hv, 0.1f, rec && !next},
+        {"blk.%d.ssm_ba.weight", ROLE_OTHER, d, 2 * hv, 0.1f, rec && next}, // [beta × r, alpha × r] ...
+        {"blk.%d.ssm_norm.weight", ROLE_NORM, sh->ssm_state, 1, 0, rec},
+        {"blk.%d.ssm_out.weight", ROLE_OTHER, vd, d, 0, rec},
+        {"blk.%d.attn_q.weight", ROLE_OTHER, d, 2 * q, 0, att},
+        {"blk.%d.attn_k.weight", ROLE_OTHER, d, kv, 0, att},
+        {"blk.%d.attn_v.weight", ROLE_ATTN_V, d, kv, 0, att},
+        {"blk.%d.attn_output.weight", ROLE_OTHER, q, d, 0, att},
+        {"blk.%d.attn_q_norm.weight", ROLE_NORM, head_dim, 1, 0, att},
+        {"blk.%d.attn_k_norm.weight", ROLE_NORM, head_dim, 1, 0, att},
+        // (Qwen3.5 MoE, Qwen3-Next: the experts instead, add_moe_layer)
+        {"blk.%d.ffn_gate.weight", ROLE_OTHER, d, sh->ffn, 0, !sh->n_expert},
+        {"blk.%d.ffn_down.weight", ROLE_FFN_DOWN, sh->ffn, d, 0, !sh->n_expert},
+        {"blk.%d.ffn_up.weight", ROLE_OTHER, d, sh->ffn, 0, !sh->n_expert},
     };
     char name[96];
     for (size_t k = 0; k < sizeof t / sizeof t[0]; k++) {
-        if ((t[k].when == 1 || t[k].when == 2) && (t[k].when == 1) != recurrent) continue;
-        if (t[k].when == 3 && sh->n_expert) continue; // Qwen3.5 MoE: the experts instead (add_moe_layer)
+        if (!t[k].on) continue;
         snprintf(name, sizeof name, t[k].fmt, i);
         l->sd = t[k].sd;
         add(l, name, t[k].role, i, t[k].ne0, t[k].ne1);
@@ -463,18 +466,25 @@ static int set_arch_meta(gguf_writer *w, const synth_shape *sh, const char *arch
     }
     if (sh->ssm_state) {
         // IMRoPE's sections (pairs per t/h/w/e): t, h and w share the text position, so they cover every rotated
-        // pair and the model rotates like NeoX over rope_dim dims
+        // pair and the model rotates like NeoX over rope_dim dims (Qwen3-Next: NeoX, no sections)
         const int pairs = (sh->rope_dim ? sh->rope_dim : head_dim) / 2;
         const int32_t sections[4] = {(pairs + 2) / 3, (pairs + 1) / 3, pairs / 3, 0};
         e |= gguf_writer_set_u32(w, KEY("attention.key_length"), (uint32_t)head_dim);
         e |= gguf_writer_set_u32(w, KEY("attention.value_length"), (uint32_t)head_dim);
-        e |= gguf_writer_set_arr(w, KEY("rope.dimension_sections"), GGUF_TYPE_INT32, sections, 4);
+        if (strcmp(arch, "qwen3next"))
+            e |= gguf_writer_set_arr(w, KEY("rope.dimension_sections"), GGUF_TYPE_INT32, sections, 4);
         e |= gguf_writer_set_u32(w, KEY("ssm.conv_kernel"), (uint32_t)sh->ssm_conv);
         e |= gguf_writer_set_u32(w, KEY("ssm.state_size"), (uint32_t)sh->ssm_state);
         e |= gguf_writer_set_u32(w, KEY("ssm.group_count"), (uint32_t)sh->ssm_groups);
         e |= gguf_writer_set_u32(w, KEY("ssm.time_step_rank"), (uint32_t)sh->ssm_vheads);
         e |= gguf_writer_set_u32(w, KEY("ssm.inner_size"), (uint32_t)(sh->ssm_state * sh->ssm_vheads));
         e |= gguf_writer_set_u32(w, KEY("full_attention_interval"), (uint32_t)sh->full_attn);
+        if (!strcmp(arch, "qwen3next")) { // and the layer list, as recent converters write it from layer_types
+            uint8_t rec[256] = {0};
+            for (int i = 0; i < sh->n_layers && i < 256; i++) rec[i] = (i + 1) % sh->full_attn != 0;
+            e |= gguf_writer_set_arr(w, KEY("attention.recurrent_layers"), GGUF_TYPE_BOOL, rec,
+                                     (uint64_t)(sh->n_layers < 256 ? sh->n_layers : 256));
+        }
     }
 #undef KEY
     return e;

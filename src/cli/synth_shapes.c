@@ -51,6 +51,15 @@ static const synth_shape shapes[] = {
     {"qwen35moe-tiny", TINY, .n_layers = 4, .rope_base = 10000000.0f, .eps = 1e-6f, .arch = "qwen35moe",
      .rope_dim = 16, .ssm_state = 32, .ssm_groups = 2, .ssm_vheads = 4, .ssm_conv = 4, .full_attn = 4,
      .n_expert = 8, .n_used = 2, .expert_ffn = 256, .shexp_ffn = 256},
+    // Qwen3-Next: qwen35moe-tiny's layers in Qwen3-Next's layout (each key head's 2 value heads next to each other,
+    // beta and alpha in one ssm_ba matrix, NeoX rotation without IMRoPE sections)
+    {"qwen3next-tiny", TINY, .n_layers = 4, .rope_base = 10000000.0f, .eps = 1e-6f, .arch = "qwen3next",
+     .rope_dim = 16, .ssm_state = 32, .ssm_groups = 2, .ssm_vheads = 4, .ssm_conv = 4, .full_attn = 4,
+     .n_expert = 8, .n_used = 2, .expert_ffn = 256, .shexp_ffn = 256},
+    // ...as older converters wrote it: q, k, v and z in one ssm_in matrix, [q, k, v × 2, z × 2] per key head
+    {"qwen3next-ssmin-tiny", TINY, .n_layers = 4, .rope_base = 10000000.0f, .eps = 1e-6f, .arch = "qwen3next",
+     .rope_dim = 16, .ssm_state = 32, .ssm_groups = 2, .ssm_vheads = 4, .ssm_conv = 4, .full_attn = 4,
+     .n_expert = 8, .n_used = 2, .expert_ffn = 256, .shexp_ffn = 256, .ssm_in = 1},
 };
 #undef TINY
 #undef TINY_BASE

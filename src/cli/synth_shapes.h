@@ -26,8 +26,9 @@ typedef struct {
     float yarn_factor;
     int yarn_ctx;
     // Qwen3.5 (gated DeltaNet): the recurrent layers' head size, key heads, value heads and conv kernel;
-    // every full_attn-th layer is a (gated, partially rotated) attention layer; 0: no recurrent layers
-    int ssm_state, ssm_groups, ssm_vheads, ssm_conv, full_attn;
+    // every full_attn-th layer is a (gated, partially rotated) attention layer; 0: no recurrent layers.
+    // ssm_in: Qwen3-Next as older converters wrote it (q, k, v and z in one ssm_in matrix)
+    int ssm_state, ssm_groups, ssm_vheads, ssm_conv, full_attn, ssm_in;
     // full-size shapes: the head size when it is not dim / n_heads (written as attention.key_length and
     // value_length); fast: quantized weights written as random blocks (synth_blocks.h), not quantized floats
     int head_dim, fast;

@@ -25,7 +25,8 @@ static const char *const role_suffix[ROLE_COUNT] = {
     [ROLE_SSM_CONV] = "ssm_conv1d.weight",    [ROLE_SSM_DT] = "ssm_dt.bias",
     [ROLE_SSM_A] = "ssm_a",                   [ROLE_SSM_BETA] = "ssm_beta.weight",
     [ROLE_SSM_ALPHA] = "ssm_alpha.weight",    [ROLE_SSM_NORM] = "ssm_norm.weight",
-    [ROLE_SSM_OUT] = "ssm_out.weight",
+    [ROLE_SSM_OUT] = "ssm_out.weight",        [ROLE_SSM_BA] = "ssm_ba.weight",
+    [ROLE_SSM_IN] = "ssm_in.weight",
 };
 
 #define R ARCH_REQUIRED
@@ -116,6 +117,14 @@ static const arch_desc archs[] = {
      .role = {[ROLE_ATTN_NORM] = R, [ROLE_FFN_NORM_PA] = R, MOE_ROLES, [ROLE_FFN_GATE_INP_SHEXP] = R,
               [ROLE_FFN_GATE_SHEXP] = R, [ROLE_FFN_UP_SHEXP] = R, [ROLE_FFN_DOWN_SHEXP] = R},
      .rope_neox = 1, .hybrid = 1, .moe = 1, .moe_norm_w = 1, .layer = fwd_layer_hybrid},
+    // Qwen3-Next (Qwen3-Next-80B-A3B), as llama.cpp's qwen3next graph: Qwen3.5 MoE's layers (NeoX rotation of the
+    // first rope.dimension_count dims, no IMRoPE sections) with the DeltaNet heads in Qwen3-Next's layout: value
+    // heads grouped by key head, beta and alpha in one ssm_ba matrix, and q, k, v and z as attn_qkv and attn_gate
+    // or, in files of older converters, as one ssm_in matrix (model_hybrid.c, gdn.c).
+    {.name = "qwen3next",
+     .role = {[ROLE_ATTN_NORM] = R, [ROLE_FFN_NORM_PA] = R, MOE_ROLES, [ROLE_FFN_GATE_INP_SHEXP] = R,
+              [ROLE_FFN_GATE_SHEXP] = R, [ROLE_FFN_UP_SHEXP] = R, [ROLE_FFN_DOWN_SHEXP] = R},
+     .rope_neox = 1, .hybrid = 1, .moe = 1, .moe_norm_w = 1, .ssm_grouped = 1, .layer = fwd_layer_hybrid},
 };
 #undef R
 #undef O
@@ -130,5 +139,5 @@ const arch_desc *arch_find(const char *name, int len) {
 
 const char *arch_supported_list(void) {
     return "llama, qwen2, qwen3, gemma2, gemma3, smollm3, phi3, mistral3, qwen3moe, qwen2moe, gpt-oss, qwen35, "
-           "qwen35moe";
+           "qwen35moe, qwen3next";
 }

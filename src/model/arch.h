@@ -57,6 +57,11 @@ typedef enum {
     ROLE_SSM_ALPHA, // (ssm_vheads, dim)
     ROLE_SSM_NORM,  // (ssm_state)
     ROLE_SSM_OUT,   // (dim, value_dim)
+    // Qwen3-Next's fused forms of them, by key head (r = ssm_vheads / ssm_groups value heads each): beta and
+    // alpha as one matrix, [beta × r, alpha × r] for each key head; and, in files of older converters, q, k, v
+    // and z as one matrix, [q, k, v × r, z × r] for each key head, instead of attn_qkv and attn_gate
+    ROLE_SSM_BA, // (2·ssm_vheads, dim)
+    ROLE_SSM_IN, // (2·key_dim + 2·value_dim, dim)
     ROLE_COUNT
 } arch_role;
 
@@ -98,6 +103,10 @@ typedef struct arch_desc {
     // gate); each sequence keeps a recurrent state (model.h: model_rs_*). The roles of both kinds are optional
     // in role[]: the loader checks per layer which kind it is.
     int hybrid;
+    // Qwen3-Next's layout of the DeltaNet heads: the value heads are grouped by key head (value head h reads key
+    // head h / r, r = ssm_vheads / ssm_groups, where Qwen3.5's tiled order has h mod ssm_groups), and beta and
+    // alpha come as one ssm_ba matrix (ROLE_SSM_BA; q, k, v and z as one ssm_in matrix in older files)
+    int ssm_grouped;
     // The transformer block as a sequence of operations (fwd.h: fwd_layer_fn, e.g. fwd_layer_std): the one
     // place the architecture's forward pass is written, for every backend.
     int (*layer)(const struct fwd_graph *g, int layer);

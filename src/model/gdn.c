@@ -11,16 +11,16 @@
 #include "model/gdn.h"
 
 struct gdn_scratch {
-    float *qkv;  // (max_tokens, conv_dim) projections, then the conv's output in place
-    float *z;    // (max_tokens, value_dim)
-    float *beta; // (max_tokens, ssm_vheads)
-    float *g;    // (max_tokens, ssm_vheads)
-    float *o;    // (max_tokens, value_dim) the heads' outputs, normed and gated
+    float *qkv; // (max_tokens, conv_dim) projections, then the conv's output in place
+    float *z;   // (max_tokens, value_dim)
+    float *ba;  // (max_tokens, 2·ssm_vheads) beta and alpha projections: ssm_beta's then ssm_alpha's, or ssm_ba's
+    float *in;  // (max_tokens, conv_dim + value_dim) ssm_in's projections (Qwen3-Next's older files), or NULL
+    float *o;   // (max_tokens, value_dim) the heads' outputs, normed and gated
 };
 
 void gdn_scratch_free(gdn_scratch *s) {
     if (!s) return;
-    free(s->qkv), free(s->z), free(s->beta), free(s->g), free(s->o);
+    free(s->qkv), free(s->z), free(s->ba), free(s->in), free(s->o);
     free(s);
 }
 
@@ -33,10 +33,12 @@ int gdn_scratch_new(const model *m, int max_tokens, gdn_scratch **out, tc_err *e
     if (!s) return tc_err_set(err, TC_ERR_NOMEM, "out of memory");
     s->qkv = malloc(n * cd * sizeof(float));
     s->z = malloc(n * vd * sizeof(float));
-    s->beta = malloc(n * hp->ssm_vheads * sizeof(float));
-    s->g = malloc(n * hp->ssm_vheads * sizeof(float));
+    s->ba = malloc(n * 2 * hp->ssm_vheads * sizeof(float));
     s->o = malloc(n * vd * sizeof(float));
-    if (!s->qkv || !s->z || !s->beta || !s->g || !s->o) {
+    int fused_in = 0;
+    for (int l = 0; l < hp->n_layers; l++) fused_in |= model_layer_w(m, l, ROLE_SSM_IN)->data != NULL;
+    if (fused_in) s->in = malloc(n * (cd + vd) * sizeof(float));
+    if (!s->qkv || !s->z || !s->ba || !s->o || (fused_in && !s->in)) {
         gdn_scratch_free(s);
         return tc_err_set(err, TC_ERR_NOMEM, "out of memory for the DeltaNet scratch");
     }
@@ -44,9 +46,10 @@ int gdn_scratch_new(const model *m, int max_tokens, gdn_scratch **out, tc_err *e
     return 0;
 }
 
-static int mm(cpu_pool *pool, void *scratch, float *out, const float *x, int n, const model_weight *w) {
+// out (n, ld) = x (n, w->cols) · wᵀ into the first w->rows columns of each row
+static int mm(cpu_pool *pool, void *scratch, float *out, int ld, const float *x, int n, const model_weight *w) {
     cpu_matmul_args a = {.out = out,
-                         .ld_out = (int)w->rows,
+                         .ld_out = ld,
                          .x = x,
                          .n_rows = n,
                          .k = (int)w->cols,
@@ -99,6 +102,41 @@ static int row_slot(const model_batch *b, int t) {
     return b->rs_slots ? b->rs_slots[b->seq[t]] : b->seq[t];
 }
 
+// Qwen3-Next's older files: ssm_in's rows (n, conv_dim + value_dim), [q, k, v × r, z × r] for each of the hk key
+// heads, into q, k, v of the conv's channels (qkv: (n, conv_dim)) and z (n, value_dim).
+static void split_qkvz(const float *in, float *qkv, float *z, int n, int S, int hk, int r) {
+    const size_t kd = (size_t)S * hk, vd = kd * r, per = 2 * (size_t)S + 2 * (size_t)r * S;
+    for (int t = 0; t < n; t++) {
+        const float *src = in + (size_t)t * hk * per;
+        float *c = qkv + (size_t)t * (2 * kd + vd), *zt = z + (size_t)t * vd;
+        for (int g = 0; g < hk; g++, src += per) {
+            memcpy(c + (size_t)g * S, src, (size_t)S * sizeof(float));
+            memcpy(c + kd + (size_t)g * S, src + S, (size_t)S * sizeof(float));
+            memcpy(c + 2 * kd + (size_t)g * r * S, src + 2 * S, (size_t)r * S * sizeof(float));
+            memcpy(zt + (size_t)g * r * S, src + 2 * S + (size_t)r * S, (size_t)r * S * sizeof(float));
+        }
+    }
+}
+
+// The projections of layer l over x (n, dim): q, k, v into s->qkv, z into s->z, beta and alpha into s->ba.
+static int project(cpu_pool *pool, void *mm_scratch, gdn_scratch *s, const model *m, int l, const float *x,
+                   int n) {
+    const model_hparams *hp = &m->hp;
+    const int S = hp->ssm_state, hk = hp->ssm_groups, hv = hp->ssm_vheads;
+    const int kd = S * hk, vd = S * hv, cd = 2 * kd + vd;
+    const model_weight *in = model_layer_w(m, l, ROLE_SSM_IN), *ba = model_layer_w(m, l, ROLE_SSM_BA);
+    int rc;
+    if (in->data) {
+        if ((rc = mm(pool, mm_scratch, s->in, cd + vd, x, n, in))) return rc;
+        split_qkvz(s->in, s->qkv, s->z, n, S, hk, hv / hk);
+    } else if ((rc = mm(pool, mm_scratch, s->qkv, cd, x, n, model_layer_w(m, l, ROLE_SSM_QKV))) ||
+               (rc = mm(pool, mm_scratch, s->z, vd, x, n, model_layer_w(m, l, ROLE_SSM_GATE))))
+        return rc;
+    if (ba->data) return mm(pool, mm_scratch, s->ba, 2 * hv, x, n, ba);
+    if ((rc = mm(pool, mm_scratch, s->ba, 2 * hv, x, n, model_layer_w(m, l, ROLE_SSM_BETA)))) return rc;
+    return mm(pool, mm_scratch, s->ba + hv, 2 * hv, x, n, model_layer_w(m, l, ROLE_SSM_ALPHA));
+}
+
 // Where row t's recurrent state lies: the layer's part of its sequence's slot (conv state, then the heads'
 // states); *ri goes from the previous row's index among its sequence's rows to row t's. NULL for a bad slot.
 static float *row_state(const kv_store *kv, const model_batch *b, int t, size_t layer_off, int *ri) {
@@ -143,15 +181,19 @@ static void gdn_heads(void *arg, int ith, int nth) {
     const int h0 = hv * ith / nth, h1 = hv * (ith + 1) / nth;
     float d[1024]; // ssm_state <= 1024 (model_hybrid.c)
     for (int h = h0; h < h1; h++) {
+        // value head h's key head, beta and alpha: grouped by key head (ssm_ba: r betas, then r alphas, for each
+        // key head) or tiled (beta's hv, then alpha's hv)
+        const int r = hv / hk, grp = hp->ssm_grouped;
+        const int kh = grp ? h / r : h % hk, bi = grp ? (h / r) * 2 * r + h % r : h, ai = grp ? bi + r : hv + h;
         const size_t off = j->conv_floats + (size_t)h * S * S;
         for (int t = 0, ri = 0; t < j->n; t++) {
             float *cs = row_state(j->kv, j->b, t, j->layer_off, &ri);
             if (!cs) continue; // gdn_layer checked every slot
             const float *c = j->s->qkv + (size_t)t * cd;
             float *oh = j->s->o + (size_t)t * vd + (size_t)h * S;
-            const float beta = sigmoid(j->s->beta[(size_t)t * hv + h]);
-            const float g = softplus(j->s->g[(size_t)t * hv + h] + j->dt[h]) * j->a[h];
-            const int kh = h % hk;
+            const float *bat = j->s->ba + (size_t)t * 2 * hv;
+            const float beta = sigmoid(bat[bi]);
+            const float g = softplus(bat[ai] + j->dt[h]) * j->a[h];
             cpu_delta_rule(cs + off, c + (size_t)kh * S, c + kd + (size_t)kh * S, c + 2 * kd + (size_t)h * S, g,
                            beta, d, oh, S);
             ops_rmsnorm(oh, oh, j->nw, S, hp->norm_eps);
@@ -169,12 +211,8 @@ int gdn_layer(cpu_pool *pool, void *mm_scratch, gdn_scratch *s, const model *m, 
     const int S = hp->ssm_state, hk = hp->ssm_groups, hv = hp->ssm_vheads, K = hp->ssm_conv;
     const int kd = S * hk, vd = S * hv, cd = 2 * kd + vd;
     if (!kv->rs || l >= hp->n_layers) return TC_ERR_INVALID;
-    int rc;
-    if ((rc = mm(pool, mm_scratch, s->qkv, x, n, model_layer_w(m, l, ROLE_SSM_QKV))) ||
-        (rc = mm(pool, mm_scratch, s->z, x, n, model_layer_w(m, l, ROLE_SSM_GATE))) ||
-        (rc = mm(pool, mm_scratch, s->beta, x, n, model_layer_w(m, l, ROLE_SSM_BETA))) ||
-        (rc = mm(pool, mm_scratch, s->g, x, n, model_layer_w(m, l, ROLE_SSM_ALPHA))))
-        return rc;
+    int rc = project(pool, mm_scratch, s, m, l, x, n);
+    if (rc) return rc;
     const float *conv_w = model_layer_w(m, l, ROLE_SSM_CONV)->data;
     const size_t conv_floats = (size_t)cd * (K - 1), layer_floats = conv_floats + (size_t)hv * S * S;
     const int rec_idx = l - (l + 1) / hp->full_attn_interval; // DeltaNet layers before l
@@ -204,5 +242,5 @@ int gdn_layer(cpu_pool *pool, void *mm_scratch, gdn_scratch *s, const model *m, 
                        .conv_floats = conv_floats,
                        .n = n};
     cpu_pool_run(pool, gdn_heads, &j);
-    return mm(pool, mm_scratch, out, s->o, n, model_layer_w(m, l, ROLE_SSM_OUT));
+    return mm(pool, mm_scratch, out, hp->dim, s->o, n, model_layer_w(m, l, ROLE_SSM_OUT));
 }

@@ -386,7 +386,7 @@ int model_repack_weights(model *m, int from_file, tc_err *err) {
     if (e && strcmp(e, "0") == 0) return 0;
     static const arch_role mm[] = {ROLE_ATTN_Q, ROLE_ATTN_K, ROLE_ATTN_V, ROLE_ATTN_OUT, ROLE_FFN_GATE,
                                    ROLE_FFN_UP, ROLE_FFN_DOWN, ROLE_FFN_GATE_SHEXP, ROLE_FFN_UP_SHEXP,
-                                   ROLE_FFN_DOWN_SHEXP, ROLE_SSM_QKV, ROLE_SSM_GATE, ROLE_SSM_OUT};
+                                   ROLE_FFN_DOWN_SHEXP, ROLE_SSM_QKV, ROLE_SSM_GATE, ROLE_SSM_OUT, ROLE_SSM_IN};
     // experts: gate and up of every layer first (Q4_K in a Q4_K_M file: the repacked GEMM gains most there),
     // then the down projections
     static const arch_role exps[][2] = {{ROLE_FFN_GATE_EXPS, ROLE_FFN_UP_EXPS}, {ROLE_FFN_DOWN_EXPS, ROLE_COUNT}};

@@ -59,11 +59,12 @@ typedef struct model_hparams {
     // The experts' clamped SwiGLU (gpt-oss): gate ≤ limit, up within ±limit, gate·σ(alpha·gate)·(up + 1); 0: SwiGLU
     float swiglu_limit, swiglu_alpha;
     int attn_sinks; // 1: every layer has a learned sink logit per query head (gpt-oss)
-    // Hybrid linear attention (Qwen3.5; 0 otherwise): layer l is a gated DeltaNet layer unless
+    // Hybrid linear attention (Qwen3.5, Qwen3-Next; 0 otherwise): layer l is a gated DeltaNet layer unless
     // (l + 1) % full_attn_interval == 0. Its heads: ssm_groups key heads and ssm_vheads value heads of ssm_state
-    // values (value head h reads key head h % ssm_groups), a causal conv1d of ssm_conv taps over q, k and v.
+    // values (value head h reads key head h % ssm_groups; with ssm_grouped, Qwen3-Next's order, key head
+    // h / (ssm_vheads / ssm_groups)), a causal conv1d of ssm_conv taps over q, k and v.
     // The attention layers' q projection carries a sigmoid gate per head (attn_gated).
-    int full_attn_interval, ssm_conv, ssm_state, ssm_groups, ssm_vheads, attn_gated;
+    int full_attn_interval, ssm_conv, ssm_state, ssm_groups, ssm_vheads, ssm_grouped, attn_gated;
     uint64_t n_params;
     uint64_t weight_bytes; // bytes of all tensors
 } model_hparams;

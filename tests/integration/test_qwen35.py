@@ -1,6 +1,7 @@
 """Qwen3.5 (qwen35: gated DeltaNet layers with a recurrent state per sequence, between gated-attention layers)
 through the public interfaces, on the synthetic qwen35-tiny that `tachyon synth` writes (and the serving tests
-again on qwen35moe-tiny: the same layers with routed and shared experts as the FFN):
+again on qwen35moe-tiny: the same layers with routed and shared experts as the FFN, and on qwen3next-tiny:
+Qwen3-Next's layout of those layers):
   - `tachyon info` names the layer kinds and the state's size;
   - greedy output through the server is the same for requests batched together (each with its own state slot)
     as for each alone, and as `tachyon run`;
@@ -41,16 +42,26 @@ def model(tmp_path_factory):
     return path
 
 
-@pytest.fixture(scope="module", params=["qwen35-tiny", "qwen35moe-tiny"])
-def hybrid(request, model, tmp_path_factory):
-    """qwen35-tiny, and qwen35moe-tiny (Qwen3.5 MoE): the serving tests run on both."""
-    if request.param == "qwen35-tiny":
-        return model
-    path = str(tmp_path_factory.mktemp("qwen35moe") / "qwen35moe-tiny-q8_0.gguf")
-    p = subprocess.run([BIN, "synth", "-o", path, "--shape", request.param, "--type", "q8_0"],
-                       capture_output=True, text=True, timeout=120)
-    assert p.returncode == 0, p.stderr
-    return path
+@pytest.fixture(scope="module")
+def synth_q8(tmp_path_factory):
+    """The Q8_0 model of a synth shape, made once per module."""
+    made = {}
+
+    def get(shape):
+        if shape not in made:
+            path = str(tmp_path_factory.mktemp(shape) / (shape + "-q8_0.gguf"))
+            p = subprocess.run([BIN, "synth", "-o", path, "--shape", shape, "--type", "q8_0"],
+                               capture_output=True, text=True, timeout=120)
+            assert p.returncode == 0, p.stderr
+            made[shape] = path
+        return made[shape]
+    return get
+
+
+@pytest.fixture(scope="module", params=["qwen35-tiny", "qwen35moe-tiny", "qwen3next-tiny"])
+def hybrid(request, model, synth_q8):
+    """qwen35-tiny, qwen35moe-tiny (Qwen3.5 MoE) and qwen3next-tiny (Qwen3-Next): the serving tests run on each."""
+    return model if request.param == "qwen35-tiny" else synth_q8(request.param)
 
 
 def test_info_names_the_layer_kinds(model):
@@ -220,5 +231,26 @@ def i32s(*v):
 ])
 def test_bad_files_refused(model, tmp_path, key, value, message):
     bad = patched(model, tmp_path, key, value)
+    p = subprocess.run([BIN, "info", "-m", bad], capture_output=True, text=True, timeout=60)
+    assert p.returncode != 0 and message in p.stderr, p.stderr
+
+
+def bools(*v):
+    """A GGUF bool array's value bytes (type ARRAY, element BOOL, count, values)."""
+    return (9).to_bytes(4, "little") + (7).to_bytes(4, "little") + len(v).to_bytes(8, "little") + bytes(v)
+
+
+@pytest.mark.parametrize("value,message", [
+    # not an interval's pattern (layer 0 full attention, so every layer should be): refused
+    (bools(0, 1, 1, 0), "qwen3next.attention.recurrent_layers: layer 1 is recurrent; only every n-th layer"),
+    # every 2nd layer: the list is taken over full_attention_interval (4), so layer 1 wants attention weights
+    (bools(1, 0, 1, 0), "missing tensor 'blk.1.attn_q.weight'"),
+])
+def test_layer_list(synth_q8, tmp_path, value, message):
+    """Qwen3-Next's files carry the recurrent layers as a list (attention.recurrent_layers, from layer_types)."""
+    good = synth_q8("qwen3next-tiny")
+    p = subprocess.run([BIN, "info", "-m", good], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and "gated deltanet  3 of 4 layers (every 4th layer" in p.stdout, p.stdout + p.stderr
+    bad = patched(good, tmp_path, "qwen3next.attention.recurrent_layers", value)
     p = subprocess.run([BIN, "info", "-m", bad], capture_output=True, text=True, timeout=60)
     assert p.returncode != 0 and message in p.stderr, p.stderr

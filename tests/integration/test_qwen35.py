@@ -95,7 +95,10 @@ def test_greedy_batched_equals_alone(make_server, hybrid):
     p = subprocess.run([BIN, "run", "-m", hybrid, "-p", PROMPTS[0], "-n", str(N), "-t", "2"], capture_output=True,
                        text=True, timeout=120)
     assert p.returncode == 0, p.stderr
-    assert p.stdout[:-1] == "".join(alone[0])
+    # the whole text, not the tokens' pieces joined: a character split over two tokens is one character in both
+    st, _, j = srv.post("/v1/completions", {"prompt": PROMPTS[0], "max_tokens": N, "temperature": 0,
+                                            "ignore_eos": True})
+    assert st == 200 and p.stdout[:-1] == j["choices"][0]["text"], (p.stdout, j)
 
 
 def test_preemption_keeps_outputs(make_server, hybrid):
@@ -179,7 +182,8 @@ def test_speculation_rolls_back_the_state(make_server, hybrid):
             assert list(ex.map(lambda p: tokens(srv, p, 40), prompts)) == ref, mode
         drafted, accepted = spec_counts(srv)
         assert drafted > accepted, (drafted, accepted)  # rejections happened
-        if mode == "ngram" and "qwen35moe" not in hybrid:  # (the MoE model's outputs do not repeat these prompts)
+        if mode == "ngram" and os.path.basename(hybrid).startswith("qwen35-tiny"):  # (the other models' outputs
+            # do not repeat these prompts: there only rejections roll the state back)
             assert accepted > 0, (drafted, accepted)  # and acceptances
 
 

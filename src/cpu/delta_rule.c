@@ -8,7 +8,7 @@
 
 #include "cpu/cpu.h"
 
-#define DR_FN dr_base
+#define DR_FN cpu_delta_rule_base
 #define DR_VW 4
 #define DR_NV 4
 #include "cpu/delta_rule_impl.h"
@@ -21,7 +21,7 @@ void cpu_delta_rule_isa(float *S, const float *q, const float *k, const float *v
     else if (isa >= CPU_ISA_AVX2) cpu_delta_rule_avx2(S, q, k, v, g, beta, d, o, n);
     else
 #endif
-        dr_base(S, q, k, v, g, beta, d, o, n);
+        cpu_delta_rule_base(S, q, k, v, g, beta, d, o, n);
 }
 
 void cpu_delta_rule(float *S, const float *q, const float *k, const float *v, float g, float beta, float *d,

@@ -1,6 +1,7 @@
 // The gated delta rule of one head over blocks of DR_BLOCK value dims (delta_rule.h), included by delta_rule.c
-// (baseline: SSE2 or NEON), delta_rule_avx2.c and delta_rule_avx512.c with DR_FN, DR_VW (floats per vector)
-// and DR_NV (vectors per block) set: the same C compiled for each ISA, a block's sums held in DR_NV registers.
+// (baseline: SSE2 or NEON), delta_rule_avx2.c and delta_rule_avx512.c with DR_FN (the level's function, declared
+// in delta_rule.h), DR_VW (floats per vector) and DR_NV (vectors per block) set: the same C compiled for each
+// ISA, a block's sums held in DR_NV registers.
 //
 // One block of value dims at a time, its sums in DR_NV registers (more independent sums than the add latency
 // needs: the measured best). Pass 1 reads the block's state columns to form Sᵀk of the decayed state without
@@ -18,8 +19,8 @@ static inline dr_v dr_load(const float *p) {
     return x;
 }
 
-static void DR_FN(float *S, const float *q, const float *k, const float *v, float g, float beta, float *d,
-                  float *o, int n) {
+void DR_FN(float *S, const float *q, const float *k, const float *v, float g, float beta, float *d, float *o,
+           int n) {
     const float decay = expf(g), scale = 1.0f / sqrtf((float)n);
     const dr_v vdecay = (dr_v){0} + decay, vbeta = (dr_v){0} + beta, vscale = (dr_v){0} + scale;
     int j0 = 0;

@@ -17,6 +17,11 @@ SMOL = os.path.join(ROOT, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
 
 # "gw0-", "gw1-", ... under pytest-xdist (the worker's name), empty when serial: keeps the workers' server logs apart
 WORKER = os.environ.get("PYTEST_XDIST_WORKER", "") + ("-" if os.environ.get("PYTEST_XDIST_WORKER") else "")
+# Compute threads of a server whose test sets none. Under pytest-xdist the workers fill the cores, and a server at
+# two threads ends each matmul and attention job waiting for its second thread, often a whole time slice while the
+# other worker's server holds that core (a format test of SmolLM2 took 46 s at two threads, 19 s at one). Tests
+# that need the pool pass --threads themselves; TACHYON_TEST_THREADS overrides (0: the server's default).
+SERVER_THREADS = os.environ.get("TACHYON_TEST_THREADS", "1" if WORKER else "0")
 SERVER_LOGS = []  # every server log of this session, checked for sanitizer reports at the end
 SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
 
@@ -62,6 +67,8 @@ class Server:
         os.makedirs(os.path.dirname(self.log_path), exist_ok=True)
         self.log = open(self.log_path, "w")
         cmd = [BIN, "serve", "-m", model, "--host", self.host, "--port", str(self.port)] + [str(a) for a in args]
+        if SERVER_THREADS != "0" and not {"-t", "--threads"} & set(cmd):
+            cmd += ["--threads", SERVER_THREADS]
         if os.environ.get("TACHYON_TEST_DEVICE"):  # e.g. cuda: every server of the suite on that backend
             cmd += ["--device", os.environ["TACHYON_TEST_DEVICE"]]
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, cwd=ROOT)

@@ -64,10 +64,11 @@ build: apt
 	cmake --build $(BUILD) -j $(JOBS)
 
 # tachyon and its unit tests for aarch64 (cmake/aarch64-linux-gnu.cmake); they run under qemu-aarch64.
+# ARM64_TARGETS: only these targets (test-arm64 builds the binary and the unit tests it runs); empty: all.
 build-arm64: apt-arm64
 	cmake -S . -B $(BUILD_ARM64) -DCMAKE_BUILD_TYPE=Release -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake \
 	  -DTACHYON_ARM64_DEPS=$(abspath $(ARM64_DEPS)) $(CMAKE_FLAGS) >/dev/null
-	cmake --build $(BUILD_ARM64) -j $(JOBS)
+	cmake --build $(BUILD_ARM64) -j $(JOBS) $(addprefix --target ,$(ARM64_TARGETS))
 
 models: venv
 	scripts/fetch_models.sh
@@ -102,13 +103,15 @@ pytest-isa: build models venv
 # (matmul with the thread pool, repacking, attention, ops, conversion, KV quantizers) at every ARM level
 # against the scalar reference, the thread pool, the header check with the cross compiler, then detection,
 # TACHYON_ISA and the logits of SmolLM2 and Gemma 3 at each level against the x86 scalar path
-# (tests/ref/test_arm64.py).
+# (tests/ref/test_arm64.py: each emulated forward pass runs on one thread, so its tests go to the pytest-xdist
+# workers one at a time, --dist load). Only the binary and the unit tests run here are built for aarch64.
 ARM64_UNIT ?= test_cpu_matmul|test_cpu_repack|test_cpu_pool|test_ops|test_attention|test_quant_kv|test_tensor|test_fwd|test_cpu_features|test_cpu_convert|check_headers
+test-arm64: ARM64_TARGETS = tachyon $(filter-out check_headers,$(subst |, ,$(ARM64_UNIT)))
 test-arm64: build-arm64 build models venv
 	cd $(BUILD_ARM64) && QEMU_CPU=max ctest --output-on-failure -j $(JOBS) -R '^($(ARM64_UNIT))$$'
 	@grep -h "ISA levels tested" $(BUILD_ARM64)/Testing/Temporary/LastTest.log || true
 	TACHYON_BIN=$(abspath $(BUILD))/tachyon TACHYON_ARM64_BIN=$(abspath $(BUILD_ARM64))/tachyon \
-	  $(PY) -m pytest -q -rs tests/ref/test_arm64.py
+	  $(PY) -m pytest -q -rs $(PYTEST_PAR:loadgroup=load) tests/ref/test_arm64.py
 
 # Latency / throughput / measurement-error thresholds; run on an otherwise idle machine.
 bench: build models venv
@@ -117,23 +120,19 @@ bench: build models venv
 
 # Short, fixed-time fuzzing of every untrusted-input parser (clang + libFuzzer). Each target first replays
 # its committed seeds, tests/fuzz/seeds/<target>/ (including the inputs of every crash found so far: a
-# regression fails the run), then mutates for FUZZ_SECONDS. Undefined behaviour is fatal in this build; an
-# input that takes over 20 s is reported as a hang. 10 targets x 30 s: about 5 minutes after the build.
-# Only the fuzz targets are built there (not the binary, unit tests or benchmarks, which other builds cover).
+# regression fails the run), then mutates for FUZZ_SECONDS (scripts/fuzz_run.sh). Undefined behaviour is fatal
+# in this build; an input that takes over 20 s is reported as a hang. A fuzzer is one process on one core, so
+# FUZZ_JOBS of them run at a time (one per core by default): 10 targets x 30 s on 2 cores, about 2.5 minutes
+# after the build. Only the fuzz targets are built there (not the binary, unit tests or benchmarks, which other
+# builds cover).
 FUZZ_SECONDS ?= 30
+FUZZ_JOBS ?= $(JOBS)
 FUZZ_TARGETS := $(basename $(notdir $(wildcard tests/fuzz/fuzz_*.c)))
 fuzz: apt apt-test
 	CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Release -DTACHYON_FUZZ=ON >/dev/null
 	cmake --build build-fuzz -j $(JOBS) --target $(FUZZ_TARGETS)
-	@set -e; for f in build-fuzz/fuzz_*; do \
-	  n=$$(basename $$f); mkdir -p fuzz-corpus-$$n; \
-	  seeds=tests/fuzz/seeds/$${n#fuzz_}; [ -d $$seeds ] || seeds=; \
-	  echo "== $$n for $(FUZZ_SECONDS)s"; \
-	  if ! $$f -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -rss_limit_mb=2048 -timeout=20 -artifact_prefix=build-fuzz/ \
-	       fuzz-corpus-$$n $$seeds > build-fuzz/log-$$n.txt 2>&1; then \
-	    tail -n 40 build-fuzz/log-$$n.txt; echo "$$n FAILED"; exit 1; fi; \
-	  tail -n 1 build-fuzz/log-$$n.txt; \
-	done
+	@printf '%s\n' $(addprefix build-fuzz/,$(FUZZ_TARGETS)) | \
+	  xargs -P $(FUZZ_JOBS) -n 1 scripts/fuzz_run.sh $(FUZZ_SECONDS) || { echo "make fuzz: a target FAILED"; exit 1; }
 
 # Unit tests and a real generation under AddressSanitizer + UndefinedBehaviorSanitizer (the binary and the
 # unit tests are built, not the benchmarks; check_headers compiles headers alone, which `make unit` already did).

@@ -9,10 +9,12 @@ with the same model and level skips it and computes the same logits. The folder 
 2. Under pytest-xdist (`make pytest PYTEST_WORKERS=N`, run with --dist loadgroup) the tests go to the workers a
 group at a time, and one worker runs a group's tests in order (GROUPS and the scheduler below): each file is a
 group, so its module-scoped servers and references are made once; the files that share an expensive session
-fixture are one group, so it is computed once; and the tests that hold a server to deadlines or timeouts while it is loaded
-(hostile connections, cancellations, scheduling under a slowed engine) are one group, so they never run beside
-each other. The key-centering folder of 1. is made by the controller before the workers start, and they inherit
-it (its files are written to a temporary name and renamed into place, so two workers may write one at once).
+fixture are one group, so it is computed once; and the tests that hold a server to deadlines or timeouts while
+it is loaded (hostile connections, cancellations, scheduling under a slowed engine) are one group, so they never
+run beside each other. The groups that take longest (GROUP_COST) are handed out first, so that no long group
+starts when the other worker is nearly done. The key-centering folder of 1. is made by the controller before the
+workers start, and they inherit it (its files are written to a temporary name and renamed into place, so two
+workers may write one at once).
 
 3. gguf-py's GGUFReader reads the file through a plain ndarray view of its memory map instead of the np.memmap
 itself.
@@ -54,17 +56,52 @@ GROUPS = {
 }
 _GROUP_OF = {f: g for g, files in GROUPS.items() for f in files}
 
+# The longest groups, in seconds of one worker (see COST_CMD), handed out first: a group goes to one worker whole,
+# so a long one started last would leave the other worker idle until it ends. Groups not listed come after
+# them, in pytest-xdist's order (most tests first).
+COST_CMD = ("TACHYON_BIN=$PWD/build/tachyon .venv/bin/python -m pytest -q -n 2 --dist loadgroup -m 'not bench' "
+            "--ignore=tests/ref/test_arm64.py tests/ref tests/integration --durations=0 (times summed per group)")
+GROUP_COST = {  # AVX-512 host (3 levels), 2 workers, under load from other builds
+    "tests/integration/test_tool_formats.py": 537, "smolref": 286, "tests/ref/test_kld_llamacpp.py": 203,
+    "tests/ref/test_gemma3_ref.py": 168, "tests/ref/test_greedy_margin.py": 149, "timing": 147,
+    "tests/integration/test_spec.py": 97, "tests/integration/test_spec_draft.py": 71,
+    "tests/integration/test_sampler_fields.py": 70,
+}
+
+
+def group_order(scopes):
+    """The order in which the groups are handed out: those of GROUP_COST by cost, longest first, then the others
+    in the order given."""
+    known = sorted((s for s in scopes if s in GROUP_COST), key=lambda s: -GROUP_COST[s])
+    return known + [s for s in scopes if s not in GROUP_COST]
+
 
 @pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: ignored where it is not installed
 def pytest_xdist_make_scheduler(config, log):
     """--dist loadgroup with the groups of GROUPS. pytest-xdist's own loadgroup reads `xdist_group` marks through a
     node id rewrite that pytest 9 no longer honours (every test became a group of its own), so the grouping is
-    made here, from the file of each node id, with xdist's scope scheduler (a scope goes to one worker whole)."""
+    made here, from the file of each node id, with xdist's scope scheduler (a scope goes to one worker whole),
+    whose queue hands out the groups in group_order."""
     if config.getvalue("dist") != "loadgroup":
         return None
+    from collections import OrderedDict
+
     from xdist.scheduler import LoadScopeScheduling
 
+    class CostQueue(OrderedDict):
+        """xdist's work queue (group -> its tests); the scheduler takes the next group with popitem(last=False)."""
+
+        def popitem(self, last=True):
+            if last:
+                return super().popitem(last=True)
+            scope = group_order(list(self))[0]
+            return scope, self.pop(scope)
+
     class GroupScheduling(LoadScopeScheduling):
+        def __init__(self, config, log=None):
+            super().__init__(config, log)
+            self.workqueue = CostQueue()
+
         def _split_scope(self, nodeid):
             f = nodeid.split("::", 1)[0]
             return _GROUP_OF.get(f, f)

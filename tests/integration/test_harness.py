@@ -55,3 +55,23 @@ def test_parallel_groups(pytestconfig):
     for g, files in top.GROUPS.items():
         for f in files:
             assert os.path.exists(os.path.join(ROOT, f)), "group %s names a missing file %s" % (g, f)
+
+
+def test_longest_groups_first(pytestconfig):
+    """The scheduler's queue hands out the groups of GROUP_COST longest first, then the others in queue order;
+    every group named there is a group of GROUPS or a test file that exists."""
+    pytest.importorskip("xdist")
+    top = pytestconfig.pluginmanager.get_plugin(os.path.join(ROOT, "tests", "conftest.py"))
+    assert top.GROUP_COST, "no group costs"
+    for g in top.GROUP_COST:
+        assert g in top.GROUPS or os.path.exists(os.path.join(ROOT, g)), "GROUP_COST names a missing group %s" % g
+    by_cost = sorted(top.GROUP_COST, key=lambda g: -top.GROUP_COST[g])
+    sched = top.pytest_xdist_make_scheduler(config=_Config(), log=None)
+    queue = ["tests/integration/test_x_%d.py" % i for i in range(3)] + by_cost[::-1]
+    for g in queue:
+        sched.workqueue[g] = {g + "::t": False}
+    got = [sched.workqueue.popitem(last=False)[0] for _ in range(len(queue))]
+    k = len(by_cost)
+    assert sorted(got[:k]) == sorted(by_cost) and got[k:] == queue[:3], got
+    costs = [top.GROUP_COST[g] for g in got[:k]]
+    assert costs == sorted(costs, reverse=True), got

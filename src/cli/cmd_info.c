@@ -8,6 +8,19 @@
 #include "tensor/ttype.h"
 #include "tokenizer/tokenizer.h"
 
+// Bytes of the process in transparent huge pages (AnonHugePages of /proc/self/smaps_rollup; 0 where unknown):
+// after a load, the moved weights' (model_placement), as far as the kernel granted them.
+static unsigned long long info_huge_pages(void) {
+    FILE *f = fopen("/proc/self/smaps_rollup", "r");
+    unsigned long long kb = 0;
+    char line[128];
+    if (!f) return 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "AnonHugePages: %llu kB", &kb) == 1) break;
+    fclose(f);
+    return kb * 1024;
+}
+
 // One line tests and benchmark scripts parse: the level in use, and every level this host can run
 // ("cpu isa avx2 (host levels: scalar avx2; not on this host: avx512)"; on aarch64 the levels are scalar
 // neon dotprod i8mm).
@@ -111,6 +124,10 @@ int cli_info(int argc, char **argv) {
     for (int t = 0; t < TT_COUNT; t++)
         if (count[t]) printf(" %s x%d (%.1f MiB)", tt_name((uint32_t)t), count[t], bytes[t] / 1048576.0);
     printf("\n");
+    uint64_t repacked, copied;
+    model_placement(m, &repacked, &copied);
+    printf("weights moved   %.1f MiB repacked, %.1f MiB copied; %.1f MiB of the process in huge pages\n",
+           repacked / 1048576.0, copied / 1048576.0, info_huge_pages() / 1048576.0);
     if (tok_load(g, &v, &err) == 0) {
         printf("vocabulary      %s, %d tokens, bos %d, eos %d, add_bos %d\n",
                tok_get_kind(v) == TOK_KIND_SPM ? "SentencePiece (llama)" : "byte-level BPE (gpt2)", tok_n_vocab(v),

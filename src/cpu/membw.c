@@ -1,7 +1,9 @@
 // Main-memory read bandwidth: every pool thread sums its contiguous slice of a buffer much larger than the
 // last-level cache; best of a few passes. The buffer (MEMBW_BYTES) is allocated and touched on the first
-// call, then freed; the result is cached.
+// call, then freed; the result is cached. The buffer is in huge pages as the weights are (common/hugepage.h): the
+// probe measures what the weights' streams can reach.
 #include "cpu/cpu.h"
+#include "common/hugepage.h"
 #include "common/timeutil.h"
 
 #include <pthread.h>
@@ -42,7 +44,7 @@ double cpu_mem_bandwidth(cpu_pool *pool) {
     if (g_membw == 0.0) {
         membw_ctx *c = calloc(1, sizeof *c);
         void *buf = NULL;
-        if (c && posix_memalign(&buf, 4096, MEMBW_BYTES) == 0) {
+        if (c && (buf = tc_huge_alloc(MEMBW_BYTES)) != NULL) {
             c->buf = buf;
             c->n = MEMBW_BYTES / sizeof(uint64_t);
             cpu_pool_run(pool, membw_touch, c); // first touch from the threads that will read it

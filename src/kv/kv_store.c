@@ -1,6 +1,8 @@
 // Paged KV storage (see kv_store.h).
 #include "kv/kv_store.h"
 
+#include "common/hugepage.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,12 +55,17 @@ int kv_store_new(const kv_shape *s, int n_blocks, int n_blocks_swa, int block_si
     int n_global = kv->n_layers - n_local;
     size_t rows = (size_t)n_blocks * kv->n_kv_heads * block_size;
     size_t rows_swa = (size_t)n_blocks_swa * kv->n_kv_heads * block_size;
-    // calloc: untouched pages cost nothing until a block is first written.
+    // calloc: untouched pages cost nothing until a block is first written. Huge pages (common/hugepage.h):
+    // decode reads every row of the context once per token and layer, a block of each KV head apart.
     kv->k = calloc(1, rows * kr * (size_t)n_global + 1);
     kv->v = calloc(1, rows * vr * (size_t)n_global + 1);
+    tc_huge_advise(kv->k, rows * kr * (size_t)n_global);
+    tc_huge_advise(kv->v, rows * vr * (size_t)n_global);
     if (n_local) {
         kv->k_swa = calloc(1, rows_swa * kr * (size_t)n_local);
         kv->v_swa = calloc(1, rows_swa * vr * (size_t)n_local);
+        tc_huge_advise(kv->k_swa, rows_swa * kr * (size_t)n_local);
+        tc_huge_advise(kv->v_swa, rows_swa * vr * (size_t)n_local);
     }
     kv->k_l = calloc((size_t)kv->n_layers, sizeof *kv->k_l);
     kv->v_l = calloc((size_t)kv->n_layers, sizeof *kv->v_l);

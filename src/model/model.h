@@ -79,7 +79,7 @@ int model_load_memory(const void *data, size_t size, model **out, tc_err *err);
 void model_free(model *m);
 const model_hparams *model_get_hparams(const model *m);
 const gguf_ctx *model_gguf(const model *m); // borrowed, valid while m lives
-// Bytes of the matrices the load moved out of the file mapping (model.c, "placement"): repacked for the CPU
+// Bytes of the matrices the load moved out of the file mapping (model_place.c): repacked for the CPU
 // kernels, and copied unchanged into huge-page memory.
 void model_placement(const model *m, uint64_t *repacked, uint64_t *copied);
 // 1 when layer l attends within the sliding window only.

@@ -14,7 +14,7 @@ typedef struct model_weight {
     const void *data; // borrowed, into the GGUF mapping; NULL when the tensor is absent (optional role)
     int64_t rows, cols;
     int64_t n_expert; // matrices in data: ne[2] (1 for a plain matrix or vector)
-    void *packed; // in the model's arena (model.c, placement): cpu_repack form of data for the CPU matmul, or NULL
+    void *packed; // in the model's arena (model_place.c): cpu_repack form of data for the CPU matmul, or NULL
     void *copy;   // in the model's arena: data's bytes moved there from the mapping (then data points here), or NULL
 } model_weight;
 
@@ -33,7 +33,7 @@ struct model {
     // q_dim) = 1 / their kv head's k_scale; NULL when off. Same allocation as k_center_neg.
     float *k_scale, *q_scale;
     int k_center_tried; // model_kv_center_init ran (whatever its outcome)
-    void *arena;                             // owned: the moved matrices (model.c, placement), or NULL
+    void *arena;                             // owned: the moved matrices (model_place.c), or NULL
     uint64_t placed_repacked, placed_copied; // model_placement
 };
 
@@ -51,10 +51,10 @@ static inline const void *model_weight_expert_packed(const model_weight *w, int 
     return w->packed ? (const char *)w->packed + (size_t)e * cpu_repack_size(w->type, w->rows, w->cols) : NULL;
 }
 
-// Loading steps (model.c), in order, by model_load.c: the hyper-parameters from the metadata (sets m->arch; a
-// hybrid model's DeltaNet ones are model_hybrid_read_hparams'), every non-hybrid layer's weights bound (a
-// hybrid model's by model_hybrid_bind), the repacked copies for the CPU kernels and the huge-page copies of the
-// other matrices (from_file: data lies in the file mapping).
+// Loading steps (model.c; the last in model_place.c), in order, by model_load.c: the hyper-parameters from the
+// metadata (sets m->arch; a hybrid model's DeltaNet ones are model_hybrid_read_hparams'), every non-hybrid layer's
+// weights bound (a hybrid model's by model_hybrid_bind), the matrices moved into the huge-page arena, repacked for
+// the CPU kernels or copied (from_file: data lies in the file mapping).
 int model_read_hparams(model *m, tc_err *err);
 int model_bind_weights(model *m, tc_err *err);
 int model_repack_weights(model *m, int from_file, tc_err *err);

@@ -280,24 +280,32 @@ int model_bind_weights(model *m, tc_err *err) {
 
     int q_dim = hp->n_heads * hp->head_dim, kv_dim = hp->n_kv_heads * hp->head_dim;
     const int ne = hp->n_expert, eff = hp->expert_ffn_dim, sff = hp->shexp_ffn_dim;
+    // MAT: a matrix, VEC: a vector or a bias (vectors' rows 1; an expert bias is a matrix of vectors), EXPS: a 3-D
+    // tensor of d experts' matrices; every field given (clang's -Wmissing-field-initializers)
+#define MAT(r, c) {(r), (c), 0, 1}
+#define VEC(r, c) {(r), (c), 1, 1}
+#define EXPS(r, c, d) {(r), (c), 0, (d)}
     struct { int64_t rows, cols; int vector; int64_t depth; } shape[ROLE_COUNT] = {
-        [ROLE_ATTN_NORM] = {1, hp->dim, 1},       [ROLE_ATTN_Q] = {q_dim, hp->dim, 0},
-        [ROLE_ATTN_K] = {kv_dim, hp->dim, 0},     [ROLE_ATTN_V] = {kv_dim, hp->dim, 0},
-        [ROLE_ATTN_OUT] = {hp->dim, q_dim, 0},    [ROLE_ATTN_Q_BIAS] = {1, q_dim, 1},
-        [ROLE_ATTN_K_BIAS] = {1, kv_dim, 1},      [ROLE_ATTN_V_BIAS] = {1, kv_dim, 1},
-        [ROLE_ATTN_Q_NORM] = {1, hp->head_dim, 1}, [ROLE_ATTN_K_NORM] = {1, hp->head_dim, 1},
-        [ROLE_FFN_NORM] = {1, hp->dim, 1},        [ROLE_FFN_GATE] = {hp->ffn_dim, hp->dim, 0},
-        [ROLE_FFN_UP] = {hp->ffn_dim, hp->dim, 0}, [ROLE_FFN_DOWN] = {hp->dim, hp->ffn_dim, 0},
-        [ROLE_ATTN_POST_NORM] = {1, hp->dim, 1},  [ROLE_FFN_POST_NORM] = {1, hp->dim, 1},
-        [ROLE_FFN_GATE_INP] = {ne, hp->dim, 0},   [ROLE_FFN_GATE_EXPS] = {eff, hp->dim, 0, ne},
-        [ROLE_FFN_UP_EXPS] = {eff, hp->dim, 0, ne}, [ROLE_FFN_DOWN_EXPS] = {hp->dim, eff, 0, ne},
-        [ROLE_FFN_GATE_INP_SHEXP] = {1, hp->dim, 1}, [ROLE_FFN_GATE_SHEXP] = {sff, hp->dim, 0},
-        [ROLE_FFN_UP_SHEXP] = {sff, hp->dim, 0},  [ROLE_FFN_DOWN_SHEXP] = {hp->dim, sff, 0},
-        [ROLE_ATTN_OUT_BIAS] = {1, hp->dim, 1},   [ROLE_ATTN_SINKS] = {1, hp->n_heads, 1},
-        [ROLE_FFN_NORM_PA] = {1, hp->dim, 1},     [ROLE_FFN_GATE_INP_BIAS] = {1, ne, 1},
-        [ROLE_FFN_GATE_EXPS_BIAS] = {ne, eff, 1}, [ROLE_FFN_UP_EXPS_BIAS] = {ne, eff, 1},
-        [ROLE_FFN_DOWN_EXPS_BIAS] = {ne, hp->dim, 1},
+        [ROLE_ATTN_NORM] = VEC(1, hp->dim),       [ROLE_ATTN_Q] = MAT(q_dim, hp->dim),
+        [ROLE_ATTN_K] = MAT(kv_dim, hp->dim),     [ROLE_ATTN_V] = MAT(kv_dim, hp->dim),
+        [ROLE_ATTN_OUT] = MAT(hp->dim, q_dim),    [ROLE_ATTN_Q_BIAS] = VEC(1, q_dim),
+        [ROLE_ATTN_K_BIAS] = VEC(1, kv_dim),      [ROLE_ATTN_V_BIAS] = VEC(1, kv_dim),
+        [ROLE_ATTN_Q_NORM] = VEC(1, hp->head_dim), [ROLE_ATTN_K_NORM] = VEC(1, hp->head_dim),
+        [ROLE_FFN_NORM] = VEC(1, hp->dim),        [ROLE_FFN_GATE] = MAT(hp->ffn_dim, hp->dim),
+        [ROLE_FFN_UP] = MAT(hp->ffn_dim, hp->dim), [ROLE_FFN_DOWN] = MAT(hp->dim, hp->ffn_dim),
+        [ROLE_ATTN_POST_NORM] = VEC(1, hp->dim),  [ROLE_FFN_POST_NORM] = VEC(1, hp->dim),
+        [ROLE_FFN_GATE_INP] = MAT(ne, hp->dim),   [ROLE_FFN_GATE_EXPS] = EXPS(eff, hp->dim, ne),
+        [ROLE_FFN_UP_EXPS] = EXPS(eff, hp->dim, ne), [ROLE_FFN_DOWN_EXPS] = EXPS(hp->dim, eff, ne),
+        [ROLE_FFN_GATE_INP_SHEXP] = VEC(1, hp->dim), [ROLE_FFN_GATE_SHEXP] = MAT(sff, hp->dim),
+        [ROLE_FFN_UP_SHEXP] = MAT(sff, hp->dim),  [ROLE_FFN_DOWN_SHEXP] = MAT(hp->dim, sff),
+        [ROLE_ATTN_OUT_BIAS] = VEC(1, hp->dim),   [ROLE_ATTN_SINKS] = VEC(1, hp->n_heads),
+        [ROLE_FFN_NORM_PA] = VEC(1, hp->dim),     [ROLE_FFN_GATE_INP_BIAS] = VEC(1, ne),
+        [ROLE_FFN_GATE_EXPS_BIAS] = VEC(ne, eff), [ROLE_FFN_UP_EXPS_BIAS] = VEC(ne, eff),
+        [ROLE_FFN_DOWN_EXPS_BIAS] = VEC(ne, hp->dim),
     };
+#undef MAT
+#undef VEC
+#undef EXPS
     for (int r = 0; r < ROLE_COUNT; r++)
         if (!shape[r].depth) shape[r].depth = 1;
     m->layers = calloc((size_t)hp->n_layers * ROLE_COUNT, sizeof *m->layers);

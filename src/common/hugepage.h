@@ -1,9 +1,10 @@
-// Transparent huge pages for the large, long-lived buffers the kernels stream through: the weights (model.c,
-// placement), the KV cache (kv_store.c) and the bandwidth probe (cpu/membw.c). Streaming gigabytes through 4 KiB
-// pages costs a TLB miss and a page walk every 4 KiB, and the hardware prefetchers stop at each page's end; a
-// 2 MiB page has neither. Linux's default THP mode, "madvise", grants them only to ranges marked MADV_HUGEPAGE
-// (before they are first touched). Advisory throughout: where the kernel grants none, the memory is the same in
-// small pages. TACHYON_HUGE_PAGES=0 turns the marking (and the weight copies that exist for it) off, to compare.
+// Transparent huge pages for the large, long-lived buffers the kernels stream through: the weights
+// (model/model_place.c), the KV cache (kv/kv_store.c) and the bandwidth probe (cpu/membw.c). Streaming gigabytes
+// through 4 KiB pages costs a TLB miss and a page walk every 4 KiB, and the hardware prefetchers stop at each
+// page's end; a 2 MiB page has neither. Linux's default THP mode, "madvise", grants them only to ranges marked
+// MADV_HUGEPAGE (before they are first touched). Advisory throughout: where the kernel grants none, the memory is
+// the same in small pages. TACHYON_HUGE_PAGES=0 turns the marking (and the weight copies that exist for it) off,
+// to compare.
 #ifndef TACHYON_COMMON_HUGEPAGE_H
 #define TACHYON_COMMON_HUGEPAGE_H
 

@@ -55,8 +55,9 @@ int kv_store_new(const kv_shape *s, int n_blocks, int n_blocks_swa, int block_si
     int n_global = kv->n_layers - n_local;
     size_t rows = (size_t)n_blocks * kv->n_kv_heads * block_size;
     size_t rows_swa = (size_t)n_blocks_swa * kv->n_kv_heads * block_size;
-    // calloc: untouched pages cost nothing until a block is first written. Huge pages (common/hugepage.h):
-    // decode reads every row of the context once per token and layer, a block of each KV head apart.
+    // calloc: untouched pages cost nothing until a block is first written, then a whole huge page at a time
+    // (common/hugepage.h): decode reads every row of the context once per token and layer, a block of each KV
+    // head apart.
     kv->k = calloc(1, rows * kr * (size_t)n_global + 1);
     kv->v = calloc(1, rows * vr * (size_t)n_global + 1);
     tc_huge_advise(kv->k, rows * kr * (size_t)n_global);

@@ -34,14 +34,17 @@ typedef struct placer {
     uint8_t *arena;              // NULL while planning
 } placer;
 
+// Matrices in w: its experts, or 1.
+static int64_t n_mats(const model_weight *w) { return w->n_expert > 1 ? w->n_expert : 1; }
+
 static size_t weight_size(const model_weight *w) {
-    return tt_row_size(w->type, w->cols) * (size_t)(w->rows * (w->n_expert > 1 ? w->n_expert : 1));
+    return tt_row_size(w->type, w->cols) * (size_t)(w->rows * n_mats(w));
 }
 
 // Bytes of w's repacked form (0: none at this level or with the switch off).
 static size_t packed_size(const placer *pl, const model_weight *w) {
     if (!pl->repack || !cpu_repack_wanted(w->type)) return 0;
-    return cpu_repack_size(w->type, w->rows, w->cols) * (size_t)(w->n_expert > 1 ? w->n_expert : 1);
+    return cpu_repack_size(w->type, w->rows, w->cols) * (size_t)n_mats(w);
 }
 
 // Hands the file mapping's pages of w's bytes back to the kernel once a moved form replaces them.
@@ -84,7 +87,7 @@ static void place_one(placer *pl, model_weight *w, int from_file, int expert) {
     pl->used += (n + 63) & ~(size_t)63;
     if (!p) return;
     if (packed) {
-        cpu_repack(w->type, w->data, w->rows * (w->n_expert > 1 ? w->n_expert : 1), w->cols, p);
+        cpu_repack(w->type, w->data, w->rows * n_mats(w), w->cols, p);
         w->packed = p;
         pl->m->placed_repacked += n;
     } else {

@@ -42,7 +42,7 @@ trap 'rm -rf "$TMP"' EXIT
 # template header -> its AVX2 instance and its AVX-512 instance, or its one instance (paths under src/)
 instance() {
     case "$1" in
-    cpu/x86_act.h | cpu/x86_gemm.h | cpu/x86_repack.h | cpu/x86_repack_q8.h | cpu/x86_repack_q4.h | cpu/x86_table.h)
+    cpu/x86_act.h | cpu/x86_gemm.h | cpu/x86_repack.h | cpu/x86_repack_q8.h | cpu/x86_repack_mxfp4.h | cpu/x86_repack_q4.h | cpu/x86_table.h)
         echo "cpu/quant_avx2.c cpu/quant_avx512.c" ;;
     cpu/ops_x86.h) echo "cpu/ops_avx2.c cpu/ops_avx512.c" ;;
     cpu/attention_x86.h) echo "cpu/attention_avx2.c cpu/attention_avx512.c" ;;

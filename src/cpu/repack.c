@@ -25,6 +25,9 @@
 // mins) side by side, then for each 4-byte step c the nibble bytes qs[4c .. 4c + 3] of the 16 rows; one load
 // gives elements 4c.. (low nibbles) and 16 + 4c.. (high nibbles) of 16 rows. The row-wise kernels spent ~4 vector
 // ops of scale work (convert, scale product, fma, offset) per 64 multiply-adds; here it is ~4 per 512.
+// MXFP4 (cpu_mxfp4_r16, gpt-oss's experts): Q4_0's layout with the E8M0 scale bytes in place of the fp16 scales.
+// The row-wise kernel loaded each 17-byte block unaligned, with two scale broadcasts and the activations' halves
+// swapped per block pair and row: about twice the time per byte of a Q8_0 GEMV at batch 1.
 #include "cpu/repack.h"
 
 #include "tensor/ttype.h"
@@ -44,10 +47,11 @@ static void rp_scale_min(int s, const uint8_t *q, uint8_t *sc, uint8_t *mn) {
 }
 
 size_t cpu_repack_size(uint32_t w_type, int64_t d, int64_t k) {
-    if (w_type == TT_Q8_0 || w_type == TT_Q5_0 || w_type == TT_Q4_0 || w_type == TT_Q4_1) {
+    if (w_type == TT_Q8_0 || w_type == TT_Q5_0 || w_type == TT_Q4_0 || w_type == TT_Q4_1 || w_type == TT_MXFP4) {
         if (d <= 0 || k <= 0 || d % CPU_REPACK_Q8_ROWS || k % QK8_0 || k / QK8_0 > CPU_REPACK_Q8_MAXB) return 0;
         const size_t bs = w_type == TT_Q4_0 ? sizeof(cpu_q4_0_r16)
-                          : w_type == TT_Q4_1 ? sizeof(cpu_q4_1_r16) : sizeof(cpu_q8_0_r16);
+                          : w_type == TT_Q4_1 ? sizeof(cpu_q4_1_r16)
+                          : w_type == TT_MXFP4 ? sizeof(cpu_mxfp4_r16) : sizeof(cpu_q8_0_r16);
         return (size_t)(d / CPU_REPACK_Q8_ROWS) * (size_t)(k / QK8_0) * bs;
     }
     if ((w_type != TT_Q4_K && w_type != TT_Q6_K) || d <= 0 || k <= 0 || d % CPU_REPACK_ROWS || k % QK_K) return 0;
@@ -129,10 +133,10 @@ static void rp_q5_0(uint8_t *w, cpu_q8_0_r16 *o, int64_t d, int64_t nb, int to_p
             }
 }
 
-// Q4_0 and Q4_1: a reorder too (d, m and the 16 nibble bytes of each row's block keep their meaning).
-static void rp_q4(uint8_t *w, uint8_t *o, int64_t d, int64_t nb, int q41, int to_packed) {
-    const size_t bsz = q41 ? sizeof(tt_block_q4_1) : sizeof(tt_block_q4_0);
-    const size_t osz = q41 ? sizeof(cpu_q4_1_r16) : sizeof(cpu_q4_0_r16);
+// Q4_0, Q4_1 and MXFP4: a reorder too (d, m or e and the 16 nibble bytes of each row's block keep their meaning).
+static void rp_q4(uint8_t *w, uint8_t *o, int64_t d, int64_t nb, uint32_t t, int to_packed) {
+    const size_t bsz = tt_get(t)->type_size;
+    const size_t osz = t == TT_Q4_1 ? sizeof(cpu_q4_1_r16) : t == TT_MXFP4 ? sizeof(cpu_mxfp4_r16) : sizeof(cpu_q4_0_r16);
     const size_t row = (size_t)nb * bsz;
     for (int64_t g = 0; g < d / CPU_REPACK_Q8_ROWS; g++)
         for (int64_t b = 0; b < nb; b++, o += osz)
@@ -140,11 +144,15 @@ static void rp_q4(uint8_t *w, uint8_t *o, int64_t d, int64_t nb, int q41, int to
                 uint8_t *x = w + (size_t)(g * CPU_REPACK_Q8_ROWS + r) * row + (size_t)b * bsz;
                 rp_copy cp[2 + 4];
                 int nc = 0;
-                if (q41) {
+                if (t == TT_Q4_1) {
                     cpu_q4_1_r16 *p = (cpu_q4_1_r16 *)(void *)o;
                     cp[nc++] = (rp_copy){&p->d[r], x, 2};
                     cp[nc++] = (rp_copy){&p->m[r], x + 2, 2};
                     for (int c = 0; c < 4; c++) cp[nc++] = (rp_copy){p->qs[c][r], x + 4 + 4 * c, 4};
+                } else if (t == TT_MXFP4) {
+                    cpu_mxfp4_r16 *p = (cpu_mxfp4_r16 *)(void *)o;
+                    cp[nc++] = (rp_copy){&p->e[r], x, 1};
+                    for (int c = 0; c < 4; c++) cp[nc++] = (rp_copy){p->qs[c][r], x + 1 + 4 * c, 4};
                 } else {
                     cpu_q4_0_r16 *p = (cpu_q4_0_r16 *)(void *)o;
                     cp[nc++] = (rp_copy){&p->d[r], x, 2};
@@ -157,8 +165,8 @@ static void rp_q4(uint8_t *w, uint8_t *o, int64_t d, int64_t nb, int q41, int to
 
 int cpu_repack(uint32_t w_type, const void *w, int64_t d, int64_t k, void *out) {
     if (!cpu_repack_size(w_type, d, k) || !w || !out) return -1;
-    if (w_type == TT_Q4_0 || w_type == TT_Q4_1) {
-        rp_q4((uint8_t *)(uintptr_t)w, out, d, k / QK4_0, w_type == TT_Q4_1, 1); // reads w only
+    if (w_type == TT_Q4_0 || w_type == TT_Q4_1 || w_type == TT_MXFP4) {
+        rp_q4((uint8_t *)(uintptr_t)w, out, d, k / QK4_0, w_type, 1); // reads w only
         return 0;
     }
     if (w_type == TT_Q5_0) {
@@ -196,8 +204,8 @@ int cpu_repack(uint32_t w_type, const void *w, int64_t d, int64_t k, void *out) 
 // layout's scalar reference: a dot over the repacked tiles must equal the traits' vec_dot over these rows.
 int cpu_repack_unpack(uint32_t w_type, const void *packed, int64_t d, int64_t k, void *w) {
     if (!cpu_repack_size(w_type, d, k) || !packed || !w) return -1;
-    if (w_type == TT_Q4_0 || w_type == TT_Q4_1) {
-        rp_q4(w, (uint8_t *)(uintptr_t)packed, d, k / QK4_0, w_type == TT_Q4_1, 0); // reads packed only
+    if (w_type == TT_Q4_0 || w_type == TT_Q4_1 || w_type == TT_MXFP4) {
+        rp_q4(w, (uint8_t *)(uintptr_t)packed, d, k / QK4_0, w_type, 0); // reads packed only
         return 0;
     }
     if (w_type == TT_Q5_0) {

@@ -1,5 +1,5 @@
-// Load-time weight repacking for the CPU matmul: Q4_K and Q6_K rows interleaved 8 at a time, Q8_0, Q5_0, Q4_0 and
-// Q4_1 rows 16 at a time (see repack.c for the layouts and why). The repacked copy is an optional companion of the original weights: cpu_matmul uses it
+// Load-time weight repacking for the CPU matmul: Q4_K and Q6_K rows interleaved 8 at a time, Q8_0, Q5_0, Q4_0,
+// Q4_1 and MXFP4 rows 16 at a time (see repack.c for the layouts and why). The repacked copy is an optional companion of the original weights: cpu_matmul uses it
 // when cpu_matmul_args.w_packed is set and the ISA level has a kernel for it, and the original otherwise
 // (scalar level, TACHYON_PRECISE, other backends).
 #ifndef TACHYON_CPU_REPACK_H
@@ -53,6 +53,14 @@ typedef struct cpu_q4_1_r16 {
     uint8_t qs[4][CPU_REPACK_Q8_ROWS][4];
 } cpu_q4_1_r16;
 _Static_assert(sizeof(cpu_q4_1_r16) == 320, "cpu_q4_1_r16 size");
+
+// One 32-column block of 16 consecutive MXFP4 rows: the 16 E8M0 scale bytes, then the nibble bytes as Q4_0's
+// (the same 272 bytes as the 16 blocks, reordered; qs[c][r] are bytes qs[4c .. 4c + 3] of row r's block).
+typedef struct cpu_mxfp4_r16 {
+    uint8_t e[CPU_REPACK_Q8_ROWS];
+    uint8_t qs[4][CPU_REPACK_Q8_ROWS][4];
+} cpu_mxfp4_r16;
+_Static_assert(sizeof(cpu_mxfp4_r16) == 272, "cpu_mxfp4_r16 size");
 
 // Bytes of the repacked form of a (d, k) weight of type w_type, or 0 when there is none (type without a
 // repacked layout, d not a multiple of the group's rows, k not a multiple of the block, 32-blocks k > 32768).

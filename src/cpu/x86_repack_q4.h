@@ -1,6 +1,6 @@
 // GEMV/GEMM over repacked Q4_0 / Q4_1 weights (cpu_q4_0_r16, cpu_q4_1_r16, see repack.c) x Q8_0 / Q8_1
-// activations. Template: included by quant_avx2.c and quant_avx512.c (X86_FN names the instantiation);
-// builds on x86_repack_q8.h.
+// activations, and the driver of the MXFP4 tiles (x86_repack_mxfp4.h, the same layout). Template: included by
+// quant_avx2.c and quant_avx512.c (X86_FN names the instantiation); builds on x86_repack_q8.h.
 //
 // A tile is one group of 16 weight rows x NR activation rows. Per block and 4-byte step c one load gives 4
 // nibble bytes of each of the 16 rows: the low nibbles are elements 4c.., the high nibbles 16 + 4c... The
@@ -17,6 +17,7 @@
 #ifndef TACHYON_CPU_X86_REPACK_Q4_H
 #define TACHYON_CPU_X86_REPACK_Q4_H
 
+#include "cpu/x86_repack_mxfp4.h"
 #include "cpu/x86_repack_q8.h"
 
 #if X86_Q8R_WIDE
@@ -25,11 +26,17 @@
 #define X86_Q4R_NR 4 // 2 x NR int16 block sums + 4 weight + 2 activation registers of 16
 #endif
 #define X86_Q4R_PF 8 // GEMV: prefetch this many repacked blocks (288/320 bytes) ahead
+_Static_assert(X86_Q4R_NR == X86_MXR_NR, "the MXFP4 tiles share the Q4 driver's activation tiles");
 
-XI size_t x86_q4r_bsize(const int Q41) { return Q41 ? sizeof(cpu_q4_1_r16) : sizeof(cpu_q4_0_r16); }
+enum { X86_R16_Q4_0, X86_R16_Q4_1, X86_R16_MXFP4 }; // the driver's KIND
 
-// 8 * sum of each Q8_0 activation block's quants of rows [r, r + nr) -> corr[rr][b] (Q4_0's offset of 8).
-XI void x86_q4r_corr(const cpu_gemm_job *j, int r, int nr, int32_t (*corr)[CPU_REPACK_Q8_MAXB]) {
+XI size_t x86_q4r_bsize(const int KIND) {
+    return KIND == X86_R16_Q4_1 ? sizeof(cpu_q4_1_r16) : KIND == X86_R16_MXFP4 ? sizeof(cpu_mxfp4_r16) : sizeof(cpu_q4_0_r16);
+}
+
+// off * sum of each Q8_0 activation block's quants of rows [r, r + nr) -> corr[rr][b] (Q4_0's offset of 8,
+// MXFP4's 12).
+XI void x86_q4r_corr(const cpu_gemm_job *j, int r, int nr, int off, int32_t (*corr)[CPU_REPACK_Q8_MAXB]) {
     const int nb = j->k / QK8_0;
     for (int rr = 0; rr < nr; rr++) {
         const tt_block_q8_0 *a = (const void *)x86_arow(j, r + rr);
@@ -38,7 +45,7 @@ XI void x86_q4r_corr(const cpu_gemm_job *j, int r, int nr, int32_t (*corr)[CPU_R
                                                _mm256_set1_epi8((char)0x80));
             const __m256i s = _mm256_sad_epu8(u, _mm256_setzero_si256());
             const __m128i t = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
-            corr[rr][b] = 8 * ((int)(_mm_cvtsi128_si64(t) + _mm_extract_epi64(t, 1)) - 128 * 32);
+            corr[rr][b] = off * ((int)(_mm_cvtsi128_si64(t) + _mm_extract_epi64(t, 1)) - 128 * 32);
         }
     }
 }
@@ -49,12 +56,6 @@ XI const int8_t *x86_q4r_aq(const uint8_t *a, int b, const int Q41) {
 }
 XI float x86_q4r_ad(const uint8_t *a, int b, const int Q41) {
     return Q41 ? ((const tt_block_q8_1 *)(const void *)a)[b].d : x86_h2f(((const tt_block_q8_0 *)(const void *)a)[b].d);
-}
-
-XI int32_t x86_q4r_a4(const int8_t *p) {
-    int32_t v;
-    memcpy(&v, p, 4);
-    return v;
 }
 
 #if X86_Q8R_WIDE
@@ -87,8 +88,8 @@ XI void x86_q4r_tile(const cpu_gemm_job *j, int g, int r, const int NR, const in
             const int8_t *aq = x86_q4r_aq(a[rr], b, Q41);
             __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512(); // two chains: latency
             X86_UNROLL for (int c = 0; c < 4; c++) {
-                s0 = _mm512_dpbusd_epi32(s0, wl[c], _mm512_set1_epi32(x86_q4r_a4(aq + 4 * c)));
-                s1 = _mm512_dpbusd_epi32(s1, wh[c], _mm512_set1_epi32(x86_q4r_a4(aq + 16 + 4 * c)));
+                s0 = _mm512_dpbusd_epi32(s0, wl[c], _mm512_set1_epi32(x86_q8r_a4(aq + 4 * c)));
+                s1 = _mm512_dpbusd_epi32(s1, wh[c], _mm512_set1_epi32(x86_q8r_a4(aq + 16 + 4 * c)));
             }
             __m512i s = _mm512_add_epi32(s0, s1);
             if (!Q41) s = _mm512_sub_epi32(s, _mm512_set1_epi32(corr[rr][b]));
@@ -97,12 +98,7 @@ XI void x86_q4r_tile(const cpu_gemm_job *j, int g, int r, const int NR, const in
             if (Q41) acc[rr] = _mm512_fmadd_ps(m, _mm512_set1_ps(((const tt_block_q8_1 *)(const void *)a[rr])[b].s), acc[rr]);
         }
     }
-    const int i = CPU_REPACK_Q8_ROWS * g;
-    uint32_t msk = 0xffff;
-    if (i < j->i0) msk &= 0xffffu << (j->i0 - i);
-    if (i + 16 > j->i1) msk &= 0xffffu >> (i + 16 - j->i1);
-    X86_UNROLL for (int rr = 0; rr < NR; rr++)
-        _mm512_mask_storeu_ps(j->out + (size_t)(r + rr) * j->ld_out + i, (__mmask16)msk, acc[rr]);
+    X86_UNROLL for (int rr = 0; rr < NR; rr++) x86_r16_store(j, g, r + rr, acc[rr]);
 }
 #else
 // GEMV (one activation row r): both 8-row halves of the group's 16 rows in one pass over the blocks (one
@@ -127,11 +123,11 @@ XI void x86_q4r_gemv(const cpu_gemm_job *j, int g, int r, const int Q41, int32_t
                 wl[c] = _mm256_and_si256(v, m4);
                 wh[c] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
             }
-            __m256i p16 = _mm256_maddubs_epi16(wl[0], _mm256_set1_epi32(x86_q4r_a4(aq)));
+            __m256i p16 = _mm256_maddubs_epi16(wl[0], _mm256_set1_epi32(x86_q8r_a4(aq)));
             X86_UNROLL for (int c = 1; c < 4; c++) p16 = _mm256_add_epi16(
-                p16, _mm256_maddubs_epi16(wl[c], _mm256_set1_epi32(x86_q4r_a4(aq + 4 * c))));
+                p16, _mm256_maddubs_epi16(wl[c], _mm256_set1_epi32(x86_q8r_a4(aq + 4 * c))));
             X86_UNROLL for (int c = 0; c < 4; c++) p16 = _mm256_add_epi16(
-                p16, _mm256_maddubs_epi16(wh[c], _mm256_set1_epi32(x86_q4r_a4(aq + 16 + 4 * c))));
+                p16, _mm256_maddubs_epi16(wh[c], _mm256_set1_epi32(x86_q8r_a4(aq + 16 + 4 * c))));
             __m256i s = _mm256_madd_epi16(p16, ones);
             if (!Q41) s = _mm256_sub_epi32(s, _mm256_set1_epi32(corr[0][b]));
             acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(d, ad), acc[h]);
@@ -174,8 +170,8 @@ XI void x86_q4r_steps(const cpu_gemm_job *j, int g, int r, const int NR, const i
             const __m256i wl1 = _mm256_and_si256(v1, m4), wh1 = _mm256_and_si256(_mm256_srli_epi16(v1, 4), m4);
             X86_UNROLL for (int rr = 0; rr < NR; rr++) {
                 const int8_t *aq = x86_q4r_aq(a[rr], b, Q41);
-                const __m256i al = _mm256_set1_epi32(x86_q4r_a4(aq + 4 * c));
-                const __m256i ah = _mm256_set1_epi32(x86_q4r_a4(aq + 16 + 4 * c));
+                const __m256i al = _mm256_set1_epi32(x86_q8r_a4(aq + 4 * c));
+                const __m256i ah = _mm256_set1_epi32(x86_q8r_a4(aq + 16 + 4 * c));
                 const __m256i t0 = _mm256_add_epi16(_mm256_maddubs_epi16(wl0, al), _mm256_maddubs_epi16(wh0, ah));
                 const __m256i t1 = _mm256_add_epi16(_mm256_maddubs_epi16(wl1, al), _mm256_maddubs_epi16(wh1, ah));
                 s[rr][0] = c ? _mm256_add_epi16(s[rr][0], t0) : t0;
@@ -212,12 +208,19 @@ XI void x86_q4r_tile(const cpu_gemm_job *j, int g, int r, const int NR, const in
 }
 #endif
 
+// One tile of the kind's kernel.
+XI void x86_r16_tile(const cpu_gemm_job *j, int g, int r, const int NR, const int KIND,
+                     int32_t (*corr)[CPU_REPACK_Q8_MAXB]) {
+    if (KIND == X86_R16_MXFP4) x86_mxr_tile(j, g, r, NR, corr);
+    else x86_q4r_tile(j, g, r, NR, KIND == X86_R16_Q4_1, corr);
+}
+
 // j->w is the repacked weight (groups of 16 rows); rows [i0, i1) of the original are computed. Panels of
 // groups sized for L2, activation tiles of X86_Q4R_NR rows inside (as x86_q8r_gemm).
-XI void x86_q4r_gemm(const cpu_gemm_job *j, const int Q41) {
+XI void x86_q4r_gemm(const cpu_gemm_job *j, const int KIND) {
     const int g0 = j->i0 / CPU_REPACK_Q8_ROWS, g1 = (j->i1 + CPU_REPACK_Q8_ROWS - 1) / CPU_REPACK_Q8_ROWS;
     if (j->k / QK4_0 > CPU_REPACK_Q8_MAXB) return; // cpu_repack_size never makes such a layout
-    const size_t gbytes = (size_t)(j->k / QK4_0) * x86_q4r_bsize(Q41);
+    const size_t gbytes = (size_t)(j->k / QK4_0) * x86_q4r_bsize(KIND);
     int panel = (int)((256 * 1024) / gbytes);
     panel = panel < 1 ? 1 : panel;
     int32_t corr[X86_Q4R_NR][CPU_REPACK_Q8_MAXB];
@@ -225,19 +228,19 @@ XI void x86_q4r_gemm(const cpu_gemm_job *j, const int Q41) {
         const int p1 = p0 + panel < g1 ? p0 + panel : g1;
         for (int r = 0; r < j->n_rows;) {
             const int nr = j->n_rows - r < X86_Q4R_NR ? j->n_rows - r : X86_Q4R_NR;
-            if (!Q41) x86_q4r_corr(j, r, nr, corr);
+            if (KIND != X86_R16_Q4_1) x86_q4r_corr(j, r, nr, KIND == X86_R16_MXFP4 ? X86_MX_OFF : 8, corr);
             for (int g = p0; g < p1; g++) {
                 switch (nr) {
-                case 1: x86_q4r_tile(j, g, r, 1, Q41, corr); break;
-                case 2: x86_q4r_tile(j, g, r, 2, Q41, corr); break;
-                case 3: x86_q4r_tile(j, g, r, 3, Q41, corr); break;
+                case 1: x86_r16_tile(j, g, r, 1, KIND, corr); break;
+                case 2: x86_r16_tile(j, g, r, 2, KIND, corr); break;
+                case 3: x86_r16_tile(j, g, r, 3, KIND, corr); break;
 #if X86_Q4R_NR > 4
-                case 4: x86_q4r_tile(j, g, r, 4, Q41, corr); break;
-                case 5: x86_q4r_tile(j, g, r, 5, Q41, corr); break;
-                case 6: x86_q4r_tile(j, g, r, 6, Q41, corr); break;
-                case 7: x86_q4r_tile(j, g, r, 7, Q41, corr); break;
+                case 4: x86_r16_tile(j, g, r, 4, KIND, corr); break;
+                case 5: x86_r16_tile(j, g, r, 5, KIND, corr); break;
+                case 6: x86_r16_tile(j, g, r, 6, KIND, corr); break;
+                case 7: x86_r16_tile(j, g, r, 7, KIND, corr); break;
 #endif
-                default: x86_q4r_tile(j, g, r, X86_Q4R_NR, Q41, corr); break;
+                default: x86_r16_tile(j, g, r, X86_Q4R_NR, KIND, corr); break;
                 }
             }
             r += nr;
@@ -245,7 +248,8 @@ XI void x86_q4r_gemm(const cpu_gemm_job *j, const int Q41) {
     }
 }
 
-__attribute__((unused)) static void X86_FN(gemm_q4_0_r16)(const cpu_gemm_job *j) { x86_q4r_gemm(j, 0); }
-__attribute__((unused)) static void X86_FN(gemm_q4_1_r16)(const cpu_gemm_job *j) { x86_q4r_gemm(j, 1); }
+__attribute__((unused)) static void X86_FN(gemm_q4_0_r16)(const cpu_gemm_job *j) { x86_q4r_gemm(j, X86_R16_Q4_0); }
+__attribute__((unused)) static void X86_FN(gemm_q4_1_r16)(const cpu_gemm_job *j) { x86_q4r_gemm(j, X86_R16_Q4_1); }
+__attribute__((unused)) static void X86_FN(gemm_mxfp4_r16)(const cpu_gemm_job *j) { x86_q4r_gemm(j, X86_R16_MXFP4); }
 
 #endif

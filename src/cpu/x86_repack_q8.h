@@ -42,11 +42,23 @@ XI void x86_q8r_corr(const cpu_gemm_job *j, int r, int nr, int32_t (*corr)[CPU_R
     }
 }
 
-XI __m256i x86_q8r_bcast4(const int8_t *p) {
+XI int32_t x86_q8r_a4(const int8_t *p) {
     int32_t v;
     memcpy(&v, p, 4);
-    return _mm256_set1_epi32(v);
+    return v;
 }
+XI __m256i x86_q8r_bcast4(const int8_t *p) { return _mm256_set1_epi32(x86_q8r_a4(p)); }
+
+#if X86_Q8R_WIDE
+// The lanes of rows [16g, 16g + 16) that lie in [i0, i1) (a fused range may start inside a group) -> row r.
+XI void x86_r16_store(const cpu_gemm_job *j, int g, int r, __m512 v) {
+    const int i = CPU_REPACK_Q8_ROWS * g;
+    uint32_t m = 0xffff;
+    if (i < j->i0) m &= 0xffffu << (j->i0 - i);
+    if (i + 16 > j->i1) m &= 0xffffu >> (i + 16 - j->i1);
+    _mm512_mask_storeu_ps(j->out + (size_t)r * j->ld_out + i, (__mmask16)m, v);
+}
+#endif
 
 #if X86_Q8R_WIDE
 XI void x86_q8r_tile(const cpu_gemm_job *j, int g, int r, const int NR, int32_t (*corr)[CPU_REPACK_Q8_MAXB]) {
@@ -70,24 +82,15 @@ XI void x86_q8r_tile(const cpu_gemm_job *j, int g, int r, const int NR, int32_t 
             const int8_t *aq = a[rr][b].qs;
             __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512(); // two chains: latency
             X86_UNROLL for (int c = 0; c < 8; c += 2) {
-                int32_t v0, v1;
-                memcpy(&v0, aq + 4 * c, 4);
-                memcpy(&v1, aq + 4 * c + 4, 4);
-                s0 = _mm512_dpbusd_epi32(s0, wv[c], _mm512_set1_epi32(v0));
-                s1 = _mm512_dpbusd_epi32(s1, wv[c + 1], _mm512_set1_epi32(v1));
+                s0 = _mm512_dpbusd_epi32(s0, wv[c], _mm512_set1_epi32(x86_q8r_a4(aq + 4 * c)));
+                s1 = _mm512_dpbusd_epi32(s1, wv[c + 1], _mm512_set1_epi32(x86_q8r_a4(aq + 4 * c + 4)));
             }
             const __m512i s = _mm512_sub_epi32(_mm512_add_epi32(s0, s1), _mm512_set1_epi32(corr[rr][b]));
             const __m512 ad = _mm512_set1_ps(x86_h2f(a[rr][b].d));
             acc[rr] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(d, ad), acc[rr]);
         }
     }
-    // store the lanes of rows [16g, 16g + 16) that lie in [i0, i1) (a fused range may start inside a group)
-    const int i = CPU_REPACK_Q8_ROWS * g;
-    uint32_t m = 0xffff;
-    if (i < j->i0) m &= 0xffffu << (j->i0 - i);
-    if (i + 16 > j->i1) m &= 0xffffu >> (i + 16 - j->i1);
-    X86_UNROLL for (int rr = 0; rr < NR; rr++)
-        _mm512_mask_storeu_ps(j->out + (size_t)(r + rr) * j->ld_out + i, (__mmask16)m, acc[rr]);
+    X86_UNROLL for (int rr = 0; rr < NR; rr++) x86_r16_store(j, g, r + rr, acc[rr]);
 }
 #else
 // One 8-row half at a time, one 4-byte step at a time: the step's weights and their magnitudes (2 registers)

@@ -43,7 +43,8 @@ static const cpu_kernels X86_TABLE = {
     .gemm_packed = {[TT_Q4_K] = X86_FN(gemm_q4_k_r8), [TT_Q6_K] = X86_FN(gemm_q6_k_r8),
                     [TT_Q8_0] = X86_FN(gemm_q8_0_r16),
                     [TT_Q5_0] = X86_FN(gemm_q8_0_r16), // Q5_0 repacks to the Q8_0 layout
-                    [TT_Q4_0] = X86_FN(gemm_q4_0_r16), [TT_Q4_1] = X86_FN(gemm_q4_1_r16)},
+                    [TT_Q4_0] = X86_FN(gemm_q4_0_r16), [TT_Q4_1] = X86_FN(gemm_q4_1_r16),
+                    [TT_MXFP4] = X86_FN(gemm_mxfp4_r16)},
 };
 
 #endif

@@ -1,4 +1,4 @@
-// Repacked Q4_K, Q6_K, Q8_0, Q5_0, Q4_0 and Q4_1 weights (cpu/repack.h): the layout round-trips bit for bit to the original rows (the layout's
+// Repacked Q4_K, Q6_K, Q8_0, Q5_0, Q4_0, Q4_1 and MXFP4 weights (cpu/repack.h): the layout round-trips bit for bit to the original rows (the layout's
 // scalar reference is "unpack, then the traits' vec_dot"); cpu_matmul with w_packed at every SIMD level the
 // host has equals the scalar level on the original rows within the float-order bound of test_cpu_matmul
 // (|simd - scalar| <= 2e-5 * sum |w| |x| + 1e-6), for GEMV and GEMM row counts, 1-3 threads, thread ranges
@@ -37,7 +37,8 @@ static void make_w(uint32_t t, uint8_t *w, int d, int k) {
         for (size_t b = 0; b < rs; b++) row[b] = (uint8_t)rnd();
         for (size_t o = 0; o < rs; o += tr->type_size) {
             tt_f16 s1 = tt_f32_to_f16(0.01f + 0.001f * (float)(rnd() % 50)), s2 = tt_f32_to_f16(0.005f * (float)(rnd() % 20));
-            if (t == TT_Q6_K) memcpy(row + o + 208, &s1, 2);
+            if (t == TT_MXFP4) row[o] = (uint8_t)(118 + rnd() % 12); // E8M0 byte: 2^-10 .. 2^1 (all bytes: below)
+            else if (t == TT_Q6_K) memcpy(row + o + 208, &s1, 2);
             else if (t == TT_Q8_0 || t == TT_Q5_0 || t == TT_Q4_0) memcpy(row + o, &s1, 2); // every byte pattern
             else {
                 memcpy(row + o, &s1, 2);
@@ -187,6 +188,44 @@ static void test_tall(uint32_t t, cpu_pool *pool) {
     free(packed);
 }
 
+// MXFP4 with every E8M0 scale byte through the packed kernels: row i's blocks all have e = i (0 and 1 give
+// f32 subnormals, 255 is ggml's 2^127; the kernels widen the bytes arithmetically, not by table), against the
+// scalar level on the original rows; GEMV and a GEMM tile.
+static void test_mxfp4_scales(void) {
+    enum { SD = 256, SK = 64, SN = 3 };
+    static uint8_t w[SD * SK / 32 * 17], scratch[1 << 16];
+    static float x[SN * SK], mag[SN * SD], ref[SN * SD], got[SN * SD];
+    const size_t rs = tt_row_size(TT_MXFP4, SK), psize = cpu_repack_size(TT_MXFP4, SD, SK);
+    uint8_t *packed = aligned_alloc(64, (psize + 63) & ~(size_t)63);
+    CHECK(packed != NULL);
+    if (!packed) return;
+    for (int i = 0; i < SD; i++)
+        for (size_t o = 0; o < rs; o++) w[(size_t)i * rs + o] = o % sizeof(tt_block_mxfp4) ? (uint8_t)rnd() : (uint8_t)i;
+    for (int e = 0; e < SN * SK; e++) x[e] = rndf() * 1e-3f; // small: 2^127 * d_a * sum stays finite
+    CHECK_EQ_INT(cpu_repack(TT_MXFP4, w, SD, SK, packed), 0);
+    magnitude(TT_MXFP4, w, x, SN, SD, SK, mag);
+    for (int n = 1; n <= SN; n += SN - 1) {
+        cpu_matmul_args a = {.out = ref, .ld_out = SD, .x = x, .n_rows = n, .k = SK, .d = SD, .w_type = TT_MXFP4,
+                             .w = w, .scratch = scratch};
+        CHECK_EQ_INT(cpu_matmul_isa(NULL, &a, CPU_ISA_SCALAR), 0);
+        a.w_packed = packed, a.out = got;
+        for (int isa = TU_ISA_FIRST_SIMD; isa <= (int)cpu_hw_isa(); isa++) {
+            char what[64];
+            snprintf(what, sizeof what, "mxfp4 scales packed %s n=%d", cpu_isa_name((cpu_isa)isa), n);
+            CHECK_EQ_INT(cpu_matmul_isa(NULL, &a, (cpu_isa)isa), 0);
+            int bad = 0;
+            for (int r = 0; r < n; r++)
+                for (int i = 0; i < SD; i++) {
+                    const float g = got[r * SD + i], e = ref[r * SD + i];
+                    if (!(fabsf(g - e) <= 2e-5f * mag[r * SD + i] + 1e-44f) && bad++ < 3)
+                        fprintf(stderr, "%s: row %d e=%d: %.9g vs scalar %.9g\n", what, r, i, g, e);
+                }
+            CHECK_MSG(bad == 0, "%s: %d outputs off the scalar bound", what, bad);
+        }
+    }
+    free(packed);
+}
+
 int main(void) {
     static uint8_t buf[1 << 16];
     CHECK_EQ_INT((int)cpu_repack_size(TT_Q4_K, 44, K), 0); // rows not a multiple of 8
@@ -204,6 +243,8 @@ int main(void) {
     test_type(TT_Q5_0, pools);
     test_type(TT_Q4_0, pools);
     test_type(TT_Q4_1, pools);
+    test_type(TT_MXFP4, pools);
+    test_mxfp4_scales();
     test_tall(TT_Q4_K, NULL);
     test_tall(TT_Q6_K, NULL);
     cpu_pool_free(pools[1]);

@@ -28,6 +28,7 @@ typedef struct mmg_ctx {
     tt_from_float_fn from_float;
     uint8_t *qa; // (n_act, qa_stride) quantized activation rows
     size_t qa_stride;
+    int tile;    // weight rows per work item
     int n_tiles; // work items per group
     atomic_int next;
     atomic_int failed; // a precise item could not allocate its row buffer
@@ -39,6 +40,22 @@ size_t cpu_matmul_grouped_scratch_size(uint32_t w_type, int n_act, int k) {
     const uint32_t act = cpu_act_type(w_type);
     if (act >= TT_COUNT || n_act <= 0 || k <= 0) return 0;
     return MMG_ALIGN + (size_t)n_act * tt_row_size(act, k);
+}
+
+// Weight rows per work item. Decode (at most MMG_FEW activation rows per group): each thread's share of all the
+// groups' rows, at most one group: one long stream per thread, each prefetched ahead, where 64-row items made a
+// cold start every 72 KiB, the next item going to the other thread (qwen3moe-30b-a3b Q4_K_M decode, 2
+// threads, bench/env_ab.py, 4 processes each: median 14.45 -> 15.44 t/s, and the high-bandwidth runs of the VM
+// reached 21 t/s only with the long streams). More rows: MMG_TILE, so that the tile stays in L2 while the
+// group's activation rows pass over it.
+#define MMG_FEW 4
+static int mmg_tile(const cpu_pool *pool, const cpu_matmul_grouped_args *a) {
+    int nmax = 0;
+    for (int i = 0; i < a->n_groups; i++) nmax = a->groups[i].n > nmax ? a->groups[i].n : nmax;
+    if (nmax > MMG_FEW || a->n_groups <= 0) return MMG_TILE;
+    const int64_t share = ((int64_t)a->d * a->n_groups + cpu_pool_size(pool) - 1) / cpu_pool_size(pool);
+    const int64_t t = (share < a->d ? share : a->d) + MMG_TILE - 1;
+    return (int)(t / MMG_TILE * MMG_TILE);
 }
 
 static const float *mmg_xrow(const cpu_matmul_grouped_args *a, int i) {
@@ -89,7 +106,7 @@ static void mmg_gemm_job(void *arg, int ith, int nth) {
     const int n_items = a->n_groups * c->n_tiles;
     for (int it; (it = atomic_fetch_add_explicit(&c->next, 1, memory_order_relaxed)) < n_items;) {
         const cpu_mm_group *g = &a->groups[it / c->n_tiles];
-        const int i0 = it % c->n_tiles * MMG_TILE, i1 = i0 + MMG_TILE < a->d ? i0 + MMG_TILE : a->d;
+        const int i0 = it % c->n_tiles * c->tile, i1 = i0 + c->tile < a->d ? i0 + c->tile : a->d;
         if (c->precise) {
             if (mmg_precise_item(c, g, i0, i1)) atomic_store(&c->failed, 1);
             continue;
@@ -124,7 +141,8 @@ int cpu_matmul_grouped(cpu_pool *pool, const cpu_matmul_grouped_args *a) {
     mmg_ctx c;
     memset(&c, 0, sizeof c);
     c.a = a;
-    c.n_tiles = (a->d + MMG_TILE - 1) / MMG_TILE;
+    c.tile = mmg_tile(pool, a);
+    c.n_tiles = (a->d + c.tile - 1) / c.tile;
     atomic_init(&c.next, 0);
     atomic_init(&c.failed, 0);
     if (cpu_precise()) {

@@ -1,6 +1,6 @@
 """Model names as clients send them: GET /v1/models/{id} through the openai SDK (served name, file name, unknown →
 NotFoundError), and --any-model-name, which lets clients whose configuration fixes a model name (a placeholder
-such as "gpt-4o" or "claude-sonnet-4-5") reach the served model, on every generation API; without it the name
+such as "gpt-4o" or "claude-sonnet-4-6") reach the served model, on every generation API; without it the name
 is a 404."""
 import anthropic
 import openai
@@ -31,5 +31,5 @@ def test_any_model_name(make_server):
     assert c.completions.create(model="gpt-3.5-turbo-instruct", max_tokens=2, prompt="Hi").usage.completion_tokens == 2
     assert c.responses.create(model="gpt-5", input="hi", max_output_tokens=2).usage.output_tokens == 2
     a = anthropic.Anthropic(base_url=srv.base, api_key="unused")
-    assert a.messages.create(model="claude-sonnet-4-5", max_tokens=2, messages=msgs).usage.output_tokens == 2
+    assert a.messages.create(model="claude-sonnet-4-6", max_tokens=2, messages=msgs).usage.output_tokens == 2
     assert len(c.embeddings.create(model="text-embedding-3-small", input="hi").data[0].embedding) > 0

@@ -42,20 +42,24 @@ size_t cpu_matmul_grouped_scratch_size(uint32_t w_type, int n_act, int k) {
     return MMG_ALIGN + (size_t)n_act * tt_row_size(act, k);
 }
 
-// Weight rows per work item. Decode (at most MMG_FEW activation rows per group): each thread's share of all the
-// groups' rows, at most one group: one long stream per thread, each prefetched ahead, where 64-row items made a
-// cold start every 72 KiB, the next item going to the other thread (qwen3moe-30b-a3b Q4_K_M decode, 2
-// threads, bench/env_ab.py, 4 processes each: median 14.45 -> 15.44 t/s, and the high-bandwidth runs of the VM
-// reached 21 t/s only with the long streams). More rows: MMG_TILE, so that the tile stays in L2 while the
-// group's activation rows pass over it.
+// Weight rows per work item. Decode (at most MMG_FEW activation rows per group): as few items as keep the threads
+// busy, each a long stream prefetched ahead (qwen3moe-30b-a3b Q4_K_M decode, 2 threads, bench/env_ab.py, 4
+// processes each: 64-row items median 14.45 t/s, whole experts 15.44, and only the long streams reached the VM's
+// high bandwidth level (21 t/s); with 64-row items each thread started cold every 72 KiB, the next item going to
+// the other thread). So each group is cut into the fewest parts s (multiples of MMG_TILE rows) for which the
+// items fill the threads' rounds to 90% (4 experts on 3 threads: 3 parts each, not 2 rounds of 2 and 1 idle).
+// More rows: MMG_TILE, so that the tile stays in L2 while the group's activation rows pass over it.
 #define MMG_FEW 4
 static int mmg_tile(const cpu_pool *pool, const cpu_matmul_grouped_args *a) {
     int nmax = 0;
     for (int i = 0; i < a->n_groups; i++) nmax = a->groups[i].n > nmax ? a->groups[i].n : nmax;
     if (nmax > MMG_FEW || a->n_groups <= 0) return MMG_TILE;
-    const int64_t share = ((int64_t)a->d * a->n_groups + cpu_pool_size(pool) - 1) / cpu_pool_size(pool);
-    const int64_t t = (share < a->d ? share : a->d) + MMG_TILE - 1;
-    return (int)(t / MMG_TILE * MMG_TILE);
+    const int64_t nth = cpu_pool_size(pool);
+    for (int64_t s = 1;; s++) {
+        const int64_t tile = ((a->d + s - 1) / s + MMG_TILE - 1) / MMG_TILE * MMG_TILE;
+        const int64_t items = a->n_groups * ((a->d + tile - 1) / tile), rounds = (items + nth - 1) / nth;
+        if (10 * items >= 9 * nth * rounds || tile <= MMG_TILE) return (int)tile;
+    }
 }
 
 static const float *mmg_xrow(const cpu_matmul_grouped_args *a, int i) {

@@ -34,22 +34,6 @@ XI size_t x86_q4r_bsize(const int KIND) {
     return KIND == X86_R16_Q4_1 ? sizeof(cpu_q4_1_r16) : KIND == X86_R16_MXFP4 ? sizeof(cpu_mxfp4_r16) : sizeof(cpu_q4_0_r16);
 }
 
-// off * sum of each Q8_0 activation block's quants of rows [r, r + nr) -> corr[rr][b] (Q4_0's offset of 8,
-// MXFP4's 12).
-XI void x86_q4r_corr(const cpu_gemm_job *j, int r, int nr, int off, int32_t (*corr)[CPU_REPACK_Q8_MAXB]) {
-    const int nb = j->k / QK8_0;
-    for (int rr = 0; rr < nr; rr++) {
-        const tt_block_q8_0 *a = (const void *)x86_arow(j, r + rr);
-        for (int b = 0; b < nb; b++) {
-            const __m256i u = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(const void *)a[b].qs),
-                                               _mm256_set1_epi8((char)0x80));
-            const __m256i s = _mm256_sad_epu8(u, _mm256_setzero_si256());
-            const __m128i t = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
-            corr[rr][b] = off * ((int)(_mm_cvtsi128_si64(t) + _mm_extract_epi64(t, 1)) - 128 * 32);
-        }
-    }
-}
-
 // The activation block b of row a: quants, scale, and (Q8_1) s.
 XI const int8_t *x86_q4r_aq(const uint8_t *a, int b, const int Q41) {
     return Q41 ? ((const tt_block_q8_1 *)(const void *)a)[b].qs : ((const tt_block_q8_0 *)(const void *)a)[b].qs;
@@ -228,7 +212,7 @@ XI void x86_q4r_gemm(const cpu_gemm_job *j, const int KIND) {
         const int p1 = p0 + panel < g1 ? p0 + panel : g1;
         for (int r = 0; r < j->n_rows;) {
             const int nr = j->n_rows - r < X86_Q4R_NR ? j->n_rows - r : X86_Q4R_NR;
-            if (KIND != X86_R16_Q4_1) x86_q4r_corr(j, r, nr, KIND == X86_R16_MXFP4 ? X86_MX_OFF : 8, corr);
+            if (KIND != X86_R16_Q4_1) x86_r16_corr(j, r, nr, KIND == X86_R16_MXFP4 ? X86_MX_OFF : 8, corr);
             for (int g = p0; g < p1; g++) {
                 switch (nr) {
                 case 1: x86_r16_tile(j, g, r, 1, KIND, corr); break;

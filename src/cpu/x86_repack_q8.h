@@ -25,8 +25,9 @@
 #define X86_Q8R_NR 8 // activation rows per tile: NR sums + the step's weights and magnitudes in 16 registers
 #endif
 
-// 128 * sum of each activation block's quants of rows [r, r + nr) -> corr[rr][b] (the AVX-512 offset).
-XI void x86_q8r_corr(const cpu_gemm_job *j, int r, int nr, int32_t (*corr)[CPU_REPACK_Q8_MAXB]) {
+// off * sum of each Q8_0 activation block's quants of rows [r, r + nr) -> corr[rr][b]: the excess of weights read
+// as unsigned (q + off) in the integer dots: Q8_0's 128 at AVX-512, Q4_0's 8, MXFP4's 12 (x86_repack_q4.h).
+XI void x86_r16_corr(const cpu_gemm_job *j, int r, int nr, int off, int32_t (*corr)[CPU_REPACK_Q8_MAXB]) {
     const int nb = j->k / QK8_0;
     for (int rr = 0; rr < nr; rr++) {
         const tt_block_q8_0 *a = (const void *)x86_arow(j, r + rr);
@@ -37,7 +38,7 @@ XI void x86_q8r_corr(const cpu_gemm_job *j, int r, int nr, int32_t (*corr)[CPU_R
             const __m256i s = _mm256_sad_epu8(u, _mm256_setzero_si256());
             const __m128i t = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
             const int sum = (int)(_mm_cvtsi128_si64(t) + _mm_extract_epi64(t, 1)) - 128 * 32;
-            corr[rr][b] = 128 * sum;
+            corr[rr][b] = off * sum;
         }
     }
 }
@@ -150,7 +151,7 @@ XI void x86_q8r_gemm(const cpu_gemm_job *j) {
         const int p1 = p0 + panel < g1 ? p0 + panel : g1;
         for (int r = 0; r < j->n_rows;) {
             const int nr = j->n_rows - r < X86_Q8R_NR ? j->n_rows - r : X86_Q8R_NR;
-            if (X86_Q8R_WIDE) x86_q8r_corr(j, r, nr, corr);
+            if (X86_Q8R_WIDE) x86_r16_corr(j, r, nr, 128, corr);
             for (int g = p0; g < p1; g++) {
                 switch (nr) {
                 case 1: x86_q8r_tile(j, g, r, 1, corr); break;

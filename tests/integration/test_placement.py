@@ -1,10 +1,11 @@
-"""Where the load puts the matrices (src/model/model.c, "placement"): one huge-page arena holding each matrix
+"""Where the load puts the matrices (src/model/model_place.c): one huge-page arena holding each matrix
 repacked for the CPU kernels, or else copied unchanged from the file mapping. The arena changes where the bytes
 lie, never what is computed: the logits are bit-identical with it (default), without it (TACHYON_HUGE_PAGES=0:
 the mapping and small pages) and with the copies instead of the repacked forms (TACHYON_REPACK=0), on SmolLM2
 (plain matrices, tied output) and on MoE shapes (experts read as slices of their 3-D tensors: a slice of a
-copy must start where the file's did; gpt-oss's MXFP4 experts, in their 16-row layout by default, too). `tachyon info` says how many bytes were repacked and copied. Whether the kernel grants huge pages
-(its THP setting) is not checked: the test must pass on any Linux. Timing free."""
+copy must start where the file's did; gpt-oss's MXFP4 experts, in their 16-row layout by default, too).
+`tachyon info` says how many bytes were repacked and copied. Whether the kernel grants huge pages (its THP
+setting) is not checked: the test must pass on any Linux. Timing free."""
 import os
 import subprocess
 

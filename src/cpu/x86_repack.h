@@ -23,7 +23,11 @@
 // 16 the per-row sums stay in registers and the totals spill once per sub-block (AVX2 Q4_K GEMM +2-5% over 4).
 #define X86_R8_NR 8
 #define X86_R8_PF 8 // GEMV: prefetch this many repacked blocks (1184 / 1680 bytes) ahead, into L2: 22-23 GB/s
-                    // per thread from DRAM, against 12 (Q6_K) / 20 (Q4_K) prefetching into L1 (T0, 4 ahead)
+                    // per thread from DRAM, against 12 (Q6_K) / 20 (Q4_K) prefetching into L1 (T0, 4 ahead).
+// The prefetches cost compute (from L2, Q4_K GEMV 45 GB/s without them, 40 with, one Zen 4 core) and pay it back
+// in the whole engine: TinyLlama-shape Q4_K_M decode, 2 threads, binaries alternated, 38 t/s without them against
+// 45 in the VM's low bandwidth level and 46 against 61-68 in the high one; every line counts (every other line
+// only: 35-43 t/s), 16 blocks ahead is no better than 8.
 
 // 8 bytes (one per row) -> 8 int32 lanes holding the byte in both int16 halves, for vpmaddwd: one in-lane
 // shuffle of the 8 bytes broadcast to every quarter (byte r of lane r twice, zero-extended).

@@ -67,14 +67,16 @@ int gram_matcher_done(const gram_matcher *m);    // complete, and nothing can fo
 // Cached per matcher state; the pointer is borrowed until the next call on m. NULL when out of memory or
 // past a work bound (gram_matcher_error).
 const uint32_t *gram_matcher_mask(gram_matcher *m);
+// Work units the last mask (or the last code point of accepted text) took: at most the matcher's limit.
+long gram_matcher_work(const gram_matcher *m);
 // NULL, or why the matcher failed (a bound exceeded, out of memory); once set, every call fails.
 const char *gram_matcher_error(const gram_matcher *m);
 // Request-time check: the first token mask fits the work bound, and some token can start the output (or
 // the grammar accepts the empty output). TC_ERR_INVALID with a message otherwise.
 int gram_matcher_check_start(gram_matcher *m, tc_err *err);
 
-// Work units (stack expansions, stacks stepped, stack words copied) one token mask may take: 50 to 100 ms
-// on a current x86 core; ordinary JSON schemas' masks take a small fraction of it. A mask where most of the
+// Work units (stack expansions, stacks stepped, stack words copied or hashed, character-set members and
+// alternatives' elements read) one token mask may take: 35 to 100 ms on a current x86 core; ordinary JSON schemas' masks take a small fraction of it. A mask where most of the
 // vocabulary is open (inside a JSON string) visits every node of the vocabulary's byte trie with the few
 // stacks of the string's rules, about 20 units per node, so a large vocabulary gets GRAM_STEP_WORK_PER_NODE
 // units per trie node when that is more (Gemma 3's 262k tokens: ~590k nodes; SmolLM2's 49k stay under the

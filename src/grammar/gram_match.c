@@ -92,14 +92,16 @@ static int is_char_el(uint32_t t) {
     return t == GE_CHAR || t == GE_CHAR_NOT || t == GE_CHAR_ANY;
 }
 
-// Does the character set at pos accept c? *next gets the position after the set.
-static int match_char(const gram_el *el, int pos, uint32_t c, int *next) {
+// Does the character set at pos accept c? *next gets the position after the set; *work counts the members
+// read.
+static int match_char(const gram_el *el, int pos, uint32_t c, int *next, long *work) {
     if (el[pos].type == GE_CHAR_ANY) {
         *next = pos + 1;
         return 1;
     }
     int positive = el[pos].type == GE_CHAR, found = 0;
     do {
+        ++*work;
         if (el[pos + 1].type == GE_CHAR_RNG_UPPER) {
             found |= el[pos].value <= c && c <= el[pos + 1].value;
             pos += 2;
@@ -142,6 +144,7 @@ static int match_range(const gram_el *el, int pos, uint32_t lo, uint32_t hi, lon
 // Adds the stack t[off .. off+len) to the set being built at set_off (the end of the arena), unless present.
 static void add_unique(gram_matcher *m, size_t set_off, size_t off, int len) {
     const int32_t *st = m->t.p + off;
+    if (spend(m, len / 16 + 1)) return; // hashing and comparing cost as much for a stack already in the set
     size_t h = (size_t)XXH3_64bits(st, (size_t)len * sizeof(int32_t)) & (GM_SLOTS - 1);
     for (; m->slot_stamp[h] == m->set_stamp; h = (h + 1) & (GM_SLOTS - 1)) {
         const int32_t *q = m->a.p + set_off + m->slot_off[h];
@@ -153,7 +156,7 @@ static void add_unique(gram_matcher *m, size_t set_off, size_t off, int len) {
         gm_fail(m, msg);
         return;
     }
-    if (spend(m, len / 16 + 1) || ia_reserve(m, &m->a, (size_t)len + 1)) return;
+    if (ia_reserve(m, &m->a, (size_t)len + 1)) return;
     m->slot_stamp[h] = m->set_stamp;
     m->slot_off[h] = (uint32_t)(m->a.n - set_off);
     m->set_n++;
@@ -176,7 +179,7 @@ static void expand(gram_matcher *m, size_t set_off, size_t off, int len, int dep
         gm_fail(m, msg);
         return;
     }
-    if (spend(m, 1)) return;
+    if (spend(m, len / 16 + 1)) return; // each alternative copies the stack below the top
     int top = m->t.p[off + (size_t)len - 1];
     const gram_el *e = &g->el[top];
     int alt = g->rule_off[e->value];
@@ -191,8 +194,10 @@ static void expand(gram_matcher *m, size_t set_off, size_t off, int len, int dep
         m->t.n = noff + (size_t)nlen;
         expand(m, set_off, noff, nlen, depth + 1);
         m->t.n = noff;
+        int from = alt;
         while (g->el[alt].type != GE_END && g->el[alt].type != GE_ALT)
             alt++;
+        if (spend(m, (alt - from) / 8)) return; // the alternative's elements, read to find the next one
         if (g->el[alt].type == GE_END) break;
         alt++;
     }
@@ -208,7 +213,10 @@ static size_t step(gram_matcher *m, size_t off, size_t n, uint32_t c) {
         int len = m->a.p[i];
         if (len == 0) continue;
         int top = m->a.p[i + (size_t)len], next;
-        if (!match_char(m->g->el, top, c, &next)) continue;
+        long members = 0;
+        int hit = match_char(m->g->el, top, c, &next, &members);
+        if (spend(m, members / 8)) break; // a large set costs its members
+        if (!hit) continue;
         size_t t0 = m->t.n;
         if (ia_reserve(m, &m->t, (size_t)len + 1)) break;
         memcpy(m->t.p + t0, m->a.p + i + 1, (size_t)(len - 1) * sizeof(int32_t));
@@ -226,11 +234,13 @@ static size_t step(gram_matcher *m, size_t off, size_t n, uint32_t c) {
 // Any stack of the set [off, off+n) accepts c (the set after it is non-empty)?
 static int any_accepts(gram_matcher *m, size_t off, size_t n, uint32_t c) {
     if (spend(m, (long)n + 1)) return 0;
-    for (size_t i = off; i < off + n; i += (size_t)m->a.p[i] + 1) {
+    long members = 0;
+    int found = 0;
+    for (size_t i = off; i < off + n && !found; i += (size_t)m->a.p[i] + 1) {
         int len = m->a.p[i], next;
-        if (len && match_char(m->g->el, m->a.p[i + (size_t)len], c, &next)) return 1;
+        found = len && match_char(m->g->el, m->a.p[i + (size_t)len], c, &next, &members);
     }
-    return 0;
+    return !spend(m, members / 8) && found;
 }
 
 // Any stack of the set [off, off+n) accepts some code point of [lo, hi] (an unfinished character can still
@@ -451,6 +461,10 @@ const uint32_t *gram_matcher_mask(gram_matcher *m) {
         for (int t = 0; t < m->v->n_vocab; t++)
             if (m->v->is_eog[t]) c->bits[t >> 5] |= 1u << (t & 31);
     return c->bits;
+}
+
+long gram_matcher_work(const gram_matcher *m) {
+    return m->work;
 }
 
 const char *gram_matcher_error(const gram_matcher *m) {

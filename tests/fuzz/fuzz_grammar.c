@@ -3,9 +3,12 @@
 // bit 1: strict schema), the rest is the text. Then the matcher runs on a small vocabulary: the first-mask
 // check, the input's own text fed back as output, and each mask against the per-token check.
 // Contracts checked: an error has a message and no result; the matcher's mask agrees with token_ok; and
-// what an input costs a request, refused or not (schema and GBNF compilation, the first-mask check), is at
-// most 1 s of CPU (the compile limit is 0.5 s, a mask's work is bounded), as is each later token step of
-// the walk: an input over the budget is a failure.
+// what an input costs a request stays within the matcher's bounds: compilation (refused or not) within its
+// time limit, and every mask or code point of accepted text within a few times what the matcher's work
+// limit (GRAM_MAX_STEP_WORK) takes in this build on this machine. That time is measured once, on a grammar
+// that spends the whole limit (fg_calibrate), so the check holds in the sanitized build and on any CPU, and
+// it fails when a step does work the matcher does not count. The per-token check (token_ok for every
+// token) is this harness's oracle, not a request's cost: it is not timed.
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,13 +24,16 @@
         if (!(c)) __builtin_trap();                                                                          \
     } while (0)
 
-#define FG_BUDGET_S 1.0 // CPU seconds per input
+#define FG_COMPILE_S 1.0 // CPU seconds: schema conversion and compilation (GRAM_MAX_COMPILE_S, and slack)
+#define FG_STEP_X 3.0    // a mask or code point may take this many times a full work limit's time
+#define FG_UNIT_X 5.0    // a mask may take this many times what its work units take in fg_calibrate
 
 static const char *VOCAB[] = {"a", "b", "ab", "\"", "{", "}", "[", "]", ":", ",", " ", "\n", "0", "12", "true",
                               "null", "\"a\"", "\xc3\xa9", "x", "-", ".", "e", "\\", "{\"", "\":"};
 #define N_VOCAB ((int)(sizeof VOCAB / sizeof *VOCAB))
 
 static gram_vocab *fg_vocab;
+static double fg_rate; // CPU seconds per work unit of the matcher (fg_calibrate)
 
 static double cpu_now(void) {
     struct timespec ts;
@@ -45,9 +51,55 @@ static void make_vocab(void) {
     CHECK(gram_vocab_new(pieces, lens, N_VOCAB + 1, &eog, 1, &fg_vocab, &err) == 0);
 }
 
-// The mask against token_ok for every token.
+// Times the matcher's work units in this build on this machine, on work the units plainly count: a
+// vocabulary of one chain of NC_TRIE nodes (the tokens "a", "aa", ...) and a grammar of NC_ALTS alternatives
+// that stay open side by side (r_i ::= "a" r_i | "b"), so each node of the chain steps NC_ALTS short stacks, none
+// a duplicate. fg_rate: CPU seconds per unit.
+#define NC_TRIE 160
+#define NC_ALTS 2000
+static void fg_calibrate(void) {
+    const char *pieces[NC_TRIE];
+    int lens[NC_TRIE];
+    static char as[NC_TRIE];
+    memset(as, 'a', sizeof as);
+    for (int i = 0; i < NC_TRIE; i++) pieces[i] = as, lens[i] = i + 1;
+    gram_vocab *v = NULL;
+    tc_err err = {0};
+    CHECK(gram_vocab_new(pieces, lens, NC_TRIE, NULL, 0, &v, &err) == 0);
+    size_t cap = (size_t)NC_ALTS * 40 + 64, n = 0;
+    char *src = malloc(cap);
+    CHECK(src);
+    n += (size_t)snprintf(src + n, cap - n, "root ::= r0");
+    for (int i = 1; i < NC_ALTS; i++) n += (size_t)snprintf(src + n, cap - n, " | r%d", i);
+    for (int i = 0; i < NC_ALTS; i++) n += (size_t)snprintf(src + n, cap - n, "\nr%d ::= \"a\" r%d | \"b\"", i, i);
+    gram *g = NULL;
+    gram_matcher *m = NULL;
+    CHECK(gram_parse(src, n, NULL, &g, &err) == 0);
+    free(src);
+    CHECK(gram_matcher_new(g, v, &m, &err) == 0);
+    double t = cpu_now();
+    CHECK(gram_matcher_mask(m) != NULL);
+    t = cpu_now() - t;
+    long units = gram_matcher_work(m);
+    CHECK(units > 1L << 20);
+    fg_rate = t / (double)units;
+    gram_matcher_free(m);
+    gram_vocab_free(v);
+}
+
+// What a mask or a code point may take: a few times the whole work limit's time.
+static double step_budget(void) {
+    return FG_STEP_X * fg_rate * (double)GRAM_MAX_STEP_WORK + 0.01;
+}
+
+// The mask (timed: a request computes it) against token_ok for every token (the oracle: not timed).
 static void check_mask(gram_matcher *m) {
+    double t = cpu_now();
     const uint32_t *bits = gram_matcher_mask(m);
+    t = cpu_now() - t;
+    CHECK(t < step_budget());
+    // and no more than its units say (a cached mask takes no time; its units are the last call's)
+    CHECK(t < FG_UNIT_X * fg_rate * (double)gram_matcher_work(m) + 0.02);
     if (!bits) {
         CHECK(gram_matcher_error(m) != NULL);
         return;
@@ -57,7 +109,8 @@ static void check_mask(gram_matcher *m) {
     for (int t = 0; t <= N_VOCAB; t++) CHECK((int)((copy[t >> 5] >> (t & 31)) & 1) == gram_matcher_token_ok(m, t));
 }
 
-// Request time (from t0): the matcher and the first-mask check; then each step on its own budget.
+// Request time (from t0): compilation, the matcher and the first-mask check; then each step on its own
+// budget.
 static void run_matcher(gram *g, const uint8_t *text, size_t n, double t0) {
     gram_matcher *m = NULL;
     tc_err err = {0};
@@ -65,20 +118,22 @@ static void run_matcher(gram *g, const uint8_t *text, size_t n, double t0) {
         CHECK(err.msg[0] && !m);
         return;
     }
-    if (gram_matcher_check_start(m, &err) == 0) check_mask(m);
+    int rc = gram_matcher_check_start(m, &err);
+    CHECK(cpu_now() - t0 < FG_COMPILE_S + step_budget());
+    if (rc == 0) check_mask(m);
     else CHECK(err.msg[0]);
-    CHECK(cpu_now() - t0 < FG_BUDGET_S);
-    // the input's bytes as output, a few at a time; then a greedy walk through the masks
-    for (size_t i = 0; i < n && i < 64; i += 4) {
+    // the input's bytes as output, a few at a time (each code point has its own work limit); then a
+    // greedy walk through the masks, for at most the limit's time (then one more step: the oracle costs
+    // twice its mask, and an ambiguous grammar's masks double at each step until the limit stops them)
+    double walk_end = cpu_now() + fg_rate * (double)GRAM_MAX_STEP_WORK;
+    for (size_t i = 0; i < n && i < 64 && cpu_now() < walk_end; i += 4) {
         double ts = cpu_now();
-        int rc = gram_matcher_accept_str(m, (const char *)text + i, n - i < 4 ? n - i : 4);
-        CHECK(cpu_now() - ts < FG_BUDGET_S);
+        rc = gram_matcher_accept_str(m, (const char *)text + i, n - i < 4 ? n - i : 4);
+        CHECK(cpu_now() - ts < 4 * step_budget());
         if (rc) break;
     }
-    for (int step = 0; step < 16 && !gram_matcher_error(m); step++) {
-        double ts = cpu_now();
+    for (int step = 0; step < 16 && !gram_matcher_error(m) && cpu_now() < walk_end; step++) {
         check_mask(m);
-        CHECK(cpu_now() - ts < FG_BUDGET_S);
         const uint32_t *bits = gram_matcher_mask(m);
         int tok = -1;
         for (int t = 0; bits && t < N_VOCAB && tok < 0; t++)
@@ -90,7 +145,7 @@ static void run_matcher(gram *g, const uint8_t *text, size_t n, double t0) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1) return 0;
-    if (!fg_vocab) make_vocab();
+    if (!fg_vocab) make_vocab(), fg_calibrate();
     double t0 = cpu_now();
     uint8_t mode = data[0];
     const char *text = (const char *)data + 1;
@@ -104,7 +159,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         json_decref(schema);
         if (rc) {
             CHECK(err.msg[0] && !gbnf);
-            CHECK(cpu_now() - t0 < FG_BUDGET_S);
+            CHECK(cpu_now() - t0 < FG_COMPILE_S);
             return 0;
         }
         CHECK(gbnf);
@@ -113,7 +168,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     size_t len = gbnf ? strlen(gbnf) : n;
     gram *g = NULL;
     int rc = gram_parse(src, len, NULL, &g, &err);
-    CHECK(cpu_now() - t0 < FG_BUDGET_S);
+    CHECK(cpu_now() - t0 < FG_COMPILE_S);
     if (rc) CHECK(rc == TC_ERR_INVALID && err.msg[0] && !g);
     else {
         CHECK(g && gram_n_rules(g) >= 1 && gram_n_rules(g) <= GRAM_MAX_RULES);

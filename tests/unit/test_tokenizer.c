@@ -469,6 +469,12 @@ static void hostile_vocab(const char *file, size_t size, double *worst, char *wo
         double dq = encode_cpu_s(&h, buf, quarter, &ids, &n_ids, &rc, &err);
         if (rc == 0) free(ids);
         double dt = encode_cpu_s(&h, buf, n, &ids, &n_ids, &rc, &err);
+        if (dt >= HOSTILE_RATIO * dq + HOSTILE_SLACK_S) { // once more: a neighbour's burst is not the tokenizer
+            if (rc == 0) free(ids);
+            dq = encode_cpu_s(&h, buf, quarter, &ids, &n_ids, &rc, &err);
+            if (rc == 0) free(ids);
+            dt = encode_cpu_s(&h, buf, n, &ids, &n_ids, &rc, &err);
+        }
         CHECK_MSG(rc == 0 && (n_ids > 0 || !representable), "%s unit %zu: rc %d %s", file, u, rc, err.msg);
         if (dt > *worst) *worst = dt, snprintf(worst_what, ww, "%s unit %zu", file, u);
         CHECK_MSG(dt < HOSTILE_RATIO * dq + HOSTILE_SLACK_S, "%s unit %zu: %zu bytes took %.3f s, a quarter %.3f s (not linear)",

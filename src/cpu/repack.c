@@ -8,8 +8,9 @@
 // scales are unpacked here, once, into per-sub-block bytes of the 8 rows.
 //
 // Layout (cpu_q4k_r8, 1184 bytes), one per (group of 8 rows, super-block), groups in row order, super-blocks
-// in column order inside a group: d[r], dmin[r] (fp16 as in the file), sc[s][r] and mn[s][r] (the 6-bit scale
-// and min of sub-block s of row r), then qs: for jj = 0..3 (sub-blocks 2jj and 2jj+1) and l = 0..7, 8 rows x
+// in column order inside a group: d[r], dmin[r] (fp16 as in the file), sc[s][r] (the 6-bit scale of sub-block s
+// of row r), mn[s / 2][r][s % 2] (its min: the two mins of a row side by side, as one vpmaddwd lane takes them
+// with the activation's pair of sub-block sums), then qs: for jj = 0..3 (sub-blocks 2jj and 2jj+1) and l = 0..7, 8 rows x
 // 4 bytes = bytes qs[32jj + 4l .. 32jj + 4l + 3] of each row's block as they lie (low nibbles: elements
 // 64jj + 4l.., sub-block 2jj; high nibbles: elements 64jj + 32 + 4l.., sub-block 2jj + 1).
 //
@@ -191,7 +192,7 @@ int cpu_repack(uint32_t w_type, const void *w, int64_t d, int64_t k, void *out) 
                     (const tt_block_q4_K *)((const uint8_t *)w + (size_t)(g * CPU_REPACK_ROWS + r) * row) + b;
                 o->d[r] = x->d;
                 o->dmin[r] = x->dmin;
-                for (int s = 0; s < 8; s++) rp_scale_min(s, x->scales, &o->sc[s][r], &o->mn[s][r]);
+                for (int s = 0; s < 8; s++) rp_scale_min(s, x->scales, &o->sc[s][r], &o->mn[s / 2][r][s & 1]);
                 for (int jj = 0; jj < 4; jj++)
                     for (int l = 0; l < 8; l++) memcpy(&o->qs[jj][l][r][0], x->qs + 32 * jj + 4 * l, 4);
             }
@@ -231,9 +232,9 @@ int cpu_repack_unpack(uint32_t w_type, const void *packed, int64_t d, int64_t k,
                 x->dmin = p->dmin[r];
                 uint8_t *q = x->scales;
                 for (int s = 0; s < 4; s++) {
-                    const uint8_t sh = p->sc[s + 4][r], mh = p->mn[s + 4][r];
+                    const uint8_t sh = p->sc[s + 4][r], mh = p->mn[(s + 4) / 2][r][s & 1];
                     q[s] = (uint8_t)(p->sc[s][r] | (sh >> 4) << 6);
-                    q[s + 4] = (uint8_t)(p->mn[s][r] | (mh >> 4) << 6);
+                    q[s + 4] = (uint8_t)(p->mn[s / 2][r][s & 1] | (mh >> 4) << 6);
                     q[s + 8] = (uint8_t)((sh & 0xF) | (mh & 0xF) << 4);
                 }
                 for (int jj = 0; jj < 4; jj++)

@@ -15,7 +15,8 @@
 // One super-block (256 columns) of 8 consecutive Q4_K rows.
 typedef struct cpu_q4k_r8 {
     tt_f16 d[CPU_REPACK_ROWS], dmin[CPU_REPACK_ROWS];
-    uint8_t sc[8][CPU_REPACK_ROWS], mn[8][CPU_REPACK_ROWS]; // (sub-block, row), 6 bits each
+    uint8_t sc[8][CPU_REPACK_ROWS];    // (sub-block, row), 6 bits
+    uint8_t mn[4][CPU_REPACK_ROWS][2]; // (sub-block pair p, row, k): the min of sub-block 2p + k, 6 bits
     uint8_t qs[4][8][CPU_REPACK_ROWS][4];                    // (sub-block pair, 4-byte step, row, byte)
 } cpu_q4k_r8;
 _Static_assert(sizeof(cpu_q4k_r8) == 1184, "cpu_q4k_r8 size");

@@ -8,11 +8,12 @@
 // scales are unpacked here, once, into per-sub-block bytes of the 8 rows.
 //
 // Layout (cpu_q4k_r8, 1184 bytes), one per (group of 8 rows, super-block), groups in row order, super-blocks
-// in column order inside a group: d[r], dmin[r] (fp16 as in the file), sc[s][r] (the 6-bit scale of sub-block s
-// of row r), mn[s / 2][r][s % 2] (its min: the two mins of a row side by side, as one vpmaddwd lane takes them
-// with the activation's pair of sub-block sums), then qs: for jj = 0..3 (sub-blocks 2jj and 2jj+1) and l = 0..7, 8 rows x
-// 4 bytes = bytes qs[32jj + 4l .. 32jj + 4l + 3] of each row's block as they lie (low nibbles: elements
-// 64jj + 4l.., sub-block 2jj; high nibbles: elements 64jj + 32 + 4l.., sub-block 2jj + 1).
+// in column order inside a group: d[r], dmin[r] (fp16 as in the file), sc[s][r] (the 6-bit scale of
+// sub-block s of row r), mn[s / 2][r][s % 2] (its min: a row's two mins side by side, as one vpmaddwd lane
+// takes them with the activation's pair of sub-block sums), then qs: for jj = 0..3 (sub-blocks 2jj and
+// 2jj+1) and l = 0..7, 8 rows x 4 bytes = bytes qs[32jj + 4l .. 32jj + 4l + 3] of each row's block as they
+// lie (low nibbles: elements 64jj + 4l.., sub-block 2jj; high nibbles: elements 64jj + 32 + 4l.., sub-block
+// 2jj + 1).
 //
 // Q8_0 (cpu_q8_0_r16): the 16 rows' fp16 scales of a block side by side, then for each 4-byte step c the
 // bytes qs[4c .. 4c + 3] of the 16 rows. Why: the row-at-a-time kernel gathers the scales of blocks 34

@@ -45,11 +45,13 @@ XI __m256i x86_r8_bcast4(const void *p) {
     return _mm256_set1_epi32(v);
 }
 
-// The activation block's sums per 32-element sub-block, bsums[2s] + bsums[2s + 1] (|.| <= 32 * 128), as int16:
-// the pair of sub-blocks (2p, 2p + 1) at int16 offset X86_B2_OFF(p) (vpackssdw works per 128-bit lane).
+// The activation block's sums per 32-element sub-block, bsums[2s] + bsums[2s + 1] (|.| <= 32 * 128), as
+// int16: the pair of sub-blocks (2p, 2p + 1) at int16 offset X86_B2_OFF(p) (vpackssdw works per 128-bit
+// lane).
 #define X86_B2_OFF(p) (((p) & 2) * 4 + ((p) & 1) * 2)
 XI void x86_r8_b2(const tt_block_q8_K *a, int16_t b2[16]) {
-    const __m256i s = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(const void *)a->bsums), _mm256_set1_epi16(1));
+    const __m256i bs = _mm256_loadu_si256((const __m256i *)(const void *)a->bsums);
+    const __m256i s = _mm256_madd_epi16(bs, _mm256_set1_epi16(1));
     _mm256_storeu_si256((__m256i *)(void *)b2, _mm256_packs_epi32(s, s));
 }
 
@@ -66,6 +68,12 @@ XI void x86_r8_store(const cpu_gemm_job *j, int g, int r, __m256 v) {
     for (int e = 0; e < 8; e++)
         if (i + e >= j->i0 && i + e < j->i1) o[i + e] = t[e];
 }
+
+#if X86_VNNI
+XI __m512i x86_r16_a8(const void *p) { // 8 bytes in the low lanes (vpermd picks from them)
+    return _mm512_castsi128_si512(_mm_loadl_epi64((const __m128i *)p));
+}
+#endif
 
 XI void x86_r8_tile_q4k(const cpu_gemm_job *j, int g, int r, const int NR) {
     const int nb = j->k / QK_K;
@@ -85,7 +93,8 @@ XI void x86_r8_tile_q4k(const cpu_gemm_job *j, int g, int r, const int NR) {
             a[rr] = (const void *)(x86_arow(j, r + rr) + b * sizeof(tt_block_q8_K));
             summ[rr] = sumi[rr] = _mm256_setzero_si256();
         }
-        // mins: sum over sub-blocks s of mn[s][row] * (bsums[2s] + bsums[2s + 1]), two sub-blocks per vpmaddwd
+        // mins: sum over sub-blocks s of mn[s][row] * (bsums[2s] + bsums[2s + 1]), two sub-blocks per
+        // vpmaddwd
         int16_t b2[X86_R8_NR][16];
         X86_UNROLL for (int rr = 0; rr < NR; rr++) x86_r8_b2(a[rr], b2[rr]);
         X86_UNROLL for (int q = 0; q < 4; q++) {
@@ -99,35 +108,27 @@ XI void x86_r8_tile_q4k(const cpu_gemm_job *j, int g, int r, const int NR) {
         }
 #if X86_VNNI
         if (NR == 1) {
+            // Decode: two 4-byte steps per 512-bit vpdpbusd (steps l, l + 1 of the 8 rows lie side by side;
+            // vpermd spreads the activation's 8 bytes to the halves), the halves added per sub-block pair;
+            // otherwise as the few-row path below (the same integer sums).
             const uint8_t *aq = (const uint8_t *)a[0]->qs;
+            const __m512i idx = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+            const __m512i m4z = _mm512_set1_epi8(0x0f), m4hz = _mm512_set1_epi8((char)0xf0);
             X86_UNROLL for (int jj = 0; jj < 4; jj++) {
-#if defined(__AVX512F__)
-                const __m512i idx = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
-                const __m512i m4z = _mm512_set1_epi8(0x0f), m4hz = _mm512_set1_epi8((char)0xf0);
                 __m512i sl = _mm512_setzero_si512(), sh = _mm512_setzero_si512();
                 X86_UNROLL for (int l = 0; l < 8; l += 2) {
                     const __m512i v = _mm512_loadu_si512((const void *)p->qs[jj][l]);
-                    const __m512i al = _mm512_permutexvar_epi32(idx, _mm512_castsi128_si512(_mm_loadl_epi64((const __m128i *)(const void *)(aq + 64 * jj + 4 * l))));
-                    const __m512i ah = _mm512_permutexvar_epi32(idx, _mm512_castsi128_si512(_mm_loadl_epi64((const __m128i *)(const void *)(aq + 64 * jj + 32 + 4 * l))));
+                    const __m512i al = _mm512_permutexvar_epi32(idx, x86_r16_a8(aq + 64 * jj + 4 * l));
+                    const __m512i ah = _mm512_permutexvar_epi32(idx, x86_r16_a8(aq + 64 * jj + 32 + 4 * l));
                     sl = _mm512_dpbusd_epi32(sl, _mm512_and_si512(v, m4z), al);
                     sh = _mm512_dpbusd_epi32(sh, _mm512_and_si512(v, m4hz), ah);
                 }
-                const __m256i sl8 = _mm256_add_epi32(_mm512_castsi512_si256(sl), _mm512_extracti64x4_epi64(sl, 1));
-                const __m256i sh8 = _mm256_add_epi32(_mm512_castsi512_si256(sh), _mm512_extracti64x4_epi64(sh, 1));
-#else
-                const __m256i m4h = _mm256_set1_epi8((char)0xf0);
-                __m256i sl8 = _mm256_setzero_si256(), sh8 = sl8, sl9 = sl8, sh9 = sl8;
-                X86_UNROLL for (int l = 0; l < 8; l += 2) {
-                    const __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)p->qs[jj][l]);
-                    const __m256i w = _mm256_loadu_si256((const __m256i *)(const void *)p->qs[jj][l + 1]);
-                    sl8 = _mm256_dpbusd_epi32(sl8, _mm256_and_si256(v, m4), x86_r8_bcast4(aq + 64 * jj + 4 * l));
-                    sh8 = _mm256_dpbusd_epi32(sh8, _mm256_and_si256(v, m4h), x86_r8_bcast4(aq + 64 * jj + 32 + 4 * l));
-                    sl9 = _mm256_dpbusd_epi32(sl9, _mm256_and_si256(w, m4), x86_r8_bcast4(aq + 64 * jj + 4 * l + 4));
-                    sh9 = _mm256_dpbusd_epi32(sh9, _mm256_and_si256(w, m4h), x86_r8_bcast4(aq + 64 * jj + 32 + 4 * l + 4));
-                }
-                sl8 = _mm256_add_epi32(sl8, sl9), sh8 = _mm256_add_epi32(sh8, sh9);
-#endif
-                const __m256i s0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p->sc[2 * jj]));
+                const __m256i sl8 =
+                    _mm256_add_epi32(_mm512_castsi512_si256(sl), _mm512_extracti64x4_epi64(sl, 1));
+                const __m256i sh8 =
+                    _mm256_add_epi32(_mm512_castsi512_si256(sh), _mm512_extracti64x4_epi64(sh, 1));
+                const __m256i s0 =
+                    _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p->sc[2 * jj]));
                 const __m256i s1 =
                     _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p->sc[2 * jj + 1]));
                 sumi[0] = _mm256_add_epi32(_mm256_add_epi32(sumi[0], _mm256_mullo_epi32(sl8, s0)),
@@ -372,9 +373,10 @@ XI void x86_r16_tile_q4k(const cpu_gemm_job *j, int g, int r, const int NR) {
         int16_t b2[X86_R8_NR][16];
         X86_UNROLL for (int rr = 0; rr < NR; rr++) x86_r8_b2(a[rr], b2[rr]);
         X86_UNROLL for (int q = 0; q < 4; q++) {
-            const __m512i mn = _mm512_cvtepu8_epi16(
-                _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)p0->mn[q])),
-                                        _mm_loadu_si128((const __m128i *)(const void *)p1->mn[q]), 1));
+            const __m128i m0 = _mm_loadu_si128((const __m128i *)(const void *)p0->mn[q]);
+            const __m128i m1 = _mm_loadu_si128((const __m128i *)(const void *)p1->mn[q]);
+            const __m512i mn =
+                _mm512_cvtepu8_epi16(_mm256_inserti128_si256(_mm256_castsi128_si256(m0), m1, 1));
             X86_UNROLL for (int rr = 0; rr < NR; rr++) {
                 int32_t bs;
                 memcpy(&bs, &b2[rr][X86_B2_OFF(q)], 4);

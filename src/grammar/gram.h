@@ -76,11 +76,11 @@ const char *gram_matcher_error(const gram_matcher *m);
 int gram_matcher_check_start(gram_matcher *m, tc_err *err);
 
 // Work units (stack expansions, stacks stepped, stack words copied or hashed, character-set members and
-// alternatives' elements read) one token mask may take: 35 to 100 ms on a current x86 core; ordinary JSON schemas' masks take a small fraction of it. A mask where most of the
-// vocabulary is open (inside a JSON string) visits every node of the vocabulary's byte trie with the few
-// stacks of the string's rules, about 20 units per node, so a large vocabulary gets GRAM_STEP_WORK_PER_NODE
-// units per trie node when that is more (Gemma 3's 262k tokens: ~590k nodes; SmolLM2's 49k stay under the
-// fixed bound).
+// alternatives' elements read) one token mask may take: 35 to 100 ms on a current x86 core; ordinary JSON
+// schemas' masks take a small fraction of it. A mask where most of the vocabulary is open (inside a JSON
+// string) visits every node of the vocabulary's byte trie with the few stacks of the string's rules, about 20
+// units per node, so a large vocabulary gets GRAM_STEP_WORK_PER_NODE units per trie node when that is more
+// (Gemma 3's 262k tokens: ~590k nodes; SmolLM2's 49k stay under the fixed bound).
 #define GRAM_MAX_STEP_WORK (1L << 23)
 #define GRAM_STEP_WORK_PER_NODE 32L
 

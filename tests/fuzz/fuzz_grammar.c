@@ -52,9 +52,9 @@ static void make_vocab(void) {
 }
 
 // Times the matcher's work units in this build on this machine, on work the units plainly count: a
-// vocabulary of one chain of NC_TRIE nodes (the tokens "a", "aa", ...) and a grammar of NC_ALTS alternatives
-// that stay open side by side (r_i ::= "a" r_i | "b"), so each node of the chain steps NC_ALTS short stacks, none
-// a duplicate. fg_rate: CPU seconds per unit.
+// vocabulary of one chain of NC_TRIE nodes (the tokens "a", "aa", ...) and a grammar of NC_ALTS
+// alternatives that stay open side by side (r_i ::= "a" r_i | "b"), so each node of the chain steps NC_ALTS
+// short stacks, none a duplicate. fg_rate: CPU seconds per unit.
 #define NC_TRIE 160
 #define NC_ALTS 2000
 static void fg_calibrate(void) {
@@ -71,7 +71,8 @@ static void fg_calibrate(void) {
     CHECK(src);
     n += (size_t)snprintf(src + n, cap - n, "root ::= r0");
     for (int i = 1; i < NC_ALTS; i++) n += (size_t)snprintf(src + n, cap - n, " | r%d", i);
-    for (int i = 0; i < NC_ALTS; i++) n += (size_t)snprintf(src + n, cap - n, "\nr%d ::= \"a\" r%d | \"b\"", i, i);
+    for (int i = 0; i < NC_ALTS; i++)
+        n += (size_t)snprintf(src + n, cap - n, "\nr%d ::= \"a\" r%d | \"b\"", i, i);
     gram *g = NULL;
     gram_matcher *m = NULL;
     CHECK(gram_parse(src, n, NULL, &g, &err) == 0);

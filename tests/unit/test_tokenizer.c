@@ -469,7 +469,7 @@ static void hostile_vocab(const char *file, size_t size, double *worst, char *wo
         double dq = encode_cpu_s(&h, buf, quarter, &ids, &n_ids, &rc, &err);
         if (rc == 0) free(ids);
         double dt = encode_cpu_s(&h, buf, n, &ids, &n_ids, &rc, &err);
-        if (dt >= HOSTILE_RATIO * dq + HOSTILE_SLACK_S) { // once more: a neighbour's burst is not the tokenizer
+        if (dt >= HOSTILE_RATIO * dq + HOSTILE_SLACK_S) { // once more: a neighbour's burst is not this
             if (rc == 0) free(ids);
             dq = encode_cpu_s(&h, buf, quarter, &ids, &n_ids, &rc, &err);
             if (rc == 0) free(ids);

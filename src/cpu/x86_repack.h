@@ -135,9 +135,10 @@ XI void x86_r8_tile_q4k(const cpu_gemm_job *j, int g, int r, const int NR) {
                                            _mm256_mullo_epi32(_mm256_srai_epi32(sh8, 4), s1));
             }
         } else if (NR <= 4) {
-            // Decode and verify (few rows): both sub-blocks of a pair from one load, the high nibbles left in
-            // place (v & 0xF0 = 16 * q, |16 * sum| <= 32 * 240 * 128) and divided back exactly (vpsrad 4) once
-            // per sub-block: no shifts per step, half the loads. The same integer sums as below.
+            // Verify and small batches (2-4 rows): both sub-blocks of a pair from one load, the high nibbles
+            // left in place (v & 0xF0 = 16 * q, |16 * sum| <= 32 * 240 * 128) and divided back exactly
+            // (vpsrad 4) once per sub-block: no shifts per step, half the loads. The same integer sums as
+            // below.
             const __m256i m4h = _mm256_set1_epi8((char)0xf0);
             for (int jj = 0; jj < 4; jj++) {
                 __m256i sl[X86_R8_NR], sh[X86_R8_NR];

@@ -5,9 +5,9 @@
 // Contracts checked: an error has a message and no result; the matcher's mask agrees with token_ok; and
 // what an input costs a request stays within the matcher's bounds: compilation (refused or not) within its
 // time limit, and every mask or code point of accepted text within a few times what the matcher's work
-// limit (GRAM_MAX_STEP_WORK) takes in this build on this machine. That time is measured once, on a grammar
-// that spends the whole limit (fg_calibrate), so the check holds in the sanitized build and on any CPU, and
-// it fails when a step does work the matcher does not count. The per-token check (token_ok for every
+// limit (GRAM_MAX_STEP_WORK) takes in this build on this machine, and within a few times what its own work
+// units take. The time per unit is measured once (fg_calibrate), so the checks hold in the sanitized build
+// and on any CPU, and they fail when a step does work the matcher does not count. The per-token check (token_ok for every
 // token) is this harness's oracle, not a request's cost: it is not timed.
 #include <stdint.h>
 #include <stdlib.h>
@@ -88,9 +88,14 @@ static void fg_calibrate(void) {
     gram_vocab_free(v);
 }
 
+// CPU seconds of a whole work limit, at the calibrated rate.
+static double limit_s(void) {
+    return fg_rate * (double)GRAM_MAX_STEP_WORK;
+}
+
 // What a mask or a code point may take: a few times the whole work limit's time.
 static double step_budget(void) {
-    return FG_STEP_X * fg_rate * (double)GRAM_MAX_STEP_WORK + 0.01;
+    return FG_STEP_X * limit_s() + 0.01;
 }
 
 // The mask (timed: a request computes it) against token_ok for every token (the oracle: not timed).
@@ -127,7 +132,7 @@ static void run_matcher(gram *g, const uint8_t *text, size_t n, double t0) {
     // greedy walk through the masks, for at most a quarter of the limit's time (then one more step: the
     // oracle costs twice its mask, and an ambiguous grammar's masks double at each step until the limit stops
     // them: walking to the limit took ~4 s per input in the sanitized build and most of the fuzzer's time)
-    double walk_end = cpu_now() + 0.25 * fg_rate * (double)GRAM_MAX_STEP_WORK;
+    double walk_end = cpu_now() + 0.25 * limit_s();
     for (size_t i = 0; i < n && i < 64 && cpu_now() < walk_end; i += 4) {
         double ts = cpu_now();
         rc = gram_matcher_accept_str(m, (const char *)text + i, n - i < 4 ? n - i : 4);

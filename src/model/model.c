@@ -308,6 +308,9 @@ int model_bind_weights(model *m, tc_err *err) {
 #undef EXPS
     for (int r = 0; r < ROLE_COUNT; r++)
         if (!shape[r].depth) shape[r].depth = 1;
+    if (hp->n_layers > gguf_n_tensors(m->g)) // every layer has tensors: a larger count is not this file's
+        return tc_err_set(err, TC_ERR_INVALID, "the file declares %d layers but holds %lld tensors", hp->n_layers,
+                          (long long)gguf_n_tensors(m->g));
     m->layers = calloc((size_t)hp->n_layers * ROLE_COUNT, sizeof *m->layers);
     if (!m->layers) return tc_err_set(err, TC_ERR_NOMEM, "out of memory");
     for (int l = 0; l < hp->n_layers && !m->arch->hybrid; l++) {

@@ -11,6 +11,9 @@
 #include "model/key_center.h"
 #include "sched/sched_order.h"
 
+// The smallest context the model's own context is cut to when the KV memory holds less (size_pool).
+#define CTX_FIT_MIN 4096
+
 _Static_assert((int)SCHED_END_STOP == (int)ENGINE_FINISH_STOP && (int)SCHED_END_LENGTH == (int)ENGINE_FINISH_LENGTH &&
                    (int)SCHED_END_CANCELLED == (int)ENGINE_FINISH_CANCELLED &&
                    (int)SCHED_END_DEADLINE == (int)ENGINE_FINISH_DEADLINE &&
@@ -136,11 +139,23 @@ static int size_pool(engine *e, const model_hparams *hp, tc_err *err) {
         else if (cap_l >= eq) n = nl = eq;
         else nl = cap_l, n = bb_g ? (mem - nl * bb_l) / bb_g : want;
     } else {
-        long long avail = (long long)backend_kv_mem_default(e->be); // a quarter of the device's free memory
+        // The default budget is a quarter of the device's free memory. One sequence of the whole context may
+        // take up to three quarters when --ctx-size asks for it; the model's own context (often 128k-1M
+        // tokens, more than the memory holds) is cut to what the budget holds, as llama.cpp's --fit does.
+        long long avail = (long long)backend_kv_mem_default(e->be), most = 3 * avail;
         nl = cap_l < want ? cap_l : want;
         long long fit = bb_g ? (avail - nl * bb_l) / bb_g : want;
         n = want < fit ? want : fit;
-        if (n < per_seq) n = per_seq;
+        if (n < per_seq) {
+            long long need = e->o.ctx_size > 0 ? per_seq : (CTX_FIT_MIN + bs - 1) / bs;
+            if (need > per_seq) need = per_seq;
+            if (n < need) n = need;
+            if (bb_g && (long long)n * bb_g + nl * bb_l > most)
+                return tc_err_set(err, TC_ERR_NOMEM, "engine: a context of %lld tokens needs %.1f GiB of KV cache, "
+                                  "more than three quarters of the %.1f GiB of free memory: lower --ctx-size, or use "
+                                  "--kv-type q8_0", n * bs, ((double)n * bb_g + (double)nl * bb_l) / 1073741824.0,
+                                  4.0 * (double)avail / 1073741824.0);
+        }
     }
     if (n > (1 << 30) / bs) n = (1 << 30) / bs;
     if (nl > (1 << 30) / bs) nl = (1 << 30) / bs;

@@ -20,10 +20,12 @@ typedef struct engine_opts {
     int max_batch_tokens;   // token budget per step (prefill chunks + decode tokens)
     int max_seqs;           // running sequences at most
     int block_size;         // KV block size in tokens (16)
-    size_t kv_mem_bytes;    // KV pool size in bytes; 0 = a default fraction of free RAM
+    size_t kv_mem_bytes;    // KV pool size in bytes; 0 = a quarter of the free memory (a ctx_size the quarter
+                            // does not hold may take up to three quarters for one sequence; more is an error)
     tt_type kv_type_k, kv_type_v; // KV cache storage types (TT_F16 default, TT_Q8_0, TT_Q4_0): a quantized
                             // cache holds proportionally more tokens in the same kv_mem_bytes
-    int ctx_size;           // per-request limit on prompt + generated tokens (0 = model's ctx_train)
+    int ctx_size;           // per-request limit on prompt + generated tokens (0 = model's ctx_train, cut to
+                            // what the default KV memory holds, never below 4096 tokens)
     int max_queue;          // requests waiting beyond the max_seqs running slots at most; beyond → TC_ERR_FULL
                             // (the server answers 503). A request that finds a free slot is always admitted.
     int max_queued_tokens;  // prompt tokens waiting at most (0 = unlimited)

@@ -89,7 +89,7 @@ static int load_model(srv_model *s, tc_err *err) {
         eo.n_eog = s->n_eog;
         s->ctx_size = eo.ctx_size > 0 ? eo.ctx_size : hp->ctx_train;
         if (s->ctx_size > hp->ctx_train && hp->ctx_train > 0) s->ctx_size = hp->ctx_train;
-        eo.ctx_size = s->ctx_size;
+        if (eo.ctx_size > 0) eo.ctx_size = s->ctx_size; // else 0: the model's, cut to the memory (engine_opts)
         if (!rc && s->o.draft_model_path) { // engine_new checks that the vocabularies match
             rc = model_load(s->o.draft_model_path, &s->draft_m, err);
             eo.draft_model = s->draft_m;
@@ -154,10 +154,14 @@ static void log_ready(srv_model *s) {
             s->tmpl || s->o.chat_template || (s->chat_src && chat_detect(s->chat_src) != CHAT_UNKNOWN) ? ""
                                                                                          : " (fallback)",
             tool_fmt_name(s->tools), s->n_eog);
-    if (s->ctx_size < s->ctx_asked)
+    if (s->ctx_size < s->ctx_asked && s->o.eng.kv_mem_bytes)
         srv_log(&s->o, SRV_LOG_WARN, "the KV cache (--kv-cache-mem %.2f MiB) holds only %d tokens: the per-request "
                 "context is %d tokens, not %d", s->o.eng.kv_mem_bytes / 1048576.0, s->ctx_size, s->ctx_size,
                 s->ctx_asked);
+    else if (s->ctx_size < s->ctx_asked)
+        srv_log(&s->o, SRV_LOG_WARN, "the model's context of %d tokens needs more KV cache than a quarter of the "
+                "free memory holds: the per-request context is %d tokens (--ctx-size or --kv-cache-mem to choose)",
+                s->ctx_asked, s->ctx_size);
 }
 
 // --- shutdown ----------------------------------------------------------------------------------------

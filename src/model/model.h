@@ -109,6 +109,7 @@ static inline int model_layer_is_recurrent(const model_hparams *hp, int l) {
 #define MODEL_RS_CKPT 17 // rows of one item whose state a slot may keep (speculation: 1 + SPEC_MAX_K verify rows)
 // Floats one slot holds over all DeltaNet layers (0: not a hybrid model).
 size_t model_rs_slot_floats(const model_hparams *hp);
+#define MODEL_RS_SEQ_MAX (1ull << 30) // bytes of one sequence's recurrent state at most (larger files are refused)
 // Speculation on a hybrid model: keep the state after each of up to n_rows (<= MODEL_RS_CKPT) rows of an item
 // for slots 0..n_slots-1 (n_slots <= MODEL_RS_SLOTS). A slot's checkpoints are as large as its state times
 // n_rows (a 9B model's state is ~50 MiB), so the caller sizes them by its running sequences and draft length;

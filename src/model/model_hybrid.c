@@ -116,6 +116,12 @@ int model_hybrid_read_hparams(model *m, tc_err *err) {
     if (list >= 0 && (rc = read_layer_list(hp, m->g, list, key, n_all, err))) return rc;
     hp->attn_gated = 1;
     hp->ssm_grouped = m->arch->ssm_grouped;
+    // every sequence's state is read and written once per token: a file asking for more than real models'
+    // (Qwen3.5-397B: 0.2 GiB) would take the memory and time of far larger weights than it holds
+    const double rs_bytes = (double)model_rs_slot_floats(hp) * sizeof(float);
+    if (rs_bytes > MODEL_RS_SEQ_MAX)
+        return tc_err_set(err, TC_ERR_UNSUPPORTED, "%s: a recurrent state of %.1f GiB per sequence (at most %.0f)",
+                          a, rs_bytes / 1073741824.0, MODEL_RS_SEQ_MAX / 1073741824.0);
     return check_sections(m, err);
 }
 

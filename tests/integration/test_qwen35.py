@@ -242,6 +242,16 @@ def test_bad_files_refused(model, tmp_path, key, value, message):
     assert p.returncode != 0 and message in p.stderr, p.stderr
 
 
+def test_huge_recurrent_state_refused(model, tmp_path):
+    """A file asking for a recurrent state far beyond real models' (every sequence's is read and written per
+    token) is refused before anything is allocated: 1024 value heads of 1024² floats in each DeltaNet layer."""
+    bad = patched(model, tmp_path, "qwen35.ssm.state_size", (4).to_bytes(4, "little") + (1024).to_bytes(4, "little"))
+    bad = patched(bad, tmp_path, "qwen35.ssm.time_step_rank", (4).to_bytes(4, "little") + (1024).to_bytes(4, "little"))
+    bad = patched(bad, tmp_path, "qwen35.ssm.inner_size", (4).to_bytes(4, "little") + (1 << 20).to_bytes(4, "little"))
+    p = subprocess.run([BIN, "info", "-m", bad], capture_output=True, text=True, timeout=60)
+    assert p.returncode != 0 and "GiB per sequence (at most 1)" in p.stderr, p.stderr
+
+
 def bools(*v):
     """A GGUF bool array's value bytes (type ARRAY, element BOOL, count, values)."""
     return (9).to_bytes(4, "little") + (7).to_bytes(4, "little") + len(v).to_bytes(8, "little") + bytes(v)

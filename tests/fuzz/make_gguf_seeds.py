@@ -115,6 +115,96 @@ def tiny_model(path, arch, dim, n_heads, n_kv, ffn, n_vocab, wtype=None, vocab=N
     finish(w)
 
 
+def tiny_moe(path):
+    """One-layer qwen3moe: 4 experts (2 used) in Q8_0, the rest F32."""
+    rng = np.random.default_rng(7)
+    dim, eff, ne = 32, 32, 4
+    w = gguf.GGUFWriter(path, "qwen3moe")
+    w.add_context_length(64)
+    w.add_embedding_length(dim)
+    w.add_block_count(1)
+    w.add_head_count(4)
+    w.add_head_count_kv(2)
+    w.add_key_length(8)
+    w.add_layer_norm_rms_eps(1e-6)
+    w.add_expert_count(ne)
+    w.add_expert_used_count(2)
+    w.add_expert_feed_forward_length(eff)
+
+    def t(name, *shape, q8=False):
+        x = (rng.standard_normal(shape) * 0.1).astype(np.float32)
+        if q8:
+            w.add_tensor(name, gguf.quants.quantize(x, gguf.GGMLQuantizationType.Q8_0),
+                         raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+        else:
+            w.add_tensor(name, x)
+
+    t("token_embd.weight", 8, dim)
+    t("output_norm.weight", dim)
+    t("blk.0.attn_norm.weight", dim)
+    t("blk.0.attn_q.weight", 32, dim)
+    t("blk.0.attn_k.weight", 16, dim)
+    t("blk.0.attn_v.weight", 16, dim)
+    t("blk.0.attn_output.weight", dim, 32)
+    t("blk.0.attn_q_norm.weight", 8)
+    t("blk.0.attn_k_norm.weight", 8)
+    t("blk.0.ffn_norm.weight", dim)
+    t("blk.0.ffn_gate_inp.weight", ne, dim)
+    t("blk.0.ffn_gate_exps.weight", ne, eff, dim, q8=True)
+    t("blk.0.ffn_up_exps.weight", ne, eff, dim, q8=True)
+    t("blk.0.ffn_down_exps.weight", ne, dim, eff, q8=True)
+    finish(w)
+
+
+def tiny_hybrid(path):
+    """Two-layer qwen35: a gated DeltaNet layer, then full attention (full_attention_interval 2); F32."""
+    rng = np.random.default_rng(8)
+    dim, ffn, hd, state, groups, vheads = 32, 32, 16, 8, 1, 2
+    kd, vd = state * groups, state * vheads
+    w = gguf.GGUFWriter(path, "qwen35")
+    w.add_context_length(64)
+    w.add_embedding_length(dim)
+    w.add_block_count(2)
+    w.add_feed_forward_length(ffn)
+    w.add_head_count(2)
+    w.add_head_count_kv(1)
+    w.add_key_length(hd)
+    w.add_value_length(hd)
+    w.add_rope_dimension_count(8)
+    w.add_layer_norm_rms_eps(1e-6)
+    for k, v in {"ssm.conv_kernel": 4, "ssm.state_size": state, "ssm.group_count": groups,
+                 "ssm.time_step_rank": vheads, "ssm.inner_size": vd, "full_attention_interval": 2}.items():
+        w.add_uint32("qwen35." + k, v)
+
+    def t(name, *shape):
+        w.add_tensor(name, (rng.standard_normal(shape) * 0.1).astype(np.float32))
+
+    t("token_embd.weight", 8, dim)
+    t("output_norm.weight", dim)
+    for l in range(2):
+        t("blk.%d.attn_norm.weight" % l, dim)
+        t("blk.%d.post_attention_norm.weight" % l, dim)
+        t("blk.%d.ffn_gate.weight" % l, ffn, dim)
+        t("blk.%d.ffn_up.weight" % l, ffn, dim)
+        t("blk.%d.ffn_down.weight" % l, dim, ffn)
+    t("blk.0.attn_qkv.weight", 2 * kd + vd, dim)
+    t("blk.0.attn_gate.weight", vd, dim)
+    t("blk.0.ssm_conv1d.weight", 2 * kd + vd, 4)
+    t("blk.0.ssm_dt.bias", vheads)
+    t("blk.0.ssm_a", vheads)
+    t("blk.0.ssm_beta.weight", vheads, dim)
+    t("blk.0.ssm_alpha.weight", vheads, dim)
+    t("blk.0.ssm_norm.weight", state)
+    t("blk.0.ssm_out.weight", dim, vd)
+    t("blk.1.attn_q.weight", 2 * 2 * hd, dim)  # queries and their gate
+    t("blk.1.attn_k.weight", hd, dim)
+    t("blk.1.attn_v.weight", hd, dim)
+    t("blk.1.attn_output.weight", dim, 2 * hd)
+    t("blk.1.attn_q_norm.weight", hd)
+    t("blk.1.attn_k_norm.weight", hd)
+    finish(w)
+
+
 def model_seeds():
     toks = ["<unk>", "<s>", "</s>"] + ["<0x%02X>" % i for i in range(256)] + ["\u2581a", "\u2581b"]
     tiny_model(M + "llama_vocab.gguf", "llama", 8, 2, 1, 16, len(toks), vocab=toks,
@@ -124,6 +214,8 @@ def model_seeds():
                template="<|im_start|>system\nYou are tiny.<|im_end|>")
     tiny_model(M + "qwen3_q8_0.gguf", "qwen3", 32, 4, 2, 32, 8, wtype=gguf.GGMLQuantizationType.Q8_0,
                extra={"attention.key_length": 8})
+    tiny_moe(M + "qwen3moe.gguf")
+    tiny_hybrid(M + "qwen35.gguf")
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ struct gram {
     gram_el *el;       // (n_el) every rule's elements
     int n_el;
     int32_t *rule_off; // (n_rules) offset of each rule's first element in el
+    int32_t *alt_end;  // (n_el) for each element, the GE_ALT / GE_END that ends its alternative
     int n_rules;
     int root;          // rule id
     _Atomic int refs;  // gram_ref / gram_free

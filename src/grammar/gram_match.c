@@ -194,10 +194,7 @@ static void expand(gram_matcher *m, size_t set_off, size_t off, int len, int dep
         m->t.n = noff + (size_t)nlen;
         expand(m, set_off, noff, nlen, depth + 1);
         m->t.n = noff;
-        int from = alt;
-        while (g->el[alt].type != GE_END && g->el[alt].type != GE_ALT)
-            alt++;
-        if (spend(m, (alt - from) / 8)) return; // the alternative's elements, read to find the next one
+        alt = g->alt_end[alt];
         if (g->el[alt].type == GE_END) break;
         alt++;
     }
@@ -279,8 +276,7 @@ int gram_matcher_new(gram *g, const gram_vocab *v, gram_matcher **out, tc_err *e
         m->t.n = (size_t)len;
         expand(m, 0, 0, len, 0);
         m->t.n = 0;
-        while (g->el[alt].type != GE_END && g->el[alt].type != GE_ALT)
-            alt++;
+        alt = g->alt_end[alt];
         if (g->el[alt].type == GE_END) break;
         alt++;
     }

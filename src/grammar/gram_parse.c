@@ -420,8 +420,9 @@ int gram_parse(const char *src, size_t len, const char *root, gram **out, tc_err
             if (g) {
                 g->el = malloc((size_t)(n + 1) * sizeof *g->el);
                 g->rule_off = malloc((size_t)p.n_rules * sizeof *g->rule_off);
+                g->alt_end = malloc((size_t)(n + 1) * sizeof *g->alt_end);
             }
-            if (!g || !g->el || !g->rule_off) rc = tc_err_set(err, TC_ERR_NOMEM, "grammar: out of memory");
+            if (!g || !g->el || !g->rule_off || !g->alt_end) rc = tc_err_set(err, TC_ERR_NOMEM, "grammar: out of memory");
         }
         if (!rc) {
             g->n_rules = p.n_rules;
@@ -431,6 +432,10 @@ int gram_parse(const char *src, size_t len, const char *root, gram **out, tc_err
                 g->rule_off[i] = g->n_el;
                 memcpy(g->el + g->n_el, p.rules[i].p, (size_t)p.rules[i].n * sizeof *g->el);
                 g->n_el += p.rules[i].n;
+            }
+            for (int i = g->n_el - 1, end = i; i >= 0; i--) { // every rule ends with GE_END
+                if (g->el[i].type == GE_ALT || g->el[i].type == GE_END) end = i;
+                g->alt_end[i] = end;
             }
             rc = gram_check(g, (const char *const *)p.names, p.deadline, err);
         }
@@ -461,6 +466,7 @@ void gram_free(gram *g) {
     if (!g || --g->refs > 0) return;
     free(g->el);
     free(g->rule_off);
+    free(g->alt_end);
     free(g);
 }
 

@@ -63,6 +63,10 @@ static int cuda_weights_new(model *m, void **out, tc_err *err) {
         return tc_err_set(err, TC_ERR_UNSUPPORTED, "--device cuda: %s uses LongRoPE's attention factor, YaRN or an "
                           "attention temperature, which the CUDA backend does not implement yet; use --device cpu",
                           hp->arch);
+    if (hp->residual_scale > 0 || hp->logit_scale > 0) // fwd_ops.scale is the CPU's only
+        return tc_err_set(err, TC_ERR_UNSUPPORTED, "--device cuda: %s scales its residual stream or its "
+                          "logits, which the CUDA backend does not implement yet; use --device cpu",
+                          hp->arch);
     if (hp->n_expert > 0) // fwd_ops.moe is the CPU's only
         return tc_err_set(err, TC_ERR_UNSUPPORTED, "--device cuda: %s is a mixture-of-experts model, whose expert FFN "
                           "the CUDA backend does not implement yet; use --device cpu", hp->arch);

@@ -84,9 +84,14 @@ int cli_info(int argc, char **argv) {
     if (hp->attn_softcap > 0 || hp->final_softcap > 0)
         printf("soft-capping    attention scores %g, logits %g (c·tanh(x/c); 0: none)\n", hp->attn_softcap,
                hp->final_softcap);
-    if (hp->no_rope_step > 0)
+    if (hp->no_rope_step == 1) printf("no-rope layers  every layer attends without RoPE\n");
+    else if (hp->no_rope_step > 0)
         printf("no-rope layers  every %d%s layer attends without RoPE\n", hp->no_rope_step,
                ordinal(hp->no_rope_step));
+    if (!strcmp(hp->arch, "granite"))
+        printf("multipliers     embeddings %g, attention scores %g, residual %g, logits 1/%g\n",
+               hp->embd_scale, hp->attn_scale, hp->residual_scale > 0 ? hp->residual_scale : 1.0f,
+               hp->logit_scale > 0 ? hp->logit_scale : 1.0f);
     if (hp->yarn_factor > 0)
         printf("yarn            factor %g over original context %d, beta fast %g slow %g, cos/sin times %g\n",
                hp->yarn_factor, hp->rope_orig_ctx, hp->yarn_beta_fast, hp->yarn_beta_slow, hp->rope_mscale);

@@ -459,6 +459,10 @@ static int set_arch_meta(gguf_writer *w, const synth_shape *sh, const char *arch
     if (sh->attn_softcap > 0) e |= gguf_writer_set_f32(w, KEY("attn_logit_softcapping"), sh->attn_softcap);
     if (sh->final_softcap > 0) e |= gguf_writer_set_f32(w, KEY("final_logit_softcapping"), sh->final_softcap);
     if (sh->shexp_ffn) e |= gguf_writer_set_u32(w, KEY("expert_shared_feed_forward_length"), (uint32_t)sh->shexp_ffn);
+    if (sh->embedding_scale > 0) e |= gguf_writer_set_f32(w, KEY("embedding_scale"), sh->embedding_scale);
+    if (sh->attention_scale > 0) e |= gguf_writer_set_f32(w, KEY("attention.scale"), sh->attention_scale);
+    if (sh->residual_scale > 0) e |= gguf_writer_set_f32(w, KEY("residual_scale"), sh->residual_scale);
+    if (sh->logit_scale > 0) e |= gguf_writer_set_f32(w, KEY("logit_scale"), sh->logit_scale);
     if (sh->yarn_factor > 0) {
         e |= gguf_writer_set_str(w, KEY("rope.scaling.type"), "yarn");
         e |= gguf_writer_set_f32(w, KEY("rope.scaling.factor"), sh->yarn_factor);

@@ -36,6 +36,11 @@ static const synth_shape shapes[] = {
      .attn_norm_w = 4.0f},
     {"phi3-tiny", TINY, .n_layers = 2, .rope_base = 10000.0f, .eps = 1e-5f, .arch = "phi3", .fused = 1,
      .rope_dim = 48},
+    // Granite: its multipliers as Granite 3.3 2B has them (head size 64: attention scale 1/64, not 1/8), the
+    // logit scale smaller so that the next-token distributions stay peaked
+    {"granite-tiny", TINY, .n_layers = 2, .rope_base = 10000.0f, .eps = 1e-5f, .arch = "granite",
+     .embedding_scale = 12.0f, .attention_scale = 0.015625f, .residual_scale = 0.22f, .logit_scale = 2.0f,
+     .attn_norm_w = 8.0f},
     {"mistral3-tiny", TINY, .n_layers = 2, .rope_base = 1000000.0f, .eps = 1e-5f, .arch = "mistral3",
      .yarn_factor = 4.0f, .yarn_ctx = 128},
     {"qwen2moe-tiny", TINY, .n_layers = 2, .rope_base = 1000000.0f, .eps = 1e-6f, .arch = "qwen2moe",

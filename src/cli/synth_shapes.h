@@ -36,6 +36,8 @@ typedef struct {
     // embedding's own token: attn_norm (larger attention scores), Gemma's post norms (a larger residual
     // update), output_norm (logits large enough for soft-capping to matter)
     float attn_norm_w, post_norm_w, out_norm_w;
+    // Granite's multipliers (0: not written): embedding_scale, attention.scale, residual_scale, logit_scale
+    float embedding_scale, attention_scale, residual_scale, logit_scale;
 } synth_shape;
 
 // The shape named name, or NULL.

@@ -57,6 +57,12 @@ static const arch_desc archs[] = {
     {.name = "mistral3",
      .role = {BASE_ROLES, [ROLE_ATTN_Q_BIAS] = O, [ROLE_ATTN_K_BIAS] = O, [ROLE_ATTN_V_BIAS] = O},
      .yarn = 1, .layer = fwd_layer_std},
+    // Granite 3.x and Granite 4.0's dense models, as llama.cpp's granite graph: llama's block with the four
+    // multipliers of arch_desc.scales; optional q/k/v and output-projection biases.
+    {.name = "granite",
+     .role = {BASE_ROLES, [ROLE_ATTN_Q_BIAS] = O, [ROLE_ATTN_K_BIAS] = O, [ROLE_ATTN_V_BIAS] = O,
+      [ROLE_ATTN_OUT_BIAS] = O},
+     .scales = 1, .layer = fwd_layer_std},
     // Qwen2 / Qwen2.5: biases on q, k, v; NeoX rotation.
     {.name = "qwen2", .role = {BASE_ROLES, [ROLE_ATTN_Q_BIAS] = R, [ROLE_ATTN_K_BIAS] = R, [ROLE_ATTN_V_BIAS] = R},
      .rope_neox = 1, .layer = fwd_layer_std},

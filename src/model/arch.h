@@ -91,6 +91,11 @@ typedef struct arch_desc {
     int fused;
     int yarn;                     // takes YaRN RoPE scaling and Llama 4's attention temperature (Mistral 3)
     int no_rope_step;             // layers l with (l + 1) % no_rope_step == 0 skip RoPE (SmolLM3: 4); 0: none
+    // Granite's multipliers, from the GGUF: token embeddings times <arch>.embedding_scale, the attention
+    // softmax scale <arch>.attention.scale (instead of 1/sqrt(head_dim)), every block's output times
+    // <arch>.residual_scale before its residual add, logits divided by <arch>.logit_scale; without
+    // <arch>.rope.scaling.finetuned (true by default) no layer rotates q and k
+    int scales;
     // Mixture of experts: the FFN is routed (ROLE_FFN_*_EXPS); the top-k routing weights are renormalised to
     // sum to 1 when moe_norm_w (qwen3moe), used as the softmax gave them otherwise (qwen2moe).
     int moe;

@@ -441,6 +441,12 @@ static int cpu_add(void *be, fwd_buf x, fwd_buf y, int count) {
     return 0;
 }
 
+static int cpu_scale(void *be, fwd_buf x, int count, float s) {
+    model_ctx *c = be;
+    ops_scale(c->buf[x], s, count);
+    return 0;
+}
+
 static int cpu_glu(void *be, fwd_buf g, fwd_buf u, int count, fwd_act act) {
     model_ctx *c = be;
     glu(c, c->buf[g], c->buf[u], count, act == FWD_ACT_GELU_TANH);
@@ -500,6 +506,7 @@ static const fwd_ops cpu_fwd_ops = {
     .rope = cpu_rope,
     .attention = cpu_attention,
     .add = cpu_add,
+    .scale = cpu_scale,
     .glu = cpu_glu,
     .out_norm = cpu_out_norm,
     .moe = cpu_moe,
@@ -508,7 +515,8 @@ static const fwd_ops cpu_fwd_ops = {
     .mul_sigmoid = cpu_mul_sigmoid,
 };
 
-// The output head: logits (n, n_vocab) of n final-normed rows, soft-capped where the model says so.
+// The output head: logits (n, n_vocab) of n final-normed rows, soft-capped or divided by Granite's logit
+// scale where the model says so.
 static int output_head(model_ctx *c, float *logits, const float *normed, int n, tc_err *err) {
     const model *m = c->m;
     const float cap = m->hp.final_softcap;
@@ -516,6 +524,9 @@ static int output_head(model_ctx *c, float *logits, const float *normed, int n, 
     if (rc) return tc_err_set(err, rc, "output matmul failed (type %s)", tt_name(m->output.type));
     if (cap > 0)
         for (size_t i = 0; i < (size_t)n * m->hp.n_vocab; i++) logits[i] = cap * tanhf(logits[i] / cap);
+    const int nv = m->hp.n_vocab;
+    if (m->hp.logit_scale > 0)
+        for (int r = 0; r < n; r++) ops_scale(logits + (size_t)r * nv, 1.0f / m->hp.logit_scale, nv);
     return 0;
 }
 

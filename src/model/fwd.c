@@ -46,6 +46,18 @@ static int has(const fwd_graph *g, int l, arch_role r) { return model_layer_w(g-
         if (rc_) return rc_;                                                                                 \
     } while (0)
 
+// The residual add of a block's output y (n rows of dim) into FWD_X, times Granite's multiplier where the
+// model has one.
+static int residual(const fwd_graph *g, fwd_buf y) {
+    const model_hparams *hp = &g->m->hp;
+    const int count = g->n * hp->dim;
+    if (hp->residual_scale > 0) {
+        if (!g->ops->scale) return TC_ERR_UNSUPPORTED;
+        TRY(g->ops->scale(g->be, y, count, hp->residual_scale));
+    }
+    return g->ops->add(g->be, FWD_X, y, count);
+}
+
 // The attention half of the pre-norm block: RMSNorm, q/k/v (optional biases and q/k norms), RoPE, attention
 // (with the layer's sinks where it has them: the backend's attention reads them), output projection (optional
 // bias, optional post-norm), residual add into FWD_X.
@@ -70,8 +82,7 @@ static int attn_block(const fwd_graph *g, int l) {
     TRY(o->matmul(be, proj, FWD_XB, n, l, w_out, 1));
     if (has(g, l, ROLE_ATTN_OUT_BIAS)) TRY(o->add_bias(be, FWD_Q, n, dim, l, ROLE_ATTN_OUT_BIAS));
     if (has(g, l, ROLE_ATTN_POST_NORM)) TRY(o->norm(be, FWD_Q, FWD_Q, n, dim, l, ROLE_ATTN_POST_NORM, eps));
-    TRY(o->add(be, FWD_X, FWD_Q, n * dim));
-    return 0;
+    return residual(g, FWD_Q);
 }
 
 int fwd_layer_std(const fwd_graph *g, int l) {
@@ -89,8 +100,7 @@ int fwd_layer_std(const fwd_graph *g, int l) {
     TRY(o->glu(be, FWD_HB, FWD_HB2, n * ffn, hp->ffn_gelu ? FWD_ACT_GELU_TANH : FWD_ACT_SILU));
     TRY(o->matmul(be, proj, FWD_HB, n, l, w_down, 1));
     if (has(g, l, ROLE_FFN_POST_NORM)) TRY(o->norm(be, FWD_Q, FWD_Q, n, dim, l, ROLE_FFN_POST_NORM, eps));
-    TRY(o->add(be, FWD_X, FWD_Q, n * dim));
-    return 0;
+    return residual(g, FWD_Q);
 }
 
 // The mixture-of-experts FFN: the norm, the routed (and shared) experts, the residual add into FWD_X.
@@ -100,8 +110,7 @@ static int ffn_moe(const fwd_graph *g, int l, arch_role norm) {
     if (!o->moe) return TC_ERR_UNSUPPORTED;
     TRY(o->norm(g->be, FWD_XB, FWD_X, g->n, hp->dim, l, norm, hp->norm_eps));
     TRY(o->moe(g->be, FWD_Q, FWD_XB, g->n, l));
-    TRY(o->add(g->be, FWD_X, FWD_Q, g->n * hp->dim));
-    return 0;
+    return residual(g, FWD_Q);
 }
 
 int fwd_layer_moe(const fwd_graph *g, int l) {
@@ -123,8 +132,7 @@ static int ffn_swiglu(const fwd_graph *g, int l, arch_role norm) {
     TRY(o->matmul(be, gate_up, FWD_XB, n, l, w_gate_up, 2));
     TRY(o->glu(be, FWD_HB, FWD_HB2, n * hp->ffn_dim, FWD_ACT_SILU));
     TRY(o->matmul(be, proj, FWD_HB, n, l, w_down, 1));
-    TRY(o->add(be, FWD_X, FWD_Q, n * dim));
-    return 0;
+    return residual(g, FWD_Q);
 }
 
 // Qwen3.5's gated attention into FWD_Q (n, dim) from the normed input in FWD_XB: the q projection's rows are each
@@ -154,6 +162,6 @@ int fwd_layer_hybrid(const fwd_graph *g, int l) {
     TRY(o->norm(g->be, FWD_XB, FWD_X, g->n, hp->dim, l, ROLE_ATTN_NORM, hp->norm_eps));
     if (model_layer_is_recurrent(hp, l)) TRY(o->gdn(g->be, FWD_Q, FWD_XB, g->n, l));
     else TRY(gated_attn(g, l));
-    TRY(o->add(g->be, FWD_X, FWD_Q, g->n * hp->dim));
+    TRY(residual(g, FWD_Q));
     return has(g, l, ROLE_FFN_GATE_INP) ? ffn_moe(g, l, ROLE_FFN_NORM_PA) : ffn_swiglu(g, l, ROLE_FFN_NORM_PA);
 }

@@ -55,6 +55,8 @@ typedef struct fwd_ops {
     int (*attention)(void *be, fwd_buf out, fwd_buf q, fwd_buf k, fwd_buf v, int n, int layer);
     // x (count) += y (count)
     int (*add)(void *be, fwd_buf x, fwd_buf y, int count);
+    // (optional: Granite's residual multiplier) x (count) *= s
+    int (*scale)(void *be, fwd_buf x, int count, float s);
     // g (count) = act(g) · u
     int (*glu)(void *be, fwd_buf g, fwd_buf u, int count, fwd_act act);
     // The end of the layers: dst (n_logits, dim) = the final RMSNorm (output_norm) of the rows whose logits the

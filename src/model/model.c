@@ -161,6 +161,33 @@ static int read_rope_scaling(model *m, tc_err *err) {
     return 0;
 }
 
+// Granite's multipliers (arch_desc.scales), as llama.cpp reads them: a key that is absent, or 0, leaves its
+// default (no multiplier, the 1/sqrt(head_dim) softmax scale); a given one must be a positive finite number.
+static int read_scales(model *m, tc_err *err) {
+    model_hparams *hp = &m->hp;
+    const char *a = hp->arch;
+    struct { const char *key; float *dst; } keys[] = {
+        {"embedding_scale", &hp->embd_scale},   {"attention.scale", &hp->attn_scale},
+        {"residual_scale", &hp->residual_scale}, {"logit_scale", &hp->logit_scale},
+    };
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        float f = 0;
+        if (get_arch_f32(m->g, a, keys[i].key, &f) != 0 || f == 0) continue;
+        if (!(f > 0 && isfinite(f) && f < 1e6f))
+            return tc_err_set(err, TC_ERR_FORMAT, "invalid %s.%s %g", a, keys[i].key, (double)f);
+        *keys[i].dst = f;
+    }
+    char key[128];
+    int rope = 1;
+    snprintf(key, sizeof key, "%s.rope.scaling.finetuned", a);
+    if (gguf_get_bool(m->g, key, &rope) == 0 && !rope) hp->no_rope_step = 1; // every layer without RoPE
+    // llama.cpp's granite graph adds FFN biases when the file has them; no file seen has them, and ignoring
+    // them would be silently wrong
+    if (gguf_find_tensor(m->g, "blk.0.ffn_down.bias") || gguf_find_tensor(m->g, "blk.0.ffn_up.bias"))
+        return tc_err_set(err, TC_ERR_UNSUPPORTED, "%s: FFN biases are not supported", a);
+    return 0;
+}
+
 int model_read_hparams(model *m, tc_err *err) {
     model_hparams *hp = &m->hp;
     const gguf_ctx *g = m->g;
@@ -214,6 +241,7 @@ int model_read_hparams(model *m, tc_err *err) {
     hp->embd_scale = m->arch->embd_scale ? sqrtf((float)hp->dim) : 1.0f;
     hp->attn_sinks = m->arch->role[ROLE_ATTN_SINKS] != ARCH_ABSENT;
     if ((rc = read_attn_hparams(m, err))) return rc;
+    if (m->arch->scales && (rc = read_scales(m, err))) return rc;
     return m->arch->moe ? read_moe_hparams(m, err) : 0;
 }
 

@@ -35,7 +35,9 @@ typedef struct model_hparams {
     int rope_dim;      // rotated dims per head
     int tied_embeddings;
     float attn_scale;  // softmax scale of q·k (1/sqrt(head_dim) unless the model says otherwise)
-    float embd_scale;  // token embeddings are multiplied by this (1, or sqrt(dim) for gemma)
+    float embd_scale;  // token embeddings are multiplied by this (1, or sqrt(dim) for gemma, or Granite's)
+    float residual_scale; // each block's output is multiplied by this before its residual add (0: none)
+    float logit_scale; // logits are divided by this (Granite; 0: none)
     int ffn_gelu;      // 1: GeGLU (tanh GELU); 0: SwiGLU
     // Sliding-window attention: local layers see only the last swa_window positions (0: every layer global).
     int swa_window;

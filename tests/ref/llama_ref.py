@@ -96,6 +96,16 @@ class LlamaRef:
         g2 = arch == "gemma2"
         self.attn_softcap = float(val(f"{arch}.attn_logit_softcapping", 50.0)) if g2 else 0.0
         self.final_softcap = float(val(f"{arch}.final_logit_softcapping", 30.0)) if g2 else 0.0
+        # Granite's multipliers (HF's embedding_multiplier, attention_multiplier, residual_multiplier,
+        # logits_scaling); absent or 0: none
+        gr = arch == "granite"
+        self.embd_mult = float(val(f"{arch}.embedding_scale", 0.0) or 1.0) if gr else 1.0
+        if gr and float(val(f"{arch}.attention.scale", 0.0)):
+            self.attn_scale = float(val(f"{arch}.attention.scale"))
+        self.residual_mult = float(val(f"{arch}.residual_scale", 0.0) or 1.0) if gr else 1.0
+        self.logit_div = float(val(f"{arch}.logit_scale", 0.0) or 1.0) if gr else 1.0
+        if gr and not val(f"{arch}.rope.scaling.finetuned", True):  # llama.cpp: no layer rotates
+            self.no_rope_step = 1
         self.t = {t.name: t for t in self.r.tensors}
         self._cache = {}
         # RoPE scaling as GGUF carries it: "linear" divides positions by the factor; llama3-style scaling comes
@@ -228,7 +238,7 @@ class LlamaRef:
         logits = self.matmul(self.hidden(ids), out_name)
         if self.final_softcap:
             logits = self.final_softcap * np.tanh(logits / self.final_softcap)
-        return logits
+        return logits / self.logit_div
 
     def hidden(self, ids):
         """Final hidden states after the output norm (n, dim) for every position, float64 (embeddings)."""
@@ -238,6 +248,7 @@ class LlamaRef:
         x = emb[ids].copy()
         if self.gemma:
             x *= np.sqrt(self.dim)
+        x *= self.embd_mult
         pos = np.arange(n, dtype=np.float64)
         mask_global = np.triu(np.full((n, n), -np.inf), k=1)
         mask_local = mask_global.copy()
@@ -282,7 +293,7 @@ class LlamaRef:
             a = self.matmul(out.reshape(n, -1), p + "attn_output.weight")
             if self.gemma:
                 a = self.rmsnorm(a, p + "post_attention_norm.weight")
-            x = x + a
+            x = x + a * self.residual_mult
             h = self.rmsnorm(x, p + "ffn_norm.weight")
             if self.has(p + "ffn_gate_inp.weight"):
                 x = x + self.moe(h, p)
@@ -299,7 +310,7 @@ class LlamaRef:
             f = self.matmul(act * u, p + "ffn_down.weight")
             if self.gemma:
                 f = self.rmsnorm(f, p + "post_ffw_norm.weight")
-            x = x + f
+            x = x + f * self.residual_mult
         return self.rmsnorm(x, "output_norm.weight")
 
     def greedy(self, ids, n_new, eos=None):

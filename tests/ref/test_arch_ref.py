@@ -4,7 +4,8 @@ package's own writer (an independent producer of the format): llama (adjacent-pa
 qwen2 (q/k/v biases, NeoX RoPE), qwen3 (per-head q/k RMSNorm, NeoX RoPE, head_dim != dim/heads), gemma2
 (gemma3's block without QK-norm, soft-capped attention scores and logits, a window on the even layers),
 smollm3 (llama without RoPE on its fourth layer, of four), phi3 (fused attn_qkv and gate/up, partial RoPE,
-LongRoPE's long factors and attention factor), mistral3 (YaRN and the Llama 4 attention temperature), gemma3
+LongRoPE's long factors and attention factor), mistral3 (YaRN and the Llama 4 attention temperature),
+granite (embedding, attention, residual and logit multipliers), gemma3
 (QK-norm, post-attention/post-FFN norms, GeGLU, sqrt(dim) embedding scale, sliding-window attention on local
 layers with their own RoPE base; a window of 8 over 40 tokens so the mask matters), and the mixtures of experts
 qwen3moe (qwen3's attention, 2 of 8 experts, renormalised weights) and qwen2moe (qwen2's attention, weights not
@@ -121,6 +122,11 @@ def write_model(path, arch, head_dim, seed, extra=None, qtype=None):
         for kind in ("long", "short"):
             w.add_tensor(f"rope_factors_{kind}.weight",
                          np.exp(rng.uniform(0, 2.5, head_dim // 4)).astype(np.float32))
+    if arch == "granite":  # multipliers of the order of Granite 3.3's, each far from 1
+        w.add_float32("granite.embedding_scale", 6.0)
+        w.add_float32("granite.attention.scale", 0.5 / head_dim)
+        w.add_float32("granite.residual_scale", 0.3)
+        w.add_float32("granite.logit_scale", 0.25)
     if arch == "gemma2":  # layer 0 local (window 8; the pattern is gemma2's own), layer 1 global; caps low enough
         w.add_sliding_window(8)  # that the scores and logits of these small weights reach into tanh's bend
         w.add_attn_logit_softcapping(GEMMA2_ATTN_CAP)
@@ -138,6 +144,7 @@ ARCHS = [("llama", 16, None), ("qwen2", 16, None), ("qwen3", 32, None), ("gemma3
          ("smollm3", 16, None), ("smollm3", 16, gguf.GGMLQuantizationType.Q8_0),
          ("phi3", 32, None), ("phi3", 32, gguf.GGMLQuantizationType.Q8_0),
          ("mistral3", 16, None), ("mistral3", 16, gguf.GGMLQuantizationType.Q8_0),
+         ("granite", 16, None), ("granite", 16, gguf.GGMLQuantizationType.Q8_0),
          ("qwen3moe", 32, None), ("qwen3moe", 32, gguf.GGMLQuantizationType.Q8_0), ("qwen2moe", 16, None)]
 
 
@@ -186,6 +193,12 @@ def test_architecture_matches_reference(tmp_path, arch, head_dim, qtype, isa):
             if attr == "rope_dim":
                 other.rope_freqs = np.ones(16)
             assert np.abs(ours - other.forward(ids)).max() > 0.02, attr
+    if arch == "granite":  # teeth: leaving out any one of the multipliers is far from what we computed
+        for attr, value in (("embd_mult", 1.0), ("attn_scale", 1 / np.sqrt(head_dim)), ("residual_mult", 1.0),
+                            ("logit_div", 1.0)):
+            other = LlamaRef(path, act_quant=True)
+            setattr(other, attr, value)
+            assert np.abs(ours - other.forward(ids)).max() > 0.02, attr
     if arch == "gemma2":  # teeth: dropping either soft-cap (or RoPE base 10000 on the local layer) is far off
         for attr, value in (("attn_softcap", 0.0), ("final_softcap", 0.0), ("base_swa", 10000.0)):
             other = LlamaRef(path, act_quant=True)
@@ -193,7 +206,27 @@ def test_architecture_matches_reference(tmp_path, arch, head_dim, qtype, isa):
             assert np.abs(ours - other.forward(ids)).max() > 0.02, attr
 
 
+def test_granite_without_rope(tmp_path):
+    """Granite's rope.scaling.finetuned = false (llama.cpp: no layer rotates q and k) against the reference,
+    and the same model with RoPE far from it."""
+    path = str(tmp_path / "granite-nope.gguf")
+    no_rope = lambda w: w.add_bool("granite.rope.scaling.finetuned", False)  # noqa: E731
+    write_model(path, "granite", 16, seed=3, extra=no_rope)
+    p = subprocess.run([BIN, "info", "-m", path], capture_output=True, text=True)
+    assert p.returncode == 0 and "every layer attends without RoPE" in p.stdout, p.stdout + p.stderr
+    ids = [int(x) for x in np.random.default_rng(2).integers(0, VOCAB, 24)]
+    p, ours = _logits(path, ids, tmp_path)
+    assert p.returncode == 0, p.stderr
+    ref = LlamaRef(path, act_quant=True)
+    assert ref.no_rope_step == 1
+    err = np.abs(ours - ref.forward(ids)).max()
+    ref.no_rope_step = 0
+    assert err < 2e-3 and np.abs(ours - ref.forward(ids)).max() > 10 * err, err
+
+
 INFO_LINES = {"gemma2": "soft-capping    attention scores 0.3, logits 1.5", "smollm3": "every 4th layer attends without RoPE",
+              "granite": "multipliers     embeddings 6, attention scores 0.03125, residual 0.3, "
+                         "logits 1/0.25",
               "phi3": "longrope        long frequency factors, attention factor 1.3",
               "mistral3": "yarn            factor 4 over original context 16"}
 

@@ -74,10 +74,14 @@ static int r_mul_sigmoid(void *be, fwd_buf x, fwd_buf g, int count) {
     return rec(be, "mul_sigmoid %s %s %d\n", BUF[x], BUF[g], count);
 }
 
+static int r_scale(void *be, fwd_buf x, int count, float s) {
+    return rec(be, "scale %s %d %g\n", BUF[x], count, s);
+}
+
 static const fwd_ops REC_OPS = {.embed = r_embed, .norm = r_norm, .matmul = r_matmul, .add_bias = r_add_bias,
-                                .rope = r_rope, .attention = r_attention, .add = r_add, .glu = r_glu,
-                                .out_norm = r_out_norm, .moe = r_moe, .gdn = r_gdn, .gate_split = r_gate_split,
-                                .mul_sigmoid = r_mul_sigmoid};
+                                .rope = r_rope, .attention = r_attention, .add = r_add, .scale = r_scale,
+                                .glu = r_glu, .out_norm = r_out_norm, .moe = r_moe, .gdn = r_gdn,
+                                .gate_split = r_gate_split, .mul_sigmoid = r_mul_sigmoid};
 
 // A stand-in model of architecture `name`: every required role present, optional ones when with_optional.
 static void fake_model(model *m, model_weight *layers, const char *name, int with_optional) {
@@ -253,6 +257,17 @@ static void test_sequences(void) {
     CHECK_MSG(strstr(r.log, "rope Q K 3 L0\n") && !strstr(r.log, "rope Q K 3 L1\n") &&
                   strstr(r.log, "V=XB@attn_v.weight n3 L1\nattention XB=Q,K,V 3 L1\n"),
               "smollm3:\n%s", r.log);
+    // granite: llama's block, each block's output scaled before its residual add (none without a multiplier)
+    fake_model(&m, layers, "granite", 0);
+    CHECK_EQ_INT(run(&r, &m, &failed), 0);
+    l1 = strstr(r.log, "norm XB=X 3x8 L1 attn_norm");
+    CHECK_MSG(l1 && !strcmp(l1, LLAMA_L1), "granite layer 1 without a multiplier:\n%s", l1 ? l1 : r.log);
+    m.hp.residual_scale = 0.25f;
+    CHECK_EQ_INT(run(&r, &m, &failed), 0);
+    CHECK_MSG(strstr(r.log, "matmul Q=XB@attn_output.weight n3 L1\nscale Q 24 0.25\nadd X+=Q 24\n") &&
+                  strstr(r.log, "matmul Q=HB@ffn_down.weight n3 L1\nscale Q 24 0.25\nadd X+=Q 24\n"),
+              "granite:\n%s", r.log);
+    CHECK_EQ_INT(r.calls, 2 * 13);
     // phi3 and mistral3: llama's sequence (their fused weights are bound at load, YaRN is in the RoPE operation)
     fake_model(&m, layers, "phi3", 0);
     CHECK_EQ_INT(run(&r, &m, &failed), 0);
@@ -321,8 +336,8 @@ static void test_driver(void) {
 int main(void) {
     // every architecture in the table has a layer sequence
     static const char *const names[] = {"llama",  "qwen2", "qwen3",    "gemma2",  "gemma3",
-                                         "smollm3", "phi3",  "mistral3", "qwen3moe", "qwen2moe", "gpt-oss",
-                                         "qwen35",  "qwen35moe", "qwen3next"};
+                                         "smollm3", "phi3",  "mistral3", "granite", "qwen3moe", "qwen2moe",
+                                         "gpt-oss", "qwen35",  "qwen35moe", "qwen3next"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         const arch_desc *a = arch_find(names[i], (int)strlen(names[i]));
         CHECK_MSG(a && a->layer, "%s has no layer builder", names[i]);

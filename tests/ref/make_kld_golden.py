@@ -17,6 +17,7 @@ import hashlib
 import json
 import lzma
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -27,8 +28,8 @@ BIN = os.environ.get("TACHYON_BIN", os.path.join(ROOT, "build", "tachyon"))
 DIR = os.path.join(HERE, "golden", "kld")
 TEXT = os.path.join(DIR, "text.txt")
 SHAPES = ["llama-tiny", "qwen2-tiny", "qwen3-tiny", "gemma2-tiny", "gemma3-tiny", "smollm3-tiny", "phi3-tiny",
-          "mistral3-tiny", "qwen3moe-tiny", "qwen2moe-tiny", "gptoss-tiny", "qwen35-tiny", "qwen35moe-tiny",
-          "qwen3next-tiny", "qwen3next-ssmin-tiny"]
+          "granite-tiny", "mistral3-tiny", "qwen3moe-tiny", "qwen2moe-tiny", "gptoss-tiny", "qwen35-tiny",
+          "qwen35moe-tiny", "qwen3next-tiny", "qwen3next-ssmin-tiny"]
 TYPES = ["q8_0", "q4_k_m"]
 TYPES_OF = {"gptoss-tiny": TYPES + ["mxfp4"],  # gpt-oss ships MXFP4 experts (llama.cpp's MXFP4_MOE)
             "qwen3next-ssmin-tiny": ["q8_0"]}  # (older converters' fused ssm_in: one type is enough)
@@ -66,7 +67,7 @@ def main():
                     continue
                 with open(base, "rb") as f, lzma.open(os.path.join(DIR, name), "wb", preset=9) as g:
                     g.write(f.read())
-                ppl = [l for l in (r.stdout + r.stderr).splitlines() if "Final estimate" in l]
+                ppl = re.findall(r"Final estimate: PPL = [0-9.]+ \+/- [0-9.]+", r.stdout + r.stderr)
                 manifest[name] = {
                     "shape": shape, "type": qtype, "seed": SEED, "ctx": CTX, "chunks": CHUNKS,
                     "model_sha256": sha256(model),
@@ -74,7 +75,7 @@ def main():
                     "llama_perplexity": "llama-perplexity -m M.gguf -f tests/ref/golden/kld/text.txt "
                                         f"-c {CTX} --chunks {CHUNKS} -t 2 --kl-divergence-base OUT",
                     "llama_cpp": "llama-cpp-python 0.3.36 sdist, vendored llama.cpp (scripts/build_llamacpp.sh)",
-                    "llama_ppl": ppl[-1].strip() if ppl else None,
+                    "llama_ppl": ppl[-1] if ppl else None,
                 }
                 print(name, manifest[name]["llama_ppl"])
     with open(mpath, "w") as f:

@@ -88,7 +88,7 @@ int cli_info(int argc, char **argv) {
     else if (hp->no_rope_step > 0)
         printf("no-rope layers  every %d%s layer attends without RoPE\n", hp->no_rope_step,
                ordinal(hp->no_rope_step));
-    if (!strcmp(hp->arch, "granite"))
+    if (!strncmp(hp->arch, "granite", 7))
         printf("multipliers     embeddings %g, attention scores %g, residual %g, logits 1/%g\n",
                hp->embd_scale, hp->attn_scale, hp->residual_scale > 0 ? hp->residual_scale : 1.0f,
                hp->logit_scale > 0 ? hp->logit_scale : 1.0f);

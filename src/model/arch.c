@@ -63,6 +63,13 @@ static const arch_desc archs[] = {
      .role = {BASE_ROLES, [ROLE_ATTN_Q_BIAS] = O, [ROLE_ATTN_K_BIAS] = O, [ROLE_ATTN_V_BIAS] = O,
       [ROLE_ATTN_OUT_BIAS] = O},
      .scales = 1, .layer = fwd_layer_std},
+    // Granite 3.x MoE (granite-3.1-1b-a400m, 3b-a800m), as llama.cpp's granite graph with experts: granite's
+    // attention and multipliers, the FFN n_expert_used of n_expert experts (softmax over all, top k, weights
+    // renormalised, as qwen3moe). Shared experts (GraniteMoeShared files) are refused.
+    {.name = "granitemoe",
+     .role = {ATTN_ROLES, MOE_ROLES, [ROLE_ATTN_Q_BIAS] = O, [ROLE_ATTN_K_BIAS] = O, [ROLE_ATTN_V_BIAS] = O,
+      [ROLE_ATTN_OUT_BIAS] = O},
+     .moe = 1, .moe_norm_w = 1, .scales = 1, .layer = fwd_layer_moe},
     // Qwen2 / Qwen2.5: biases on q, k, v; NeoX rotation.
     {.name = "qwen2", .role = {BASE_ROLES, [ROLE_ATTN_Q_BIAS] = R, [ROLE_ATTN_K_BIAS] = R, [ROLE_ATTN_V_BIAS] = R},
      .rope_neox = 1, .layer = fwd_layer_std},

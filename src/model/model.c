@@ -41,6 +41,7 @@ static int read_moe_hparams(model *m, tc_err *err) {
         if (u == 0 || u > (1u << 20)) return tc_err_set(err, TC_ERR_FORMAT, "invalid %s.expert_feed_forward_length", a);
         hp->expert_ffn_dim = (int)u;
     }
+    if (m->arch->scales && hp->ffn_dim) hp->expert_ffn_dim = hp->ffn_dim; // Granite MoE: llama.cpp's n_ff
     if (!hp->expert_ffn_dim) return tc_err_set(err, TC_ERR_FORMAT, "missing %s.expert_feed_forward_length", a);
     if (m->arch->role[ROLE_FFN_GATE_SHEXP] != ARCH_ABSENT) {
         hp->shexp_ffn_dim = hp->ffn_dim;
@@ -185,6 +186,11 @@ static int read_scales(model *m, tc_err *err) {
     // them would be silently wrong
     if (gguf_find_tensor(m->g, "blk.0.ffn_down.bias") || gguf_find_tensor(m->g, "blk.0.ffn_up.bias"))
         return tc_err_set(err, TC_ERR_UNSUPPORTED, "%s: FFN biases are not supported", a);
+    if (gguf_find_tensor(m->g, "blk.0.ffn_up_shexp.weight"))
+        return tc_err_set(err, TC_ERR_UNSUPPORTED, "%s: shared experts (GraniteMoeShared) are not supported", a);
+    float ws = 0;
+    if (get_arch_f32(m->g, a, "expert_weights_scale", &ws) == 0 && ws != 0 && ws != 1)
+        return tc_err_set(err, TC_ERR_UNSUPPORTED, "%s.expert_weights_scale %g is not supported", a, (double)ws);
     return 0;
 }
 

@@ -83,7 +83,7 @@ class LlamaRef:
         self.rope_dim = int(val(f"{arch}.rope.dimension_count", self.head_dim))
         self.neox = arch in ("qwen2", "qwen3", "gemma2", "gemma3", "qwen3moe", "qwen2moe", "phi3")
         self.n_expert_used = int(val(f"{arch}.expert_used_count", 0))
-        self.moe_norm = arch == "qwen3moe"
+        self.moe_norm = arch in ("qwen3moe", "granitemoe")
         self.gemma = arch in ("gemma2", "gemma3")
         default_window = 4096 if arch == "gemma2" else 0
         self.window = int(val(f"{arch}.attention.sliding_window", default_window)) if self.gemma else 0
@@ -98,7 +98,7 @@ class LlamaRef:
         self.final_softcap = float(val(f"{arch}.final_logit_softcapping", 30.0)) if g2 else 0.0
         # Granite's multipliers (HF's embedding_multiplier, attention_multiplier, residual_multiplier,
         # logits_scaling); absent or 0: none
-        gr = arch == "granite"
+        gr = arch in ("granite", "granitemoe")
         self.embd_mult = float(val(f"{arch}.embedding_scale", 0.0) or 1.0) if gr else 1.0
         if gr and float(val(f"{arch}.attention.scale", 0.0)):
             self.attn_scale = float(val(f"{arch}.attention.scale"))
@@ -296,7 +296,7 @@ class LlamaRef:
             x = x + a * self.residual_mult
             h = self.rmsnorm(x, p + "ffn_norm.weight")
             if self.has(p + "ffn_gate_inp.weight"):
-                x = x + self.moe(h, p)
+                x = x + self.moe(h, p) * self.residual_mult
                 continue
             if self.has(p + "ffn_gate.weight"):
                 g = self.matmul(h, p + "ffn_gate.weight")

@@ -28,7 +28,7 @@ BIN = os.environ.get("TACHYON_BIN", os.path.join(ROOT, "build", "tachyon"))
 
 DIM, LAYERS, HEADS, KV_HEADS, FFN, VOCAB = 64, 2, 4, 2, 96, 300
 N_EXPERT, N_USED, EXPERT_FFN, SHEXP_FFN = 8, 2, 32, 64
-MOE = ("qwen3moe", "qwen2moe")
+MOE = ("qwen3moe", "qwen2moe", "granitemoe")
 GEMMA2_ATTN_CAP, GEMMA2_FINAL_CAP = 0.3, 1.5
 LAYERS_OF = {"smollm3": 4}  # SmolLM3's fourth layer is its first without RoPE
 
@@ -41,7 +41,7 @@ def write_model(path, arch, head_dim, seed, extra=None, qtype=None):
     w.add_block_count(layers)
     w.add_context_length(256)
     w.add_embedding_length(DIM)
-    w.add_feed_forward_length(FFN)
+    w.add_feed_forward_length(EXPERT_FFN if arch == "granitemoe" else FFN)  # granitemoe: the experts' FFN
     w.add_head_count(HEADS)
     w.add_head_count_kv(KV_HEADS)
     w.add_layer_norm_rms_eps(1e-6)
@@ -122,11 +122,11 @@ def write_model(path, arch, head_dim, seed, extra=None, qtype=None):
         for kind in ("long", "short"):
             w.add_tensor(f"rope_factors_{kind}.weight",
                          np.exp(rng.uniform(0, 2.5, head_dim // 4)).astype(np.float32))
-    if arch == "granite":  # multipliers of the order of Granite 3.3's, each far from 1
-        w.add_float32("granite.embedding_scale", 6.0)
-        w.add_float32("granite.attention.scale", 0.5 / head_dim)
-        w.add_float32("granite.residual_scale", 0.3)
-        w.add_float32("granite.logit_scale", 0.25)
+    if arch in ("granite", "granitemoe"):  # multipliers of the order of Granite 3.3's, each far from 1
+        w.add_float32(arch + ".embedding_scale", 6.0)
+        w.add_float32(arch + ".attention.scale", 0.5 / head_dim)
+        w.add_float32(arch + ".residual_scale", 0.3)
+        w.add_float32(arch + ".logit_scale", 0.25)
     if arch == "gemma2":  # layer 0 local (window 8; the pattern is gemma2's own), layer 1 global; caps low enough
         w.add_sliding_window(8)  # that the scores and logits of these small weights reach into tanh's bend
         w.add_attn_logit_softcapping(GEMMA2_ATTN_CAP)
@@ -144,7 +144,8 @@ ARCHS = [("llama", 16, None), ("qwen2", 16, None), ("qwen3", 32, None), ("gemma3
          ("smollm3", 16, None), ("smollm3", 16, gguf.GGMLQuantizationType.Q8_0),
          ("phi3", 32, None), ("phi3", 32, gguf.GGMLQuantizationType.Q8_0),
          ("mistral3", 16, None), ("mistral3", 16, gguf.GGMLQuantizationType.Q8_0),
-         ("granite", 16, None), ("granite", 16, gguf.GGMLQuantizationType.Q8_0),
+         ("granite", 16, None), ("granite", 16, gguf.GGMLQuantizationType.Q8_0), ("granitemoe", 16, None),
+         ("granitemoe", 16, gguf.GGMLQuantizationType.Q8_0),
          ("qwen3moe", 32, None), ("qwen3moe", 32, gguf.GGMLQuantizationType.Q8_0), ("qwen2moe", 16, None)]
 
 
@@ -193,7 +194,7 @@ def test_architecture_matches_reference(tmp_path, arch, head_dim, qtype, isa):
             if attr == "rope_dim":
                 other.rope_freqs = np.ones(16)
             assert np.abs(ours - other.forward(ids)).max() > 0.02, attr
-    if arch == "granite":  # teeth: leaving out any one of the multipliers is far from what we computed
+    if arch in ("granite", "granitemoe"):  # teeth: leaving out any one multiplier is far from what we computed
         for attr, value in (("embd_mult", 1.0), ("attn_scale", 1 / np.sqrt(head_dim)), ("residual_mult", 1.0),
                             ("logit_div", 1.0)):
             other = LlamaRef(path, act_quant=True)
@@ -222,6 +223,20 @@ def test_granite_without_rope(tmp_path):
     err = np.abs(ours - ref.forward(ids)).max()
     ref.no_rope_step = 0
     assert err < 2e-3 and np.abs(ours - ref.forward(ids)).max() > 10 * err, err
+
+
+@pytest.mark.parametrize("extra,message", [
+    (lambda w: w.add_tensor("blk.0.ffn_up_shexp.weight", np.zeros((32, DIM), np.float32)),
+     "granitemoe: shared experts (GraniteMoeShared) are not supported"),
+    (lambda w: w.add_float32("granitemoe.expert_weights_scale", 2.5),
+     "granitemoe.expert_weights_scale 2.5 is not supported"),
+])
+def test_granitemoe_refusals(tmp_path, extra, message):
+    """What tachyon does not compute for Granite MoE files is refused, not ignored."""
+    path = str(tmp_path / "granitemoe.gguf")
+    write_model(path, "granitemoe", 16, seed=4, extra=extra)
+    p = subprocess.run([BIN, "info", "-m", path], capture_output=True, text=True)
+    assert p.returncode != 0 and message in p.stderr, p.stdout + p.stderr
 
 
 INFO_LINES = {"gemma2": "soft-capping    attention scores 0.3, logits 1.5", "smollm3": "every 4th layer attends without RoPE",

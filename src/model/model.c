@@ -187,10 +187,12 @@ static int read_scales(model *m, tc_err *err) {
     if (gguf_find_tensor(m->g, "blk.0.ffn_down.bias") || gguf_find_tensor(m->g, "blk.0.ffn_up.bias"))
         return tc_err_set(err, TC_ERR_UNSUPPORTED, "%s: FFN biases are not supported", a);
     if (gguf_find_tensor(m->g, "blk.0.ffn_up_shexp.weight"))
-        return tc_err_set(err, TC_ERR_UNSUPPORTED, "%s: shared experts (GraniteMoeShared) are not supported", a);
+        return tc_err_set(err, TC_ERR_UNSUPPORTED, "%s: shared experts (GraniteMoeShared) are not supported",
+                          a);
     float ws = 0;
     if (get_arch_f32(m->g, a, "expert_weights_scale", &ws) == 0 && ws != 0 && ws != 1)
-        return tc_err_set(err, TC_ERR_UNSUPPORTED, "%s.expert_weights_scale %g is not supported", a, (double)ws);
+        return tc_err_set(err, TC_ERR_UNSUPPORTED, "%s.expert_weights_scale %g is not supported", a,
+                          (double)ws);
     return 0;
 }
 

@@ -194,7 +194,7 @@ def test_architecture_matches_reference(tmp_path, arch, head_dim, qtype, isa):
             if attr == "rope_dim":
                 other.rope_freqs = np.ones(16)
             assert np.abs(ours - other.forward(ids)).max() > 0.02, attr
-    if arch in ("granite", "granitemoe"):  # teeth: leaving out any one multiplier is far from what we computed
+    if arch in ("granite", "granitemoe"):  # teeth: leaving out any one multiplier is far from ours
         for attr, value in (("embd_mult", 1.0), ("attn_scale", 1 / np.sqrt(head_dim)), ("residual_mult", 1.0),
                             ("logit_div", 1.0)):
             other = LlamaRef(path, act_quant=True)

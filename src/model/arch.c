@@ -57,6 +57,11 @@ static const arch_desc archs[] = {
     {.name = "mistral3",
      .role = {BASE_ROLES, [ROLE_ATTN_Q_BIAS] = O, [ROLE_ATTN_K_BIAS] = O, [ROLE_ATTN_V_BIAS] = O},
      .yarn = 1, .layer = fwd_layer_std},
+    // ERNIE 4.5 dense (ERNIE-4.5-0.3B), as llama.cpp's ernie4_5 graph: llama's block (optional q/k/v biases;
+    // an output-projection bias in the file is not applied there, so it is not read here either).
+    {.name = "ernie4_5",
+     .role = {BASE_ROLES, [ROLE_ATTN_Q_BIAS] = O, [ROLE_ATTN_K_BIAS] = O, [ROLE_ATTN_V_BIAS] = O},
+     .layer = fwd_layer_std},
     // Granite 3.x and Granite 4.0's dense models, as llama.cpp's granite graph: llama's block with the four
     // multipliers of arch_desc.scales; optional q/k/v and output-projection biases.
     {.name = "granite",

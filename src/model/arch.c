@@ -62,6 +62,11 @@ static const arch_desc archs[] = {
     {.name = "ernie4_5",
      .role = {BASE_ROLES, [ROLE_ATTN_Q_BIAS] = O, [ROLE_ATTN_K_BIAS] = O, [ROLE_ATTN_V_BIAS] = O},
      .layer = fwd_layer_std},
+    // EXAONE 3.0 / 3.5, as llama.cpp's exaone graph: llama's block with NeoX rotation (optional q/k/v biases; a
+    // llama3 rope_freqs tensor when the file has one, as every architecture here).
+    {.name = "exaone",
+     .role = {BASE_ROLES, [ROLE_ATTN_Q_BIAS] = O, [ROLE_ATTN_K_BIAS] = O, [ROLE_ATTN_V_BIAS] = O},
+     .rope_neox = 1, .layer = fwd_layer_std},
     // Granite 3.x and Granite 4.0's dense models, as llama.cpp's granite graph: llama's block with the four
     // multipliers of arch_desc.scales; optional q/k/v and output-projection biases.
     {.name = "granite",

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import BIN
 
-SHAPES = ["granite-tiny", "granitemoe-tiny", "ernie4_5-tiny", "smollm3-tiny", "phi3-tiny", "mistral3-tiny"]
+SHAPES = ["granite-tiny", "granitemoe-tiny", "ernie4_5-tiny", "exaone-tiny", "smollm3-tiny", "phi3-tiny", "mistral3-tiny"]
 PROMPT, N = "hello world", 12
 
 

@@ -81,7 +81,7 @@ class LlamaRef:
         self.eps = float(val(f"{arch}.attention.layer_norm_rms_epsilon", 1e-5))
         self.base = float(val(f"{arch}.rope.freq_base", 10000.0))
         self.rope_dim = int(val(f"{arch}.rope.dimension_count", self.head_dim))
-        self.neox = arch in ("qwen2", "qwen3", "gemma2", "gemma3", "qwen3moe", "qwen2moe", "phi3")
+        self.neox = arch in ("qwen2", "qwen3", "gemma2", "gemma3", "qwen3moe", "qwen2moe", "phi3", "exaone")
         self.n_expert_used = int(val(f"{arch}.expert_used_count", 0))
         self.moe_norm = arch in ("qwen3moe", "granitemoe")
         self.gemma = arch in ("gemma2", "gemma3")

@@ -146,7 +146,8 @@ ARCHS = [("llama", 16, None), ("qwen2", 16, None), ("qwen3", 32, None), ("gemma3
          ("mistral3", 16, None), ("mistral3", 16, gguf.GGMLQuantizationType.Q8_0),
          ("granite", 16, None), ("granite", 16, gguf.GGMLQuantizationType.Q8_0), ("granitemoe", 16, None),
          ("granitemoe", 16, gguf.GGMLQuantizationType.Q8_0), ("ernie4_5", 16, None),
-         ("ernie4_5", 16, gguf.GGMLQuantizationType.Q8_0),
+         ("ernie4_5", 16, gguf.GGMLQuantizationType.Q8_0), ("exaone", 16, None),
+         ("exaone", 16, gguf.GGMLQuantizationType.Q8_0),
          ("qwen3moe", 32, None), ("qwen3moe", 32, gguf.GGMLQuantizationType.Q8_0), ("qwen2moe", 16, None)]
 
 

@@ -336,7 +336,7 @@ static void test_driver(void) {
 int main(void) {
     // every architecture in the table has a layer sequence
     static const char *const names[] = {"llama",  "qwen2", "qwen3",    "gemma2",  "gemma3",
-                                         "smollm3", "phi3",  "mistral3", "granite", "granitemoe", "ernie4_5",
+                                         "smollm3", "phi3",  "mistral3", "granite", "granitemoe", "ernie4_5", "exaone",
                                          "qwen3moe", "qwen2moe", "gpt-oss", "qwen35",  "qwen35moe",
                                          "qwen3next"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {

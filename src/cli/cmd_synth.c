@@ -412,7 +412,11 @@ static void add_extra_layer(tensor_list *l, const synth_shape *sh, int i, int he
         for (int k = 0; k < 3; k++)
             snprintf(name, sizeof name, b[k], i), add(l, name, ROLE_VEC, i, k ? kv_dim : sh->dim, 1);
     }
-    if (sh->qk_norm && !sh->n_expert) add_qk_norms(l, i, head_dim);
+    if (sh->qk_norm && !sh->n_expert && sh->post_only) { // OLMo 2: over all heads
+        snprintf(name, sizeof name, "blk.%d.attn_q_norm.weight", i);
+        add(l, name, ROLE_NORM, i, head_dim * sh->n_heads, 1);
+        snprintf(name, sizeof name, "blk.%d.attn_k_norm.weight", i), add(l, name, ROLE_NORM, i, kv_dim, 1);
+    } else if (sh->qk_norm && !sh->n_expert) add_qk_norms(l, i, head_dim);
     if (sh->post_norms) {
         l->norm_w = sh->post_norm_w;
         snprintf(name, sizeof name, "blk.%d.post_attention_norm.weight", i), add(l, name, ROLE_NORM, i, sh->dim, 1);
@@ -596,6 +600,7 @@ int cli_synth(int argc, char **argv) {
         for (size_t k = 0; k < n_lt; k++) {
             // fused (Phi-3): attn_qkv instead of q, k, v; ffn_up of gate and up instead of gate, up
             if (sh->fused && (k == 2 || k == 3 || k == 6)) continue;
+            if (sh->post_only && (k == 0 || k == 5)) continue; // (OLMo 2: no attn_norm, ffn_norm)
             snprintf(name, sizeof name, lt[k].fmt, i);
             int64_t ne0 = lt[k].rows == 4 ? sh->ffn : lt[k].rows == 5 ? q_dim : sh->dim;
             int64_t ne1 = (int64_t[]){q_dim, kv_dim, sh->ffn, 1, sh->dim, sh->dim}[lt[k].rows];

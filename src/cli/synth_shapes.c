@@ -47,6 +47,13 @@ static const synth_shape shapes[] = {
      .vocab = 272, .n_layers = 2, .rope_base = 10000.0f, .eps = 1e-5f, .arch = "granitemoe",
      .n_expert = 8, .n_used = 2, .expert_ffn = 256, .embedding_scale = 12.0f, .attention_scale = 0.015625f,
      .residual_scale = 0.22f, .logit_scale = 2.0f, .attn_norm_w = 8.0f},
+    // OLMo 2: post norms only (weight 4, so that the layers' part outweighs the embedding), q/k norms over
+    // all heads
+    {"olmo2-tiny", TINY, .n_layers = 2, .rope_base = 500000.0f, .eps = 1e-6f, .arch = "olmo2", .qk_norm = 1,
+     .post_norms = 1, .post_only = 1, .post_norm_w = 4.0f},
+    // OLMo 3: olmo2-tiny with a window of 64 on layers 0-2 (RoPE unscaled there) and YaRN on layer 3
+    {"olmo3-tiny", TINY, .n_layers = 4, .rope_base = 500000.0f, .eps = 1e-6f, .arch = "olmo2", .qk_norm = 1,
+     .post_norms = 1, .post_only = 1, .post_norm_w = 4.0f, .swa = 64, .yarn_factor = 4.0f, .yarn_ctx = 128},
     {"exaone-tiny", TINY, .n_layers = 2, .rope_base = 1000000.0f, .eps = 1e-5f, .arch = "exaone"},
     {"ernie4_5-tiny", TINY, .n_layers = 2, .rope_base = 500000.0f, .eps = 1e-5f, .arch = "ernie4_5"},
     {"mistral3-tiny", TINY, .n_layers = 2, .rope_base = 1000000.0f, .eps = 1e-5f, .arch = "mistral3",

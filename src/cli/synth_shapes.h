@@ -38,6 +38,8 @@ typedef struct {
     float attn_norm_w, post_norm_w, out_norm_w;
     // Granite's multipliers (0: not written): embedding_scale, attention.scale, residual_scale, logit_scale
     float embedding_scale, attention_scale, residual_scale, logit_scale;
+    // OLMo 2: no norms before attention and FFN (post_norms after them), q/k norms over all heads at once
+    int post_only;
 } synth_shape;
 
 // The shape named name, or NULL.

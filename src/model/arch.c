@@ -67,6 +67,15 @@ static const arch_desc archs[] = {
     {.name = "exaone",
      .role = {BASE_ROLES, [ROLE_ATTN_Q_BIAS] = O, [ROLE_ATTN_K_BIAS] = O, [ROLE_ATTN_V_BIAS] = O},
      .rope_neox = 1, .layer = fwd_layer_std},
+    // OLMo 2 and OLMo 3, as llama.cpp's olmo2 graph (fwd_layer_post): no norm before attention or the FFN, a
+    // norm after each (post_attention_norm, post_ffw_norm); q and k RMSNormed over all heads at once; NeoX
+    // rotation. OLMo 3: a sliding window (from the file) on three layers of four, whose RoPE is unscaled, and
+    // YaRN on the others.
+    {.name = "olmo2",
+     .role = {[ROLE_ATTN_Q] = R, [ROLE_ATTN_K] = R, [ROLE_ATTN_V] = R, [ROLE_ATTN_OUT] = R,
+      [ROLE_ATTN_Q_NORM] = R, [ROLE_ATTN_K_NORM] = R, [ROLE_ATTN_POST_NORM] = R, [ROLE_FFN_GATE] = R,
+      [ROLE_FFN_UP] = R, [ROLE_FFN_DOWN] = R, [ROLE_FFN_POST_NORM] = R},
+     .rope_neox = 1, .qk_norm_all = 1, .swa_pattern = 4, .yarn = 1, .layer = fwd_layer_post},
     // Granite 3.x and Granite 4.0's dense models, as llama.cpp's granite graph: llama's block with the four
     // multipliers of arch_desc.scales; optional q/k/v and output-projection biases.
     {.name = "granite",

@@ -96,6 +96,8 @@ typedef struct arch_desc {
     // <arch>.residual_scale before its residual add, logits divided by <arch>.logit_scale; without
     // <arch>.rope.scaling.finetuned (true by default) no layer rotates q and k
     int scales;
+    // OLMo 2: q and k RMSNormed over all heads at once (attn_q_norm of q_dim, attn_k_norm of kv_dim weights)
+    int qk_norm_all;
     // Mixture of experts: the FFN is routed (ROLE_FFN_*_EXPS); the top-k routing weights are renormalised to
     // sum to 1 when moe_norm_w (qwen3moe), used as the softmax gave them otherwise (qwen2moe).
     int moe;

@@ -103,6 +103,31 @@ int fwd_layer_std(const fwd_graph *g, int l) {
     return residual(g, FWD_Q);
 }
 
+int fwd_layer_post(const fwd_graph *g, int l) {
+    const fwd_ops *o = g->ops;
+    void *be = g->be;
+    const model_hparams *hp = &g->m->hp;
+    const int n = g->n, dim = hp->dim, q_dim = hp->n_heads * hp->head_dim;
+    const int kv_dim = hp->n_kv_heads * hp->head_dim;
+    const float eps = hp->norm_eps;
+    static const fwd_buf qkv[3] = {FWD_Q, FWD_K, FWD_V}, proj[1] = {FWD_Q}, gate_up[2] = {FWD_HB, FWD_HB2};
+    static const arch_role w_qkv[3] = {ROLE_ATTN_Q, ROLE_ATTN_K, ROLE_ATTN_V}, w_out[1] = {ROLE_ATTN_OUT};
+    static const arch_role w_gate_up[2] = {ROLE_FFN_GATE, ROLE_FFN_UP}, w_down[1] = {ROLE_FFN_DOWN};
+    TRY(o->matmul(be, qkv, FWD_X, n, l, w_qkv, 3));
+    TRY(o->norm(be, FWD_Q, FWD_Q, n, q_dim, l, ROLE_ATTN_Q_NORM, eps));
+    TRY(o->norm(be, FWD_K, FWD_K, n, kv_dim, l, ROLE_ATTN_K_NORM, eps));
+    if (model_layer_has_rope(hp, l)) TRY(o->rope(be, FWD_Q, FWD_K, n, l));
+    TRY(o->attention(be, FWD_XB, FWD_Q, FWD_K, FWD_V, n, l));
+    TRY(o->matmul(be, proj, FWD_XB, n, l, w_out, 1));
+    TRY(o->norm(be, FWD_Q, FWD_Q, n, dim, l, ROLE_ATTN_POST_NORM, eps));
+    TRY(residual(g, FWD_Q));
+    TRY(o->matmul(be, gate_up, FWD_X, n, l, w_gate_up, 2));
+    TRY(o->glu(be, FWD_HB, FWD_HB2, n * hp->ffn_dim, FWD_ACT_SILU));
+    TRY(o->matmul(be, proj, FWD_HB, n, l, w_down, 1));
+    TRY(o->norm(be, FWD_Q, FWD_Q, n, dim, l, ROLE_FFN_POST_NORM, eps));
+    return residual(g, FWD_Q);
+}
+
 // The mixture-of-experts FFN: the norm, the routed (and shared) experts, the residual add into FWD_X.
 static int ffn_moe(const fwd_graph *g, int l, arch_role norm) {
     const fwd_ops *o = g->ops;

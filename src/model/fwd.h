@@ -110,6 +110,10 @@ int fwd_out_norm(const fwd_graph *g);
 // projection (optional post-norm), residual; RMSNorm, gate/up projections, SwiGLU or tanh-GeGLU, down
 // projection (optional post-norm), residual.
 int fwd_layer_std(const fwd_graph *g, int layer);
+// The block of OLMo 2: q/k/v projections of the residual stream itself (no norm before), q and k RMSNormed
+// over all heads at once, RoPE, attention, output projection, RMSNorm (post_attention_norm), residual; SwiGLU
+// FFN of the residual stream, RMSNorm (post_ffw_norm), residual.
+int fwd_layer_post(const fwd_graph *g, int layer);
 // The block of qwen3moe, qwen2moe and gpt-oss: fwd_layer_std's attention half (gpt-oss: with the output
 // projection's bias and attention sinks), then RMSNorm (ffn_norm, or gpt-oss's post_attention_norm), the MoE FFN
 // (fwd_ops.moe), residual.

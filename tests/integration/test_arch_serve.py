@@ -9,7 +9,8 @@ import pytest
 
 from conftest import BIN
 
-SHAPES = ["granite-tiny", "granitemoe-tiny", "ernie4_5-tiny", "exaone-tiny", "smollm3-tiny", "phi3-tiny", "mistral3-tiny"]
+SHAPES = ["granite-tiny", "granitemoe-tiny", "ernie4_5-tiny", "exaone-tiny", "olmo2-tiny", "olmo3-tiny",
+          "smollm3-tiny", "phi3-tiny", "mistral3-tiny"]
 PROMPT, N = "hello world", 12
 
 

@@ -81,7 +81,10 @@ class LlamaRef:
         self.eps = float(val(f"{arch}.attention.layer_norm_rms_epsilon", 1e-5))
         self.base = float(val(f"{arch}.rope.freq_base", 10000.0))
         self.rope_dim = int(val(f"{arch}.rope.dimension_count", self.head_dim))
-        self.neox = arch in ("qwen2", "qwen3", "gemma2", "gemma3", "qwen3moe", "qwen2moe", "phi3", "exaone")
+        self.neox = arch in ("qwen2", "qwen3", "gemma2", "gemma3", "qwen3moe", "qwen2moe", "phi3", "exaone",
+                             "olmo2")
+        self.post_only = arch == "olmo2"  # OLMo 2: no norm before attention or FFN, q/k norms over all heads
+        self.qk_norm_heads = False
         self.n_expert_used = int(val(f"{arch}.expert_used_count", 0))
         self.moe_norm = arch in ("qwen3moe", "granitemoe")
         self.gemma = arch in ("gemma2", "gemma3")
@@ -197,7 +200,7 @@ class LlamaRef:
         return x @ w.T
 
     def rmsnorm(self, x, wname):
-        w = self.w(wname)[0]
+        w = self.w(wname)[0] if wname else 1.0  # None: no weight
         return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + self.eps) * w
 
     def is_local(self, layer):
@@ -257,7 +260,7 @@ class LlamaRef:
         rep = self.n_heads // self.n_kv
         for l in range(self.n_layers):
             p = f"blk.{l}."
-            h = self.rmsnorm(x, p + "attn_norm.weight")
+            h = x if self.post_only else self.rmsnorm(x, p + "attn_norm.weight")
             if self.has(p + "attn_qkv.weight"):  # phi3: one matrix, rows q then k then v
                 qkv = self.matmul(h, p + "attn_qkv.weight")
                 q, k, v = np.split(qkv, [self.n_heads * hd, (self.n_heads + self.n_kv) * hd], axis=1)
@@ -266,10 +269,17 @@ class LlamaRef:
             for s, arr in (("q", q), ("k", k), ("v", v)):
                 if self.has(p + f"attn_{s}.bias"):
                     arr += self.w(p + f"attn_{s}.bias")[0]
+            if self.post_only and self.qk_norm_heads:  # (a wrong variant, for tests' teeth: per head)
+                q, k = ((self.rmsnorm(a.reshape(n, -1, hd), None) *
+                         self.w(p + f"attn_{s}_norm.weight")[0].reshape(-1, hd)).reshape(n, -1)
+                        for a, s in ((q, "q"), (k, "k")))
+            elif self.post_only:
+                q = self.rmsnorm(q, p + "attn_q_norm.weight")
+                k = self.rmsnorm(k, p + "attn_k_norm.weight")
             q = q.reshape(n, self.n_heads, hd)
             k = k.reshape(n, self.n_kv, hd)
             v = v.reshape(n, self.n_kv, hd)
-            if self.has(p + "attn_q_norm.weight"):
+            if self.has(p + "attn_q_norm.weight") and not self.post_only:
                 q = self.rmsnorm(q, p + "attn_q_norm.weight")
                 k = self.rmsnorm(k, p + "attn_k_norm.weight")
             if self.attn_temp[0]:
@@ -291,10 +301,10 @@ class LlamaRef:
                 sc = np.exp(sc - sc.max(axis=1, keepdims=True))
                 out[:, hh] = (sc / sc.sum(axis=1, keepdims=True)) @ vh
             a = self.matmul(out.reshape(n, -1), p + "attn_output.weight")
-            if self.gemma:
+            if self.gemma or self.post_only:
                 a = self.rmsnorm(a, p + "post_attention_norm.weight")
             x = x + a * self.residual_mult
-            h = self.rmsnorm(x, p + "ffn_norm.weight")
+            h = x if self.post_only else self.rmsnorm(x, p + "ffn_norm.weight")
             if self.has(p + "ffn_gate_inp.weight"):
                 x = x + self.moe(h, p) * self.residual_mult
                 continue
@@ -308,7 +318,7 @@ class LlamaRef:
             else:
                 act = g / (1 + np.exp(-g))
             f = self.matmul(act * u, p + "ffn_down.weight")
-            if self.gemma:
+            if self.gemma or self.post_only:
                 f = self.rmsnorm(f, p + "post_ffw_norm.weight")
             x = x + f * self.residual_mult
         return self.rmsnorm(x, "output_norm.weight")

@@ -268,6 +268,26 @@ static void test_sequences(void) {
                   strstr(r.log, "matmul Q=HB@ffn_down.weight n3 L1\nscale Q 24 0.25\nadd X+=Q 24\n"),
               "granite:\n%s", r.log);
     CHECK_EQ_INT(r.calls, 2 * 13);
+    // olmo2: the residual stream itself into q/k/v and the FFN, q/k norms over all heads, a norm after each
+    // half
+    fake_model(&m, layers, "olmo2", 0);
+    m.hp.residual_scale = 0;
+    CHECK_EQ_INT(run(&r, &m, &failed), 0);
+    l1 = strstr(r.log, "matmul Q=X@attn_q.weight K=X@attn_k.weight V=X@attn_v.weight n3 L1");
+    CHECK_MSG(l1 && !strcmp(l1, "matmul Q=X@attn_q.weight K=X@attn_k.weight V=X@attn_v.weight n3 L1\n"
+                                "norm Q=Q 3x16 L1 attn_q_norm.weight 0.5\n"
+                                "norm K=K 3x8 L1 attn_k_norm.weight 0.5\n"
+                                "rope Q K 3 L1\n"
+                                "attention XB=Q,K,V 3 L1\n"
+                                "matmul Q=XB@attn_output.weight n3 L1\n"
+                                "norm Q=Q 3x8 L1 post_attention_norm.weight 0.5\n"
+                                "add X+=Q 24\n"
+                                "matmul HB=X@ffn_gate.weight HB2=X@ffn_up.weight n3 L1\n"
+                                "glu HB HB2 36 silu\n"
+                                "matmul Q=HB@ffn_down.weight n3 L1\n"
+                                "norm Q=Q 3x8 L1 post_ffw_norm.weight 0.5\n"
+                                "add X+=Q 24\n"),
+              "olmo2 layer 1:\n%s", l1 ? l1 : r.log);
     // phi3 and mistral3: llama's sequence (their fused weights are bound at load, YaRN is in the RoPE operation)
     fake_model(&m, layers, "phi3", 0);
     CHECK_EQ_INT(run(&r, &m, &failed), 0);
@@ -335,10 +355,10 @@ static void test_driver(void) {
 
 int main(void) {
     // every architecture in the table has a layer sequence
-    static const char *const names[] = {"llama",  "qwen2", "qwen3",    "gemma2",  "gemma3",
-                                         "smollm3", "phi3",  "mistral3", "granite", "granitemoe", "ernie4_5", "exaone",
-                                         "qwen3moe", "qwen2moe", "gpt-oss", "qwen35",  "qwen35moe",
-                                         "qwen3next"};
+    static const char *const names[] = {
+        "llama",    "qwen2",   "qwen3",    "gemma2",   "gemma3",  "smollm3", "phi3",      "mistral3",
+        "granite",  "granitemoe", "ernie4_5", "exaone", "olmo2",   "qwen3moe", "qwen2moe", "gpt-oss",
+        "qwen35",   "qwen35moe", "qwen3next"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         const arch_desc *a = arch_find(names[i], (int)strlen(names[i]));
         CHECK_MSG(a && a->layer, "%s has no layer builder", names[i]);

@@ -60,6 +60,10 @@ def quant_dequant_act(x, qtype):
 
 
 class LlamaRef:
+    # what the architectures that have them read in __init__ (subclasses with their own __init__ keep these)
+    embd_mult = residual_mult = logit_div = 1.0
+    post_only = qk_norm_heads = False
+
     def __init__(self, path, act_quant=True, kv_f16=None):
         self.r = gguf.GGUFReader(path)
         self.act_quant = act_quant

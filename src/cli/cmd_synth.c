@@ -282,15 +282,16 @@ static void add(tensor_list *l, const char *name, synth_role role, int layer, in
 
 // The layer tensors of a mixture-of-experts shape beyond the attention ones: q/k norms, the router, the
 // experts' 3-D tensors.
-static void add_qk_norms(tensor_list *l, int i, int head_dim) {
+// q and k norms of q_len and k_len weights (a head's, or all heads' for OLMo 2)
+static void add_qk_norms(tensor_list *l, int i, int q_len, int k_len) {
     char name[96];
     static const char *const norms[] = {"blk.%d.attn_q_norm.weight", "blk.%d.attn_k_norm.weight"};
-    for (int k = 0; k < 2; k++) snprintf(name, sizeof name, norms[k], i), add(l, name, ROLE_NORM, i, head_dim, 1);
+    for (int k = 0; k < 2; k++) snprintf(name, sizeof name, norms[k], i), add(l, name, ROLE_NORM, i, k ? k_len : q_len, 1);
 }
 
 static void add_moe_layer(tensor_list *l, const synth_shape *sh, int i, int head_dim) {
     char name[96];
-    if (sh->qk_norm) add_qk_norms(l, i, head_dim);
+    if (sh->qk_norm) add_qk_norms(l, i, head_dim, head_dim);
     snprintf(name, sizeof name, "blk.%d.ffn_gate_inp.weight", i);
     add(l, name, ROLE_ROUTER, i, sh->dim, sh->n_expert);
     snprintf(name, sizeof name, "blk.%d.ffn_gate_exps.weight", i);
@@ -412,11 +413,8 @@ static void add_extra_layer(tensor_list *l, const synth_shape *sh, int i, int he
         for (int k = 0; k < 3; k++)
             snprintf(name, sizeof name, b[k], i), add(l, name, ROLE_VEC, i, k ? kv_dim : sh->dim, 1);
     }
-    if (sh->qk_norm && !sh->n_expert && sh->post_only) { // OLMo 2: over all heads
-        snprintf(name, sizeof name, "blk.%d.attn_q_norm.weight", i);
-        add(l, name, ROLE_NORM, i, head_dim * sh->n_heads, 1);
-        snprintf(name, sizeof name, "blk.%d.attn_k_norm.weight", i), add(l, name, ROLE_NORM, i, kv_dim, 1);
-    } else if (sh->qk_norm && !sh->n_expert) add_qk_norms(l, i, head_dim);
+    if (sh->qk_norm && !sh->n_expert) // OLMo 2: over all heads
+        add_qk_norms(l, i, sh->post_only ? head_dim * sh->n_heads : head_dim, sh->post_only ? kv_dim : head_dim);
     if (sh->post_norms) {
         l->norm_w = sh->post_norm_w;
         snprintf(name, sizeof name, "blk.%d.post_attention_norm.weight", i), add(l, name, ROLE_NORM, i, sh->dim, 1);

@@ -422,7 +422,8 @@ int gram_parse(const char *src, size_t len, const char *root, gram **out, tc_err
                 g->rule_off = malloc((size_t)p.n_rules * sizeof *g->rule_off);
                 g->alt_end = malloc((size_t)(n + 1) * sizeof *g->alt_end);
             }
-            if (!g || !g->el || !g->rule_off || !g->alt_end) rc = tc_err_set(err, TC_ERR_NOMEM, "grammar: out of memory");
+            if (!g || !g->el || !g->rule_off || !g->alt_end)
+                rc = tc_err_set(err, TC_ERR_NOMEM, "grammar: out of memory");
         }
         if (!rc) {
             g->n_rules = p.n_rules;
